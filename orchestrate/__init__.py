@@ -1,0 +1,3 @@
+"""orchestrate: a git-backed campaign orchestrator."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,162 @@
+"""The command line: thin click commands, one error boundary, the exit codes of DESIGN §10.
+
+Commands parse their options, call one function, print, and return an ExitCode. Heavy modules are
+imported inside the commands that need them so `orchestrate --version` starts fast.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from gates.core.errors import ExitCode, OrchestrateError, UsageError
+from orchestrate import __version__
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0    done
+  1    a check failed, the DAG is invalid, or the campaign halted (the message says what to fix)
+  2    usage error or unusable input (missing file, not a git repository); nothing was changed
+  3    SERIALIZE (collision-check) or CONFLICT (trial-merge)
+  4    another runner holds the campaign, or the recorder moved under this one
+  70   internal error (a bug: please report it with the traceback)
+  75   paused at a human seam (`orchestrate decide` answers it)
+  130  interrupted (state is saved; `orchestrate resume` continues)"""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+             epilog=EXIT_CODES_HELP)
+@click.version_option(__version__, "-V", "--version", prog_name="orchestrate")
+def cli() -> None:
+    """Run a campaign: a DAG of workers, each in its own git worktree, judged by gates and merged
+    into campaign/<topic> with --no-ff. Every transition is recorded in .ledger/ so a crashed or
+    paused campaign resumes exactly where it stopped. Never pushes; never touches your checkout."""
+
+
+def dag_option(f):
+    return click.option("--dag", "dag_path", type=click.Path(dir_okay=True, path_type=Path),
+                        help="DAG file (default: .ledger/state/dag.yaml of the current repository).")(f)
+
+
+def json_option(f):
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(f)
+
+
+def resolve_dag_path(dag_path: Path | None) -> Path:
+    if dag_path is not None:
+        return dag_path
+    from gates.core import git
+    from orchestrate.layout import Layout
+    return Layout(git.main_worktree(Path.cwd())).default_dag
+
+
+@cli.command()
+@dag_option
+@json_option
+@click.option("--topic", help="Campaign topic (default: the DAG's `topic:`, else the file's stem).")
+def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
+    """Check the DAG against every rule of its contract and list all problems at once.
+
+    Each problem is one line `file:line: field: message` with what to change. With --json, prints a
+    list of {file, line, field, code, message} (empty when valid). Exit 0 valid, 1 invalid,
+    2 unreadable file.
+    """
+    from gates.core.dagfile import check_dag
+    path = resolve_dag_path(dag_path)
+    dag, problems = check_dag(path, topic=topic)
+    if as_json:
+        click.echo(json.dumps([p.as_dict() for p in problems], indent=2))
+    elif dag is None:
+        for p in problems:
+            click.echo(str(p))
+        click.echo(f"invalid: {len(problems)} problem(s) in {path}", err=True)
+    else:
+        layers = dag.layers()
+        click.echo(f"valid: {path} ({len(dag.nodes)} nodes, {len(layers)} layers, topic {dag.topic})")
+    return ExitCode.OK if dag is not None else ExitCode.FAILED
+
+
+@cli.command()
+@dag_option
+@json_option
+def layers(dag_path: Path | None, as_json: bool) -> int:
+    """Print the schedule: Kahn layers in natural id order, each split into its parallel set and its
+    serial rest. Nodes with `complete: true` are settled and never appear. The DAG must be valid.
+
+    With --json, prints exactly {"layer_count": N, "layers": [[...], ...]}.
+    """
+    from gates.core.dagfile import load_dag
+    dag = load_dag(resolve_dag_path(dag_path))
+    schedule = dag.layers()
+    if as_json:
+        click.echo(json.dumps({"layer_count": len(schedule), "layers": schedule}))
+        return ExitCode.OK
+    for k, layer in enumerate(schedule):
+        parallel, serial = dag.partition(layer)
+        line = f"layer {k}: {' '.join(parallel) or '-'}"
+        click.echo(line + (f"  | serial: {' '.join(serial)}" if serial else ""))
+    click.echo(f"{len(schedule)} layer(s), {sum(map(len, schedule))} node(s) to run")
+    return ExitCode.OK
+
+
+@cli.command()
+def init() -> int:
+    """Create the recorder .ledger/ (a nested git repository) in the current repository.
+
+    Copies the template (log/, state/, a commented config.yaml, gates/README.md), makes the first
+    recorder commit, and adds .ledger/ and .scratch/ to .git/info/exclude. Safe to run again; never
+    changes a tracked file. Exit 2 outside a git repository.
+    """
+    from orchestrate.init import init_project
+    layout, done = init_project(Path.cwd())
+    for line in done:
+        click.echo(line)
+    if not done:
+        click.echo(f"already initialised: {layout.ledger}")
+    return ExitCode.OK
+
+
+def _report_bug(exc: BaseException) -> None:
+    traceback.print_exception(exc)
+    click.echo(f"orchestrate {__version__}: internal error ({type(exc).__name__}). This is a bug; "
+               "please report it with the traceback above.", err=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The one error boundary: expected failures print one line; a bug prints a traceback (70)."""
+    try:
+        rc = cli.main(args=argv, prog_name="orchestrate", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return ExitCode.USAGE
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("orchestrate: interrupted", err=True)
+        return ExitCode.INTERRUPTED
+    except OrchestrateError as exc:
+        _print_error(exc)
+        return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - the boundary: anything else is a bug
+        _report_bug(exc)
+        return ExitCode.INTERNAL
+    finally:
+        try:
+            sys.stdout.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+    return int(rc or 0)
+
+
+def _print_error(exc: OrchestrateError) -> None:
+    from gates.core.errors import DagInvalid
+    if isinstance(exc, DagInvalid):
+        for p in exc.problems:
+            click.echo(str(p), err=True)
+    click.echo(f"orchestrate: error: {exc}", err=True)
+
+
+__all__ = ["cli", "main", "UsageError"]
