@@ -119,6 +119,31 @@ def init() -> int:
     return ExitCode.OK
 
 
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+             add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def gate(args: tuple[str, ...]) -> int:
+    """Run one gate: orchestrate gate NAME [ARGS]... (`orchestrate gate NAME --help` for its arguments).
+
+    Gates exit 0 pass, 1 fail, 2 usage or environment error, 3 their alternative route.
+    """
+    from gates.registry import GATES, module
+    if not args or args[0] in ("-h", "--help"):
+        click.echo("Usage: orchestrate gate NAME [ARGS]...\n\nRun one gate. Gates:")
+        width = max(map(len, GATES))
+        for name, (_, summary) in GATES.items():
+            click.echo(f"  {name:<{width}}  {summary}")
+        click.echo("\nEach exits 0 pass, 1 fail, 2 usage or environment error, 3 its alternative route;"
+                   "\n`orchestrate gate NAME --help` shows its arguments and exit codes.")
+        return ExitCode.OK if args else ExitCode.USAGE
+    name = args[0]
+    if name not in GATES:
+        from gates.core.dagfile import did_you_mean
+        raise UsageError(f"no gate named `{name}`{did_you_mean(name, GATES)}",
+                         hint="`orchestrate gate --help` lists them")
+    return module(name).main(list(args[1:]), prog=f"orchestrate gate {name}")
+
+
 def _report_bug(exc: BaseException) -> None:
     traceback.print_exception(exc)
     click.echo(f"orchestrate {__version__}: internal error ({type(exc).__name__}). This is a bug; "

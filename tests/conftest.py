@@ -1,0 +1,44 @@
+"""Pin the environment so tests never read or write the real home, and offer repo and CLI fixtures."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import RepoDir, Result, make_repo
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = Test Person\n\temail = test@example.com\n"
+        "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "ORCH_TOPIC", "ORCH_NODE"):
+        monkeypatch.delenv(var, raising=False)
+    yield
+
+
+@pytest.fixture
+def repo(tmp_path) -> RepoDir:
+    return make_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def orch(capsys, monkeypatch):
+    """Run the CLI in-process through its error boundary: orch("validate", "--dag", p, cwd=dir)."""
+    from orchestrate.cli import main
+
+    def call(*args: str, cwd: Path | None = None) -> Result:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        rc = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return Result(int(rc), captured.out, captured.err)
+
+    return call

@@ -1,0 +1,60 @@
+"""Test helpers: real repositories in tmp_path, and the CLI called in-process through its error boundary."""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class RepoDir(type(Path())):  # type: ignore[misc]
+    """A path to a real git repository with small conveniences for building histories."""
+
+    def git(self, *args: str, check: bool = True) -> str:
+        done = subprocess.run(["git", "-C", str(self), *args], capture_output=True, text=True)
+        if check and done.returncode != 0:
+            raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
+        return done.stdout.strip()
+
+    def write(self, files: dict[str, str]) -> "RepoDir":
+        for rel, text in files.items():
+            p = self / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text)
+        return self
+
+    def commit(self, message: str, files: dict[str, str] | None = None) -> str:
+        if files:
+            self.write(files)
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD")
+
+
+def make_repo(path: Path, files: dict[str, str] | None = None) -> RepoDir:
+    path.mkdir(parents=True, exist_ok=True)
+    repo = RepoDir(path)
+    repo.git("init", "-q", "--initial-branch=main")
+    repo.commit("baseline", files or {"README.md": "# project\n"})
+    return repo
+
+
+@dataclass
+class Result:
+    rc: int
+    out: str
+    err: str
+
+
+DEMO_DAG = """\
+topic: demo
+workers:
+  core: "sh demo/workers/scripted.sh"
+nodes:
+  - {id: D1, title: "base file", depends_on: [], file_surface: ["demo/base.txt"], discipline: core, mitigates: []}
+  - {id: D2, title: "file a", depends_on: [D1], file_surface: ["demo/a.txt"], discipline: core, mitigates: []}
+  - {id: D3, title: "file b", depends_on: [D1], file_surface: ["demo/b.txt"], discipline: core, mitigates: []}
+  - {id: D4, title: "file a, serialized", depends_on: [D1], file_surface: ["demo/a.txt"], discipline: core, serialize: true, mitigates: []}
+"""
