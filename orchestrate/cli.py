@@ -119,6 +119,52 @@ def init() -> int:
     return ExitCode.OK
 
 
+@cli.command()
+@dag_option
+@click.option("--topic", help="Campaign topic (default: the DAG's `topic:`, else the file's stem).")
+@click.option("--mode", type=click.Choice(["interactive", "autonomous"]), help="Override the DAG's mode.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
+@click.option("--quiet", "-q", is_flag=True, help="Print only results, seams and errors.")
+def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | None, quiet: bool) -> int:
+    """Run a campaign to its end or to a human seam.
+
+    Validates the DAG (an invalid one exits 1 before anything is written), creates campaign/<topic>
+    at the baseline, then for each layer runs every node's worker in its own worktree and branch,
+    judges each result with the gates, and merges what passes with --no-ff. Every transition is a
+    commit in .ledger/. Exits 0 done, 1 halted (the message says what to fix), 75 paused at a seam,
+    130 interrupted (`orchestrate resume` continues).
+    """
+    from orchestrate.runner import run_campaign
+    return run_campaign(Path.cwd(), dag_path, topic=topic, mode=mode, jobs=jobs, quiet=quiet)
+
+
+@cli.command()
+@click.option("--topic", help="Campaign topic (default: the one in flight).")
+@json_option
+def status(topic: str | None, as_json: bool) -> int:
+    """Show the campaign's layer, every node's status and attempt, open seams, and why each waiting
+    node waits."""
+    from orchestrate import status as status_mod
+    from orchestrate.runner import load, pick_topic, project
+    layout = project(Path.cwd())
+    campaign, _ = load(layout, pick_topic(layout, topic, any_state=True))
+    data = status_mod.summary(campaign)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        for line in status_mod.render(data):
+            click.echo(line)
+    return ExitCode.OK
+
+
+@cli.command()
+def table() -> int:
+    """Print the engine's transition table (state, outcome, next state, note) as Markdown."""
+    from orchestrate.table import render
+    click.echo(render())
+    return ExitCode.OK
+
+
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
              add_help_option=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)

@@ -231,7 +231,8 @@ def _checks(rep: _Report, value: object, line: int, where: str, spec: dict) -> l
     return good
 
 
-def validate(data: object, file: str, *, topic: str | None = None) -> tuple[Dag | None, list[Problem]]:
+def validate(data: object, file: str, *, topic: str | None = None,
+             brief_dir: Path | None = None) -> tuple[Dag | None, list[Problem]]:
     """Check every rule of the DAG contract; return the model when there is no problem."""
     rep = _Report(file)
     if not isinstance(data, Mapping):
@@ -269,7 +270,7 @@ def validate(data: object, file: str, *, topic: str | None = None) -> tuple[Dag 
         rep.add(data.key_line("nodes"), "nodes", "type", f"expected a list of nodes, got {_kind(nodes_raw)}")
     nodes_raw = nodes_raw if isinstance(nodes_raw, Sequence) else Sequence()
 
-    base_dir = Path(file).parent
+    base_dir = brief_dir or Path(file).parent
     nodes: list[Node] = []
     first_line: dict[str, int] = {}
     node_lines: dict[str, Mapping] = {}
@@ -424,20 +425,24 @@ def read_text(path: str | Path) -> str:
         raise UsageError(f"{p}: not UTF-8 text (byte {exc.start})", hint="save the DAG as UTF-8") from None
 
 
-def check_dag(path: str | Path, *, topic: str | None = None) -> tuple[Dag | None, list[Problem]]:
-    """Read and validate; UsageError only when the file cannot be read at all."""
+def check_dag(path: str | Path, *, topic: str | None = None,
+              brief_dir: Path | None = None) -> tuple[Dag | None, list[Problem]]:
+    """Read and validate; UsageError only when the file cannot be read at all.
+
+    `brief_dir` resolves `brief_file` paths when the DAG was copied away from its own folder.
+    """
     file = str(path)
     data, problems = yamlfile.load(read_text(path), file)
     if data is None:
         return None, problems
-    dag, more = validate(data, file, topic=topic)
+    dag, more = validate(data, file, topic=topic, brief_dir=brief_dir)
     if problems:  # duplicate keys make the data untrustworthy even if the rest validates
         return None, sorted(problems + more, key=lambda p: (p.line, p.field))
     return dag, more
 
 
-def load_dag(path: str | Path, *, topic: str | None = None) -> Dag:
-    dag, problems = check_dag(path, topic=topic)
+def load_dag(path: str | Path, *, topic: str | None = None, brief_dir: Path | None = None) -> Dag:
+    dag, problems = check_dag(path, topic=topic, brief_dir=brief_dir)
     if dag is None:
         raise DagInvalid(problems, str(path))
     return dag

@@ -1,0 +1,54 @@
+"""Amendments of the campaign's DAG in the recorder (WIDEN, SERIALIZE), each re-validated and journalled."""
+from __future__ import annotations
+
+import yaml
+
+from gates.core import yamlfile
+from gates.core.errors import DagInvalid
+from orchestrate.context import file_hash
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def amend_node(ctx, node_id: str, reason: str, *, add_surface: list[str] | None = None,
+               serialize: bool | None = None) -> None:
+    """Rewrite one node of the campaign DAG, re-validate, and record the new schedule.
+
+    An amendment that would make the DAG invalid is not written; DagInvalid says why.
+    """
+    path = ctx.dag_file
+    data, _ = yamlfile.load(path.read_text(), str(path))
+    data = _plain(data)
+    for raw in data["nodes"]:
+        if raw.get("id") == node_id:
+            if add_surface:
+                raw["file_surface"] = list(dict.fromkeys(list(raw.get("file_surface") or []) + add_surface))
+            if serialize is not None:
+                raw["serialize"] = serialize
+    new_text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    old_text = path.read_text()
+    path.write_text(new_text)
+    try:
+        dag = ctx.reload_dag()
+    except DagInvalid:
+        path.write_text(old_text)
+        ctx.reload_dag()
+        raise
+    ctx.emit("dag", {"node": node_id, "reason": reason, "add_surface": add_surface or [],
+                     "serialize": serialize})
+    past = ctx.campaign.layers[: ctx.campaign.k]
+    layers = past + remaining_layers(dag, past)
+    ctx.emit("schedule", {"layers": layers, "dag_hash": file_hash(path), "reason": reason})
+
+
+def remaining_layers(dag, past: list[list[str]]) -> list[list[str]]:
+    """Layers from k on, re-derived; the nodes of past layers are settled."""
+    from gates.core import graph
+    settled = {n for layer in past for n in layer} | {n.id for n in dag.nodes if n.complete}
+    return graph.kahn_layers(dag.deps(), settled=settled)

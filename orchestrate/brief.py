@@ -1,0 +1,56 @@
+"""A node's brief and environment: the dispatch header, then the node's own brief text."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from gates.core.dagfile import Node
+
+
+def brief_text(node: Node, *, topic: str, attempt: int, worktree: Path, branch: str, base: str,
+               return_file: Path, brief_dir: Path | None, feedback: str = "") -> str:
+    own = node.brief
+    if node.brief_file:
+        own = ((brief_dir or Path(".")) / node.brief_file).read_text()
+    surface = "\n".join(f"  - {t}" for t in node.file_surface) or "  (none: this node may change nothing)"
+    evaluators = "\n".join(f"  - {e.name}: `{e.run}`" for e in node.evaluators) or "  (none)"
+    tripwires = "\n".join(f"  - `{t.run}` must exit {t.expect}" + (f" ({t.why})" if t.why else "")
+                          for t in node.tripwires) or "  (none)"
+    parts = [
+        f"# Node {node.id}: {node.title} (campaign {topic}, attempt {attempt})",
+        "",
+        "## Dispatch header",
+        "",
+        f"- Work only in this worktree: {worktree}",
+        f"- Your branch is `{branch}`; check with `git branch --show-current` before you start.",
+        f"- Your base commit is {base}; `git merge-base --is-ancestor {base} HEAD` must succeed.",
+        "- If any of these is not so, stop and report it instead of working elsewhere.",
+        "- Commit your work on this branch at every logical step; never push, never rewrite history.",
+        "- Run evaluators yourself and read their exit codes directly (never through a pipe).",
+        "- You may change only these paths (your surface):",
+        surface,
+        "- Your work is accepted only when these evaluators exit 0 in your worktree:",
+        evaluators,
+        "- Premises this work relies on:",
+        tripwires,
+        "",
+        "## How to freeze",
+        "",
+        f"Write one JSON object to {return_file} and exit 0 when you must stop:",
+        '- a path outside your surface is needed: {"freeze": "surface-exceed", "paths": ["path", ...]}',
+        '- a premise above is false: {"freeze": "refuted-premise", "premise": "...", "evidence": "..."}',
+        '- a decision belongs to a human: {"freeze": "reserved-halt", "reason": "..."}',
+        "Do not touch a path outside your surface before you freeze for it.",
+    ]
+    if feedback:
+        parts += ["", "## Why the previous attempt was not accepted", "", feedback]
+    parts += ["", "## Brief", "", own.strip() or "(no brief text)", ""]
+    return "\n".join(parts)
+
+
+def worker_env(node: Node, *, topic: str, attempt: int, worktree: Path, branch: str, base: str,
+               brief: Path, return_file: Path) -> dict[str, str]:
+    return {
+        "ORCH_TOPIC": topic, "ORCH_NODE": node.id, "ORCH_ATTEMPT": str(attempt),
+        "ORCH_WORKTREE": str(worktree), "ORCH_BRANCH": branch, "ORCH_BASE": base,
+        "ORCH_BRIEF": str(brief), "ORCH_SURFACE": "\n".join(node.file_surface), "ORCH_RETURN": str(return_file),
+    }

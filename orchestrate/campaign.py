@@ -1,0 +1,129 @@
+"""A campaign's state, rebuilt by folding journal events: the engine and resume share `apply`.
+
+Every change of state is an event; the engine records it and applies it through the same function,
+so what resume reconstructs is exactly what the engine had.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PENDING, DISPATCHED, LANDED, ACCEPTED, REWORK, INVALIDATED, SKIPPED = (
+    "PENDING", "DISPATCHED", "LANDED", "ACCEPTED", "REWORK", "INVALIDATED", "SKIPPED")
+
+
+@dataclass
+class NodeState:
+    id: str
+    status: str = PENDING
+    attempt: int = 0  # dispatches so far (names the branch and the log)
+    failures: int = 0  # failed attempts; at max_attempts the node escalates
+    branch: str = ""
+    worktree: str = ""
+    base: str = ""
+    head: str = ""
+    merge: str = ""
+    freeze: dict | None = None
+    feedback: str = ""  # why the last attempt failed, for the next brief
+    verdict: str = ""
+    seconds: float = 0.0
+    rc: int | None = None  # the worker's exit code for its last attempt (124: timed out)
+    log: str = ""
+    widened: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Campaign:
+    topic: str = ""
+    dag_path: str = ""
+    brief_dir: str = ""
+    dag_hash: str = ""
+    mode: str = "interactive"
+    baseline: str = ""
+    branch: str = ""
+    layers: list[list[str]] = field(default_factory=list)
+    k: int = 0
+    tip: str = ""
+    layer_base: str = ""
+    state: str = "DERIVE"
+    nodes: dict[str, NodeState] = field(default_factory=dict)
+    serial: list[str] = field(default_factory=list)  # nodes rescheduled into the serial rest
+    merged: list[str] = field(default_factory=list)
+    seam: dict | None = None
+    halt: str = ""
+    closed: bool = False
+    accepted_by: dict | None = None
+    round: int = 0
+    seq: int = 0
+
+    def node(self, node_id: str) -> NodeState:
+        if node_id not in self.nodes:
+            self.nodes[node_id] = NodeState(node_id)
+        return self.nodes[node_id]
+
+    def layer(self) -> list[str]:
+        return self.layers[self.k] if self.k < len(self.layers) else []
+
+    def with_status(self, *statuses: str, layer_only: bool = True) -> list[str]:
+        pool = self.layer() if layer_only else list(self.nodes)
+        return [n for n in pool if self.nodes[n].status in statuses]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Campaign":
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        c = cls(**fields)
+        c.nodes = {k: NodeState(**v) for k, v in data.get("nodes", {}).items()}
+        return c
+
+
+def apply(c: Campaign, event: dict[str, Any]) -> None:
+    """Fold one journal event into the campaign state (pure bookkeeping, no effects)."""
+    kind = event["kind"]
+    ctx = event.get("context", {})
+    c.seq = max(c.seq, event.get("seq", 0))
+    if kind == "open":
+        for key in ("topic", "dag_path", "brief_dir", "dag_hash", "mode", "baseline", "branch", "layers", "tip"):
+            setattr(c, key, ctx[key])
+        c.layer_base = ctx["tip"]
+        for layer in ctx["layers"]:
+            for n in layer:
+                c.node(n)
+    elif kind == "transition":
+        c.state = ctx["to"]
+    elif kind == "node":
+        ns = c.node(ctx["node"])
+        for key, value in ctx.items():
+            if key != "node":
+                setattr(ns, key, value)
+    elif kind == "layer":
+        c.k, c.tip, c.layer_base = ctx["k"], ctx["tip"], ctx["tip"]
+    elif kind == "tip":
+        c.tip = ctx["tip"]
+    elif kind == "schedule":
+        c.layers = ctx["layers"]
+        c.serial = ctx.get("serial", c.serial)
+        c.dag_hash = ctx.get("dag_hash", c.dag_hash)
+        for layer in c.layers:
+            for n in layer:
+                c.node(n)
+    elif kind == "merge":
+        ns = c.node(ctx["node"])
+        ns.merge, ns.status = ctx["sha"], ACCEPTED
+        c.merged.append(ctx["node"])
+        c.tip = ctx["sha"]
+    elif kind == "round":
+        c.round = ctx["round"]
+    elif kind == "seam":
+        c.seam = ctx
+    elif kind == "decision":
+        c.seam = None
+        if ctx.get("seam") == "final-acceptance" and ctx.get("choice") == "accept":
+            c.accepted_by = ctx
+    elif kind == "halt":
+        c.halt = ctx["reason"]
+    elif kind == "close":
+        c.closed = True
+    # gate results, verdicts, intents and results are provenance: they change no state here

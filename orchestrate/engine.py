@@ -1,0 +1,64 @@
+"""The loop: run the current state's handler, look the next state up in the table, record, repeat.
+
+It stops at a terminal state (HALT, SEAM). Ctrl-C kills every worker's process group, records the
+interruption and exits 130; `orchestrate resume` continues from the journal.
+"""
+from __future__ import annotations
+
+from gates.core.errors import ExitCode, Interrupted
+from orchestrate import sketch
+from orchestrate.context import Context
+from orchestrate.handlers import HANDLERS
+from orchestrate.states import TERMINAL, State
+from orchestrate.table import next_state
+
+
+def drive(ctx: Context) -> int:
+    state = State(ctx.campaign.state)
+    try:
+        while state not in TERMINAL:
+            outcome = HANDLERS[state](ctx)
+            nxt = next_state(state, outcome)
+            detail, ctx.subject = ctx.subject, ""
+            if ctx.recorder is not None:
+                ctx.emit("transition", {"from": state.value, "outcome": outcome.value, "to": nxt.value,
+                                        "detail": detail})
+                if nxt in TERMINAL:
+                    _sketch_status(ctx, nxt.value)
+                subject = detail if detail.startswith("log: ") else (
+                    f"{ctx.topic}: {state.value} {outcome.value} -> {nxt.value}" + (f" ({detail})" if detail else ""))
+                ctx.recorder.commit(subject)
+            ctx.out.line(f"{state.value} -> {nxt.value} ({outcome.value}{': ' + detail if detail else ''})")
+            state = nxt
+    except KeyboardInterrupt:
+        ctx.executor.cancel_all()
+        ctx.out.stop_live()
+        if ctx.recorder is not None:
+            ctx.emit("interrupt", {"state": state.value})
+            ctx.recorder.commit(f"{ctx.topic}: interrupted in {state.value}")
+        raise Interrupted(f"interrupted in {state.value}; workers stopped",
+                          hint="`orchestrate resume` continues from here") from None
+    finally:
+        ctx.out.stop_live()
+    return _finish(ctx, state)
+
+
+def _sketch_status(ctx: Context, status: str) -> None:
+    path = sketch.find(ctx.layout.ledger, ctx.topic)
+    if path is not None:
+        sketch.set_status(path, status)
+
+
+def _finish(ctx: Context, state: State) -> int:
+    c = ctx.campaign
+    if state is State.HALT:
+        for p in ctx.problems:
+            ctx.out.always(str(p))
+        ctx.out.always(f"halted: {ctx.halt_reason or c.halt}")
+        return ExitCode.FAILED
+    seam = c.seam or {}
+    ctx.out.always(f"paused at seam {seam.get('seam')}" + (f" (node {seam['node']})" if seam.get("node") else "")
+                   + f": {seam.get('reason', '')}")
+    for choice in seam.get("choices", []):
+        ctx.out.always(f"  orchestrate decide {seam.get('seam')} {choice} --topic {c.topic}")
+    return ExitCode.PAUSED

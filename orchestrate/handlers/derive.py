@@ -1,0 +1,51 @@
+"""DERIVE: validate the DAG, derive layers, open campaign/<topic> at the baseline and the recorder's sketch."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from gates.core import git
+from gates.core.errors import DagInvalid
+from orchestrate import sketch
+from orchestrate.context import Context, file_hash
+from orchestrate.recorder import Recorder, now
+from orchestrate.states import Outcome
+
+
+def handle(ctx: Context) -> Outcome:
+    from gates.core.dagfile import load_dag
+    source = Path(ctx.campaign.dag_path)
+    try:
+        dag = load_dag(source, topic=ctx.topic_override)
+    except DagInvalid as exc:
+        ctx.problems = exc.problems
+        ctx.halt_reason = f"the DAG {source} is invalid; nothing was written"
+        return Outcome.INVALID
+    topic = dag.topic
+    baseline = git.resolve(ctx.root, dag.base)
+    copy = ctx.layout.state(topic) / "dag.yaml"
+    ctx.recorder = Recorder(ctx.layout.ledger, topic)
+    ctx.campaign.topic = topic
+    branch = f"campaign/{topic}"
+    ctx.emit("intent", {"effect": "branch-create", "branch": branch, "at": baseline})
+    git.create_branch(ctx.root, branch, baseline)
+    ctx.emit("result", {"effect": "branch-create", "branch": branch, "at": baseline})
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    if source.resolve() != copy.resolve():
+        shutil.copyfile(source, copy)
+    layers = dag.layers()
+    mode = ctx.mode_override or dag.mode
+    ctx.emit("open", {"topic": topic, "dag_path": str(copy), "brief_dir": str(source.resolve().parent),
+                      "dag_hash": file_hash(copy), "mode": mode, "baseline": baseline, "branch": branch,
+                      "layers": layers, "tip": baseline, "source": str(source)})
+    ctx.reload_dag()
+    ctx.layout.active_dag.write_text(str(copy) + "\n")
+    opened = now()
+    path = sketch.path_for(ctx.layout.ledger, topic, opened)
+    sketch.open_sketch(path, {"TOPIC": topic, "STATUS": "RUN_LAYER", "MODE": mode.upper(), "OPENED": opened,
+                              "BASELINE": baseline, "BRANCH": branch, "DAG": str(copy),
+                              "LAYERS": layers},
+                       f"Campaign `{topic}` over {len(dag.nodes)} node(s) in {len(layers)} layer(s), "
+                       f"from {source}, started at {baseline[:12]}.")
+    ctx.subject = f"log: open {topic} ({len(dag.nodes)} nodes, {len(layers)} layers)"
+    return Outcome.VALID

@@ -1,0 +1,32 @@
+"""DISPATCH: per node, a worktree on its own branch from the campaign head, its brief, and its worker."""
+from __future__ import annotations
+
+from gates import premise
+from orchestrate import schedule, worktrees
+from orchestrate.launch import start
+from orchestrate.campaign import INVALIDATED
+from orchestrate.context import Context
+from orchestrate.states import Outcome
+
+
+def handle(ctx: Context) -> Outcome:
+    c = ctx.campaign
+    nodes = schedule.to_dispatch(ctx)
+    integ = worktrees.integration(ctx)
+    head = c.tip
+    for node_id in nodes:
+        node = ctx.dag.by_id[node_id]
+        if node.tripwires:  # premises are judged against the tip the node would branch from
+            verdict = premise.check(node_id, node.tripwires, integ)
+            gate = ctx.emit("gate", {"node": node_id, "gate": "premise", "code": verdict.code,
+                                     "summary": verdict.summary, "items": [i.line() for i in verdict.items]})
+            if verdict.code != 0:
+                ctx.emit("node", {"node": node_id, "status": INVALIDATED, "feedback": verdict.summary},
+                         derived_from=[gate["id"]])
+                ctx.out.line(f"{node_id}: INVALIDATED before dispatch: {verdict.summary}")
+                ctx.subject = node_id
+                return Outcome.REFUTED_PREMISE
+    for node_id in nodes:
+        start(ctx, node_id, head)
+    ctx.subject = " ".join(nodes)
+    return Outcome.DISPATCHED

@@ -1,0 +1,84 @@
+"""RECONCILE: judge the first LANDED node with the gates, never the worker's word.
+
+Order (DESIGN §5): adherence of the campaign branch so far; then for the node (1) its evaluators,
+(2) surface honesty, (3) coherence of its change; (4) premise freshness of every pending node;
+(5) the verdict.
+"""
+from __future__ import annotations
+
+from gates import adherence, coherence, evaluators, premise, reconcile_node
+from gates.core.verdict import Verdict
+from orchestrate import judge, schedule
+from orchestrate.campaign import ACCEPTED, INVALIDATED, PENDING, REWORK
+from orchestrate.context import Context
+from orchestrate.states import Outcome
+
+
+def handle(ctx: Context) -> Outcome:
+    c = ctx.campaign
+    audit = adherence.check(ctx.root, c.topic, c.baseline, node_heads=merged_heads(ctx))
+    if audit.code != 0:
+        entry = judge.record(ctx, None, audit)
+        ctx.halt_reason = f"campaign/{c.topic} breaks adherence: {audit.summary}"
+        ctx.emit("halt", {"reason": ctx.halt_reason, "gate": entry["id"]}, derived_from=[entry["id"]])
+        return Outcome.ADHERENCE_FAILED
+    node_id = schedule.landed(ctx)[0]
+    ctx.subject = node_id
+    ns = c.nodes[node_id]
+    node = ctx.dag.by_id[node_id]
+    worktree = ctx.root / ns.worktree
+    verdicts: list[Verdict] = []
+    entries: list[str] = []
+    if ns.rc not in (0, None):
+        reason = ns.feedback if ns.rc == 2 and "freeze" in ns.feedback else (
+            "the worker timed out" if ns.rc == 124 else f"the worker exited {ns.rc}")
+        verdicts.append(Verdict("worker", 1, f"FAIL: {reason}; log: {ns.log}"))
+    else:
+        run_dir = ctx.layout.runs(c.topic) / node_id
+        checks = [
+            evaluators.check(node.evaluators, worktree, log_path=run_dir / f"evaluators-{ns.attempt}.log",
+                             default_timeout=node.timeout),
+            reconcile_node.check(node_id, node.file_surface,
+                                 reconcile_node.changes_between(ctx.root, ns.base, ns.head)),
+            coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
+                            worktree=worktree, project_gates=False),
+        ]
+        for v in checks:
+            verdicts.append(v)
+            entries.append(judge.record(ctx, node_id, v)["id"])
+        _freshness(ctx, node_id, worktree)
+    failed = [v for v in verdicts if not v.ok]
+    if not failed:
+        ctx.emit("verdict", {"node": node_id, "verdict": "accept", "at": ns.head}, derived_from=entries)
+        ctx.out.line(f"{node_id}: ACCEPT (attempt {ns.attempt})")
+        return Outcome.ACCEPT
+    failures = ns.failures + 1
+    feedback = judge.failure_text(failed)
+    verdict = "escalate" if failures >= node.max_attempts else "rework"
+    ctx.emit("verdict", {"node": node_id, "verdict": verdict, "at": ns.head, "reasons": feedback},
+             derived_from=entries)
+    ctx.emit("node", {"node": node_id, "status": REWORK, "failures": failures, "feedback": feedback,
+                      "verdict": verdict})
+    ctx.out.line(f"{node_id}: {verdict.upper()} (attempt {ns.attempt} of {node.max_attempts}): "
+                 + "; ".join(v.summary for v in failed))
+    return Outcome.ESCALATE if verdict == "escalate" else Outcome.REWORK
+
+
+def merged_heads(ctx: Context) -> set[str]:
+    return {s.head for s in ctx.campaign.nodes.values() if s.status == ACCEPTED and s.head}
+
+
+def _freshness(ctx: Context, judged: str, worktree) -> None:
+    """Re-check the premises of every pending node against the judged node's tree."""
+    for other in ctx.campaign.nodes.values():
+        if other.status != PENDING or other.id == judged:
+            continue
+        node = ctx.dag.by_id.get(other.id)
+        if node is None or not node.tripwires:
+            continue
+        v = premise.check(other.id, node.tripwires, worktree)
+        entry = judge.record(ctx, other.id, v)
+        if v.code == 1:
+            ctx.emit("node", {"node": other.id, "status": INVALIDATED, "feedback": v.summary},
+                     derived_from=[entry["id"]])
+            ctx.out.line(f"{other.id}: INVALIDATED by {judged}: {v.summary}")

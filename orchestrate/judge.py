@@ -1,0 +1,23 @@
+"""Recording gate verdicts as journal entries, so every decision can cite the gates it rests on."""
+from __future__ import annotations
+
+from gates.core.verdict import Verdict
+
+MAX_ITEMS = 50  # keep journal entries small; the full output stays in the gate's log
+
+
+def record(ctx, node: str | None, verdict: Verdict) -> dict:
+    items = [i.line() for i in verdict.items]
+    return ctx.emit("gate", {"node": node, "gate": verdict.gate, "code": verdict.code, "summary": verdict.summary,
+                             "items": items[:MAX_ITEMS], "more_items": max(0, len(items) - MAX_ITEMS)})
+
+
+def failure_text(verdicts: list[Verdict]) -> str:
+    """What the next attempt's brief says about this one."""
+    parts = []
+    for v in verdicts:
+        if v.ok:
+            continue
+        lines = [i.line() for i in v.failing()][:20]
+        parts.append(f"- {v.gate}: {v.summary}" + "".join(f"\n    {ln}" for ln in lines))
+    return "\n".join(parts)

@@ -1,0 +1,36 @@
+"""Starting one worker attempt: worktree (unless the same attempt resumes), brief, environment, executor."""
+from __future__ import annotations
+
+from orchestrate import brief, worktrees
+from orchestrate.campaign import DISPATCHED
+from orchestrate.workers import WorkRequest
+
+
+def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None:
+    """Create the node's worktree (unless resuming the same attempt), write its brief, start its worker."""
+    c = ctx.campaign
+    ns = c.nodes[node_id]
+    node = ctx.dag.by_id[node_id]
+    if resume_attempt:
+        attempt, branch, path = ns.attempt, ns.branch, ctx.root / ns.worktree
+        base = ns.base
+    else:
+        attempt = ns.attempt + 1
+        branch, path = worktrees.create(ctx, node_id, attempt, base)
+    run_dir = ctx.layout.runs(c.topic) / node_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return_file = run_dir / f"return-{attempt}.json"
+    brief_path = run_dir / f"brief-{attempt}.md"
+    brief_path.write_text(brief.brief_text(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch,
+                                           base=base, return_file=return_file, brief_dir=ctx.brief_dir,
+                                           feedback=ns.feedback))
+    env = brief.worker_env(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch, base=base,
+                           brief=brief_path, return_file=return_file)
+    ctx.emit("node", {"node": node_id, "status": DISPATCHED, "attempt": attempt, "branch": branch,
+                      "worktree": str(path.relative_to(ctx.root)), "base": base, "freeze": None, "rc": None})
+    request = WorkRequest(node_id, attempt, node.worker or "", path, env, run_dir / f"attempt-{attempt}.log",
+                          return_file, float(node.timeout))
+    ctx.emit("intent", {"effect": "worker-start", "node": node_id, "attempt": attempt, "command": node.worker,
+                        "log": str(request.log)})
+    ctx.executor.start(request)
+    ctx.out.line(f"{node_id}: dispatched attempt {attempt} on {branch}")

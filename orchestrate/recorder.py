@@ -1,0 +1,103 @@
+"""The recorder: the journal (the authority for resume) and one compare-and-swap commit per transition.
+
+Events are appended to `state/<topic>/journal.jsonl` as they happen (flushed and fsynced, so an
+intent is on disk before its effect). A transition commits the journal and the sketch with
+`git commit-tree` and moves the recorder branch with `update-ref <new> <old>`: if anyone else moved
+it, the commit is refused instead of interleaved.
+"""
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from gates.core import git
+from gates.core.errors import Concurrency, OrchestrateError
+from orchestrate import __version__
+
+ENGINE = f"orchestrate@{__version__}"
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Recorder:
+    def __init__(self, ledger: Path, topic: str) -> None:
+        self.ledger = ledger
+        self.topic = topic
+        self.journal = ledger / "state" / topic / "journal.jsonl"
+        branch = git.head_branch(ledger)
+        if branch is None:
+            raise OrchestrateError(f"the recorder {ledger} is on a detached HEAD",
+                                   hint=f"check out its branch: git -C {ledger} switch main")
+        self.ref = f"refs/heads/{branch}"
+        self.head = git.rev_parse(ledger, "HEAD") or ""
+        self.seq = 0
+        self._env = git.identity_env(ledger)
+
+    # ---- journal ------------------------------------------------------------------------------
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every complete journal entry, in order; a torn last line (a crash mid-write) is dropped."""
+        if not self.journal.exists():
+            return []
+        entries = []
+        with self.journal.open("rb") as fh:
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break
+                entries.append(json.loads(raw))
+        return entries
+
+    def resume_seq(self, entries: list[dict[str, Any]]) -> None:
+        self.seq = entries[-1]["seq"] if entries else 0
+        self._truncate_torn_tail()
+
+    def _truncate_torn_tail(self) -> None:
+        if not self.journal.exists():
+            return
+        data = self.journal.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with self.journal.open("r+b") as fh:
+                fh.truncate(data.rfind(b"\n") + 1)
+
+    def event(self, kind: str, context: dict[str, Any], *, source_entity: str = ENGINE,
+              source_type: str = "engine", derived_from: Iterable[str] = ()) -> dict[str, Any]:
+        self.seq += 1
+        entry = {"id": f"{self.topic}:{self.seq}", "seq": self.seq, "created_at": now(),
+                 "source_entity": source_entity, "source_type": source_type, "kind": kind,
+                 "derived_from": list(derived_from), "context": context}
+        self.journal.parent.mkdir(parents=True, exist_ok=True)
+        with self.journal.open("ab") as fh:
+            fh.write(json.dumps(entry, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        return entry
+
+    # ---- commits ------------------------------------------------------------------------------
+
+    def commit(self, subject: str, body: str = "") -> str:
+        """Commit everything staged under the recorder as one CAS step of the recorder branch."""
+        git.git(self.ledger, "add", "-A", "--", ".", env=self._env)
+        tree = git.out(self.ledger, "write-tree")
+        if self.head and git.out(self.ledger, "rev-parse", f"{self.head}^{{tree}}") == tree:
+            return self.head  # nothing changed
+        message = subject + (f"\n\n{body}" if body else "")
+        args = ["commit-tree", tree, "-m", message] + (["-p", self.head] if self.head else [])
+        sha = git.out(self.ledger, *args, env=self._env)
+        if not git.update_ref(self.ledger, self.ref, sha, self.head or "0" * 40, reason=subject):
+            raise self._moved()
+        self.head = sha
+        # keep the recorder's index in step with its branch so `git status` there stays clean
+        git.git(self.ledger, "read-tree", sha)
+        return sha
+
+    def _moved(self) -> Concurrency:
+        actual = git.rev_parse(self.ledger, self.ref) or "nothing"
+        who = git.out(self.ledger, "log", "-1", "--format=%an <%ae> at %cI: %s", actual) if actual != "nothing" else ""
+        return Concurrency(f"the recorder branch moved under this runner (expected {self.head[:12]}, found "
+                           f"{actual[:12]}{': ' + who if who else ''})",
+                           hint="another runner is writing this campaign; stop one of them")

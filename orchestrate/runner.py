@@ -1,0 +1,75 @@
+"""Starting a campaign, and reading one back from its journal."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from gates.core import git
+from gates.core.errors import UsageError
+from orchestrate import topics
+from orchestrate.campaign import Campaign, apply
+from orchestrate.context import Context
+from orchestrate.engine import drive
+from orchestrate.layout import Layout
+from orchestrate.output import Reporter
+from orchestrate.recorder import Recorder
+from orchestrate.workers import LocalExecutor, default_jobs
+
+
+def project(cwd: Path) -> Layout:
+    layout = Layout(git.main_worktree(cwd))
+    if not git.is_repo_root(layout.ledger):
+        raise UsageError(f"no recorder at {layout.ledger}", hint="run `orchestrate init` first")
+    return layout
+
+
+def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: str | None, jobs: int | None,
+                 quiet: bool) -> int:
+    layout = project(cwd)
+    dag_file = (dag_path or layout.default_dag).resolve()
+    if not dag_file.exists():
+        raise UsageError(f"{dag_file}: no such DAG file", hint="create it, or pass --dag PATH")
+    _refuse_reuse(layout, dag_file, topic)
+    ctx = Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None,
+                  executor=LocalExecutor(jobs or default_jobs()), out=Reporter(quiet=quiet),
+                  topic_override=topic, mode_override=mode)
+    return drive(ctx)
+
+
+def _refuse_reuse(layout: Layout, dag_file: Path, topic: str | None) -> None:
+    """A topic names one campaign: refuse to start it twice (nothing is written yet)."""
+    from gates.core.dagfile import check_dag
+    dag, _ = check_dag(dag_file, topic=topic)
+    if dag is None:
+        return  # DERIVE reports the problems
+    if git.branch_exists(layout.root, f"campaign/{dag.topic}"):
+        hint = (f"`orchestrate resume --topic {dag.topic}` continues it" if dag.topic in topics.in_flight(layout.ledger)
+                else "choose another topic with --topic")
+        raise UsageError(f"campaign/{dag.topic} already exists", hint=hint)
+
+
+def load(layout: Layout, topic: str) -> tuple[Campaign, Recorder]:
+    """Fold the topic's journal into its campaign state."""
+    recorder = Recorder(layout.ledger, topic)
+    entries = recorder.read()
+    if not entries:
+        raise UsageError(f"no campaign `{topic}` in {layout.ledger}",
+                         hint="`orchestrate status` lists the known topics")
+    campaign = Campaign()
+    for entry in entries:
+        apply(campaign, entry)
+    recorder.resume_seq(entries)
+    return campaign, recorder
+
+
+def pick_topic(layout: Layout, topic: str | None, *, any_state: bool = False) -> str:
+    if topic:
+        return topic
+    flying = topics.in_flight(layout.ledger)
+    if len(flying) == 1:
+        return flying[0]
+    if len(flying) > 1:
+        raise UsageError(f"several campaigns are in flight: {', '.join(flying)}", hint="pass --topic")
+    known = topics.lifecycle(layout.ledger)
+    if any_state and known:
+        return next(iter(known))
+    raise UsageError("no campaign is in flight", hint="start one with `orchestrate run`")

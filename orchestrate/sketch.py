@@ -1,0 +1,39 @@
+"""The sketch: the campaign's narrative in `log/<date>-<topic>.md` (a YAML header, rounds, retrospective)."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+
+def path_for(ledger: Path, topic: str, opened: str | None = None) -> Path:
+    day = (opened or datetime.now(timezone.utc).strftime("%Y-%m-%d"))[:10]
+    return ledger / "log" / f"{day}-{topic}.md"
+
+
+def find(ledger: Path, topic: str) -> Path | None:
+    matches = sorted((ledger / "log").glob(f"????-??-??-{topic}.md"))
+    return matches[-1] if matches else None
+
+
+def header(fields: dict) -> str:
+    return "```yaml\n" + yaml.safe_dump(fields, sort_keys=False, width=100) + "```\n"
+
+
+def open_sketch(path: Path, fields: dict, narrative: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# Campaign {fields['TOPIC']}\n\n{header(fields)}\n{narrative}\n")
+
+
+def set_status(path: Path, status: str) -> None:
+    text = path.read_text()
+    start, end = text.index("```yaml\n") + 8, text.index("```\n", text.index("```yaml\n") + 8)
+    fields = yaml.safe_load(text[start:end]) or {}
+    fields["STATUS"] = status
+    path.write_text(text[: start - 8] + header(fields) + text[end + 4:])
+
+
+def append(path: Path, section: str) -> None:
+    with path.open("a") as fh:
+        fh.write("\n" + section.rstrip() + "\n")

@@ -1,0 +1,51 @@
+"""`orchestrate status`: the layer, every node's status and attempt, open seams, and why nodes wait."""
+from __future__ import annotations
+
+from orchestrate.campaign import Campaign
+
+
+def summary(c: Campaign) -> dict:
+    nodes = []
+    for k, layer in enumerate(c.layers):
+        for n in layer:
+            s = c.nodes[n]
+            nodes.append({"id": n, "layer": k, "status": s.status, "attempt": s.attempt, "branch": s.branch,
+                          "merge": s.merge, "waiting": waiting_reason(c, n, k)})
+    return {"topic": c.topic, "state": c.state, "layer": c.k, "layer_count": len(c.layers), "tip": c.tip,
+            "baseline": c.baseline, "branch": c.branch, "mode": c.mode, "closed": c.closed,
+            "accepted": c.accepted_by is not None, "halt": c.halt or None,
+            "seams": [c.seam] if c.seam else [], "nodes": nodes}
+
+
+def waiting_reason(c: Campaign, node: str, k: int) -> str:
+    s = c.nodes[node]
+    if s.status == "ACCEPTED":
+        return ""
+    if c.seam and c.seam.get("node") == node:
+        return f"seam {c.seam['seam']}: {c.seam.get('reason', '')}"
+    if s.status == "INVALIDATED":
+        return f"stale premise: {s.feedback}"
+    if s.status == "REWORK":
+        return f"gate failed: {s.feedback.splitlines()[0] if s.feedback else ''}"
+    if k > c.k:
+        return f"layer {k} starts after layer {c.k} is merged"
+    if s.status == "DISPATCHED":
+        return "worker running" if not s.freeze else f"frozen: {s.freeze.get('freeze')}"
+    if s.status == "LANDED":
+        return "waiting to be judged"
+    return ""
+
+
+def render(data: dict) -> list[str]:
+    lines = [f"campaign {data['topic']}: {data['state']}, layer {data['layer']} of {data['layer_count']}, "
+             f"tip {data['tip'][:12]} on {data['branch']} ({data['mode']})"]
+    if data["halt"]:
+        lines.append(f"halted: {data['halt'].splitlines()[0]}")
+    for n in data["nodes"]:
+        why = f"  <- {n['waiting']}" if n["waiting"] else ""
+        lines.append(f"  L{n['layer']} {n['id']:<12} {n['status']:<11} attempt {n['attempt']}{why}")
+    for seam in data["seams"]:
+        lines.append(f"open seam {seam['seam']}: {seam.get('reason', '')} (choices: {', '.join(seam['choices'])})")
+    if data["accepted"]:
+        lines.append("accepted")
+    return lines

@@ -1,0 +1,69 @@
+"""The transition table, as data: (state, outcome) -> next state, with a note for each row.
+
+Handlers return an Outcome and never name their successor; the engine looks the next state up here.
+Rows marked "(+)" are transitions DESIGN §5 implies but does not list; `orchestrate table` prints them.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from orchestrate.states import Outcome as O
+from orchestrate.states import State as S
+
+
+class Transition(NamedTuple):
+    state: S
+    outcome: O
+    next: S
+    note: str
+
+
+TRANSITIONS: tuple[Transition, ...] = (
+    Transition(S.DERIVE, O.VALID, S.RUN_LAYER, "DAG valid: campaign branch at the baseline, active-dag written, k := 0"),
+    Transition(S.DERIVE, O.INVALID, S.HALT, "DAG invalid: problems listed, nothing written"),
+    Transition(S.RUN_LAYER, O.READY, S.DISPATCH, "layer k split into its parallel set and serial rest"),
+    Transition(S.DISPATCH, O.DISPATCHED, S.AWAIT, "worktrees created, briefs written, workers started"),
+    Transition(S.DISPATCH, O.REFUTED_PREMISE, S.REALIGN, "(+) a node's tripwire is stale against the tip it would branch from"),
+    Transition(S.AWAIT, O.RETURNED, S.RECONCILE, "every worker returned; their nodes are LANDED"),
+    Transition(S.AWAIT, O.SURFACE_EXCEED, S.SURFACE_EXCEED, "a worker froze asking for paths outside its surface"),
+    Transition(S.AWAIT, O.REFUTED_PREMISE, S.REALIGN, "a worker froze reporting a refuted premise"),
+    Transition(S.AWAIT, O.RESERVED_HALT, S.SEAM, "a worker froze on a reserved halt: seam reserved-halt"),
+    Transition(S.SURFACE_EXCEED, O.WIDEN, S.AWAIT, "collision-check 0: surface widened in the DAG, worker resumed"),
+    Transition(S.SURFACE_EXCEED, O.SERIALIZE, S.RUN_LAYER, "collision-check 3: node marked serialize, rescheduled"),
+    Transition(S.RECONCILE, O.ACCEPT, S.MERGE, "evaluators, surface honesty and coherence all pass"),
+    Transition(S.RECONCILE, O.REWORK, S.DISPATCH, "a gate failed: new attempt from the current tip, failure in the brief"),
+    Transition(S.RECONCILE, O.ESCALATE, S.REALIGN, "attempts spent: realign or ask"),
+    Transition(S.RECONCILE, O.ADHERENCE_FAILED, S.HALT, "the campaign branch holds a commit that is not a node merge"),
+    Transition(S.MERGE, O.MERGED, S.CHECKPOINT, "--no-ff merge committed in the integration worktree; ACCEPTED"),
+    Transition(S.MERGE, O.REWORK, S.DISPATCH, "conflict or red checks on the merged tree: merge aborted, node reworked"),
+    Transition(S.MERGE, O.ESCALATE, S.REALIGN, "(+) merge failed and attempts are spent"),
+    Transition(S.CHECKPOINT, O.LANDED, S.RECONCILE, "more landed nodes to judge in this layer"),
+    Transition(S.CHECKPOINT, O.NEXT, S.DISPATCH, "(+) next in the serial rest, or a rework, to dispatch"),
+    Transition(S.CHECKPOINT, O.LAYER_DONE, S.BOUNDARY, "every node of the layer merged"),
+    Transition(S.BOUNDARY, O.NEXT_LAYER, S.RUN_LAYER, "coherent: tip := campaign head, k += 1"),
+    Transition(S.BOUNDARY, O.LAST_LAYER, S.CLOSE, "coherent and no layer left"),
+    Transition(S.BOUNDARY, O.INCOHERENT, S.HALT, "coherence failed over the layer's diff: orphans listed"),
+    Transition(S.BOUNDARY, O.AMENDED, S.SEAM, "the DAG was edited since DERIVE: seam dag-amendment"),
+    Transition(S.REALIGN, O.REDISPATCH, S.DISPATCH, "premises or surface rewritten; node PENDING again"),
+    Transition(S.REALIGN, O.RESCHEDULED, S.RUN_LAYER, "the schedule changed: layers re-derived"),
+    Transition(S.REALIGN, O.NEEDS_HUMAN, S.SEAM, "outside policy: seam realignment"),
+    Transition(S.CLOSE, O.CLOSED, S.SEAM, "retrospective recorded, close-check passed: seam final-acceptance"),
+    Transition(S.CLOSE, O.FAILED, S.HALT, "adherence or close-check failed"),
+)
+
+
+def next_state(state: S, outcome: O) -> S:
+    for row in TRANSITIONS:
+        if row.state is state and row.outcome is outcome:
+            return row.next
+    raise KeyError(f"no transition from {state.value} on {outcome.value}")
+
+
+def render() -> str:
+    """The table as Markdown, one row per state like DESIGN §5."""
+    lines = ["| state | outcome | next | note |", "|---|---|---|---|"]
+    for row in TRANSITIONS:
+        lines.append(f"| {row.state.value} | {row.outcome.value} | {row.next.value} | {row.note} |")
+    lines.append(f"| {S.SEAM.value} | (end) | | record the open seam; ask on a terminal, else exit 75 |")
+    lines.append(f"| {S.HALT.value} | (end) | | stop with the state recorded; the message says what to fix |")
+    return "\n".join(lines)
