@@ -139,6 +139,22 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
 
 
 @cli.command()
+@click.option("--topic", help="Campaign topic (default: the one in flight; several in flight: required).")
+@click.option("--from-log", is_flag=True, help="Ignore checkpoints and rebuild the state from the journal alone.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
+@click.option("--quiet", "-q", is_flag=True, help="Print only results, seams, repairs and errors.")
+def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool) -> int:
+    """Continue the in-flight campaign after a crash, a Ctrl-C, a halt or a pause.
+
+    Rebuilds the state from the newest valid checkpoint plus the journal after it, reconciles it with
+    git (worktrees, branches, merges, workers the dead runner left, stale lock files), prints each
+    repair, and continues. Exit codes as for `run`; 4 when another runner holds the campaign.
+    """
+    from orchestrate.runner import resume_campaign
+    return resume_campaign(Path.cwd(), topic=topic, from_log=from_log, jobs=jobs, quiet=quiet)
+
+
+@cli.command()
 @click.option("--topic", help="Campaign topic (default: the one in flight).")
 @json_option
 def status(topic: str | None, as_json: bool) -> int:

@@ -13,6 +13,8 @@ from orchestrate.output import Reporter
 from orchestrate.recorder import ENGINE, Recorder
 from orchestrate.workers import Executor
 
+WRITE_AHEAD = frozenset({"intent", "result"})
+
 
 @dataclass
 class Context:
@@ -39,10 +41,15 @@ class Context:
 
     def emit(self, kind: str, context: dict[str, Any], *, source_entity: str = ENGINE,
              source_type: str = "engine", derived_from: Iterable[str] = ()) -> dict[str, Any]:
-        """Journal one event and fold it into the campaign state."""
+        """Journal one event and fold it into the campaign state.
+
+        Intents and results of effects outside the recorder are written at once (write-ahead); every
+        other event is held until the state's transition is recorded, so a crash mid-state leaves the
+        journal at the last transition and the state's handler simply runs again on resume.
+        """
         assert self.recorder is not None, "no event can be recorded before the campaign is opened"
         entry = self.recorder.event(kind, context, source_entity=source_entity, source_type=source_type,
-                                    derived_from=derived_from)
+                                    derived_from=derived_from, hold=kind not in WRITE_AHEAD)
         apply(self.campaign, entry)
         return entry
 

@@ -6,7 +6,7 @@ interruption and exits 130; `orchestrate resume` continues from the journal.
 from __future__ import annotations
 
 from gates.core.errors import ExitCode, Interrupted
-from orchestrate import sketch
+from orchestrate import checkpoints, sketch
 from orchestrate.context import Context
 from orchestrate.handlers import HANDLERS
 from orchestrate.states import TERMINAL, State
@@ -25,6 +25,8 @@ def drive(ctx: Context) -> int:
                                         "detail": detail})
                 if nxt in TERMINAL:
                     _sketch_status(ctx, nxt.value)
+                if state is State.CHECKPOINT or nxt in TERMINAL:
+                    _checkpoint(ctx, f"{state.value} -> {nxt.value}")
                 subject = detail if detail.startswith("log: ") else (
                     f"{ctx.topic}: {state.value} {outcome.value} -> {nxt.value}" + (f" ({detail})" if detail else ""))
                 ctx.recorder.commit(subject)
@@ -34,6 +36,7 @@ def drive(ctx: Context) -> int:
         ctx.executor.cancel_all()
         ctx.out.stop_live()
         if ctx.recorder is not None:
+            ctx.recorder.held.clear()  # the half-done state runs again on resume
             ctx.emit("interrupt", {"state": state.value})
             ctx.recorder.commit(f"{ctx.topic}: interrupted in {state.value}")
         raise Interrupted(f"interrupted in {state.value}; workers stopped",
@@ -41,6 +44,14 @@ def drive(ctx: Context) -> int:
     finally:
         ctx.out.stop_live()
     return _finish(ctx, state)
+
+
+def _checkpoint(ctx: Context, message: str) -> None:
+    """Snapshot the folded state next to the journal entry it covers, in the same recorder commit."""
+    rec = ctx.recorder
+    rec.flush()
+    checkpoints.write(ctx.layout.checkpoints(ctx.topic), ctx.campaign, log_seq=rec.seq,
+                      log_entry_id=rec.last_id, message=message)
 
 
 def _sketch_status(ctx: Context, status: str) -> None:

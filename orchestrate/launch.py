@@ -15,8 +15,7 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None
         attempt, branch, path = ns.attempt, ns.branch, ctx.root / ns.worktree
         base = ns.base
     else:
-        attempt = ns.attempt + 1
-        branch, path = worktrees.create(ctx, node_id, attempt, base)
+        attempt, branch, path = worktrees.create(ctx, node_id, ns.attempt + 1, base)
     run_dir = ctx.layout.runs(c.topic) / node_id
     run_dir.mkdir(parents=True, exist_ok=True)
     return_file = run_dir / f"return-{attempt}.json"

@@ -35,7 +35,10 @@ class Recorder:
                                    hint=f"check out its branch: git -C {ledger} switch main")
         self.ref = f"refs/heads/{branch}"
         self.head = git.rev_parse(ledger, "HEAD") or ""
-        self.seq = 0
+        self.seq = 0  # position in the journal file, given when an entry is written
+        self.last_id = ""  # id of the last entry written to the file
+        self.counter = 0  # names entries as they are made, so held ones can be cited before they are written
+        self.held: list[dict[str, Any]] = []
         self._env = git.identity_env(ledger)
 
     # ---- journal ------------------------------------------------------------------------------
@@ -54,6 +57,8 @@ class Recorder:
 
     def resume_seq(self, entries: list[dict[str, Any]]) -> None:
         self.seq = entries[-1]["seq"] if entries else 0
+        self.last_id = entries[-1]["id"] if entries else ""
+        self.counter = max((int(e["id"].rsplit(":", 1)[1]) for e in entries), default=0)
         self._truncate_torn_tail()
 
     def _truncate_torn_tail(self) -> None:
@@ -65,22 +70,42 @@ class Recorder:
                 fh.truncate(data.rfind(b"\n") + 1)
 
     def event(self, kind: str, context: dict[str, Any], *, source_entity: str = ENGINE,
-              source_type: str = "engine", derived_from: Iterable[str] = ()) -> dict[str, Any]:
-        self.seq += 1
-        entry = {"id": f"{self.topic}:{self.seq}", "seq": self.seq, "created_at": now(),
+              source_type: str = "engine", derived_from: Iterable[str] = (), hold: bool = False) -> dict[str, Any]:
+        """A journal entry with its provenance; written now, or with `hold` at the next `flush`."""
+        self.counter += 1
+        entry = {"id": f"{self.topic}:{self.counter}", "created_at": now(),
                  "source_entity": source_entity, "source_type": source_type, "kind": kind,
                  "derived_from": list(derived_from), "context": context}
+        if hold:
+            self.held.append(entry)
+        else:
+            self._write([entry])
+        return entry
+
+    def flush(self) -> None:
+        """Write the held entries (a state's bookkeeping) in one append."""
+        if self.held:
+            lines, self.held = self.held, []
+            self._write(lines)
+
+    def _write(self, entries: list[dict[str, Any]]) -> None:
+        lines = []
+        for entry in entries:
+            self.seq += 1
+            entry["seq"] = self.seq
+            self.last_id = entry["id"]
+            lines.append(json.dumps(entry, sort_keys=True, separators=(",", ":")).encode() + b"\n")
         self.journal.parent.mkdir(parents=True, exist_ok=True)
         with self.journal.open("ab") as fh:
-            fh.write(json.dumps(entry, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+            fh.write(b"".join(lines))
             fh.flush()
             os.fsync(fh.fileno())
-        return entry
 
     # ---- commits ------------------------------------------------------------------------------
 
     def commit(self, subject: str, body: str = "") -> str:
-        """Commit everything staged under the recorder as one CAS step of the recorder branch."""
+        """Commit the recorder's files (held entries first) as one CAS step of the recorder branch."""
+        self.flush()
         git.git(self.ledger, "add", "-A", "--", ".", env=self._env)
         tree = git.out(self.ledger, "write-tree")
         if self.head and git.out(self.ledger, "rev-parse", f"{self.head}^{{tree}}") == tree:

@@ -10,6 +10,7 @@ from orchestrate.campaign import Campaign, apply
 from orchestrate.context import Context
 from orchestrate.engine import drive
 from orchestrate.layout import Layout
+from orchestrate.lock import CampaignLock
 from orchestrate.output import Reporter
 from orchestrate.recorder import Recorder
 from orchestrate.workers import LocalExecutor, default_jobs
@@ -28,23 +29,67 @@ def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: s
     dag_file = (dag_path or layout.default_dag).resolve()
     if not dag_file.exists():
         raise UsageError(f"{dag_file}: no such DAG file", hint="create it, or pass --dag PATH")
-    _refuse_reuse(layout, dag_file, topic)
+    name = _refuse_reuse(layout, dag_file, topic)
     ctx = Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None,
-                  executor=LocalExecutor(jobs or default_jobs()), out=Reporter(quiet=quiet),
-                  topic_override=topic, mode_override=mode)
-    return drive(ctx)
+                  executor=_executor(jobs), out=Reporter(quiet=quiet), topic_override=topic, mode_override=mode)
+    if name is None:
+        return drive(ctx)  # invalid DAG: DERIVE halts before anything is written
+    with CampaignLock(layout.scratch / "locks", name):
+        return drive(_hooked(ctx))
 
 
-def _refuse_reuse(layout: Layout, dag_file: Path, topic: str | None) -> None:
-    """A topic names one campaign: refuse to start it twice (nothing is written yet)."""
+def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int | None, quiet: bool) -> int:
+    from orchestrate import resume
+    layout = project(cwd)
+    name = resume.pick(layout, topic)
+    out = Reporter(quiet=quiet)
+    with CampaignLock(layout.scratch / "locks", name) as lock:
+        if lock.took_over:
+            out.always(f"notice: took over the lock of pid {lock.took_over.get('pid')} on "
+                       f"{lock.took_over.get('host')}, which is no longer running")
+        recorder = Recorder(layout.ledger, name)
+        campaign = resume.rebuild(layout, recorder, from_log=from_log, warn=lambda m: out.always(f"warning: {m}"))
+        ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=_executor(jobs),
+                              out=out))
+        ctx.reload_dag()
+        resume.repair(ctx)
+        if campaign.state == "HALT":
+            campaign.state = _halted_in(recorder)  # the halting state runs again, after the fix
+        out.line(f"resuming campaign {name} in {campaign.state}")
+        return drive(ctx)
+
+
+def _halted_in(recorder: Recorder) -> str:
+    for entry in reversed(recorder.read()):
+        if entry["kind"] == "transition" and entry["context"]["to"] == "HALT":
+            return entry["context"]["from"]
+    return "HALT"
+
+
+def _executor(jobs: int | None) -> LocalExecutor:
+    return LocalExecutor(jobs or default_jobs())
+
+
+def _hooked(ctx: Context) -> Context:
+    """Journal each worker's pid as it starts, so resume can stop a worker its dead runner left."""
+    def spawned(request, pid: int) -> None:
+        ctx.emit("result", {"effect": "worker-spawn", "node": request.node, "attempt": request.attempt, "pid": pid})
+    ctx.executor.on_spawn = spawned
+    return ctx
+
+
+def _refuse_reuse(layout: Layout, dag_file: Path, topic: str | None) -> str | None:
+    """The campaign's topic; a topic names one campaign, so refuse to start it twice (nothing is written yet)."""
     from gates.core.dagfile import check_dag
     dag, _ = check_dag(dag_file, topic=topic)
     if dag is None:
-        return  # DERIVE reports the problems
-    if git.branch_exists(layout.root, f"campaign/{dag.topic}"):
+        return None  # DERIVE reports the problems
+    opened = Recorder(layout.ledger, dag.topic).read()
+    if git.branch_exists(layout.root, f"campaign/{dag.topic}") and any(e["kind"] == "open" for e in opened):
         hint = (f"`orchestrate resume --topic {dag.topic}` continues it" if dag.topic in topics.in_flight(layout.ledger)
                 else "choose another topic with --topic")
         raise UsageError(f"campaign/{dag.topic} already exists", hint=hint)
+    return dag.topic
 
 
 def load(layout: Layout, topic: str) -> tuple[Campaign, Recorder]:

@@ -92,6 +92,7 @@ class LocalExecutor:
     """At most `jobs` workers at once; the rest wait in order."""
 
     jobs: int
+    on_spawn: object = None  # called with (request, pid) so the pid is journalled before we wait on it
     queue: list[WorkRequest] = field(default_factory=list)
     live: dict[str, _Running] = field(default_factory=dict)
 
@@ -113,6 +114,8 @@ class LocalExecutor:
                 handle.close()
                 raise
             self.live[req.node] = _Running(req, popen, time.monotonic(), handle)
+            if self.on_spawn is not None:
+                self.on_spawn(req, popen.pid)
 
     def poll(self) -> list[WorkOutcome]:
         done = []

@@ -19,15 +19,20 @@ def worktree_path(worktrees: Path, node: str, attempt: int) -> Path:
     return worktrees / (node + (f"+{attempt}" if attempt > 1 else ""))
 
 
-def create(ctx, node: str, attempt: int, base: str) -> tuple[str, Path]:
+def create(ctx, node: str, attempt: int, base: str) -> tuple[int, str, Path]:
+    """A fresh branch and worktree for `attempt`, or the next free attempt number if a crash used it."""
     topic = ctx.topic
-    branch = branch_name(topic, node, attempt)
-    path = worktree_path(ctx.layout.worktrees(topic), node, attempt)
+    while True:
+        branch = branch_name(topic, node, attempt)
+        path = worktree_path(ctx.layout.worktrees(topic), node, attempt)
+        if not git.branch_exists(ctx.root, branch) and not path.exists():
+            break
+        attempt += 1
     ctx.emit("intent", {"effect": "worktree-add", "node": node, "branch": branch, "path": str(path), "base": base})
     path.parent.mkdir(parents=True, exist_ok=True)
     git.worktree_add(ctx.root, path, branch, base)
     ctx.emit("result", {"effect": "worktree-add", "node": node, "branch": branch, "path": str(path)})
-    return branch, path
+    return attempt, branch, path
 
 
 def remove(ctx, node: str, path: str) -> None:

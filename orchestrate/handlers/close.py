@@ -16,11 +16,12 @@ def handle(ctx: Context) -> Outcome:
         ctx.halt_reason = f"campaign/{c.topic} fails the adherence audit: {audit.summary}"
         ctx.emit("halt", {"reason": ctx.halt_reason}, derived_from=[entry["id"]])
         return Outcome.FAILED
-    path = sketch.find(ctx.layout.ledger, c.topic)
-    sketch.append(path, retrospective(ctx))
-    sketch.set_status(path, "CLOSE")
-    ctx.emit("close", {"tip": c.tip, "merged": list(c.merged)}, derived_from=[entry["id"]])
-    ctx.recorder.commit(f"log: close {c.topic} retrospective")
+    if not c.closed:  # a resumed CLOSE does not write its retrospective twice
+        path = sketch.find(ctx.layout.ledger, c.topic)
+        sketch.append(path, retrospective(ctx))
+        sketch.set_status(path, "CLOSE")
+        ctx.emit("close", {"tip": c.tip, "merged": list(c.merged)}, derived_from=[entry["id"]])
+        ctx.recorder.commit(f"log: close {c.topic} retrospective")
     verdict = close_check.check(ctx.layout.ledger, c.topic)
     entry = judge.record(ctx, None, verdict)
     if verdict.code != 0:

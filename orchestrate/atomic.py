@@ -1,0 +1,40 @@
+"""Atomic file writes: a temp file in the same folder, fsync, rename, fsync of the folder.
+
+A reader sees the old content or the new, never a torn file. Temp files are named `.<name>.*.tmp`
+so a crash's leftovers can be recognised and swept.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode() if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def sweep_temp_files(folder: Path) -> list[Path]:
+    """Remove temp files a crash left behind (call only while holding the campaign lock)."""
+    if not folder.exists():
+        return []
+    stale = [p for p in folder.rglob(".*.tmp") if p.is_file()]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale

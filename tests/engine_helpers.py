@@ -1,0 +1,46 @@
+"""Building campaign repositories for engine tests, and reading back what the engine did."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.helpers import RepoDir, make_repo
+
+
+def campaign_repo(tmp_path: Path, dag: str, worker: str, files: dict[str, str] | None = None) -> RepoDir:
+    """A repository whose baseline holds `work.sh` and `files`, with an initialised recorder and the DAG."""
+    repo = make_repo(tmp_path / "repo", {"README.md": "# project\n", "work.sh": worker, **(files or {})})
+    subprocess.run(["chmod", "+x", str(repo / "work.sh")], check=True)
+    repo.commit("worker script executable")
+    from orchestrate.init import init_project
+    init_project(repo)
+    (repo / ".ledger" / "state" / "dag.yaml").write_text(dag)
+    return repo
+
+
+def checkout_state(repo: RepoDir) -> dict:
+    return {"head": repo.git("rev-parse", "HEAD"), "branch": repo.git("symbolic-ref", "HEAD"),
+            "index": repo.git("ls-files", "-s"), "status": repo.git("status", "--porcelain", "--untracked-files=all")}
+
+
+def refs(repo: RepoDir) -> dict[str, str]:
+    out = repo.git("for-each-ref", "--format=%(refname) %(objectname)")
+    return dict(line.split() for line in out.splitlines())
+
+
+def only_moved_forward(repo: RepoDir, ref: str) -> bool:
+    """Every step in the ref's reflog goes from a commit to one of its descendants."""
+    shas = repo.git("reflog", "show", "--format=%H", ref).split()
+    for newer, older in zip(shas, shas[1:]):
+        if subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", older, newer]).returncode:
+            return False
+    return True
+
+
+def recorder_subjects(repo: RepoDir) -> list[str]:
+    return RepoDir(repo / ".ledger").git("log", "--reverse", "--format=%s").splitlines()
+
+
+def first_parent_chain(repo: RepoDir, base: str, branch: str) -> list[tuple[str, str]]:
+    out = repo.git("log", "--first-parent", "--format=%P%x09%s", f"{base}..{branch}")
+    return [(line.split("\t")[0], line.split("\t")[1]) for line in out.splitlines()]

@@ -1,0 +1,95 @@
+"""The worker contract: timeouts kill the whole process group, failed exits are retried, freezes validated."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.engine_helpers import campaign_repo
+
+HANG = r"""#!/bin/sh
+# starts a child that would outlive it, then hangs
+sleep 300 orchestrate-hang-marker-$ORCH_TOPIC &
+sleep 300
+"""
+
+DAG_ONE = """\
+topic: {topic}
+workers: {{sh: "./work.sh"}}
+nodes:
+  - {{id: N1, title: one, depends_on: [], file_surface: [n1.txt], discipline: sh, timeout: {timeout},
+      max_attempts: {attempts}}}
+"""
+
+
+def _alive(marker: str) -> list[str]:
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    return out.split()
+
+
+def test_a_hanging_worker_is_killed_with_its_children_at_its_timeout(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG_ONE.format(topic="hang", timeout=1, attempts=1), HANG)
+    result = orch("run", cwd=repo)
+    assert result.rc == 75  # attempts spent: realignment seam
+    assert "realignment" in result.out and "timed out" in result.out
+    assert _alive("orchestrate-hang-marker-hang") == []
+    log = (repo / ".scratch" / "runs" / "hang" / "N1" / "attempt-1.log").read_text()
+    assert "killed after 1s" in log
+
+
+RETRY = r"""#!/bin/sh
+set -eu
+if [ "$ORCH_ATTEMPT" = 1 ]; then echo "first try fails" >&2; exit 3; fi
+echo done > n1.txt && git add -A && git commit -qm "N1 attempt $ORCH_ATTEMPT"
+"""
+
+
+def test_a_non_zero_exit_is_a_failed_attempt_and_is_retried(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG_ONE.format(topic="retry", timeout=60, attempts=2), RETRY)
+    result = orch("run", cwd=repo)
+    assert result.rc == 75 and "final-acceptance" in result.out
+    status = json.loads(orch("status", "--json", cwd=repo).out)
+    assert status["nodes"][0]["status"] == "ACCEPTED" and status["nodes"][0]["attempt"] == 2
+    brief = (repo / ".scratch" / "runs" / "retry" / "N1" / "brief-2.md").read_text()
+    assert "the worker exited 3" in brief  # the failure is summarised in the next brief
+
+
+BAD_FREEZE = r"""#!/bin/sh
+set -eu
+if [ "$ORCH_ATTEMPT" = 1 ]; then printf '{"freeze": "bogus"}' > "$ORCH_RETURN"; exit 0; fi
+echo done > n1.txt && git add -A && git commit -qm "N1"
+"""
+
+
+def test_a_malformed_freeze_file_is_an_error_naming_the_node(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG_ONE.format(topic="freeze", timeout=60, attempts=2), BAD_FREEZE)
+    result = orch("run", cwd=repo)
+    assert result.rc == 75
+    assert "N1: malformed freeze file" in result.out
+    status = json.loads(orch("status", "--json", cwd=repo).out)
+    assert status["nodes"][0]["status"] == "ACCEPTED" and status["nodes"][0]["attempt"] == 2
+
+
+ENV = r"""#!/bin/sh
+set -eu
+{ echo "topic=$ORCH_TOPIC node=$ORCH_NODE attempt=$ORCH_ATTEMPT branch=$ORCH_BRANCH"
+  echo "worktree=$ORCH_WORKTREE pwd=$(pwd)"
+  echo "base=$ORCH_BASE brief=$ORCH_BRIEF return=$ORCH_RETURN"
+  echo "surface=$ORCH_SURFACE"
+  if [ -t 0 ]; then echo "stdin=tty"; else echo "stdin=closed"; fi
+  head -c 1 || true; } > n1.txt
+git add -A && git commit -qm "N1"
+"""
+
+
+def test_the_worker_gets_the_documented_environment(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG_ONE.format(topic="env", timeout=60, attempts=1), ENV)
+    assert orch("run", cwd=repo).rc == 75
+    text = repo.git("show", "campaign/env:n1.txt")
+    wt = repo / ".scratch" / "worktrees" / "env" / "N1"
+    assert "topic=env node=N1 attempt=1 branch=node/env/N1" in text
+    assert f"worktree={wt} pwd={wt}" in text
+    assert "surface=n1.txt" in text and "stdin=closed" in text
+    brief_line = next(ln for ln in text.splitlines() if ln.startswith("base="))
+    brief_path = brief_line.split("brief=")[1].split(" ")[0]
+    brief = open(brief_path).read()
+    assert "Dispatch header" in brief and "n1.txt" in brief and "How to freeze" in brief
