@@ -17,7 +17,7 @@ def _plain(value):
 
 
 def amend_node(ctx, node_id: str, reason: str, *, add_surface: list[str] | None = None,
-               serialize: bool | None = None) -> None:
+               serialize: bool | None = None, expect: dict[int, int] | None = None) -> None:
     """Rewrite one node of the campaign DAG, re-validate, and record the new schedule.
 
     An amendment that would make the DAG invalid is not written; DagInvalid says why.
@@ -31,6 +31,8 @@ def amend_node(ctx, node_id: str, reason: str, *, add_surface: list[str] | None 
                 raw["file_surface"] = list(dict.fromkeys(list(raw.get("file_surface") or []) + add_surface))
             if serialize is not None:
                 raw["serialize"] = serialize
+            for index, rc in (expect or {}).items():
+                raw["tripwires"][index]["expect"] = rc
     new_text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
     old_text = path.read_text()
     path.write_text(new_text)
@@ -41,7 +43,7 @@ def amend_node(ctx, node_id: str, reason: str, *, add_surface: list[str] | None 
         ctx.reload_dag()
         raise
     ctx.emit("dag", {"node": node_id, "reason": reason, "add_surface": add_surface or [],
-                     "serialize": serialize})
+                     "serialize": serialize, "expect": {str(k): v for k, v in (expect or {}).items()}})
     past = ctx.campaign.layers[: ctx.campaign.k]
     layers = past + remaining_layers(dag, past)
     ctx.emit("schedule", {"layers": layers, "dag_hash": file_hash(path), "reason": reason})
@@ -52,3 +54,14 @@ def remaining_layers(dag, past: list[list[str]]) -> list[list[str]]:
     from gates.core import graph
     settled = {n for layer in past for n in layer} | {n.id for n in dag.nodes if n.complete}
     return graph.kahn_layers(dag.deps(), settled=settled)
+
+
+def update_premises(ctx, node_id: str, reason: str) -> None:
+    """A premise update: each stale tripwire now expects what holds on the current tip."""
+    from gates import premise
+    from orchestrate import worktrees
+    node = ctx.dag.by_id[node_id]
+    verdict = premise.check(node_id, node.tripwires, worktrees.integration(ctx))
+    actual = {i: r["rc"] for i, r in enumerate(verdict.data.get("results", [])) if r["rc"] != r["expect"]}
+    if actual:
+        amend_node(ctx, node_id, reason, expect=actual)

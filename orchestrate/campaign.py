@@ -49,7 +49,9 @@ class Campaign:
     nodes: dict[str, NodeState] = field(default_factory=dict)
     serial: list[str] = field(default_factory=list)  # nodes rescheduled into the serial rest
     merged: list[str] = field(default_factory=list)
-    seam: dict | None = None
+    seam: dict | None = None  # the open seam, with the id of the entry that opened it
+    decision: dict | None = None  # an answer recorded but not yet applied
+    policy_log: list[str] = field(default_factory=list)  # nodes realigned by policy, once per decision
     halt: str = ""
     closed: bool = False
     accepted_by: dict | None = None
@@ -117,11 +119,17 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
     elif kind == "round":
         c.round = ctx["round"]
     elif kind == "seam":
-        c.seam = ctx
+        c.seam = {**ctx, "id": event["id"]}
     elif kind == "decision":
+        c.decision = {**ctx, "id": event["id"], "source_type": event.get("source_type"),
+                      "case": (c.seam or {}).get("case")}
         c.seam = None
+        if event.get("source_type") == "policy":
+            c.policy_log.append(ctx.get("node"))
         if ctx.get("seam") == "final-acceptance" and ctx.get("choice") == "accept":
             c.accepted_by = ctx
+    elif kind == "applied":
+        c.decision = None
     elif kind == "halt":
         c.halt = ctx["reason"]
     elif kind == "close":

@@ -45,6 +45,12 @@ def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(f)
 
 
+def answers_option(f):
+    return click.option("--answers", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                        help="YAML answers for seams in scripted runs: SEAM: CHOICE, or SEAM: {choice: C, note: N}, "
+                             "or a list of those, used in order.")(f)
+
+
 def resolve_dag_path(dag_path: Path | None) -> Path:
     if dag_path is not None:
         return dag_path
@@ -125,7 +131,9 @@ def init() -> int:
 @click.option("--mode", type=click.Choice(["interactive", "autonomous"]), help="Override the DAG's mode.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only results, seams and errors.")
-def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | None, quiet: bool) -> int:
+@answers_option
+def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | None, quiet: bool,
+        answers: Path | None) -> int:
     """Run a campaign to its end or to a human seam.
 
     Validates the DAG (an invalid one exits 1 before anything is written), creates campaign/<topic>
@@ -135,7 +143,7 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
     130 interrupted (`orchestrate resume` continues).
     """
     from orchestrate.runner import run_campaign
-    return run_campaign(Path.cwd(), dag_path, topic=topic, mode=mode, jobs=jobs, quiet=quiet)
+    return run_campaign(Path.cwd(), dag_path, topic=topic, mode=mode, jobs=jobs, quiet=quiet, answers=answers)
 
 
 @cli.command()
@@ -143,7 +151,8 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
 @click.option("--from-log", is_flag=True, help="Ignore checkpoints and rebuild the state from the journal alone.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only results, seams, repairs and errors.")
-def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool) -> int:
+@answers_option
+def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, answers: Path | None) -> int:
     """Continue the in-flight campaign after a crash, a Ctrl-C, a halt or a pause.
 
     Rebuilds the state from the newest valid checkpoint plus the journal after it, reconciles it with
@@ -151,7 +160,27 @@ def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool) -> 
     repair, and continues. Exit codes as for `run`; 4 when another runner holds the campaign.
     """
     from orchestrate.runner import resume_campaign
-    return resume_campaign(Path.cwd(), topic=topic, from_log=from_log, jobs=jobs, quiet=quiet)
+    return resume_campaign(Path.cwd(), topic=topic, from_log=from_log, jobs=jobs, quiet=quiet, answers=answers)
+
+
+@cli.command()
+@click.argument("seam")
+@click.argument("choice")
+@click.option("--topic", help="Campaign topic (default: the one waiting at a seam).")
+@click.option("--as", "as_who", metavar="WHO", help="Who decides (default: git config user.email).")
+@click.option("--note", default="", help="Why; a rework note goes into the node's next brief.")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
+def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: str, quiet: bool) -> int:
+    """Answer an open human seam: SEAM is final-acceptance, reserved-halt, realignment,
+    review-divergence or dag-amendment; CHOICE is one the seam offers (`orchestrate status` lists them).
+
+    Records who (git config user.email, or --as), when, the choice, the note and the commit the gates
+    judged. `orchestrate resume` applies it; `decide final-acceptance accept` completes the campaign
+    itself (merging campaign/<topic> and pushing stay yours). A seam that is not open is refused with
+    exit 2 and nothing is written.
+    """
+    from orchestrate.runner import decide as decide_seam
+    return decide_seam(Path.cwd(), seam, choice, topic=topic, as_who=as_who, note=note, quiet=quiet)
 
 
 @cli.command()

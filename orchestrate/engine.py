@@ -6,7 +6,7 @@ interruption and exits 130; `orchestrate resume` continues from the journal.
 from __future__ import annotations
 
 from gates.core.errors import ExitCode, Interrupted
-from orchestrate import checkpoints, sketch
+from orchestrate import checkpoints, seams, sketch
 from orchestrate.context import Context
 from orchestrate.handlers import HANDLERS
 from orchestrate.states import TERMINAL, State
@@ -67,9 +67,14 @@ def _finish(ctx: Context, state: State) -> int:
             ctx.out.always(str(p))
         ctx.out.always(f"halted: {ctx.halt_reason or c.halt}")
         return ExitCode.FAILED
+    if state is State.DONE:
+        ctx.out.always(f"campaign {c.topic} is done: {c.branch} at {c.tip[:12]}")
+        return ExitCode.OK
     seam = c.seam or {}
-    ctx.out.always(f"paused at seam {seam.get('seam')}" + (f" (node {seam['node']})" if seam.get("node") else "")
-                   + f": {seam.get('reason', '')}")
+    ctx.out.always("paused at " + "\n".join(seams.details(seam)))
+    ctx.out.always("answer it with one of:")
     for choice in seam.get("choices", []):
-        ctx.out.always(f"  orchestrate decide {seam.get('seam')} {choice} --topic {c.topic}")
+        ctx.out.always(f"  orchestrate decide {seam.get('seam')} {choice} --topic {c.topic} --note \"...\"")
+    if seam.get("seam") != "final-acceptance":
+        ctx.out.always(f"then: orchestrate resume --topic {c.topic}")
     return ExitCode.PAUSED

@@ -23,22 +23,42 @@ def project(cwd: Path) -> Layout:
     return layout
 
 
+def read_answers(path: Path | None) -> dict:
+    """`--answers FILE`: {seam: choice | {choice, note} | [those...]}."""
+    if path is None:
+        return {}
+    import yaml
+
+    from gates.core.dagfile import read_text
+    from orchestrate.seams import CHOICES
+    try:
+        data = yaml.safe_load(read_text(path)) or {}
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path}: malformed YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict) or any(k not in CHOICES for k in data):
+        bad = [k for k in data if k not in CHOICES] if isinstance(data, dict) else ["(not a mapping)"]
+        raise UsageError(f"{path}: unknown seam(s) {', '.join(map(str, bad))}", hint=f"seams: {', '.join(CHOICES)}")
+    return {k: list(v) if isinstance(v, list) else v for k, v in data.items()}
+
+
 def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: str | None, jobs: int | None,
-                 quiet: bool) -> int:
+                 quiet: bool, answers: Path | None = None) -> int:
     layout = project(cwd)
     dag_file = (dag_path or layout.default_dag).resolve()
     if not dag_file.exists():
         raise UsageError(f"{dag_file}: no such DAG file", hint="create it, or pass --dag PATH")
     name = _refuse_reuse(layout, dag_file, topic)
     ctx = Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None,
-                  executor=_executor(jobs), out=Reporter(quiet=quiet), topic_override=topic, mode_override=mode)
+                  executor=_executor(jobs), out=Reporter(quiet=quiet), topic_override=topic, mode_override=mode,
+                  answers=read_answers(answers))
     if name is None:
         return drive(ctx)  # invalid DAG: DERIVE halts before anything is written
     with CampaignLock(layout.scratch / "locks", name):
         return drive(_hooked(ctx))
 
 
-def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int | None, quiet: bool) -> int:
+def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int | None, quiet: bool,
+                    answers: Path | None = None) -> int:
     from orchestrate import resume
     layout = project(cwd)
     name = resume.pick(layout, topic)
@@ -50,20 +70,62 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
         recorder = Recorder(layout.ledger, name)
         campaign = resume.rebuild(layout, recorder, from_log=from_log, warn=lambda m: out.always(f"warning: {m}"))
         ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=_executor(jobs),
-                              out=out))
+                              out=out, answers=read_answers(answers)))
         ctx.reload_dag()
         resume.repair(ctx)
-        if campaign.state == "HALT":
-            campaign.state = _halted_in(recorder)  # the halting state runs again, after the fix
+        if campaign.state in ("HALT", "PAUSE"):
+            campaign.state = _stopped_in(recorder, campaign.state)  # that state runs again: after a fix, or an answer
         out.line(f"resuming campaign {name} in {campaign.state}")
         return drive(ctx)
 
 
-def _halted_in(recorder: Recorder) -> str:
+def _stopped_in(recorder: Recorder, end: str) -> str:
     for entry in reversed(recorder.read()):
-        if entry["kind"] == "transition" and entry["context"]["to"] == "HALT":
+        if entry["kind"] == "transition" and entry["context"]["to"] == end:
             return entry["context"]["from"]
-    return "HALT"
+    return end
+
+
+def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str | None, note: str,
+           quiet: bool) -> int:
+    """Record an answer to the open seam; final acceptance completes the campaign at once."""
+    from orchestrate import resume, seams
+    layout = project(cwd)
+    name = topic or _paused_topic(layout)
+    out = Reporter(quiet=quiet)
+    with CampaignLock(layout.scratch / "locks", name):
+        recorder = Recorder(layout.ledger, name)
+        campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
+        seams.check_answer(campaign.seam, seam, choice)
+        who = seams.who(layout.root, as_who)
+        ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=_executor(None), out=out))
+        ctx.reload_dag()
+        entry = seams.record(ctx, campaign.seam, choice, note, who, "human")
+        recorder.commit(f"{name}: decide {seam} {choice} ({who})")
+        out.always(f"recorded: {seam} {choice} by {who}, bound to {str(entry['context']['bound_to'])[:12]}")
+        if seam != "final-acceptance":
+            out.always(f"`orchestrate resume --topic {name}` applies it")
+            return 0
+        campaign.state = "SEAM"
+        rc = drive(ctx)
+        if choice == "accept" and rc == 0:
+            out.always(f"campaign {name} accepted at {campaign.tip[:12]}; merging {campaign.branch} into your "
+                       "branch, and pushing, stay yours to do")
+        return 0
+
+
+def _paused_topic(layout: Layout) -> str:
+    from orchestrate import resume
+    waiting = []
+    for t in topics.lifecycle(layout.ledger):
+        c, _ = load(layout, t)
+        if c.seam:
+            waiting.append(t)
+    if len(waiting) == 1:
+        return waiting[0]
+    if not waiting:
+        raise UsageError("no campaign is waiting at a seam", hint="`orchestrate status` shows where it is")
+    raise UsageError(f"several campaigns wait at a seam: {', '.join(sorted(waiting))}", hint="pass --topic")
 
 
 def _executor(jobs: int | None) -> LocalExecutor:

@@ -1,7 +1,9 @@
 """What to do next inside a layer: which nodes to dispatch now, and whether the layer is done."""
 from __future__ import annotations
 
-from orchestrate.campaign import ACCEPTED, DISPATCHED, INVALIDATED, LANDED, PENDING, REWORK
+from orchestrate.campaign import ACCEPTED, DISPATCHED, INVALIDATED, LANDED, PENDING, REWORK, SKIPPED
+
+SETTLED = (ACCEPTED, SKIPPED)
 
 
 def to_dispatch(ctx) -> list[str]:
@@ -13,7 +15,7 @@ def to_dispatch(ctx) -> list[str]:
     ready = [n for n in parallel if c.nodes[n].status in waiting]
     if ready:
         return ready
-    if any(c.nodes[n].status != ACCEPTED for n in parallel):
+    if any(c.nodes[n].status not in SETTLED for n in parallel):
         return []
     if any(c.nodes[n].status in (DISPATCHED, LANDED) for n in serial):
         return []
@@ -26,4 +28,4 @@ def landed(ctx) -> list[str]:
 
 
 def layer_done(ctx) -> bool:
-    return all(ctx.campaign.nodes[n].status == ACCEPTED for n in ctx.campaign.layer())
+    return all(ctx.campaign.nodes[n].status in SETTLED for n in ctx.campaign.layer())

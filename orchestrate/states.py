@@ -17,7 +17,9 @@ class State(str, Enum):
     REALIGN = "REALIGN"
     CLOSE = "CLOSE"
     SEAM = "SEAM"
+    PAUSE = "PAUSE"
     HALT = "HALT"
+    DONE = "DONE"
 
 
 class Outcome(str, Enum):
@@ -49,8 +51,12 @@ class Outcome(str, Enum):
     CLOSED = "closed"
     FAILED = "failed"
     PAUSED = "paused"
-    STOPPED = "stopped"
+    SKIP = "skip"
+    HALTED = "halt"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    REVIEWED = "reviewed"
 
 
 START = State.DERIVE
-TERMINAL = frozenset({State.HALT, State.SEAM})
+TERMINAL = frozenset({State.HALT, State.PAUSE, State.DONE})

@@ -49,6 +49,15 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.REALIGN, O.NEEDS_HUMAN, S.SEAM, "outside policy: seam realignment"),
     Transition(S.CLOSE, O.CLOSED, S.SEAM, "retrospective recorded, close-check passed: seam final-acceptance"),
     Transition(S.CLOSE, O.FAILED, S.HALT, "adherence or close-check failed"),
+    Transition(S.RECONCILE, O.NEEDS_HUMAN, S.SEAM, "(+) reviewer evaluators disagree: seam review-divergence"),
+    Transition(S.SEAM, O.PAUSED, S.PAUSE, "(+) nobody can answer now: seam recorded, decide commands printed, exit 75"),
+    Transition(S.SEAM, O.REWORK, S.DISPATCH, "(+) answer rework: a new attempt with the answer's note in its brief"),
+    Transition(S.SEAM, O.SKIP, S.CHECKPOINT, "(+) answer skip: the node and its dependents are SKIPPED"),
+    Transition(S.SEAM, O.AMENDED, S.BOUNDARY, "(+) amended DAG accepted: re-validated, layers re-derived"),
+    Transition(S.SEAM, O.REVIEWED, S.MERGE, "(+) review divergence settled as accept: the node merges"),
+    Transition(S.SEAM, O.ACCEPTED, S.DONE, "(+) final acceptance recorded, bound to the campaign tip"),
+    Transition(S.SEAM, O.REJECTED, S.HALT, "(+) final acceptance refused"),
+    Transition(S.SEAM, O.HALTED, S.HALT, "(+) answer halt"),
 )
 
 
@@ -64,6 +73,7 @@ def render() -> str:
     lines = ["| state | outcome | next | note |", "|---|---|---|---|"]
     for row in TRANSITIONS:
         lines.append(f"| {row.state.value} | {row.outcome.value} | {row.next.value} | {row.note} |")
-    lines.append(f"| {S.SEAM.value} | (end) | | record the open seam; ask on a terminal, else exit 75 |")
+    lines.append(f"| {S.PAUSE.value} | (end) | | paused at a seam: exit 75; `orchestrate decide` answers it |")
     lines.append(f"| {S.HALT.value} | (end) | | stop with the state recorded; the message says what to fix |")
+    lines.append(f"| {S.DONE.value} | (end) | | the campaign is accepted |")
     return "\n".join(lines)

@@ -30,6 +30,7 @@ class Check:
     name: str
     run: str
     timeout: int | None = None
+    review: bool = False  # a reviewer: when reviewers disagree, a person decides
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class Dag:
     checks: tuple[Check, ...]
     nodes: tuple[Node, ...]
     by_id: dict[str, Node] = field(repr=False, compare=False)
+    policy: dict = field(default_factory=dict, repr=False, compare=False)
 
     def deps(self) -> dict[str, tuple[str, ...]]:
         return {n.id: n.depends_on for n in self.nodes}
@@ -137,7 +139,10 @@ def _kind(v: object) -> str:
 
 
 CHECK_FIELDS: dict[str, tuple[Checker, bool]] = {
-    "name": (_is_text, True), "run": (_is_text, True), "timeout": (_is_pos_int, False)}
+    "name": (_is_text, True), "run": (_is_text, True), "timeout": (_is_pos_int, False), "review": (_is_bool, False)}
+POLICY_CASES = ("attempts-spent", "stale-premise", "refuted-premise")
+POLICY_RULE_FIELDS: dict[str, tuple[Checker, bool]] = {
+    "choice": (_is_text, True), "limit": (_is_pos_int, False), "then": (_is_text, False)}
 TRIPWIRE_FIELDS: dict[str, tuple[Checker, bool]] = {
     "run": (_is_text, True), "expect": (_is_int, False), "why": (_is_str, False), "timeout": (_is_pos_int, False)}
 EDGE_FIELDS: dict[str, tuple[Checker, bool]] = {
@@ -151,7 +156,8 @@ NODE_FIELDS: dict[str, tuple[Checker, bool]] = {
     "mitigates": (_is_str_list, False), "timeout": (_is_pos_int, False), "max_attempts": (_is_pos_int, False)}
 TOP_FIELDS: dict[str, tuple[Checker | None, bool]] = {
     "topic": (_is_text, False), "base": (_is_text, False), "mode": (_is_text, False), "defaults": (None, False),
-    "workers": (None, False), "checks": (None, False), "nodes": (None, True), "edges": (None, False)}
+    "workers": (None, False), "checks": (None, False), "nodes": (None, True), "edges": (None, False),
+    "policy": (None, False)}
 DEFAULT_FIELDS: dict[str, tuple[Checker, bool]] = {"timeout": (_is_pos_int, False), "max_attempts": (_is_pos_int, False)}
 
 
@@ -265,6 +271,7 @@ def validate(data: object, file: str, *, topic: str | None = None,
             rep.add(workers.key_line(key), f"workers.{key}", "type", "expected a non-empty command line")
 
     checks = _checks(rep, data.get("checks"), data.key_line("checks"), "checks", CHECK_FIELDS)
+    policy = _policy(rep, data.get("policy"), data.key_line("policy"))
     nodes_raw = data.get("nodes")
     if "nodes" in data and not isinstance(nodes_raw, Sequence):
         rep.add(data.key_line("nodes"), "nodes", "type", f"expected a list of nodes, got {_kind(nodes_raw)}")
@@ -325,8 +332,46 @@ def validate(data: object, file: str, *, topic: str | None = None,
     if rep.problems:
         return None, sorted(rep.problems, key=lambda p: (p.line, p.field))
     return Dag(path=file, topic=str(topic_value), base=str(data.get("base", "HEAD")), mode=str(mode),
-               workers=dict(workers), checks=tuple(Check(c["name"], c["run"], c.get("timeout")) for c in checks),
-               nodes=tuple(nodes), by_id=by_id), []
+               workers=dict(workers), checks=tuple(_check(c) for c in checks),
+               nodes=tuple(nodes), by_id=by_id, policy=policy), []
+
+
+def _check(raw: Mapping) -> Check:
+    return Check(raw["name"], raw["run"], raw.get("timeout"), raw.get("review", False))
+
+
+def _policy(rep: _Report, value: object, line: int) -> dict:
+    """`policy: {realignment: {<case>: {choice: rework|skip|halt, limit: N, then: skip|halt}}}`."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        rep.add(line, "policy", "type", f"expected a mapping, got {_kind(value)}")
+        return {}
+    rep.fields(value, {"realignment": (None, False)}, "policy")
+    cases = value.get("realignment") or Mapping()
+    if not isinstance(cases, Mapping):
+        rep.add(value.key_line("realignment"), "policy.realignment", "type", f"expected a mapping, got {_kind(cases)}")
+        return {}
+    result = {}
+    for case, rule in cases.items():
+        where = f"policy.realignment.{case}"
+        if case not in POLICY_CASES:
+            rep.add(cases.key_line(case), where, "unknown-key",
+                    f"unknown realignment case `{case}`{did_you_mean(str(case), POLICY_CASES)}; "
+                    f"cases: {', '.join(POLICY_CASES)}")
+            continue
+        if not isinstance(rule, Mapping):
+            rep.add(cases.key_line(case), where, "type", "expected {choice: rework|skip|halt, limit: N, then: skip|halt}")
+            continue
+        before = len(rep.problems)
+        rep.fields(rule, POLICY_RULE_FIELDS, where)
+        if rule.get("choice") not in ("rework", "skip", "halt"):
+            rep.add(rule.key_line("choice"), f"{where}.choice", "enum", "choice must be rework, skip or halt")
+        if "then" in rule and rule["then"] not in ("skip", "halt"):
+            rep.add(rule.key_line("then"), f"{where}.then", "enum", "then must be skip or halt")
+        if len(rep.problems) == before:
+            result[case] = dict(rule)
+    return {"realignment": result} if result else {}
 
 
 def _with_deps(node: Node, extra: tuple[str, ...]) -> Node:
@@ -376,7 +421,7 @@ def _node(rep: _Report, raw: Mapping, where: str, workers: Mapping, defaults: Ma
         id=node_id, title=raw.get("title") or node_id, depends_on=tuple(raw.get("depends_on") or ()),
         file_surface=tuple(raw["file_surface"]), worker=worker or workers.get(discipline or ""),
         discipline=discipline, brief=raw.get("brief") or "", brief_file=raw.get("brief_file"),
-        evaluators=tuple(Check(e["name"], e["run"], e.get("timeout")) for e in evaluators),
+        evaluators=tuple(_check(e) for e in evaluators),
         tripwires=tuple(Tripwire(t["run"], t.get("expect", 0), t.get("why", ""), t.get("timeout")) for t in tripwires),
         serialize=raw.get("serialize") is True, complete=raw.get("complete") is True,
         mitigates=tuple(raw.get("mitigates") or ()),

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from orchestrate.handlers import (await_, boundary, checkpoint, close, derive, dispatch, merge, realign,
-                                  reconcile, run_layer, surface_exceed)
+                                  reconcile, run_layer, seam, surface_exceed)
 from orchestrate.states import State
 
 HANDLERS = {
@@ -17,4 +17,5 @@ HANDLERS = {
     State.BOUNDARY: boundary.handle,
     State.REALIGN: realign.handle,
     State.CLOSE: close.handle,
+    State.SEAM: seam.handle,
 }

@@ -1,11 +1,13 @@
 """AWAIT: wait for every running worker, commit what it left uncommitted, read its freeze file."""
 from __future__ import annotations
 
+import json
 import time
 
 from orchestrate.campaign import DISPATCHED
 from orchestrate.context import Context
 from orchestrate.returns import returned
+from orchestrate.seams import CHOICES
 from orchestrate.states import Outcome
 
 POLL_SECONDS = 0.05
@@ -27,6 +29,11 @@ def handle(ctx: Context) -> Outcome:
     kinds = {ctx.campaign.nodes[n].freeze["freeze"] for n in frozen}
     ctx.subject = " ".join(frozen)
     if "reserved-halt" in kinds:
+        node = next(n for n in frozen if ctx.campaign.nodes[n].freeze["freeze"] == "reserved-halt")
+        ns = ctx.campaign.nodes[node]
+        ctx.emit("seam", {"seam": "reserved-halt", "node": node, "reason": ns.freeze.get("reason", ""),
+                          "show": [f"freeze report: {json.dumps(ns.freeze)}", f"worker log: {ns.log}"],
+                          "choices": list(CHOICES["reserved-halt"]), "bound_to": ns.head})
         return Outcome.RESERVED_HALT
     if "refuted-premise" in kinds:
         return Outcome.REFUTED_PREMISE

@@ -4,6 +4,7 @@ from __future__ import annotations
 from gates import adherence, close_check
 from orchestrate import judge, sketch, worktrees
 from orchestrate.context import Context
+from orchestrate.seams import CHOICES
 from orchestrate.states import Outcome
 
 
@@ -35,8 +36,10 @@ def handle(ctx: Context) -> Outcome:
     if integ.exists():
         worktrees.remove(ctx, "(integration)", str(integ))
     ctx.layout.active_dag.unlink(missing_ok=True)
-    ctx.emit("seam", {"seam": "final-acceptance", "node": None, "choices": ["accept", "reject"],
-                      "bound_to": c.tip, "reason": f"campaign/{c.topic} is complete at {c.tip[:12]}"})
+    ctx.emit("seam", {"seam": "final-acceptance", "node": None, "choices": list(CHOICES["final-acceptance"]),
+                      "bound_to": c.tip, "reason": f"campaign/{c.topic} is complete at {c.tip[:12]}",
+                      "show": [f"review: git log --first-parent {c.baseline[:12]}..{c.branch}",
+                               f"retrospective: {sketch.find(ctx.layout.ledger, c.topic)}"]})
     return Outcome.CLOSED
 
 

@@ -11,6 +11,7 @@ from gates.core.verdict import Verdict
 from orchestrate import judge, schedule
 from orchestrate.campaign import ACCEPTED, INVALIDATED, PENDING, REWORK
 from orchestrate.context import Context
+from orchestrate.seams import CHOICES
 from orchestrate.states import Outcome
 
 
@@ -47,6 +48,12 @@ def handle(ctx: Context) -> Outcome:
             verdicts.append(v)
             entries.append(judge.record(ctx, node_id, v)["id"])
         _freshness(ctx, node_id, worktree)
+        split = _reviewers_disagree(node, checks[0])
+        if split and all(v.ok for v in checks[1:]):
+            ctx.emit("seam", {"seam": "review-divergence", "node": node_id, "choices": list(CHOICES["review-divergence"]),
+                              "reason": "reviewer evaluators disagree", "show": split, "bound_to": ns.head,
+                              "gates": entries}, derived_from=entries)
+            return Outcome.NEEDS_HUMAN
     failed = [v for v in verdicts if not v.ok]
     if not failed:
         ctx.emit("verdict", {"node": node_id, "verdict": "accept", "at": ns.head}, derived_from=entries)
@@ -62,6 +69,18 @@ def handle(ctx: Context) -> Outcome:
     ctx.out.line(f"{node_id}: {verdict.upper()} (attempt {ns.attempt} of {node.max_attempts}): "
                  + "; ".join(v.summary for v in failed))
     return Outcome.ESCALATE if verdict == "escalate" else Outcome.REWORK
+
+
+def _reviewers_disagree(node, verdict: Verdict) -> list[str]:
+    """When some `review: true` evaluators pass and others fail, a person settles it; else []."""
+    reviewers = {e.name for e in node.evaluators if e.review}
+    results = {r["name"]: r["rc"] for r in verdict.data.get("results", []) if r["name"] in reviewers}
+    if len(reviewers) < 2 or len(set(rc == 0 for rc in results.values())) < 2:
+        return []
+    others_fail = any(r["rc"] != 0 for r in verdict.data.get("results", []) if r["name"] not in reviewers)
+    if others_fail:
+        return []
+    return [f"{name}: {'pass' if rc == 0 else f'fail (rc {rc})'}" for name, rc in sorted(results.items())]
 
 
 def merged_heads(ctx: Context) -> set[str]:
