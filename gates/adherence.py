@@ -46,6 +46,8 @@ def _audit(repo: Path, topic: str, baseline: str, ref: str, node_heads: Collecti
     root = git.toplevel(repo)
     base = git.resolve(root, baseline)
     head = git.resolve(root, ref)
+    if isinstance(node_heads, str):  # one sha, not a collection of its characters
+        node_heads = [node_heads]
     recorded = None if node_heads is None else {git.resolve(root, h) for h in node_heads}
     data: dict = {"topic": topic, "campaign": ref, "baseline": base, "head": head,
                   "node_commits": "recorded heads" if recorded is not None else f"refs/heads/node/{topic}/*",
@@ -118,7 +120,8 @@ def _not_the_campaign_branch(root: Path, ref: str, topic: str) -> str | None:
 def _first_parent_chain(root: Path, base: str, head: str) -> list[tuple[str, list[str], str]]:
     """[(sha, parents, subject)] of the first-parent chain after `base`, oldest first."""
     rows = []
-    for ln in git.lines(root, "log", "--first-parent", "--reverse", "--format=%H %P%x1f%s", f"{base}..{head}"):
+    for ln in git.lines(root, "log", "--no-show-signature", "--first-parent", "--reverse",
+                        "--format=%H %P%x1f%s", f"{base}..{head}"):
         shas, _, subject = ln.partition("\x1f")
         sha, *parents = shas.split()
         rows.append((sha, parents, subject))

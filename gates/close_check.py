@@ -15,8 +15,9 @@ GATE = "close-check"
 RULES = """\
 On the recorder's branch (its current branch, or --branch; first-parent history only, so no sibling
 project's branch ever counts), the newest `log: close <topic>` must come after the newest
-`log: open <topic>`. A marker is the subject `log: open <topic>` alone or followed by whitespace and
-more text, so topic `demo` never matches `log: close demo-topic ...`.
+`log: open <topic>` (a branch with no open fails too); that newest close is the one judged. A marker
+is the subject `log: open <topic>` alone or followed by whitespace and more text, so topic `demo`
+never matches `log: close demo-topic ...`.
 
 The close commit must touch a file that, as of that commit, holds a Sufficiency Review section:
   - an ATX markdown heading (`#` to `######`, any level) whose text starts with "Sufficiency Review"

@@ -203,6 +203,35 @@ def status(topic: str | None, as_json: bool) -> int:
 
 
 @cli.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--red", is_flag=True, help="Run the red demo instead: a boundary that finds an orphaned link and halts.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
+@click.option("--quiet", "-q", is_flag=True, help="Print only results and seams.")
+def demo(directory: Path | None, red: bool, jobs: int | None, quiet: bool) -> int:
+    """Build a fresh demo repository in DIRECTORY (default: a new temporary folder, printed) and run
+    the demo campaign there: a parallel layer, a surface widening, a serialization, a stale premise
+    answered from a file, a coherent boundary, CLOSE, and the final-acceptance seam. Exits 0 when the
+    demo ends as designed, and prints what to look at next.
+    """
+    from orchestrate.demo import run as run_demo
+    return run_demo(directory, red=red, quiet=quiet, jobs=jobs)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--update", is_flag=True, help="Rewrite the transcript's expectations with the actual output.")
+def replay(path: Path, update: bool) -> int:
+    """Replay a recorded transcript (a cram-style .t file) in a scratch directory and check every command's
+    output and exit code against it. Prints a unified diff for any mismatch.
+
+    Commands run in one shell with a normalised environment (NO_COLOR, TZ=UTC, LC_ALL=C, a fixed git
+    identity and commit dates, CI=true). Exit 0 when everything matches, 1 on a mismatch.
+    """
+    from orchestrate.transcript import replay as replay_transcript
+    return replay_transcript(path, update=update)
+
+
+@cli.command()
 def table() -> int:
     """Print the engine's transition table (state, outcome, next state, note) as Markdown."""
     from orchestrate.table import render

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from gates import adherence
-from tests.helpers import RepoDir, make_repo
+from tests.helpers import RepoDir
 
 
 # ---- building histories ---------------------------------------------------------------------
@@ -371,7 +371,8 @@ def test_cli_bad_refs_exit_2_without_traceback(repo, orch):
     assert r.rc == 2 and "ERROR:" in r.err and "Traceback" not in r.err + r.out
 
 
-@pytest.mark.parametrize("args", [[], ["--topic", "t"], ["--base", "HEAD"], ["--topic", "t", "--base", "HEAD", "--bogus"]])
+@pytest.mark.parametrize("args", [[], ["--topic", "t"], ["--base", "HEAD"],
+                                  ["--topic", "t", "--base", "HEAD", "--bogus"]])
 def test_cli_wrong_arguments_exit_2_with_usage(repo, orch, args):
     r = orch("gate", "adherence", *args, cwd=repo)
     assert r.rc == 2
@@ -391,3 +392,10 @@ def test_module_main_runs_standalone(repo, capsys):
     base = start(repo, "t")
     assert adherence.main(["--topic", "t", "--base", base, "--repo", str(repo)]) == 0
     assert "PASS: 0 merge(s)" in capsys.readouterr().out
+
+
+def test_a_single_head_given_as_a_string_is_one_head(repo):
+    base = start(repo, "t")
+    h1 = node(repo, "node/t/N1", "n1")
+    merge(repo, "node/t/N1", message="merge node N1: one")
+    assert adherence.check(repo, "t", base, node_heads=h1).code == 0
