@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from gates.core import git
 from gates.core.errors import Concurrency, OrchestrateError
-from orchestrate import __version__
+from orchestrate import __version__, faults
 
 ENGINE = f"orchestrate@{__version__}"
 
@@ -106,6 +106,7 @@ class Recorder:
     def commit(self, subject: str, body: str = "") -> str:
         """Commit the recorder's files (held entries first) as one CAS step of the recorder branch."""
         self.flush()
+        faults.reach("flush")
         git.git(self.ledger, "add", "-A", "--", ".", env=self._env)
         tree = git.out(self.ledger, "write-tree")
         if self.head and git.out(self.ledger, "rev-parse", f"{self.head}^{{tree}}") == tree:
@@ -113,6 +114,7 @@ class Recorder:
         message = subject + (f"\n\n{body}" if body else "")
         args = ["commit-tree", tree, "-m", message] + (["-p", self.head] if self.head else [])
         sha = git.out(self.ledger, *args, env=self._env)
+        faults.reach("commit")
         if not git.update_ref(self.ledger, self.ref, sha, self.head or "0" * 40, reason=subject):
             raise self._moved()
         self.head = sha

@@ -47,13 +47,14 @@ def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: s
     dag_file = (dag_path or layout.default_dag).resolve()
     if not dag_file.exists():
         raise UsageError(f"{dag_file}: no such DAG file", hint="create it, or pass --dag PATH")
-    name = _refuse_reuse(layout, dag_file, topic)
     ctx = Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None,
                   executor=_executor(jobs), out=Reporter(quiet=quiet), topic_override=topic, mode_override=mode,
                   answers=read_answers(answers))
+    name = _topic_of(dag_file, topic)
     if name is None:
         return drive(ctx)  # invalid DAG: DERIVE halts before anything is written
     with CampaignLock(layout.scratch / "locks", name):
+        _refuse_reuse(layout, name)  # under the lock: a runner that just finished has left its branch
         return drive(_hooked(ctx))
 
 
@@ -140,18 +141,19 @@ def _hooked(ctx: Context) -> Context:
     return ctx
 
 
-def _refuse_reuse(layout: Layout, dag_file: Path, topic: str | None) -> str | None:
-    """The campaign's topic; a topic names one campaign, so refuse to start it twice (nothing is written yet)."""
+def _topic_of(dag_file: Path, topic: str | None) -> str | None:
     from gates.core.dagfile import check_dag
     dag, _ = check_dag(dag_file, topic=topic)
-    if dag is None:
-        return None  # DERIVE reports the problems
-    opened = Recorder(layout.ledger, dag.topic).read()
-    if git.branch_exists(layout.root, f"campaign/{dag.topic}") and any(e["kind"] == "open" for e in opened):
-        hint = (f"`orchestrate resume --topic {dag.topic}` continues it" if dag.topic in topics.in_flight(layout.ledger)
+    return dag.topic if dag is not None else None
+
+
+def _refuse_reuse(layout: Layout, topic: str) -> None:
+    """A topic names one campaign: refuse to start it twice (nothing is written yet)."""
+    opened = any(e["kind"] == "open" for e in Recorder(layout.ledger, topic).read())
+    if git.branch_exists(layout.root, f"campaign/{topic}") and opened:
+        hint = (f"`orchestrate resume --topic {topic}` continues it" if topic in topics.in_flight(layout.ledger)
                 else "choose another topic with --topic")
-        raise UsageError(f"campaign/{dag.topic} already exists", hint=hint)
-    return dag.topic
+        raise UsageError(f"campaign/{topic} already exists", hint=hint)
 
 
 def load(layout: Layout, topic: str) -> tuple[Campaign, Recorder]:

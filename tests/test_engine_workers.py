@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 from tests.engine_helpers import campaign_repo
 
@@ -91,5 +92,5 @@ def test_the_worker_gets_the_documented_environment(tmp_path, orch):
     assert "surface=n1.txt" in text and "stdin=closed" in text
     brief_line = next(ln for ln in text.splitlines() if ln.startswith("base="))
     brief_path = brief_line.split("brief=")[1].split(" ")[0]
-    brief = open(brief_path).read()
+    brief = Path(brief_path).read_text()
     assert "Dispatch header" in brief and "n1.txt" in brief and "How to freeze" in brief

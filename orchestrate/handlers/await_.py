@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import time
 
+from orchestrate import faults
 from orchestrate.campaign import DISPATCHED
 from orchestrate.context import Context
 from orchestrate.returns import returned
@@ -22,6 +23,7 @@ def handle(ctx: Context) -> Outcome:
         if not running:
             break
         ctx.out.running(running)
+        faults.reach("poll")
         time.sleep(POLL_SECONDS)
     ctx.out.stop_live()
     frozen = [n for n in ctx.campaign.layer() if ctx.campaign.nodes[n].status == DISPATCHED

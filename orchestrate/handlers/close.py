@@ -1,7 +1,11 @@
 """CLOSE: adherence audit, the retrospective with its Sufficiency Review, `log: close`, close-check."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from gates import adherence, close_check
+from gates.core import git
 from orchestrate import judge, sketch, worktrees
 from orchestrate.context import Context
 from orchestrate.seams import CHOICES
@@ -29,9 +33,10 @@ def handle(ctx: Context) -> Outcome:
         ctx.halt_reason = f"the recorder's close entry is incomplete: {verdict.summary}"
         ctx.emit("halt", {"reason": ctx.halt_reason}, derived_from=[entry["id"]])
         return Outcome.FAILED
-    for s in c.nodes.values():  # failed attempts were kept for inspection until now
-        if s.worktree:
-            worktrees.remove(ctx, s.id, str(ctx.root / s.worktree))
+    mine = str(ctx.layout.worktrees(c.topic)) + os.sep
+    for entry in git.worktrees(ctx.root):  # failed attempts were kept for inspection until now
+        if entry["worktree"].startswith(mine):
+            worktrees.remove(ctx, Path(entry["worktree"]).name, entry["worktree"])
     integ = ctx.layout.integration(c.topic)
     if integ.exists():
         worktrees.remove(ctx, "(integration)", str(integ))

@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 from gates.core import git
-from gates.core.errors import DagInvalid
+from gates.core.errors import DagInvalid, UsageError
 from orchestrate import sketch
 from orchestrate.context import Context, file_hash
 from orchestrate.recorder import Recorder, now
@@ -25,10 +25,16 @@ def handle(ctx: Context) -> Outcome:
     baseline = git.resolve(ctx.root, dag.base)
     copy = ctx.layout.state(topic) / "dag.yaml"
     ctx.recorder = Recorder(ctx.layout.ledger, topic)
+    ctx.recorder.resume_seq(ctx.recorder.read())  # intents of a DERIVE a crash cut off, if any
     ctx.campaign.topic = topic
     branch = f"campaign/{topic}"
     ctx.emit("intent", {"effect": "branch-create", "branch": branch, "at": baseline})
-    git.create_branch(ctx.root, branch, baseline)
+    existing = git.rev_parse(ctx.root, f"refs/heads/{branch}")
+    if existing is None:
+        git.create_branch(ctx.root, branch, baseline)
+    elif existing != baseline:  # a DERIVE cut off by a crash leaves the branch at the baseline, nothing else
+        raise UsageError(f"{branch} exists and is not at the baseline {baseline[:12]}",
+                         hint="choose another topic with --topic")
     ctx.emit("result", {"effect": "branch-create", "branch": branch, "at": baseline})
     copy.parent.mkdir(parents=True, exist_ok=True)
     if source.resolve() != copy.resolve():

@@ -4,7 +4,7 @@ from __future__ import annotations
 from gates import evaluators
 from gates.core import git
 from gates.core.verdict import Verdict
-from orchestrate import judge, worktrees
+from orchestrate import faults, judge, worktrees
 from orchestrate.campaign import REWORK
 from orchestrate.context import Context
 from orchestrate.states import Outcome
@@ -18,6 +18,13 @@ def handle(ctx: Context) -> Outcome:
     node = ctx.dag.by_id[node_id]
     integ = worktrees.integration(ctx)
     env = git.identity_env(integ)
+    if git.is_ancestor(ctx.root, ns.head, c.branch):  # merged before a crash, not yet recorded
+        sha = git.out(ctx.root, "rev-parse", c.branch)
+        ctx.emit("merge", {"node": node_id, "sha": sha, "branch": ns.branch, "head": ns.head},
+                 source_entity="orchestrate:resume", source_type="repair")
+        worktrees.remove(ctx, node_id, str(ctx.root / ns.worktree))
+        ctx.out.always(f"repair: {node_id} was merged ({sha[:12]}) before the runner stopped; recorded it")
+        return Outcome.MERGED
     ctx.emit("intent", {"effect": "merge", "node": node_id, "branch": ns.branch, "head": ns.head, "onto": c.tip})
     done = git.git(integ, "merge", "--no-ff", "--no-commit", "--no-edit", ns.branch, check=False, env=env)
     if done.rc != 0:
@@ -34,6 +41,7 @@ def handle(ctx: Context) -> Outcome:
             git.merge_abort(integ)
             ctx.emit("result", {"effect": "merge", "node": node_id, "aborted": True, "gate": entry["id"]})
             return _rework(ctx, node_id, checks)
+    faults.reach("merge")
     git.git(integ, "commit", "-q", "--no-verify", "-m", f"merge node {node_id}: {node.title}", env=env)
     sha = git.out(integ, "rev-parse", "HEAD")
     ctx.emit("result", {"effect": "merge", "node": node_id, "sha": sha})

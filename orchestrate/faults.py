@@ -1,0 +1,23 @@
+"""Fault injection for the crash tests: `ORCHESTRATE_FAULT=point:N` SIGKILLs this process the N-th time
+it reaches `point`. Points: flush (journal written, commit not begun), commit (commit object made, branch
+not moved), merge (merge staged in the integration worktree, not committed), poll (waiting on workers).
+Unset, it costs one dictionary lookup.
+"""
+from __future__ import annotations
+
+import os
+import signal
+
+_counts: dict[str, int] = {}
+
+
+def reach(point: str) -> None:
+    spec = os.environ.get("ORCHESTRATE_FAULT")
+    if not spec:
+        return
+    name, _, nth = spec.partition(":")
+    if name != point:
+        return
+    _counts[point] = _counts.get(point, 0) + 1
+    if _counts[point] == int(nth or 1):
+        os.kill(os.getpid(), signal.SIGKILL)
