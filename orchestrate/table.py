@@ -48,7 +48,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.REALIGN, O.RESCHEDULED, S.RUN_LAYER, "the schedule changed: layers re-derived"),
     Transition(S.REALIGN, O.NEEDS_HUMAN, S.SEAM, "outside policy: seam realignment"),
     Transition(S.CLOSE, O.CLOSED, S.SEAM, "retrospective recorded, close-check passed: seam final-acceptance"),
-    Transition(S.CLOSE, O.FAILED, S.HALT, "adherence or close-check failed"),
+    Transition(S.CLOSE, O.FAILED, S.HALT, "(+) adherence or close-check failed"),
     Transition(S.RECONCILE, O.NEEDS_HUMAN, S.SEAM, "(+) reviewer evaluators disagree: seam review-divergence"),
     Transition(S.SEAM, O.PAUSED, S.PAUSE, "(+) nobody can answer now: seam recorded, decide commands printed, exit 75"),
     Transition(S.SEAM, O.REWORK, S.DISPATCH, "(+) answer rework: a new attempt with the answer's note in its brief"),
