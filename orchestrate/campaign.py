@@ -56,7 +56,6 @@ class Campaign:
     closed: bool = False
     accepted_by: dict | None = None
     round: int = 0
-    seq: int = 0
 
     def node(self, node_id: str) -> NodeState:
         if node_id not in self.nodes:
@@ -85,7 +84,6 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
     """Fold one journal event into the campaign state (pure bookkeeping, no effects)."""
     kind = event["kind"]
     ctx = event.get("context", {})
-    c.seq = max(c.seq, event.get("seq", 0))
     if kind == "open":
         for key in ("topic", "dag_path", "brief_dir", "dag_hash", "mode", "baseline", "branch", "layers", "tip"):
             setattr(c, key, ctx[key])

@@ -21,14 +21,14 @@ def drive(ctx: Context) -> int:
             nxt = next_state(state, outcome)
             detail, ctx.subject = ctx.subject, ""
             if ctx.recorder is not None:
+                subject = detail if detail.startswith("log: ") else (
+                    f"{ctx.topic}: {state.value} {outcome.value} -> {nxt.value}" + (f" ({detail})" if detail else ""))
                 ctx.emit("transition", {"from": state.value, "outcome": outcome.value, "to": nxt.value,
-                                        "detail": detail})
+                                        "detail": detail, "subject": subject})
                 if nxt in TERMINAL:
                     _sketch_status(ctx, nxt.value)
                 if state is State.CHECKPOINT or nxt in TERMINAL:
                     _checkpoint(ctx, f"{state.value} -> {nxt.value}")
-                subject = detail if detail.startswith("log: ") else (
-                    f"{ctx.topic}: {state.value} {outcome.value} -> {nxt.value}" + (f" ({detail})" if detail else ""))
                 ctx.recorder.commit(subject)
             ctx.out.line(f"{state.value} -> {nxt.value} ({outcome.value}{': ' + detail if detail else ''})")
             state = nxt

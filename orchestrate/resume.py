@@ -22,9 +22,14 @@ from orchestrate.recorder import Recorder
 REPAIR = {"source_entity": "orchestrate:resume", "source_type": "repair"}
 
 
-def rebuild(layout: Layout, recorder: Recorder, *, from_log: bool, warn: Callable[[str], None]) -> Campaign:
-    """The campaign state: checkpoint (if usable) plus the journal after it."""
-    settle_journal(layout, recorder, warn)
+def rebuild(layout: Layout, recorder: Recorder, *, from_log: bool, warn: Callable[[str], None],
+            crashed: bool = False) -> Campaign:
+    """The campaign state: checkpoint (if usable) plus the journal after it.
+
+    `crashed` (the previous runner died holding the lock) allows undoing its half-done recorder edits;
+    otherwise uncommitted recorder files are a person's edits and are left alone.
+    """
+    settle_journal(layout, recorder, warn, crashed=crashed)
     lines = recorder.journal.read_bytes().splitlines() if recorder.journal.exists() else []
     if not lines:
         raise UsageError(f"no journal for campaign `{recorder.topic}`", hint="`orchestrate status` lists topics")
@@ -67,7 +72,7 @@ def _cross_check(campaign: Campaign, lines: list[bytes], warn: Callable[[str], N
             return
 
 
-def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], None]) -> None:
+def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], None], *, crashed: bool) -> None:
     """Make the journal and the recorder's files agree after a crash.
 
     Held (bookkeeping) entries are only ever written in one batch ending with a transition, just before
@@ -83,7 +88,8 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
     committed = git.git(ledger, "show", f"HEAD:{rel}", check=False).stdout.encode()
     current = journal.read_bytes()
     if current == committed:
-        _restore_recorder_files(ledger, rel)
+        if crashed:
+            _restore_recorder_files(ledger, rel)
         return
     if not current.startswith(committed):
         warn(f"{rel} differs from its last commit in more than new lines; keeping the file as written")
@@ -102,9 +108,9 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
     if last_transition >= 0:
         t = tail[last_transition]["context"]
         recorder.head = git.rev_parse(ledger, "HEAD") or ""
-        recorder.commit(f"{recorder.topic}: {t['from']} {t['outcome']} -> {t['to']} (committed on resume)")
+        recorder.commit(t.get("subject") or f"{recorder.topic}: {t['from']} {t['outcome']} -> {t['to']}")
         warn("committed a transition that was journalled just before the crash")
-    else:
+    elif crashed:
         _restore_recorder_files(ledger, rel)
 
 
@@ -212,7 +218,7 @@ def _repaired(ctx: Context, what: str, message: str) -> None:
 def pick(layout: Layout, topic: str | None) -> str:
     if topic:
         return topic
-    flying = topics.in_flight(layout.ledger)
+    flying = sorted(set(topics.in_flight(layout.ledger)) | set(_unopened(layout)))
     if not flying:
         raise UsageError("no campaign is in flight", hint="`orchestrate status` shows the last one")
     if len(flying) > 1:
@@ -220,3 +226,15 @@ def pick(layout: Layout, topic: str | None) -> str:
     return flying[0]
 
 
+
+
+def _unopened(layout: Layout) -> list[str]:
+    """Topics whose journal holds an `open` entry that a crash kept out of the recorder's log."""
+    found = []
+    for line in git.lines(layout.ledger, "status", "--porcelain=v1", "--untracked-files=all", "--", "state"):
+        path = line[3:]
+        if path.endswith("/journal.jsonl") and path.count("/") == 2:
+            topic = path.split("/")[1]
+            if b'"kind":"open"' in (layout.ledger / path).read_bytes():
+                found.append(topic)
+    return found

@@ -69,7 +69,8 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
             out.always(f"notice: took over the lock of pid {lock.took_over.get('pid')} on "
                        f"{lock.took_over.get('host')}, which is no longer running")
         recorder = Recorder(layout.ledger, name)
-        campaign = resume.rebuild(layout, recorder, from_log=from_log, warn=lambda m: out.always(f"warning: {m}"))
+        campaign = resume.rebuild(layout, recorder, from_log=from_log, warn=lambda m: out.always(f"warning: {m}"),
+                                  crashed=lock.took_over is not None)
         ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=_executor(jobs),
                               out=out, answers=read_answers(answers)))
         ctx.reload_dag()

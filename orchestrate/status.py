@@ -37,7 +37,7 @@ def waiting_reason(c: Campaign, node: str, k: int) -> str:
 
 
 def render(data: dict) -> list[str]:
-    lines = [f"campaign {data['topic']}: {data['state']}, layer {data['layer']} of {data['layer_count']}, "
+    lines = [f"campaign {data['topic']}: {data['state']}, layer {data['layer'] + 1} of {data['layer_count']}, "
              f"tip {data['tip'][:12]} on {data['branch']} ({data['mode']})"]
     if data["halt"]:
         lines.append(f"halted: {data['halt'].splitlines()[0]}")

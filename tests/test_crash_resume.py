@@ -123,7 +123,10 @@ def test_two_runners_on_one_campaign_one_proceeds_the_other_exits_4(template, tm
     procs = [subprocess.Popen([sys.executable, "-m", "orchestrate", "run", "--quiet"], cwd=repo, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
              for _ in range(2)]
-    results = [(p.wait(timeout=180), p.stdout.read(), p.stderr.read()) for p in procs]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=180)
+        results.append((p.returncode, out, err))
     codes = sorted(r[0] for r in results)
     assert codes in ([4, 75], [2, 75]), results
     loser = next(r for r in results if r[0] != 75)

@@ -1,0 +1,133 @@
+"""Resume: the same state from checkpoints or the journal alone, checkpoint refusals, the campaign lock,
+the recorder's compare-and-swap, and Ctrl-C."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from orchestrate import checkpoints
+from orchestrate.layout import Layout
+from orchestrate.recorder import Recorder
+from orchestrate.resume import rebuild
+from tests.engine_helpers import campaign_repo
+from tests.helpers import RepoDir
+from tests.test_engine_e2e import DAG, WORKER
+
+
+@pytest.fixture
+def paused(tmp_path, orch):
+    """The six-node campaign, run to its final-acceptance seam."""
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    assert orch("run", "--jobs", "2", cwd=repo).rc == 75
+    return repo
+
+
+def test_from_log_gives_the_same_state_as_checkpoints(paused):
+    layout = Layout(paused)
+    notes: list[str] = []
+    with_cp = rebuild(layout, Recorder(layout.ledger, "six"), from_log=False, warn=notes.append)
+    from_log = rebuild(layout, Recorder(layout.ledger, "six"), from_log=True, warn=notes.append)
+    assert notes == []
+    assert checkpoints.listing(layout.checkpoints("six"), "six")  # there were checkpoints to use
+    assert with_cp.to_dict() == from_log.to_dict()
+
+
+def _newest_checkpoint(repo):
+    return checkpoints.listing(Layout(repo).checkpoints("six"), "six")[-1]
+
+
+def test_a_newer_checkpoint_version_refuses_resume_but_from_log_works(paused, orch):
+    path = _newest_checkpoint(paused)
+    data = json.loads(path.read_text())
+    data["schema_version"] = 2
+    path.write_text(json.dumps(data))
+    refused = orch("resume", "--topic", "six", cwd=paused)
+    assert refused.rc == 1 and "schema_version 2" in refused.err and "--from-log" in refused.err
+    again = orch("resume", "--topic", "six", "--from-log", cwd=paused)
+    assert again.rc == 75 and "final-acceptance" in again.out
+
+
+def test_k9_the_journal_wins_over_a_checkpoint_that_disagrees(paused):
+    path = _newest_checkpoint(paused)
+    data = json.loads(path.read_text())
+    true_tip = data["state"]["tip"]
+    data["state"]["tip"] = "0" * 40
+    path.write_text(json.dumps(data))
+    layout = Layout(paused)
+    notes: list[str] = []
+    campaign = rebuild(layout, Recorder(layout.ledger, "six"), from_log=False, warn=notes.append)
+    assert campaign.tip == true_tip
+    assert any("disagrees with the journal on tip" in n for n in notes)
+
+
+def test_a_second_runner_is_refused_with_who_holds_the_campaign(paused, orch):
+    from filelock import FileLock
+    lock_dir = paused / ".scratch" / "locks"
+    (lock_dir / "six.json").write_text(json.dumps({"pid": 4711, "host": "elsewhere", "started": "2026-11-22T10:00:00Z"}))
+    held = FileLock(str(lock_dir / "six.lock"), thread_local=False)
+    held.acquire()
+    try:
+        result = orch("resume", "--topic", "six", cwd=paused)
+    finally:
+        held.release()
+    assert result.rc == 4
+    assert "campaign six is being run by pid 4711 on elsewhere since 2026-11-22T10:00:00Z" in result.err
+
+
+def test_a_dead_holders_lock_is_taken_over_with_a_notice(paused, orch):
+    lock_dir = paused / ".scratch" / "locks"
+    import socket
+    (lock_dir / "six.json").write_text(json.dumps({"pid": 999999, "host": socket.gethostname(), "started": "x"}))
+    result = orch("resume", "--topic", "six", cwd=paused)
+    assert result.rc == 75
+    assert "took over the lock of pid 999999" in result.out
+
+
+def test_a_recorder_moved_under_the_runner_is_refused_with_exit_4(paused):
+    from gates.core.errors import Concurrency
+    ledger = paused / ".ledger"
+    rec = Recorder(ledger, "six")
+    RepoDir(ledger).commit("someone else writes here", {"note.txt": "x\n"})
+    (ledger / "extra.txt").write_text("y\n")
+    with pytest.raises(Concurrency) as exc:
+        rec.commit("six: a transition")
+    assert exc.value.exit_code == 4
+    assert "someone else writes here" in str(exc.value) and "Test Person" in str(exc.value)
+
+
+SLOW = r"""#!/bin/sh
+if [ "$ORCH_ATTEMPT" = 1 ] && [ ! -e "$ORCH_WORKTREE/../../../ctrl-c-done" ]; then
+  sleep 300 orchestrate-ctrlc-marker &
+  sleep 300
+fi
+echo done > n1.txt && git add -A && git commit -qm N1
+"""
+
+
+def test_ctrl_c_stops_the_workers_and_resume_continues(tmp_path):
+    dag = ('topic: stop\nworkers: {sh: "./work.sh"}\nnodes:\n'
+           '  - {id: N1, title: one, depends_on: [], file_surface: [n1.txt], discipline: sh}\n')
+    repo = campaign_repo(tmp_path, dag, SLOW)
+    env = dict(os.environ, CI="true")
+    runner = subprocess.Popen([sys.executable, "-m", "orchestrate", "run"], cwd=repo, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    for _ in range(200):
+        if subprocess.run(["pgrep", "-f", "orchestrate-ctrlc-marker"], capture_output=True).returncode == 0:
+            break
+        time.sleep(0.05)
+    runner.send_signal(signal.SIGINT)
+    out, err = runner.communicate(timeout=60)
+    assert runner.returncode == 130, out + err
+    assert "orchestrate resume" in err
+    assert subprocess.run(["pgrep", "-f", "orchestrate-ctrlc-marker"], capture_output=True).returncode == 1
+    (repo / ".scratch" / "ctrl-c-done").write_text("")
+    done = subprocess.run([sys.executable, "-m", "orchestrate", "resume"], cwd=repo, env=env, text=True,
+                          capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 75, done.stdout + done.stderr
+    assert repo.git("show", "campaign/stop:n1.txt") == "done"
