@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
@@ -107,7 +108,7 @@ class Recorder:
         """Commit the recorder's files (held entries first) as one CAS step of the recorder branch."""
         self.flush()
         faults.reach("flush")
-        git.git(self.ledger, "add", "-A", "--", ".", env=self._env)
+        self._stage()
         tree = git.out(self.ledger, "write-tree")
         if self.head and git.out(self.ledger, "rev-parse", f"{self.head}^{{tree}}") == tree:
             return self.head  # nothing changed
@@ -121,6 +122,15 @@ class Recorder:
         # keep the recorder's index in step with its branch so `git status` there stays clean
         git.git(self.ledger, "read-tree", sha)
         return sha
+
+    def _stage(self) -> None:
+        """`git add -A`; a file vanishing under it (an editor's temp file) is retried, not fatal."""
+        for attempt in range(5):
+            done = git.git(self.ledger, "add", "-A", "--", ".", env=self._env, check=False)
+            if done.rc == 0:
+                return
+            time.sleep(0.05 * (attempt + 1))
+        git.git(self.ledger, "add", "-A", "--", ".", env=self._env)
 
     def _moved(self) -> Concurrency:
         actual = git.rev_parse(self.ledger, self.ref) or "nothing"

@@ -23,6 +23,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.DERIVE, O.INVALID, S.HALT, "DAG invalid: problems listed, nothing written"),
     Transition(S.RUN_LAYER, O.READY, S.DISPATCH, "layer k split into its parallel set and serial rest"),
     Transition(S.DISPATCH, O.DISPATCHED, S.AWAIT, "worktrees created, briefs written, workers started"),
+    Transition(S.DISPATCH, O.LAYER_DONE, S.CHECKPOINT, "(+) nothing to start now: landed nodes wait, or the layer is settled"),
     Transition(S.DISPATCH, O.REFUTED_PREMISE, S.REALIGN, "(+) a node's tripwire is stale against the tip it would branch from"),
     Transition(S.AWAIT, O.RETURNED, S.RECONCILE, "every worker returned; their nodes are LANDED"),
     Transition(S.AWAIT, O.SURFACE_EXCEED, S.SURFACE_EXCEED, "a worker froze asking for paths outside its surface"),

@@ -22,4 +22,7 @@ def handle(ctx: Context) -> Outcome:
         return Outcome.LANDED
     if schedule.layer_done(ctx):
         return Outcome.LAYER_DONE
+    if not schedule.to_dispatch(ctx):
+        stuck = {n: c.nodes[n].status for n in c.layer()}
+        raise AssertionError(f"layer {c.k} cannot progress: {stuck}")
     return Outcome.NEXT

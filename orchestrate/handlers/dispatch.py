@@ -12,6 +12,8 @@ from orchestrate.states import Outcome
 def handle(ctx: Context) -> Outcome:
     c = ctx.campaign
     nodes = schedule.to_dispatch(ctx)
+    if not nodes:
+        return Outcome.LAYER_DONE
     integ = worktrees.integration(ctx)
     head = c.tip
     for node_id in nodes:
