@@ -152,9 +152,13 @@ def surface_conflicts(surfaces: Mapping[str, tuple[str, ...]], deps: Mapping[str
     a before b in natural order, sorted.
     """
     owners: dict[str, list[str]] = defaultdict(list)
+    spelled: dict[tuple[str, str], str] = {}  # (node, token as compared) -> token as the node wrote it
     for node, tokens in surfaces.items():
-        for token in dict.fromkeys(t.rstrip("/") for t in tokens):
-            owners[token].append(node)
+        for written in tokens:
+            token = written if surface.is_glob(written) else written.rstrip("/")
+            if (node, token) not in spelled:
+                spelled[node, token] = written
+                owners[token].append(node)
     token_pairs = _overlapping_tokens(list(owners))
     candidate: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     shared_groups = []
@@ -187,7 +191,8 @@ def surface_conflicts(surfaces: Mapping[str, tuple[str, ...]], deps: Mapping[str
             for b in group[i + 1:]:
                 key = (a, b) if natural_key(a) < natural_key(b) else (b, a)
                 candidate[key].append((token, token))
-    result = [(a, b, sorted(set(pairs))) for (a, b), pairs in candidate.items() if not ordered(a, b)]
+    result = [(a, b, sorted({(spelled[a, x], spelled[b, y]) for x, y in pairs}))
+              for (a, b), pairs in candidate.items() if not ordered(a, b)]
     return sorted(result, key=lambda r: (natural_key(r[0]), natural_key(r[1])))
 
 

@@ -3,10 +3,12 @@
 The only module that answers these questions; DAG validation, authorisation, collision checks and
 reconcile honesty all call it, so the contract and the gates cannot disagree.
 
-A token is a repo-relative POSIX path, optionally a glob. It covers a path when it matches the path
-or one of the path's parent directories, segment by segment: `*`, `?` and `[...]` stay inside one
-segment, a whole `**` segment spans any number of segments (zero included). A trailing `/` changes
-nothing (`docs` and `docs/` both cover `docs/x.md`, neither covers `docsx/y.md`).
+A token is a repo-relative POSIX path, optionally a glob. A plain token covers the path it names and
+everything under it (`docs` and `docs/` both cover `docs/x.md`, neither covers `docsx/y.md`). A glob
+covers the paths it matches segment by segment: `*`, `?` and `[...]` stay inside one segment, a whole
+`**` segment spans any number of segments (zero included); so `src/*` covers `src/a` but not
+`src/a/b.py`, and `src/**` covers both. A glob ending in `/` names directories and covers what is
+under them too (`pkg*/` covers `pkg1/x.py`).
 """
 from __future__ import annotations
 
@@ -57,16 +59,21 @@ def covers(token: str, path: str) -> bool:
     p = path.rstrip("/")
     if not is_glob(t):
         return p == t or p.startswith(t + "/")
-    return _match_prefix(_segments(t), tuple(p.split("/")))
+    return _match(_segments(t), tuple(p.split("/")), _open_ended(token))
 
 
-def _match_prefix(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
-    """True when `pattern` matches `parts` or a leading run of them (the directory rule)."""
+def _open_ended(token: str) -> bool:
+    """Does the token also cover what lies under what it names? Plain paths and globs ending in `/` do."""
+    return not is_glob(token) or token.endswith("/")
+
+
+def _match(pattern: tuple[str, ...], parts: tuple[str, ...], open_ended: bool) -> bool:
+    """True when `pattern` matches all of `parts` (or, open-ended, a leading run of them)."""
 
     @lru_cache(maxsize=None)
     def go(i: int, j: int) -> bool:
         if i == len(pattern):
-            return True  # the pattern matched a parent directory (or the path itself)
+            return j == len(parts) or open_ended
         if pattern[i] == "**":
             return go(i + 1, j) or (j < len(parts) and go(i, j + 1))
         return j < len(parts) and fnmatchcase(parts[j], pattern[i]) and go(i + 1, j + 1)
@@ -76,20 +83,25 @@ def _match_prefix(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
 
 def overlap(a: str, b: str) -> bool:
     """Could some path be covered by both tokens? Decided conservatively: when unsure, yes."""
+    open_a, open_b = _open_ended(a), _open_ended(b)
     a, b = a.rstrip("/"), b.rstrip("/")
     if not is_glob(a) and not is_glob(b):
         return a == b or b.startswith(a + "/") or a.startswith(b + "/")
-    return _patterns_meet(_segments(a), _segments(b))
+    return _patterns_meet(_segments(a), _segments(b), open_a, open_b)
 
 
 @lru_cache(maxsize=65536)
-def _patterns_meet(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    # Walk both patterns over one imagined path; once either is used up, the path can be extended
-    # under that directory to satisfy the other, so they meet.
+def _patterns_meet(a: tuple[str, ...], b: tuple[str, ...], open_a: bool, open_b: bool) -> bool:
+    # Walk both patterns over one imagined path. When one is used up, the path may end there, or go
+    # on under it if that token is open-ended; the other must be able to end or go on accordingly.
     @lru_cache(maxsize=None)
     def go(i: int, j: int) -> bool:
-        if i == len(a) or j == len(b):
+        if i == len(a) and j == len(b):
             return True
+        if i == len(a):
+            return open_a or all(seg == "**" for seg in b[j:])
+        if j == len(b):
+            return open_b or all(seg == "**" for seg in a[i:])
         if a[i] == "**" or b[j] == "**":
             skip_a = a[i] == "**" and go(i + 1, j)
             skip_b = b[j] == "**" and go(i, j + 1)

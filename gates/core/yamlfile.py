@@ -99,6 +99,8 @@ def load(text: str, file: str) -> tuple[object, list[Problem]]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 0
         what = " ".join(str(exc.problem or exc.context or "malformed YAML").split())
+        if exc.context and exc.context_mark and exc.problem_mark and exc.context_mark.line != exc.problem_mark.line:
+            what += f" ({exc.context} at line {exc.context_mark.line + 1})"
         return None, [Problem(file, line, "", "yaml", f"malformed YAML: {what}")]
     except yaml.YAMLError as exc:
         return None, [Problem(file, 0, "", "yaml", f"malformed YAML: {' '.join(str(exc).split())}")]

@@ -1,0 +1,59 @@
+"""`orchestrate init`: the recorder is created once, the project is only told to ignore it."""
+from __future__ import annotations
+
+from tests.helpers import RepoDir, make_repo
+
+
+def _checkout(repo):
+    return (repo.git("rev-parse", "HEAD"), repo.git("symbolic-ref", "HEAD"), repo.git("ls-files", "-s"),
+            repo.git("status", "--porcelain", "--untracked-files=all"))
+
+
+def test_init_creates_the_recorder_and_excludes_it(tmp_path, orch):
+    repo = make_repo(tmp_path / "repo")
+    before = _checkout(repo)
+    result = orch("init", cwd=repo)
+    assert result.rc == 0 and "created the recorder" in result.out
+    ledger = RepoDir(repo / ".ledger")
+    assert ledger.git("log", "--format=%s") == "log: init recorder"
+    for path in ["config.yaml", "gates/README.md", "log", "state"]:
+        assert (ledger / path).exists(), path
+    exclude = (repo / ".git" / "info" / "exclude").read_text().splitlines()
+    assert exclude.count(".ledger/") == 1 and exclude.count(".scratch/") == 1
+    assert _checkout(repo) == before
+
+
+def test_init_is_idempotent(tmp_path, orch):
+    repo = make_repo(tmp_path / "repo")
+    orch("init", cwd=repo)
+    head = RepoDir(repo / ".ledger").head()
+    again = orch("init", cwd=repo)
+    assert again.rc == 0 and "already initialised" in again.out
+    assert RepoDir(repo / ".ledger").head() == head
+    exclude = (repo / ".git" / "info" / "exclude").read_text().splitlines()
+    assert exclude.count(".ledger/") == 1
+
+
+def test_init_outside_a_repository_exits_2(tmp_path, orch):
+    result = orch("init", cwd=tmp_path)
+    assert result.rc == 2 and "not inside a git repository" in result.err
+    assert len(result.err.strip().splitlines()) == 1
+
+
+def test_init_from_a_subdirectory_or_a_linked_worktree_targets_the_main_checkout(tmp_path, orch):
+    repo = make_repo(tmp_path / "repo")
+    (repo / "sub").mkdir()
+    assert orch("init", cwd=repo / "sub").rc == 0
+    assert (repo / ".ledger" / ".git").exists() and not (repo / "sub" / ".ledger").exists()
+    repo.git("worktree", "add", "-q", str(tmp_path / "wt"), "-b", "side")
+    assert "already initialised" in orch("init", cwd=tmp_path / "wt").out
+    assert not (tmp_path / "wt" / ".ledger").exists()
+
+
+def test_a_foreign_ledger_folder_is_refused(tmp_path, orch):
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".ledger").mkdir()
+    (repo / ".ledger" / "notes.txt").write_text("mine\n")
+    result = orch("init", cwd=repo)
+    assert result.rc == 2 and "is not a recorder" in result.err
+    assert (repo / ".ledger" / "notes.txt").read_text() == "mine\n"
