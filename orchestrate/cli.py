@@ -5,9 +5,7 @@ imported inside the commands that need them so `orchestrate --version` starts fa
 """
 from __future__ import annotations
 
-import json
 import sys
-import traceback
 from pathlib import Path
 
 import click
@@ -34,6 +32,11 @@ def cli() -> None:
     """Run a campaign: a DAG of workers, each in its own git worktree, judged by gates and merged
     into campaign/<topic> with --no-ff. Every transition is recorded in .ledger/ so a crashed or
     paused campaign resumes exactly where it stopped. Never pushes; never touches your checkout."""
+
+
+def _json():
+    import json  # only the commands that print JSON pay for it
+    return json
 
 
 def dag_option(f):
@@ -74,7 +77,7 @@ def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
     path = resolve_dag_path(dag_path)
     dag, problems = check_dag(path, topic=topic)
     if as_json:
-        click.echo(json.dumps([p.as_dict() for p in problems], indent=2))
+        click.echo(_json().dumps([p.as_dict() for p in problems], indent=2))
     elif dag is None:
         for p in problems:
             click.echo(str(p))
@@ -98,7 +101,7 @@ def layers(dag_path: Path | None, as_json: bool) -> int:
     dag = load_dag(resolve_dag_path(dag_path))
     schedule = dag.layers()
     if as_json:
-        click.echo(json.dumps({"layer_count": len(schedule), "layers": schedule}))
+        click.echo(_json().dumps({"layer_count": len(schedule), "layers": schedule}))
         return ExitCode.OK
     for k, layer in enumerate(schedule):
         parallel, serial = dag.partition(layer)
@@ -190,12 +193,12 @@ def status(topic: str | None, as_json: bool) -> int:
     """Show the campaign's layer, every node's status and attempt, open seams, and why each waiting
     node waits."""
     from orchestrate import status as status_mod
-    from orchestrate.runner import load, pick_topic, project
+    from orchestrate.project import load, pick_topic, project
     layout = project(Path.cwd())
     campaign, _ = load(layout, pick_topic(layout, topic, any_state=True))
     data = status_mod.summary(campaign)
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        click.echo(_json().dumps(data, indent=2))
     else:
         for line in status_mod.render(data):
             click.echo(line)
@@ -265,6 +268,7 @@ def gate(args: tuple[str, ...]) -> int:
 
 
 def _report_bug(exc: BaseException) -> None:
+    import traceback
     traceback.print_exception(exc)
     click.echo(f"orchestrate {__version__}: internal error ({type(exc).__name__}). This is a bug; "
                "please report it with the traceback above.", err=True)

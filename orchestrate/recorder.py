@@ -30,17 +30,46 @@ class Recorder:
         self.ledger = ledger
         self.topic = topic
         self.journal = ledger / "state" / topic / "journal.jsonl"
-        branch = git.head_branch(ledger)
-        if branch is None:
-            raise OrchestrateError(f"the recorder {ledger} is on a detached HEAD",
-                                   hint=f"check out its branch: git -C {ledger} switch main")
-        self.ref = f"refs/heads/{branch}"
-        self.head = git.rev_parse(ledger, "HEAD") or ""
+        self._ref: str | None = None
+        self._head: str | None = None
         self.seq = 0  # position in the journal file, given when an entry is written
         self.last_id = ""  # id of the last entry written to the file
         self.counter = 0  # names entries as they are made, so held ones can be cited before they are written
         self.held: list[dict[str, Any]] = []
-        self._env = git.identity_env(ledger)
+        self._identity: dict[str, str] | None = None
+
+    # Resolved on first use: reading a campaign back (status) never needs them.
+    @property
+    def ref(self) -> str:
+        if self._ref is None:
+            branch = git.head_branch(self.ledger)
+            if branch is None:
+                raise OrchestrateError(f"the recorder {self.ledger} is on a detached HEAD",
+                                       hint=f"check out its branch: git -C {self.ledger} switch main")
+            self._ref = f"refs/heads/{branch}"
+        return self._ref
+
+    @property
+    def head(self) -> str:
+        if self._head is None:
+            self._head = git.rev_parse(self.ledger, "HEAD") or ""
+        return self._head
+
+    @head.setter
+    def head(self, sha: str) -> None:
+        self._head = sha
+
+    def pin(self) -> "Recorder":
+        """A runner takes the recorder as it finds it: any later move by someone else fails its next commit."""
+        self._ref, self._head = None, None
+        _ = self.ref, self.head
+        return self
+
+    @property
+    def _env(self) -> dict[str, str]:
+        if self._identity is None:
+            self._identity = git.identity_env(self.ledger)
+        return self._identity
 
     # ---- journal ------------------------------------------------------------------------------
 

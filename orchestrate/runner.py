@@ -6,21 +6,15 @@ from pathlib import Path
 from gates.core import git
 from gates.core.errors import UsageError
 from orchestrate import topics
-from orchestrate.campaign import Campaign, apply
+from orchestrate.campaign import Campaign
 from orchestrate.context import Context
 from orchestrate.engine import drive
 from orchestrate.layout import Layout
+from orchestrate.project import load, project
 from orchestrate.lock import CampaignLock
 from orchestrate.output import Reporter
 from orchestrate.recorder import Recorder
 from orchestrate.workers import LocalExecutor, default_jobs
-
-
-def project(cwd: Path) -> Layout:
-    layout = Layout(git.main_worktree(cwd))
-    if not git.is_repo_root(layout.ledger):
-        raise UsageError(f"no recorder at {layout.ledger}", hint="run `orchestrate init` first")
-    return layout
 
 
 def read_answers(path: Path | None) -> dict:
@@ -68,7 +62,7 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
         if lock.took_over:
             out.always(f"notice: took over the lock of pid {lock.took_over.get('pid')} on "
                        f"{lock.took_over.get('host')}, which is no longer running")
-        recorder = Recorder(layout.ledger, name)
+        recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=from_log, warn=lambda m: out.always(f"warning: {m}"),
                                   crashed=lock.took_over is not None)
         ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=_executor(jobs),
@@ -96,7 +90,7 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
     name = topic or _paused_topic(layout)
     out = Reporter(quiet=quiet)
     with CampaignLock(layout.scratch / "locks", name):
-        recorder = Recorder(layout.ledger, name)
+        recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
         seams.check_answer(campaign.seam, seam, choice)
         who = seams.who(layout.root, as_who)
@@ -157,29 +151,3 @@ def _refuse_reuse(layout: Layout, topic: str) -> None:
         raise UsageError(f"campaign/{topic} already exists", hint=hint)
 
 
-def load(layout: Layout, topic: str) -> tuple[Campaign, Recorder]:
-    """Fold the topic's journal into its campaign state."""
-    recorder = Recorder(layout.ledger, topic)
-    entries = recorder.read()
-    if not entries:
-        raise UsageError(f"no campaign `{topic}` in {layout.ledger}",
-                         hint="`orchestrate status` lists the known topics")
-    campaign = Campaign()
-    for entry in entries:
-        apply(campaign, entry)
-    recorder.resume_seq(entries)
-    return campaign, recorder
-
-
-def pick_topic(layout: Layout, topic: str | None, *, any_state: bool = False) -> str:
-    if topic:
-        return topic
-    flying = topics.in_flight(layout.ledger)
-    if len(flying) == 1:
-        return flying[0]
-    if len(flying) > 1:
-        raise UsageError(f"several campaigns are in flight: {', '.join(flying)}", hint="pass --topic")
-    known = topics.lifecycle(layout.ledger)
-    if any_state and known:
-        return next(iter(known))
-    raise UsageError("no campaign is in flight", hint="start one with `orchestrate run`")

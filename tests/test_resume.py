@@ -92,7 +92,7 @@ def test_a_dead_holders_lock_is_taken_over_with_a_notice(paused, orch):
 def test_a_recorder_moved_under_the_runner_is_refused_with_exit_4(paused):
     from gates.core.errors import Concurrency
     ledger = paused / ".ledger"
-    rec = Recorder(ledger, "six")
+    rec = Recorder(ledger, "six").pin()  # as a runner does when it starts
     RepoDir(ledger).commit("someone else writes here", {"note.txt": "x\n"})
     (ledger / "extra.txt").write_text("y\n")
     with pytest.raises(Concurrency) as exc:

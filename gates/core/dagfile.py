@@ -5,7 +5,6 @@ the file, the line, the field and a fix. Unreadable input raises `UsageError` (e
 """
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,6 +161,7 @@ DEFAULT_FIELDS: dict[str, tuple[Checker, bool]] = {"timeout": (_is_pos_int, Fals
 
 
 def did_you_mean(word: str, choices) -> str:
+    import difflib
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean `{close[0]}`?)" if close else ""
 
@@ -477,10 +477,14 @@ def check_dag(path: str | Path, *, topic: str | None = None,
     `brief_dir` resolves `brief_file` paths when the DAG was copied away from its own folder.
     """
     file = str(path)
-    data, problems = yamlfile.load(read_text(path), file)
+    text = read_text(path)
+    data, problems = yamlfile.load(text, file)
     if data is None:
         return None, problems
     dag, more = validate(data, file, topic=topic, brief_dir=brief_dir)
+    if more and getattr(data, "fast", False):  # read as JSON, without lines: read again to point at them
+        data, problems = yamlfile.load(text, file, fast=False)
+        dag, more = validate(data, file, topic=topic, brief_dir=brief_dir)
     if problems:  # duplicate keys make the data untrustworthy even if the rest validates
         return None, sorted(problems + more, key=lambda p: (p.line, p.field))
     return dag, more

@@ -49,8 +49,10 @@ def toplevel(path: str | Path) -> Path:
 
 def main_worktree(path: str | Path) -> Path:
     """The main checkout of the repository containing `path` (also when called from a linked worktree)."""
-    top = toplevel(path)
-    common = Path(out(top, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+    done = git(path, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", check=False)
+    if not done:
+        toplevel(path)  # raises the one-line error naming the fix
+    top, common = (Path(x) for x in done.stdout.split("\n")[:2])
     return common.parent if common.name == ".git" else top
 
 

@@ -207,13 +207,17 @@ def _overlapping_tokens(tokens: list[str]) -> list[tuple[str, str]]:
             parent = "/".join(parts[:k])
             if parent in literal:
                 pairs.append((parent, t))
-    by_lead: dict[str | None, list[str]] = defaultdict(list)
+    # A glob can only meet tokens under its literal prefix, or tokens whose literal prefix contains it.
+    by_prefix: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    under: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for t in tokens:
-        by_lead[surface.leading_segment(t)].append(t)
-    wild = by_lead.get(None, [])
+        lit = surface.literal_prefix(t)
+        by_prefix[lit].append(t)
+        for k in range(len(lit) + 1):
+            under[lit[:k]].append(t)
     for g in globs:
-        lead = surface.leading_segment(g)
-        pool = tokens if lead is None else by_lead.get(lead, []) + wild
+        lit = surface.literal_prefix(g)
+        pool = under.get(lit, []) + [t for k in range(len(lit)) for t in by_prefix.get(lit[:k], ())]
         for other in pool:
             if other != g and surface.overlap(g, other):
                 pairs.append((g, other) if g < other else (other, g))

@@ -47,10 +47,14 @@ def _segments(token: str) -> tuple[str, ...]:
     return tuple(token.rstrip("/").split("/"))
 
 
-def leading_segment(token: str) -> str | None:
-    """The token's first segment when it is literal (a bucket key); None when it is a glob."""
-    first = _segments(token)[0]
-    return None if is_glob(first) else first
+def literal_prefix(token: str) -> tuple[str, ...]:
+    """The token's segments before its first glob segment (all of them for a plain path): an index key."""
+    out = []
+    for seg in _segments(token):
+        if is_glob(seg):
+            break
+        out.append(seg)
+    return tuple(out)
 
 
 def covers(token: str, path: str) -> bool:
@@ -69,14 +73,18 @@ def _open_ended(token: str) -> bool:
 
 def _match(pattern: tuple[str, ...], parts: tuple[str, ...], open_ended: bool) -> bool:
     """True when `pattern` matches all of `parts` (or, open-ended, a leading run of them)."""
+    memo: dict[tuple[int, int], bool] = {}
 
-    @lru_cache(maxsize=None)
     def go(i: int, j: int) -> bool:
-        if i == len(pattern):
-            return j == len(parts) or open_ended
-        if pattern[i] == "**":
-            return go(i + 1, j) or (j < len(parts) and go(i, j + 1))
-        return j < len(parts) and fnmatchcase(parts[j], pattern[i]) and go(i + 1, j + 1)
+        key = (i, j)
+        if key not in memo:
+            if i == len(pattern):
+                memo[key] = j == len(parts) or open_ended
+            elif pattern[i] == "**":
+                memo[key] = go(i + 1, j) or (j < len(parts) and go(i, j + 1))
+            else:
+                memo[key] = j < len(parts) and fnmatchcase(parts[j], pattern[i]) and go(i + 1, j + 1)
+        return memo[key]
 
     return go(0, 0)
 
@@ -94,22 +102,26 @@ def overlap(a: str, b: str) -> bool:
 def _patterns_meet(a: tuple[str, ...], b: tuple[str, ...], open_a: bool, open_b: bool) -> bool:
     # Walk both patterns over one imagined path. When one is used up, the path may end there, or go
     # on under it if that token is open-ended; the other must be able to end or go on accordingly.
-    @lru_cache(maxsize=None)
+    memo: dict[tuple[int, int], bool] = {}
+
     def go(i: int, j: int) -> bool:
+        key = (i, j)
+        if key in memo:
+            return memo[key]
         if i == len(a) and j == len(b):
-            return True
-        if i == len(a):
-            return open_a or all(seg == "**" for seg in b[j:])
-        if j == len(b):
-            return open_b or all(seg == "**" for seg in a[i:])
-        if a[i] == "**" or b[j] == "**":
-            skip_a = a[i] == "**" and go(i + 1, j)
-            skip_b = b[j] == "**" and go(i, j + 1)
-            if skip_a or skip_b:
-                return True
-            # a `**` swallows the other pattern's current segment
-            return go(i, j + 1) if a[i] == "**" else go(i + 1, j)
-        return _segments_meet(a[i], b[j]) and go(i + 1, j + 1)
+            result = True
+        elif i == len(a):
+            result = open_a or all(seg == "**" for seg in b[j:])
+        elif j == len(b):
+            result = open_b or all(seg == "**" for seg in a[i:])
+        elif a[i] == "**" or b[j] == "**":
+            # a `**` matches no segment, or swallows the other pattern's current one
+            result = ((a[i] == "**" and (go(i + 1, j) or go(i, j + 1)))
+                      or (b[j] == "**" and (go(i, j + 1) or go(i + 1, j))))
+        else:
+            result = _segments_meet(a[i], b[j]) and go(i + 1, j + 1)
+        memo[key] = result
+        return result
 
     return go(0, 0)
 

@@ -87,11 +87,20 @@ def conflict_markers(text: str, file: str) -> list[Problem]:
             for n, ln in enumerate(text.splitlines(), 1) if _CONFLICT.match(ln)]
 
 
-def load(text: str, file: str) -> tuple[object, list[Problem]]:
-    """Parse `text`; return (data, problems). Data is None when the text cannot be used at all."""
+def load(text: str, file: str, *, fast: bool = True) -> tuple[object, list[Problem]]:
+    """Parse `text`; return (data, problems). Data is None when the text cannot be used at all.
+
+    A document that is JSON (a subset of YAML) is read with `json`, some hundred times faster, but
+    without line numbers; such data has `fast = True`, and a caller that finds problems reads the
+    file again with `fast=False` to point at lines.
+    """
     markers = conflict_markers(text, file)
     if markers:
         return None, markers
+    if fast and text.lstrip().startswith("{"):
+        quick = _load_json(text)
+        if quick is not None:
+            return quick, []
     loader = _Loader(text)
     try:
         data = loader.get_single_data()
@@ -110,3 +119,42 @@ def load(text: str, file: str) -> tuple[object, list[Problem]]:
                         f"duplicate key `{key}` (first at line {first}); YAML would silently keep the last one")
                 for line, key, first in loader.duplicates]
     return data, problems
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def _pairs(pairs: list) -> "Mapping":
+    result = Mapping()
+    for key, value in pairs:
+        if key in result:
+            raise _Duplicate(key)
+        result[key] = value
+    result._lines = {}
+    return result
+
+
+def _sequences(value: object) -> object:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            value[key] = _sequences(item)
+        return value
+    if isinstance(value, list):
+        seq = Sequence(_sequences(item) for item in value)
+        seq._lines = []
+        return seq
+    return value
+
+
+def _load_json(text: str) -> "Mapping | None":
+    """The JSON reading of `text`, or None (not JSON, or a duplicate key: the YAML reader reports it)."""
+    import json
+    try:
+        data = json.loads(text, object_pairs_hook=_pairs)
+    except (ValueError, _Duplicate):
+        return None
+    data = _sequences(data)
+    if isinstance(data, Mapping):
+        data.fast = True
+    return data

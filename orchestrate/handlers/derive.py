@@ -24,7 +24,7 @@ def handle(ctx: Context) -> Outcome:
     topic = dag.topic
     baseline = git.resolve(ctx.root, dag.base)
     copy = ctx.layout.state(topic) / "dag.yaml"
-    ctx.recorder = Recorder(ctx.layout.ledger, topic)
+    ctx.recorder = Recorder(ctx.layout.ledger, topic).pin()
     ctx.recorder.resume_seq(ctx.recorder.read())  # intents of a DERIVE a crash cut off, if any
     ctx.campaign.topic = topic
     branch = f"campaign/{topic}"

@@ -1,0 +1,123 @@
+"""Validate + layer DAGs of 1k, 10k and 100k nodes; print time, peak memory and a ratio to plain parsing.
+
+Run by hand: .venv/bin/python benchmarks/dag_scale.py [--sizes 1000,10000,100000]
+Each measurement runs in a fresh process so memory figures (peak RSS) do not mix. The baseline, measured in the
+same run on the same file, is the parser alone (PyYAML's C loader for YAML, `json` for the same DAG
+written as JSON): the floor any validator reading that format pays.
+Targets (2-core machine): 10k nodes < 1 s, 100k < 10 s, peak memory < 1 GB.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def generate(n: int, path: Path, seed: int = 7) -> None:
+    """Layers of 50-200 nodes, 1-3 dependencies on the layer before; surfaces of packages, files and
+    globs; a shared changelog touched by a chain of ordered nodes; doc globs owned by serialize nodes."""
+    rng = random.Random(seed)
+    lines = ["topic: scale", "workers: {core: \"true\"}", "nodes:"]
+    nodes: list[dict] = []
+    previous: list[str] = []
+    i = 0
+    chain_last = None
+    while i < n:
+        width = min(rng.randint(50, 200), n - i)
+        layer = []
+        for _ in range(width):
+            node = f"N{i}"
+            deps = rng.sample(previous, min(len(previous), rng.randint(1, 3))) if previous else []
+            kind = rng.random()
+            if kind < 0.5:
+                surface = [f"pkg{i}/"]
+            elif kind < 0.9:
+                surface = [f"pkg{i}/mod{rng.randint(0, 9)}.py", f"tests/pkg{i}/test_mod.py"]
+            else:
+                surface = [f"docs/area{i}/*.md"]
+            extra = ""
+            if i % 97 == 0:  # the changelog: every such node depends on the previous one, so they are ordered
+                surface.append("CHANGELOG.md")
+                if chain_last:
+                    deps = sorted(set(deps) | {chain_last})
+                chain_last = node
+            if i % 211 == 0:
+                surface.append("docs/*.md")
+                extra = ", serialize: true"
+            lines.append(f"  - {{id: {node}, depends_on: [{', '.join(deps)}], file_surface: "
+                         f"[{', '.join(json.dumps(s) for s in surface)}], discipline: core{extra}}}")
+            nodes.append({"id": node, "depends_on": deps, "file_surface": surface, "discipline": "core",
+                          **({"serialize": True} if extra else {})})
+            layer.append(node)
+            i += 1
+        previous = layer
+    path.write_text("\n".join(lines) + "\n")
+    path.with_suffix(".json").write_text(json.dumps({"topic": "scale", "workers": {"core": "true"}, "nodes": nodes}))
+
+
+PROBE = r"""
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+path, mode = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+if mode == "baseline" and path.endswith(".json"):
+    import json as js
+    with open(path) as fh:
+        js.load(fh)
+    problems = 0
+    layers = 0
+elif mode == "baseline":
+    import yaml
+    with open(path) as fh:
+        yaml.load(fh, Loader=yaml.CSafeLoader)
+    problems = 0
+    layers = 0
+else:
+    from gates.core.dagfile import check_dag
+    dag, problems = check_dag(path)
+    assert dag is not None, problems[:3]
+    layers = len(dag.layers())
+    problems = len(problems)
+seconds = time.perf_counter() - t0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({{"seconds": seconds, "rss": rss, "layers": layers, "problems": problems}}))
+"""
+
+
+def measure(path: Path, mode: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", PROBE.format(root=str(ROOT)), str(path), mode],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    args = ap.parse_args()
+    targets = {10000: 1.0, 100000: 10.0}
+    print(f"{'nodes':>8} {'format':>6} {'validate+layers':>16} {'parse only':>11} {'ratio':>6} {'peak rss':>9} "
+          f"{'layers':>7}  target")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (int(x) for x in args.sizes.split(",")):
+            path = Path(tmp) / f"dag{n}.yaml"
+            generate(n, path)
+            for fmt, file in (("yaml", path), ("json", path.with_suffix(".json"))):
+                base = measure(file, "baseline")
+                full = measure(file, "full")
+                target = targets.get(n)
+                verdict = ""
+                if target:
+                    ok = full["seconds"] < target and full["rss"] < 1 << 30
+                    verdict = f"< {target:g}s, < 1 GB: {'PASS' if ok else 'MISS'}"
+                print(f"{n:>8} {fmt:>6} {full['seconds']:>15.2f}s {base['seconds']:>10.2f}s "
+                      f"{full['seconds'] / base['seconds']:>6.2f} {full['rss'] / 2**20:>7.0f}MB {full['layers']:>7}  {verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""Finding the project's recorder and reading a campaign back from its journal (no engine imports)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from gates.core import git
+from gates.core.errors import UsageError
+from orchestrate import topics
+from orchestrate.campaign import Campaign, apply
+from orchestrate.layout import Layout
+from orchestrate.recorder import Recorder
+
+
+def project(cwd: Path) -> Layout:
+    layout = Layout(git.main_worktree(cwd))
+    if not (layout.ledger / ".git").is_dir():
+        raise UsageError(f"no recorder at {layout.ledger}", hint="run `orchestrate init` first")
+    return layout
+
+
+def load(layout: Layout, topic: str) -> tuple[Campaign, Recorder]:
+    """Fold the topic's journal into its campaign state."""
+    recorder = Recorder(layout.ledger, topic)
+    entries = recorder.read()
+    if not entries:
+        raise UsageError(f"no campaign `{topic}` in {layout.ledger}",
+                         hint="`orchestrate status` lists the known topics")
+    campaign = Campaign()
+    for entry in entries:
+        apply(campaign, entry)
+    recorder.resume_seq(entries)
+    return campaign, recorder
+
+
+def pick_topic(layout: Layout, topic: str | None, *, any_state: bool = False) -> str:
+    if topic:
+        return topic
+    flying = topics.in_flight(layout.ledger)
+    if len(flying) == 1:
+        return flying[0]
+    if len(flying) > 1:
+        raise UsageError(f"several campaigns are in flight: {', '.join(flying)}", hint="pass --topic")
+    known = topics.lifecycle(layout.ledger)
+    if any_state and known:
+        return next(iter(known))
+    raise UsageError("no campaign is in flight", hint="start one with `orchestrate run`")
