@@ -1,9 +1,11 @@
 """coherence: nothing left pointing at what was removed; links resolve; the DAG validates; project gates pass.
 
 A reference is a mention of a removed path (or a configured name) in a text file that survives at
-head. A name matches only on boundaries: the character before it is not one of [A-Za-z0-9_./-], and
-the one after is not [A-Za-z0-9_-], nor a `.` or `/` that continues the path (`docs/old.md.bak` and
-`mydocs/old.md` do not mention `docs/old.md`; "see docs/old.md." does). A mention inside a URL is
+head. A removed path matches only on path boundaries: the character before it is not one of
+[A-Za-z0-9_./-], and the one after is not [A-Za-z0-9_-], nor a `.` or `/` that continues the path
+(`docs/old.md.bak` and `mydocs/old.md` do not mention `docs/old.md`; "see docs/old.md." does). A
+configured name matches as a word: not inside a longer name of [A-Za-z0-9_-] (`/ghost` and `the ghost
+workflow` mention `ghost`; `ghostly` does not). A mention inside a URL is
 not a reference, but a URL elsewhere on the line hides nothing.
 """
 from __future__ import annotations
@@ -39,12 +41,15 @@ def _judge(repo, base, head, ledger, names, dag_path, topic, worktree, project_g
         ledger = candidate if candidate.is_dir() else None
     config = _config(ledger)
     changes = git.changed_paths(repo, base_sha, head_sha)
-    cut = sorted({p for s, p in changes if s == "D"} | set(names) | set(config.get("names") or []))
+    removed = {p for s, p in changes if s == "D"}
+    named = (set(names) | {str(n) for n in config.get("names") or []}) - removed
+    cut = sorted(removed | named)
     items: list[Item] = []
     failed: list[str] = []
     usage: list[str] = []
 
-    orphans = _references(repo, head_sha, cut)
+    orphans = _references(repo, head_sha, {**{p: _path_pattern(p) for p in removed},
+                                           **{n: _name_pattern(n) for n in named}})
     items += orphans
     items.append(Item("FAIL" if orphans else "PASS", "references",
                       f"{len(orphans)} surviving reference(s)" if orphans else
@@ -125,19 +130,22 @@ def _evaluators(config: dict) -> list[tuple[str, str]]:
     return out
 
 
-def _pattern(name: str) -> re.Pattern:
-    return re.compile(r"(?<![A-Za-z0-9_./-])" + re.escape(name) + r"(?![A-Za-z0-9_-]|[./][A-Za-z0-9_-])")
+def _path_pattern(path: str) -> re.Pattern:
+    return re.compile(r"(?<![A-Za-z0-9_./-])" + re.escape(path) + r"(?![A-Za-z0-9_-]|[./][A-Za-z0-9_-])")
 
 
-def _references(repo: Path, head: str, cut: list[str]) -> list[Item]:
-    if not cut:
+def _name_pattern(name: str) -> re.Pattern:
+    return re.compile(r"(?<![A-Za-z0-9_-])" + re.escape(name) + r"(?![A-Za-z0-9_-])")
+
+
+def _references(repo: Path, head: str, patterns: dict[str, re.Pattern]) -> list[Item]:
+    if not patterns:
         return []
-    args = ["grep", "-n", "-I", "-F"] + [x for n in cut for x in ("-e", n)] + [head, "--", "."]
+    args = ["grep", "-n", "-I", "-F"] + [x for n in patterns for x in ("-e", n)] + [head, "--", "."]
     args += [f":(exclude){p}" for p in _NEVER]
     done = git.git(repo, *args, check=False)
     if done.rc not in (0, 1):
         raise UsageError(f"git grep failed: {done.stderr.strip()}")
-    patterns = {n: _pattern(n) for n in cut}
     found = []
     for line in done.stdout.splitlines():
         _, path, number, text = line.split(":", 3)

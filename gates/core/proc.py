@@ -7,10 +7,12 @@ pipe nobody reads.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import IO, Mapping, Sequence
 
@@ -77,9 +79,18 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
 
 def run_shell(script: str, *, cwd: str | Path, env: Mapping[str, str] | None = None,
               timeout: float | None = None) -> Completed:
-    """Run a user command line with /bin/sh; pipefail where the shell knows it, so no exit code is lost in a pipe."""
-    return run(["/bin/sh", "-c", f"(set -o pipefail) 2>/dev/null && set -o pipefail\n{script}"],
-               cwd=cwd, env=env, timeout=timeout)
+    """Run a check's command line with pipefail, so a failure early in a pipe is not lost.
+
+    bash when the machine has it (dash, Debian's /bin/sh, has no pipefail), else /bin/sh.
+    """
+    bash = _bash()
+    argv = [bash, "-o", "pipefail", "-c", script] if bash else ["/bin/sh", "-c", script]
+    return run(argv, cwd=cwd, env=env, timeout=timeout)
+
+
+@lru_cache(maxsize=1)
+def _bash() -> str | None:
+    return shutil.which("bash")
 
 
 def spawn(cmd: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log: IO[bytes]) -> subprocess.Popen:
