@@ -48,8 +48,9 @@ def _judge(repo, base, head, ledger, names, dag_path, topic, worktree, project_g
     failed: list[str] = []
     usage: list[str] = []
 
+    ignore = [str(x) for x in config.get("ignore") or []]
     orphans = _references(repo, head_sha, {**{p: _path_pattern(p) for p in removed},
-                                           **{n: _name_pattern(n) for n in named}})
+                                           **{n: _name_pattern(n) for n in named}}, ignore)
     items += orphans
     items.append(Item("FAIL" if orphans else "PASS", "references",
                       f"{len(orphans)} surviving reference(s)" if orphans else
@@ -138,11 +139,11 @@ def _name_pattern(name: str) -> re.Pattern:
     return re.compile(r"(?<![A-Za-z0-9_-])" + re.escape(name) + r"(?![A-Za-z0-9_-])")
 
 
-def _references(repo: Path, head: str, patterns: dict[str, re.Pattern]) -> list[Item]:
+def _references(repo: Path, head: str, patterns: dict[str, re.Pattern], ignore: list[str]) -> list[Item]:
     if not patterns:
         return []
     args = ["grep", "-n", "-I", "-F"] + [x for n in patterns for x in ("-e", n)] + [head, "--", "."]
-    args += [f":(exclude){p}" for p in _NEVER]
+    args += [f":(exclude){p}" for p in (*_NEVER, *ignore)]
     done = git.git(repo, *args, check=False)
     if done.rc not in (0, 1):
         raise UsageError(f"git grep failed: {done.stderr.strip()}")

@@ -12,7 +12,7 @@ from orchestrate.resources import shipped
 
 README = """# demo project
 
-A tiny repository for the orchestrate demo campaign. See docs/old.md for the old notes.
+A tiny repository for the orchestrate demo campaign.
 """
 OLD_NOTES = "# Old notes\n\nKept for the red demo, which deletes this file.\n"
 

@@ -13,7 +13,7 @@ case "$ORCH_NODE" in
       echo "b: written by D3" > demo/b.txt
       echo "a: see b.txt (D3)" >> demo/a.txt ;;
   D4) echo "a: closed by D4" >> demo/a.txt ;;
-  R1) git rm -q docs/old.md ;;
+  R1) git rm -q docs/old*.md ;;
   R2) printf '# Guide\n\nSee [the old notes](old.md).\n' > docs/guide.md ;;
   *) echo "scripted.sh: no script for node $ORCH_NODE" >&2; exit 2 ;;
 esac
