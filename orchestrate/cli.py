@@ -221,15 +221,27 @@ def demo(directory: Path | None, red: bool, jobs: int | None, quiet: bool) -> in
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--update", is_flag=True, help="Rewrite the transcript's expectations with the actual output.")
-def replay(path: Path, update: bool) -> int:
-    """Replay a recorded transcript (a cram-style .t file) in a scratch directory and check every command's
-    output and exit code against it. Prints a unified diff for any mismatch.
+@click.option("--campaign", "topic", help="Replay the recorded campaign TOPIC instead of a transcript.")
+@click.option("--recorder", type=click.Path(file_okay=False, path_type=Path),
+              help="With --campaign: the recorder holding it (default: .ledger of this repository).")
+def replay(path: Path | None, update: bool, topic: str | None, recorder: Path | None) -> int:
+    """Replay a transcript, or a recorded campaign.
 
-    Commands run in one shell with a normalised environment (NO_COLOR, TZ=UTC, LC_ALL=C, a fixed git
-    identity and commit dates, CI=true). Exit 0 when everything matches, 1 on a mismatch.
+    PATH: a cram-style .t file. Its commands run in one shell in a scratch directory with a normalised
+    environment (NO_COLOR, TZ=UTC, LC_ALL=C, a fixed git identity and commit dates, CI=true); each
+    command's output and exit code must match. A mismatch prints a unified diff.
+
+    --campaign TOPIC: re-drive the recorded campaign in a scratch clone, every worker replaced by its
+    recorded commits (no worker runs); each gate verdict, merge and seam must come out as recorded.
+    A divergence names the first fact that differs. Exit 0 when everything matches, 1 otherwise.
     """
+    if topic:
+        from orchestrate.runreplay import replay_campaign
+        return replay_campaign(Path.cwd(), topic, recorder)
+    if path is None:
+        raise UsageError("give a transcript PATH, or --campaign TOPIC")
     from orchestrate.transcript import replay as replay_transcript
     return replay_transcript(path, update=update)
 

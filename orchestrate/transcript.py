@@ -149,8 +149,9 @@ def compare(path: Path, outputs: list[list[str]], codes: list[int]) -> tuple[str
     return text, new
 
 
-def replay(path: Path, *, update: bool = False, out=sys.stdout) -> int:
+def replay(path: Path, *, update: bool = False, out=None) -> int:
     """0 when every command printed what the transcript expects; else 1 with a unified diff."""
+    out = out or sys.stdout
     if not path.is_file():
         from gates.core.errors import UsageError
         raise UsageError(f"{path}: no such transcript", hint="give a .t file")

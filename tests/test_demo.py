@@ -56,3 +56,30 @@ def test_a_changed_expectation_fails_with_a_diff_and_update_fixes_it(tmp_path, o
 
 def test_replay_of_a_missing_transcript_is_2(tmp_path, orch):
     assert orch("replay", tmp_path / "none.t").rc == 2
+
+
+def test_a_run_replay_of_the_demo_matches(tmp_path, orch):
+    assert orch("demo", tmp_path / "d", "--quiet").rc == 0
+    result = orch("replay", "--campaign", "demo", cwd=tmp_path / "d")
+    assert result.rc == 0, result.out + result.err
+    assert "matches" in result.out and "4 merge(s)" in result.out
+
+
+def test_a_changed_gate_rule_makes_the_run_replay_report_the_first_divergence(tmp_path, orch, monkeypatch):
+    assert orch("demo", tmp_path / "d", "--quiet").rc == 0
+    from gates import reconcile_node
+    from gates.core.verdict import Verdict
+
+    def stricter(node_id, surface, changes):  # a "new rule": nothing may touch more than nothing
+        return Verdict("reconcile-node", 1, "FAIL: stricter rule") if changes else Verdict("reconcile-node", 0, "PASS")
+
+    monkeypatch.setattr(reconcile_node, "check", stricter)
+    result = orch("replay", "--campaign", "demo", cwd=tmp_path / "d")
+    assert result.rc == 1
+    assert "diverges at fact" in result.out and "('gate', 'D1', 'reconcile-node', 0)" in result.out
+
+
+def test_a_run_replay_of_an_unknown_campaign_is_2(tmp_path, orch):
+    assert orch("demo", tmp_path / "d", "--quiet").rc == 0
+    assert orch("replay", "--campaign", "nope", cwd=tmp_path / "d").rc == 2
+    assert orch("replay", cwd=tmp_path / "d").rc == 2
