@@ -94,3 +94,39 @@ def test_the_worker_gets_the_documented_environment(tmp_path, orch):
     brief_path = brief_line.split("brief=")[1].split(" ")[0]
     brief = Path(brief_path).read_text()
     assert "Dispatch header" in brief and "n1.txt" in brief and "How to freeze" in brief
+
+
+SLEEPY = r"""#!/bin/sh
+sleep 1.5
+echo done > n1.txt && git add -A && git commit -qm "N1"
+"""
+
+
+def test_a_terminal_gets_a_live_line_per_running_node_and_a_pipe_gets_no_cursor_codes(tmp_path):
+    import os
+    import sys
+
+    pexpect = __import__("pytest").importorskip("pexpect")
+    repo = campaign_repo(tmp_path, DAG_ONE.format(topic="live", timeout=60, attempts=1), SLEEPY)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    child = pexpect.spawn(sys.executable, ["-m", "orchestrate", "run"], cwd=str(repo), env=env, encoding="utf-8",
+                          timeout=60)
+    child.expect(r"running N1\s+\d+\.\ds")
+    child.expect(r"decide \(accept, reject, pause\)")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 75
+    piped = subprocess.run([sys.executable, "-m", "orchestrate", "status"], cwd=repo, capture_output=True, text=True)
+    assert "\x1b" not in piped.stdout
+
+
+def test_runs_off_a_terminal_write_plain_lines(tmp_path):
+    import os
+    import sys
+    repo = campaign_repo(tmp_path, DAG_ONE.format(topic="plain", timeout=60, attempts=1), SLEEPY)
+    done = subprocess.run([sys.executable, "-m", "orchestrate", "run"], cwd=repo, capture_output=True, text=True,
+                          env=dict(os.environ, CI="true"), stdin=subprocess.DEVNULL)
+    assert done.returncode == 75
+    assert "\x1b" not in done.stdout and "\r" not in done.stdout
+    assert "DISPATCH -> AWAIT" in done.stdout
