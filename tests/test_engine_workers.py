@@ -130,3 +130,23 @@ def test_runs_off_a_terminal_write_plain_lines(tmp_path):
     assert done.returncode == 75
     assert "\x1b" not in done.stdout and "\r" not in done.stdout
     assert "DISPATCH -> AWAIT" in done.stdout
+
+
+RED_CHECK = r"""#!/bin/sh
+set -eu
+mkdir -p a
+if [ "$ORCH_ATTEMPT" = 1 ]; then echo oops > a/bad.txt; fi
+echo ok > a/good.txt && git add -A && git commit -qm "A attempt $ORCH_ATTEMPT"
+"""
+
+
+def test_a_campaign_check_red_on_the_merged_tree_reworks_the_node(tmp_path, orch):
+    dag = ('topic: red\nworkers: {sh: "./work.sh"}\nchecks: [{name: clean, run: "test ! -e a/bad.txt"}]\n'
+           'nodes:\n  - {id: A, title: a, depends_on: [], file_surface: [a/], discipline: sh}\n')
+    repo = campaign_repo(tmp_path, dag, RED_CHECK)
+    result = orch("run", cwd=repo)
+    assert result.rc == 75 and "merge refused" in result.out
+    status = json.loads(orch("status", "--json", cwd=repo).out)
+    assert status["nodes"][0]["status"] == "ACCEPTED" and status["nodes"][0]["attempt"] == 2
+    assert "a/bad.txt" not in repo.git("ls-tree", "-r", "--name-only", "campaign/red")
+    assert repo.git("log", "--first-parent", "--format=%s", "campaign/red").splitlines()[0] == "merge node A: a"
