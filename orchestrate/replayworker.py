@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from gates.core import git
 
 
 def main() -> int:
@@ -31,8 +32,9 @@ def main() -> int:
     if run.get("freeze_error"):
         Path(os.environ["ORCH_RETURN"]).write_text(run["raw_freeze"] if "raw_freeze" in run else "{}")
         return 0
-    subprocess.run(["git", "read-tree", "-u", "--reset", step["tree"]], check=True)
-    subprocess.run(["git", "commit", "-q", "--allow-empty", "--no-verify", "-m", f"replay of {key}"], check=True)
+    here = Path.cwd()
+    git.git(here, "read-tree", "-u", "--reset", step["tree"])
+    git.git(here, "commit", "-q", "--allow-empty", "--no-verify", "-m", f"replay of {key}")
     return int(run.get("rc") or 0)
 
 

@@ -6,7 +6,6 @@ process per call). Every failure becomes a GitError naming the command and git's
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from gates.core import proc
 from gates.core.errors import GitError, ProcError, UsageError
@@ -161,12 +160,6 @@ def commit_all(repo: str | Path, message: str, *, env: dict[str, str] | None = N
     return out(repo, "rev-parse", "HEAD")
 
 
-def commit_paths(repo: str | Path, message: str, paths: Iterable[str], *, env: dict[str, str] | None = None) -> str:
-    git(repo, "add", "-A", "--", *paths, env=env)
-    git(repo, "commit", "-q", "--no-verify", "-m", message, env=env)
-    return out(repo, "rev-parse", "HEAD")
-
-
 def config_get(repo: str | Path, key: str) -> str | None:
     done = git(repo, "config", "--get", key, check=False)
     return done.stdout.strip() or None if done else None
@@ -203,21 +196,12 @@ def worktrees(repo: str | Path) -> list[dict[str, str]]:
     return entries
 
 
-def merge_no_ff(worktree: str | Path, branch: str, message: str, *, env: dict[str, str] | None = None) -> proc.Completed:
-    """Try a `--no-ff` merge; the caller inspects rc and aborts on conflict."""
-    return git(worktree, "merge", "--no-ff", "--no-edit", "-m", message, branch, check=False, env=env)
-
-
 def merge_abort(worktree: str | Path) -> None:
     git(worktree, "merge", "--abort", check=False)
 
 
 def conflicted_paths(worktree: str | Path) -> list[str]:
     return lines(worktree, "diff", "--name-only", "--diff-filter=U")
-
-
-def ls_files(repo: str | Path, *paths: str) -> list[str]:
-    return lines(repo, "ls-files", "--", *paths)
 
 
 def init_repo(path: str | Path, branch: str = "main") -> None:
@@ -241,7 +225,3 @@ def show_file(repo: str | Path, rev: str, path: str) -> str | None:
 
 def files_in_commit(repo: str | Path, sha: str) -> list[str]:
     return lines(repo, "diff-tree", "--root", "--no-commit-id", "--name-only", "-r", "--no-renames", sha)
-
-
-def seq(*parts: Sequence[str]) -> list[str]:
-    return [p for part in parts for p in part]
