@@ -5,6 +5,7 @@ import yaml
 
 from gates.core import yamlfile
 from gates.core.errors import DagInvalid
+from orchestrate.atomic import write_atomic
 from orchestrate.context import file_hash
 
 
@@ -35,11 +36,11 @@ def amend_node(ctx, node_id: str, reason: str, *, add_surface: list[str] | None 
                 raw["tripwires"][index]["expect"] = rc
     new_text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
     old_text = path.read_text()
-    path.write_text(new_text)
+    write_atomic(path, new_text)
     try:
         dag = ctx.reload_dag()
     except DagInvalid:
-        path.write_text(old_text)
+        write_atomic(path, old_text)
         ctx.reload_dag()
         raise
     ctx.emit("dag", {"node": node_id, "reason": reason, "add_surface": add_surface or [],

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from gates.core import git
 from gates.core.errors import UsageError
+from orchestrate.atomic import write_atomic
 from orchestrate.layout import Layout
 from orchestrate.resources import shipped
 
@@ -51,5 +52,5 @@ def _exclude(root: Path) -> list[str]:
     missing = [e for e in EXCLUDES if e not in present and e.rstrip("/") not in present]
     if missing:
         prefix = "" if not text or text.endswith("\n") else "\n"
-        exclude.write_text(text + prefix + "".join(f"{m}\n" for m in missing))
+        write_atomic(exclude, text + prefix + "".join(f"{m}\n" for m in missing))
     return missing

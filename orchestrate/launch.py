@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from orchestrate import brief, worktrees
+from orchestrate.atomic import write_atomic
 from orchestrate.campaign import DISPATCHED
 from orchestrate.workers import WorkRequest
 
@@ -20,7 +21,7 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None
     run_dir.mkdir(parents=True, exist_ok=True)
     return_file = run_dir / f"return-{attempt}.json"
     brief_path = run_dir / f"brief-{attempt}.md"
-    brief_path.write_text(brief.brief_text(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch,
+    write_atomic(brief_path, brief.brief_text(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch,
                                            base=base, return_file=return_file, brief_dir=ctx.brief_dir,
                                            feedback=ns.feedback))
     env = brief.worker_env(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch, base=base,

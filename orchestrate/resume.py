@@ -14,7 +14,7 @@ from gates.core import git, proc
 from gates.core.errors import UsageError
 from orchestrate import checkpoints, topics
 from orchestrate.atomic import sweep_temp_files, write_atomic
-from orchestrate.campaign import DISPATCHED, Campaign, apply
+from orchestrate.campaign import DISPATCHED, LANDED, Campaign, apply
 from orchestrate.context import WRITE_AHEAD, Context
 from orchestrate.layout import Layout
 from orchestrate.recorder import Recorder
@@ -172,6 +172,10 @@ def repair(ctx: Context) -> None:
     for ns in c.nodes.values():
         if ns.status == DISPATCHED and not ns.freeze:
             _reconcile_worker(ctx, ns)
+        elif ns.status in (LANDED, DISPATCHED) and ns.worktree and not (ctx.root / ns.worktree).exists() \
+                and git.branch_exists(ctx.root, ns.branch):
+            git.worktree_add(ctx.root, ctx.root / ns.worktree, ns.branch, "", new_branch=False)
+            _repaired(ctx, "worktree", f"{ns.id}: worktree {ns.worktree} was missing; recreated from {ns.branch}")
 
 
 def _reconcile_worker(ctx: Context, ns) -> None:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import yaml
 
+from orchestrate.atomic import write_atomic
+
 
 def path_for(ledger: Path, topic: str, opened: str | None = None) -> Path:
     day = (opened or datetime.now(timezone.utc).strftime("%Y-%m-%d"))[:10]
@@ -23,7 +25,7 @@ def header(fields: dict) -> str:
 
 def open_sketch(path: Path, fields: dict, narrative: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# Campaign {fields['TOPIC']}\n\n{header(fields)}\n{narrative}\n")
+    write_atomic(path, f"# Campaign {fields['TOPIC']}\n\n{header(fields)}\n{narrative}\n")
 
 
 def set_status(path: Path, status: str) -> None:
@@ -31,9 +33,9 @@ def set_status(path: Path, status: str) -> None:
     start, end = text.index("```yaml\n") + 8, text.index("```\n", text.index("```yaml\n") + 8)
     fields = yaml.safe_load(text[start:end]) or {}
     fields["STATUS"] = status
-    path.write_text(text[: start - 8] + header(fields) + text[end + 4:])
+    write_atomic(path, text[: start - 8] + header(fields) + text[end + 4:])
 
 
 def append(path: Path, section: str) -> None:
-    with path.open("a") as fh:
-        fh.write("\n" + section.rstrip() + "\n")
+    """Add a section at the end (the whole file is rewritten atomically: a crash never leaves half of it)."""
+    write_atomic(path, path.read_text() + "\n" + section.rstrip() + "\n")

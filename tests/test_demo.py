@@ -36,10 +36,11 @@ def test_the_demo_refuses_a_folder_that_is_not_empty(tmp_path, orch):
     assert orch("demo", tmp_path / "busy").rc == 2
 
 
-def test_the_transcript_replays(orch):
-    result = orch("replay", TRANSCRIPT)
-    assert result.rc == 0, result.out
-    assert "all match" in result.out
+def test_the_transcript_replays_twice_in_a_row(orch):
+    for _ in range(2):
+        result = orch("replay", TRANSCRIPT)
+        assert result.rc == 0, result.out
+        assert "25 command(s), all match" in result.out
 
 
 def test_a_changed_expectation_fails_with_a_diff_and_update_fixes_it(tmp_path, orch):

@@ -131,3 +131,23 @@ def test_ctrl_c_stops_the_workers_and_resume_continues(tmp_path):
                           capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
     assert done.returncode == 75, done.stdout + done.stderr
     assert repo.git("show", "campaign/stop:n1.txt") == "done"
+
+
+def test_a_missing_worktree_of_a_landed_node_is_recreated_from_its_branch(tmp_path):
+    import shutil as sh
+    worker = "#!/bin/sh\nset -eu\necho x > n1.txt && git add -A && git commit -qm N1\n"
+    dag = ('topic: gone\nworkers: {sh: "./work.sh"}\ndefaults: {max_attempts: 1}\n'
+           'nodes:\n  - {id: N1, title: one, depends_on: [], file_surface: [n1.txt], discipline: sh,\n'
+           '     evaluators: [{name: made, run: "test -f n1.txt"}]}\n')
+    repo = campaign_repo(tmp_path, dag, worker)
+    env = dict(os.environ, CI="true", ORCHESTRATE_FAULT="commit:4")  # dies recording AWAIT -> RECONCILE
+    crashed = subprocess.run([sys.executable, "-m", "orchestrate", "run"], cwd=repo, env=env, capture_output=True,
+                             text=True, stdin=subprocess.DEVNULL)
+    assert crashed.returncode == -signal.SIGKILL
+    sh.rmtree(repo / ".scratch" / "worktrees" / "gone" / "N1")
+    env.pop("ORCHESTRATE_FAULT")
+    resumed = subprocess.run([sys.executable, "-m", "orchestrate", "resume"], cwd=repo, env=env, capture_output=True,
+                             text=True, stdin=subprocess.DEVNULL)
+    assert resumed.returncode == 75, resumed.stdout + resumed.stderr
+    assert "worktree .scratch/worktrees/gone/N1 was missing; recreated from node/gone/N1" in resumed.stdout
+    assert "final-acceptance" in resumed.stdout

@@ -265,3 +265,23 @@ def test_ctrl_d_at_the_prompt_pauses_and_accepts_nothing(tmp_path):
     assert after["state"] == "PAUSE" and not after["accepted"]
     assert not any(json.loads(x)["kind"] == "decision"
                    for x in (repo / ".ledger/state/t/journal.jsonl").read_text().splitlines())
+
+
+REFUTES = """#!/bin/sh
+set -eu
+if [ "$ORCH_NODE" = N1 ] && [ "$ORCH_ATTEMPT" = 1 ]; then
+  printf '{"freeze": "refuted-premise", "premise": "the API is stable", "evidence": "api.py:12 changed"}' > "$ORCH_RETURN"
+  exit 0
+fi
+echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr N n).txt" && git add -A && git commit -qm "$ORCH_NODE"
+"""
+
+
+def test_a_refuted_premise_freeze_opens_a_realignment_seam(tmp_path):
+    repo = make(tmp_path, REFUTES)
+    run = cli(repo, "run")
+    assert run.returncode == 75 and "seam realignment for node N1" in run.stdout
+    assert "refuted premise 'the API is stable'" in run.stdout and "api.py:12 changed" in run.stdout
+    assert shell(repo, printed_decide(run.stdout, "rework")).returncode == 0
+    resumed = cli(repo, "resume")
+    assert resumed.returncode == 75 and "final-acceptance" in resumed.stdout

@@ -7,6 +7,7 @@ from pathlib import Path
 from gates.core import git
 from gates.core.errors import DagInvalid, UsageError
 from orchestrate import sketch
+from orchestrate.atomic import write_atomic
 from orchestrate.context import Context, file_hash
 from orchestrate.recorder import Recorder, now
 from orchestrate.states import Outcome
@@ -45,7 +46,7 @@ def handle(ctx: Context) -> Outcome:
                       "dag_hash": file_hash(copy), "mode": mode, "baseline": baseline, "branch": branch,
                       "layers": layers, "tip": baseline, "source": str(source)})
     ctx.reload_dag()
-    ctx.layout.active_dag.write_text(str(copy) + "\n")
+    write_atomic(ctx.layout.active_dag, str(copy) + "\n")
     opened = now()
     path = sketch.path_for(ctx.layout.ledger, topic, opened)
     sketch.open_sketch(path, {"TOPIC": topic, "STATUS": "RUN_LAYER", "MODE": mode.upper(), "OPENED": opened,
