@@ -11,9 +11,9 @@ def returned(ctx, outcome, *, journal_result: bool = True) -> None:
     path = ctx.root / ns.worktree
     if journal_result:
         ctx.emit("result", {"effect": "worker-start", "node": outcome.node, "attempt": outcome.attempt,
-                        "rc": outcome.rc, "timed_out": outcome.timed_out, "seconds": round(outcome.seconds, 3),
-                        "log": outcome.log, "freeze": outcome.freeze, "freeze_error": outcome.freeze_error},
-             source_entity=f"worker:{outcome.node}", source_type="worker")
+                            "rc": outcome.rc, "timed_out": outcome.timed_out, "seconds": round(outcome.seconds, 3),
+                            "log": outcome.log, "freeze": outcome.freeze, "freeze_error": outcome.freeze_error},
+                 source_entity=f"worker:{outcome.node}", source_type="worker")
     if path.exists() and git.has_changes(path):
         ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})
         git.commit_all(path, f"node {outcome.node}: changes left uncommitted by the worker",

@@ -111,7 +111,6 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
 
 
 def _paused_topic(layout: Layout) -> str:
-    from orchestrate import resume
     waiting = []
     for t in topics.lifecycle(layout.ledger):
         c, _ = load(layout, t)

@@ -1,7 +1,6 @@
 """Pin the environment so tests never read or write the real home, and offer repo and CLI fixtures."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest

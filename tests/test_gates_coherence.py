@@ -1,10 +1,6 @@
 """coherence: surviving references to removed paths, broken links, the DAG, project gates (§3.2, §8.3, §8.6)."""
 from __future__ import annotations
 
-import os
-
-import pytest
-
 from gates import coherence
 
 
