@@ -1,88 +1,154 @@
 """premise: re-check a node's tripwires against the current tree: FRESH (0) or INVALIDATED (1)."""
 from __future__ import annotations
 
+import argparse
+import re
+import sys
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from gates.core import gatecli, proc
-from gates.core.dagfile import Tripwire, did_you_mean, load_dag, read_text
-from gates.core.errors import UsageError
-from gates.core.verdict import FAIL, PASS, Item, Verdict
+from gates.core.dagfile import Tripwire, did_you_mean, load_dag
+from gates.core.errors import ProcError, UsageError
+from gates.core.verdict import FAIL, PASS, USAGE, Item, Verdict
 
 NAME = "premise"
+OUTPUT_TAIL = 400  # characters of a command's output kept in the verdict's data (never printed)
+_EXIT = re.compile(r"\d{1,3}")
+_NOT_RUN = {126: "not executable", 127: "command not found"}
 
 
 def check(node_id: str, tripwires: Sequence[Tripwire], cwd: Path, *, default_timeout: float = 60) -> Verdict:
+    """Each tripwire's command must exit with its `expect`; a timeout is stale; 2 when one cannot be judged."""
     if not tripwires:
-        return Verdict(NAME, PASS, f"FRESH: node {node_id} declares no premises")
-    items, results = [], []
+        return Verdict(NAME, PASS, f"FRESH: node {node_id} declares no premises", (), {"results": []})
+    cwd = Path(cwd)
+    if not cwd.is_dir():
+        return Verdict(NAME, USAGE, f"ERROR: node {node_id}: cannot check premises in {cwd}: no such directory",
+                       (), {"results": []})
+    items: list[Item] = []
+    results: list[dict] = []
     for t in tripwires:
-        timeout = t.timeout or default_timeout
-        done = proc.run_shell(t.run, cwd=cwd, timeout=timeout)
-        rc = done.rc
-        tail = (done.stdout + done.stderr)[-400:]
-        results.append({"run": t.run, "rc": rc, "expect": t.expect, "why": t.why, "seconds": round(done.seconds, 3),
-                        "output": tail})
-        if done.timed_out:
-            items.append(Item("STALE", f"(timed out after {timeout:g}s)  {t.run}", t.why))
-        elif rc == t.expect:
-            items.append(Item("FRESH", f"({rc}=={t.expect})  {t.run}"))
-        else:
-            items.append(Item("STALE", f"(got {rc}, want {t.expect})  {t.run}", t.why))
-    stale = sum(i.status == "STALE" for i in items)
+        item, result = _judge(t, cwd, t.timeout or default_timeout)
+        items.append(item)
+        results.append(result)
     data = {"results": results}
+    errors = sum(i.status == "ERROR" for i in items)
+    stale = sum(i.status == "STALE" for i in items)
+    if errors:
+        return Verdict(NAME, USAGE, f"ERROR: node {node_id}: {errors} premise(s) could not be checked",
+                       tuple(items), data)
     if stale:
         return Verdict(NAME, FAIL, f"INVALIDATED: node {node_id} has {stale} stale premise(s); realign before dispatch",
                        tuple(items), data)
     return Verdict(NAME, PASS, f"FRESH: node {node_id}: every premise still holds", tuple(items), data)
 
 
+def _judge(t: Tripwire, cwd: Path, timeout: float) -> tuple[Item, dict]:
+    result = {"run": t.run, "rc": None, "expect": t.expect, "why": t.why, "seconds": 0.0, "timed_out": False,
+              "output": ""}
+    if not 0 <= t.expect <= 255:  # no command can exit with it: the premise could never hold
+        return Item("ERROR", t.run, f"expected exit {t.expect} is outside 0..255"), result
+    try:
+        done = proc.run_shell(t.run, cwd=cwd, timeout=timeout)
+    except ProcError as exc:
+        return Item("ERROR", t.run, f"cannot start: {exc.message}"), result
+    result.update(rc=done.rc, seconds=round(done.seconds, 3), timed_out=done.timed_out,
+                  output=(done.stdout + done.stderr)[-OUTPUT_TAIL:])
+    if done.timed_out:
+        return Item("STALE", f"(timed out after {timeout:g}s)  {t.run}", t.why), result
+    if done.rc == t.expect:
+        return Item("FRESH", f"({done.rc}=={t.expect})  {t.run}"), result
+    # 126/127 usually mean a typo in the tripwire rather than a moved tree; say so next to the why
+    hint = f"rc {done.rc}: {_NOT_RUN[done.rc]}" if done.rc in _NOT_RUN else ""
+    detail = "; ".join(x for x in (t.why, hint) if x)
+    return Item("STALE", f"(got {done.rc}, want {t.expect})  {t.run}", detail), result
+
+
 def parse_spec(text: str, file: str) -> list[Tripwire]:
-    """`<expected-exit><TAB><command>[<TAB><why>]` per line; blank lines and `#` comments skipped."""
-    wires = []
-    for n, line in enumerate(text.splitlines(), 1):
+    """The reference's TSV: `<expected-exit><TAB><command>[<TAB><why>]` per line; blank and `#` lines skipped."""
+    wires: list[Tripwire] = []
+    for n, raw in enumerate(text.split("\n"), 1):
+        line = raw.removesuffix("\r")
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         expect, tab, rest = line.partition("\t")
         if not tab:
-            raise UsageError(f"{file}:{n}: malformed tripwire (no TAB between the expected exit and the command)")
+            raise UsageError(f"{file}:{n}: malformed tripwire (no TAB between the expected exit and the command): "
+                             f"{line.strip()}")
         command, _, why = rest.partition("\t")
         if not command.strip():
             raise UsageError(f"{file}:{n}: malformed tripwire (empty command)")
-        try:
-            value = int(expect.strip())
-        except ValueError:
-            raise UsageError(f"{file}:{n}: expected exit `{expect}` is not a number") from None
-        wires.append(Tripwire(command, value, why.strip()))
+        if not _EXIT.fullmatch(expect.strip()) or int(expect) > 255:
+            raise UsageError(f"{file}:{n}: expected exit `{expect}` is not a number from 0 to 255")
+        wires.append(Tripwire(command, int(expect), why.strip()))
     if not wires:
-        raise UsageError(f"{file}: the spec declares no tripwires")
+        raise UsageError(f"{file}: spec declared no tripwires (only blank lines and comments); "
+                         "a spec that declares no tripwires would pass without checking anything")
     return wires
 
 
-def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    p = gatecli.parser(NAME, "Re-run a node's tripwires: each command must still exit as expected.",
-                       {0: "FRESH: every premise holds", 1: "INVALIDATED: a premise is stale",
-                        2: "malformed spec, no tripwires, unknown node, bad input"}, prog)
-    p.add_argument("spec", nargs="*", metavar="NODE SPEC.tsv", help="reference form: node id and a TSV spec")
-    p.add_argument("--dag", help="take the tripwires of --node from this DAG")
-    p.add_argument("--node", help="the node id")
-    p.add_argument("--cwd", type=Path, default=Path("."), help="where the commands run (default: .)")
-    p.add_argument("--timeout", type=float, default=60, help="seconds per command without its own (default 60)")
+def read_spec(path: str | Path) -> list[Tripwire]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{p}: no such tripwire spec") from None
+    except IsADirectoryError:
+        raise UsageError(f"{p}: is a directory, not a tripwire spec") from None
+    except PermissionError:
+        raise UsageError(f"{p}: permission denied") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{p}: not UTF-8 text (byte {exc.start})") from None
+    return parse_spec(text, str(p))
 
-    def decide(a) -> Verdict:
-        if a.spec:
-            if len(a.spec) != 2:
-                raise UsageError("give NODE and SPEC.tsv")
-            node, spec = a.spec
-            return check(node, parse_spec(read_text(spec), spec), a.cwd, default_timeout=a.timeout)
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    p = gatecli.parser(NAME, "Re-run a node's tripwires against the current tree: each command must still exit "
+                             "as expected. Either NODE SPEC.tsv (lines `<expected-exit><TAB><command>[<TAB><why>]`) "
+                             "or --dag PATH --node ID.",
+                       {0: "FRESH: every premise holds (or the node declares none)",
+                        1: "INVALIDATED: a premise is stale (wrong exit code, or timed out)",
+                        2: "malformed or missing spec, no tripwires, unknown node, bad arguments"}, prog)
+    p.add_argument("node_arg", nargs="?", metavar="NODE", help="node id (reference form, with SPEC.tsv)")
+    p.add_argument("spec", nargs="?", metavar="SPEC.tsv", help="tripwire spec (reference form)")
+    p.add_argument("--dag", metavar="PATH", help="take the tripwires of --node from this DAG")
+    p.add_argument("--node", metavar="ID", help="the node whose tripwires are checked")
+    p.add_argument("--cwd", type=Path, default=Path("."), metavar="DIR",
+                   help="where the commands run (default: the current directory)")
+    p.add_argument("--timeout", type=_seconds, default=60.0, metavar="S",
+                   help="seconds for each command without its own timeout (default 60)")
+
+    def decide(a: argparse.Namespace) -> Verdict:
+        if a.node_arg is not None and (a.dag or a.node):
+            _usage(p, "give NODE SPEC.tsv, or --dag PATH --node ID, not both")
+        if a.node_arg is not None:
+            if a.spec is None:
+                _usage(p, "NODE needs a SPEC.tsv")
+            return check(a.node_arg, read_spec(a.spec), a.cwd, default_timeout=a.timeout)
         if not (a.dag and a.node):
-            raise UsageError("give NODE SPEC.tsv, or --dag and --node")
+            _usage(p, "give NODE SPEC.tsv, or --dag PATH --node ID")
         dag = load_dag(a.dag)
         if a.node not in dag.by_id:
             raise UsageError(f"no node `{a.node}` in {a.dag}{did_you_mean(a.node, dag.by_id)}")
         return check(a.node, dag.by_id[a.node].tripwires, a.cwd, default_timeout=a.timeout)
 
     return gatecli.run_gate(p, argv, decide)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"`{text}` is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"`{text}` must be a positive number of seconds")
+    return value
+
+
+def _usage(p: argparse.ArgumentParser, message: str) -> NoReturn:
+    p.print_usage(sys.stderr)
+    raise UsageError(message)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ class Context:
     problems: list = field(default_factory=list)
     subject: str = ""  # detail for the next transition's recorder commit
     halt_reason: str = ""
+    audited: str = ""  # the campaign head the adherence audit last passed (CLOSE audits it all again)
+    audited_merges: int = 0  # how many merges that audit covered
 
     @property
     def root(self) -> Path:

@@ -37,6 +37,7 @@ class Recorder:
         self.counter = 0  # names entries as they are made, so held ones can be cited before they are written
         self.held: list[dict[str, Any]] = []
         self._identity: dict[str, str] | None = None
+        self._tree: str | None = None  # the tree of `head`, once this runner has committed
 
     # Resolved on first use: reading a campaign back (status) never needs them.
     @property
@@ -139,7 +140,7 @@ class Recorder:
         faults.reach("flush")
         self._stage()
         tree = git.out(self.ledger, "write-tree")
-        if self.head and git.out(self.ledger, "rev-parse", f"{self.head}^{{tree}}") == tree:
+        if self.head and tree == (self._tree or git.out(self.ledger, "rev-parse", f"{self.head}^{{tree}}")):
             return self.head  # nothing changed
         message = subject + (f"\n\n{body}" if body else "")
         args = ["commit-tree", tree, "-m", message] + (["-p", self.head] if self.head else [])
@@ -147,9 +148,7 @@ class Recorder:
         faults.reach("commit")
         if not git.update_ref(self.ledger, self.ref, sha, self.head or "0" * 40, reason=subject):
             raise self._moved()
-        self.head = sha
-        # keep the recorder's index in step with its branch so `git status` there stays clean
-        git.git(self.ledger, "read-tree", sha)
+        self.head, self._tree = sha, tree  # `add -A` left the index at this tree: `git status` is clean
         return sha
 
     def _stage(self) -> None:

@@ -11,20 +11,23 @@ from orchestrate.returns import returned
 from orchestrate.seams import CHOICES
 from orchestrate.states import Outcome
 
-POLL_SECONDS = 0.05
+POLL_FIRST, POLL_MAX = 0.002, 0.1  # quick workers are noticed at once, long ones cost little
 
 
 def handle(ctx: Context) -> Outcome:
     ex = ctx.executor
+    pause = POLL_FIRST
     while True:
-        for outcome in ex.poll():
+        finished = ex.poll()
+        for outcome in finished:
             returned(ctx, outcome)
         running = ex.running()
         if not running:
             break
         ctx.out.running(running)
         faults.reach("poll")
-        time.sleep(POLL_SECONDS)
+        pause = POLL_FIRST if finished else min(pause * 2, POLL_MAX)
+        time.sleep(pause)
     ctx.out.stop_live()
     frozen = [n for n in ctx.campaign.layer() if ctx.campaign.nodes[n].status == DISPATCHED
               and ctx.campaign.nodes[n].freeze]

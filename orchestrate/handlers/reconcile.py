@@ -9,7 +9,7 @@ from __future__ import annotations
 from gates import adherence, coherence, evaluators, premise, reconcile_node
 from gates.core.verdict import Verdict
 from orchestrate import judge, schedule
-from orchestrate.campaign import ACCEPTED, INVALIDATED, PENDING, REWORK
+from orchestrate.campaign import INVALIDATED, PENDING, REWORK
 from orchestrate.context import Context
 from orchestrate.seams import CHOICES
 from orchestrate.states import Outcome
@@ -17,8 +17,13 @@ from orchestrate.states import Outcome
 
 def handle(ctx: Context) -> Outcome:
     c = ctx.campaign
-    audit = adherence.check(ctx.root, c.topic, c.baseline, node_heads=merged_heads(ctx))
-    if audit.code != 0:
+    # Only what was merged since the last audit is new: the audit stays linear over the campaign.
+    since = ctx.audited_merges if ctx.audited else 0
+    heads = {c.nodes[n].head for n in c.merged[since:]}
+    audit = adherence.check(ctx.root, c.topic, ctx.audited or c.baseline, node_heads=heads)
+    if audit.code == 0:
+        ctx.audited, ctx.audited_merges = c.tip, len(c.merged)
+    else:
         entry = judge.record(ctx, None, audit)
         ctx.halt_reason = f"campaign/{c.topic} breaks adherence: {audit.summary}"
         ctx.emit("halt", {"reason": ctx.halt_reason, "gate": entry["id"]}, derived_from=[entry["id"]])
@@ -81,10 +86,6 @@ def _reviewers_disagree(node, verdict: Verdict) -> list[str]:
     if others_fail:
         return []
     return [f"{name}: {'pass' if rc == 0 else f'fail (rc {rc})'}" for name, rc in sorted(results.items())]
-
-
-def merged_heads(ctx: Context) -> set[str]:
-    return {s.head for s in ctx.campaign.nodes.values() if s.status == ACCEPTED and s.head}
 
 
 def _freshness(ctx: Context, judged: str, worktree) -> None:

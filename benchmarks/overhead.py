@@ -1,0 +1,95 @@
+"""Engine overhead against the physical limit: N trivial nodes over L layers, `orchestrate run --jobs 1`,
+against a script that does the same git work by hand in the same run (per node: worktree add, one
+commit, `merge --no-ff` in an integration worktree, worktree remove; plus one commit in a second
+repository per transition, as the recorder does).
+
+Run by hand: .venv/bin/python benchmarks/overhead.py [--sizes 16,64,256] [--layers 4]
+Target: ratio <= 1.5 at every N, and per-node cost flat in N.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+ENV = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@x",
+           CI="true")
+TRANSITIONS_PER_NODE = 5  # DISPATCH, AWAIT, RECONCILE, MERGE, CHECKPOINT for a node alone in its batch
+
+
+def sh(cwd: Path, *cmd: str) -> None:
+    subprocess.run(cmd, cwd=cwd, env=ENV, check=True, capture_output=True)
+
+
+def repo_with(root: Path, name: str) -> Path:
+    repo = root / name
+    repo.mkdir()
+    sh(repo, "git", "init", "-q", "-b", "main")
+    (repo / "work.sh").write_text('#!/bin/sh\necho "$ORCH_NODE" > "$ORCH_NODE.txt"\n'
+                                  'git add -A && git commit -qm "$ORCH_NODE"\n')
+    (repo / "work.sh").chmod(0o755)
+    sh(repo, "git", "add", "-A")
+    sh(repo, "git", "commit", "-qm", "base")
+    return repo
+
+
+def engine(root: Path, n: int, layers: int) -> float:
+    repo = repo_with(root, f"engine-{n}")
+    sh(repo, str(BIN / "orchestrate"), "init")
+    per = max(1, n // layers)
+    lines = ["topic: over", "workers: {sh: ./work.sh}", "nodes:"]
+    for i in range(n):
+        dep = f"N{i - per}" if i >= per else ""
+        lines.append(f"  - {{id: N{i}, depends_on: [{dep}], file_surface: [N{i}.txt], discipline: sh}}")
+    (repo / ".ledger" / "state" / "dag.yaml").write_text("\n".join(lines) + "\n")
+    t0 = time.perf_counter()
+    done = subprocess.run([str(BIN / "orchestrate"), "run", "--jobs", "1", "--quiet"], cwd=repo, env=ENV,
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
+    assert done.returncode == 75, done.stdout + done.stderr
+    return elapsed
+
+
+def by_hand(root: Path, n: int) -> float:
+    repo = repo_with(root, f"hand-{n}")
+    ledger = root / f"ledger-{n}"
+    ledger.mkdir()
+    sh(ledger, "git", "init", "-q", "-b", "main")
+    t0 = time.perf_counter()
+    sh(repo, "git", "branch", "campaign/x")
+    integ = root / f"integ-{n}"
+    sh(repo, "git", "worktree", "add", "-q", str(integ), "campaign/x")
+    for i in range(n):
+        wt = root / f"wt-{n}-{i}"
+        sh(repo, "git", "worktree", "add", "-q", "-b", f"node/x/N{i}", str(wt), "campaign/x")
+        sh(wt, "sh", "-c", f"ORCH_NODE=N{i} ./work.sh")
+        sh(integ, "git", "merge", "--no-ff", "-q", "-m", f"merge node N{i}", f"node/x/N{i}")
+        sh(repo, "git", "worktree", "remove", "--force", str(wt))
+        for t in range(TRANSITIONS_PER_NODE):
+            (ledger / "journal").write_text(f"{i} {t}\n")
+            sh(ledger, "git", "add", "-A")
+            sh(ledger, "git", "commit", "-qm", f"x: {i} {t}")
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="16,64,256")
+    ap.add_argument("--layers", type=int, default=4)
+    a = ap.parse_args()
+    print(f"{'nodes':>6} {'orchestrate':>12} {'by hand':>9} {'ratio':>6} {'per node':>9}  target <= 1.5")
+    for n in (int(x) for x in a.sizes.split(",")):
+        with tempfile.TemporaryDirectory() as tmp:
+            hand = by_hand(Path(tmp), n)
+            ours = engine(Path(tmp), n, a.layers)
+        print(f"{n:>6} {ours:>11.2f}s {hand:>8.2f}s {ours / hand:>6.2f} {1000 * ours / n:>7.0f}ms  "
+              f"{'PASS' if ours / hand <= 1.5 else 'MISS'}")
+
+
+if __name__ == "__main__":
+    main()
