@@ -32,6 +32,7 @@ class Context:
     halt_reason: str = ""
     audited: str = ""  # the campaign head the adherence audit last passed (CLOSE audits it all again)
     audited_merges: int = 0  # how many merges that audit covered
+    checkpointed: int = 0  # the journal entry the last checkpoint covers
 
     @property
     def root(self) -> Path:

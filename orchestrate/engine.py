@@ -13,6 +13,11 @@ from orchestrate.states import TERMINAL, State
 from orchestrate.table import next_state
 
 
+# A checkpoint holds the whole state, so writing one per merge would make a campaign quadratic; one
+# per this many journal entries bounds what resume replays while the cost per node stays flat.
+CHECKPOINT_EVERY = 200
+
+
 def drive(ctx: Context) -> int:
     state = State(ctx.campaign.state)
     try:
@@ -27,7 +32,8 @@ def drive(ctx: Context) -> int:
                                         "detail": detail, "subject": subject})
                 if nxt in TERMINAL:
                     _sketch_status(ctx, nxt.value)
-                if state is State.CHECKPOINT or nxt in TERMINAL:
+                if nxt in TERMINAL or (state is State.CHECKPOINT and ctx.recorder.seq + len(ctx.recorder.held)
+                                       - ctx.checkpointed >= CHECKPOINT_EVERY):
                     _checkpoint(ctx, f"{state.value} -> {nxt.value}")
                 ctx.recorder.commit(subject)
             ctx.out.line(f"{state.value} -> {nxt.value} ({outcome.value}{': ' + detail if detail else ''})")
@@ -52,6 +58,7 @@ def _checkpoint(ctx: Context, message: str) -> None:
     rec.flush()
     checkpoints.write(ctx.layout.checkpoints(ctx.topic), ctx.campaign, log_seq=rec.seq,
                       log_entry_id=rec.last_id, message=message)
+    ctx.checkpointed = rec.seq
 
 
 def _sketch_status(ctx: Context, status: str) -> None:
