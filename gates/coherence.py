@@ -1,215 +1,489 @@
-"""coherence: nothing left pointing at what was removed; links resolve; the DAG validates; project gates pass.
+"""coherence: nothing left pointing at what base..head removed; links resolve; the DAG validates; project gates pass.
 
-A reference is a mention of a removed path (or a configured name) in a text file that survives at
-head. A removed path matches only on path boundaries: the character before it is not one of
-[A-Za-z0-9_./-], and the one after is not [A-Za-z0-9_-], nor a `.` or `/` that continues the path
-(`docs/old.md.bak` and `mydocs/old.md` do not mention `docs/old.md`; "see docs/old.md." does). A
-configured name matches as a word: not inside a longer name of [A-Za-z0-9_-] (`/ghost` and `the ghost
-workflow` mention `ghost`; `ghostly` does not). A mention inside a URL is
-not a reference, but a URL elsewhere on the line hides nothing.
+Checks, in order:
+
+1. references. The cut-set is every path the range deleted (`--no-renames`, so a rename deletes its old
+   path), every directory that vanished with them, the names under `coherence.names` in
+   `<ledger>/config.yaml`, and the names given to `check()`/`--name`. A line of a text file at head
+   (binary files, `.ledger/`, `.scratch/` and `coherence.ignore` pathspecs are never searched) refers to a
+   cut name when the name occurs on boundaries, case-sensitively:
+   - a path (every deleted path, and any name with a `/`): the character before it is not a path
+     character [A-Za-z0-9_./-]; the character after it is not one either, except a `.` or `/` that is
+     itself followed by a non-path character or the end of the line. "see docs/old.md." mentions
+     `docs/old.md`; `docs/old.md.bak`, `mydocs/old.md` and `docs/old.md/x` do not. A vanished directory
+     is also mentioned by anything under it (`tools/old/run.sh` mentions `tools/old/`). A name ending in
+     `/` is a directory.
+   - a bare name (no `/`): it is not part of a longer word of [A-Za-z0-9_-]. `/ghost`, `skills/ghost/`,
+     `ghost.md` and "the ghost workflow" mention `ghost`; `ghostly` and `/predicate-ghost` do not.
+   An occurrence inside an http(s) URL does not count; other occurrences on the same line still do. In a
+   markdown file the range did not change, a relative link that resolves to a deleted path is a reference
+   too (links in changed files are the next check's business).
+2. links: every relative link, image and link definition in the markdown files the range added or
+   modified resolves at head (a file or directory, relative to the linking file, `/` = repository root),
+   and an anchor into a markdown file names one of its headings (GitHub slugs) or HTML ids.
+3. dag: the DAG, when given, still validates.
+4. project gates: executables in `<ledger>/gates/` (README* and dotfiles skipped), then the
+   `coherence.evaluators` of config.yaml, run at the head tree with ORCH_BASE, ORCH_HEAD and ORCH_TOPIC.
+   A gate or evaluator that cannot run makes the verdict 2: it never passes.
 """
 from __future__ import annotations
 
 import os
 import posixpath
 import re
+import shutil
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from gates.core import gatecli, git, markdown, proc
-from gates.core.errors import OrchestrateError, UsageError
-from gates.core.verdict import FAIL, PASS, USAGE, Item, Verdict
+from gates.core.errors import OrchestrateError, ProcError, UsageError
+from gates.core.verdict import FAIL, PASS, USAGE, Item, Verdict, usage
 
 NAME = "coherence"
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
-_NEVER = (".ledger", ".scratch")
+NEVER_SEARCHED = (".ledger", ".scratch")
+DEFAULT_TIMEOUT = 1800  # seconds for one project gate or evaluator; `coherence.timeout` overrides
+CONFIG_KEYS = ("names", "ignore", "evaluators", "timeout")
+EVALUATOR_KEYS = ("name", "run", "timeout")
+_PATH_CHARS = "A-Za-z0-9_./-"
+_WORD_CHARS = "A-Za-z0-9_-"
+_URL = re.compile(r"https?://[^\s<>\"'`()\[\]{}]+", re.I)
+_MAX_TEXT = 240  # an ORPHAN line quotes at most this much of the referring line
 
+
+# ---- configuration ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Evaluator:
+    name: str
+    run: str
+    timeout: int | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    names: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    evaluators: tuple[Evaluator, ...] = ()
+    timeout: int = DEFAULT_TIMEOUT
+
+
+def load_config(ledger: Path | None) -> Config:
+    """The `coherence:` section of `<ledger>/config.yaml`; a missing file or section is the default.
+
+    Anything malformed raises UsageError naming the file and line: a typo must not become a silent pass.
+    """
+    if ledger is None:
+        return Config()
+    path = Path(ledger) / "config.yaml"
+    if not path.exists():
+        return Config()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the config: {getattr(exc, 'strerror', None) or exc}") from None
+    from gates.core import yamlfile  # yaml is heavy; only a run that has a config pays for it
+    from gates.core.dagfile import did_you_mean
+    data, problems = yamlfile.load(text, str(path), fast=False)
+    if problems:
+        raise UsageError(str(problems[0]), hint="fix config.yaml")
+    if data is None:
+        return Config()
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: expected a mapping of settings at the top, got {type(data).__name__}")
+    section = data.get("coherence")
+    if section is None:
+        return Config()
+
+    def bad(where: object, line: int, message: str) -> UsageError:
+        return UsageError(f"{path}:{line}: {where}: {message}" if line else f"{path}: {where}: {message}")
+
+    if not isinstance(section, dict):
+        raise bad("coherence", data.key_line("coherence"), "expected a mapping of names, ignore, evaluators, timeout")
+    for key in section:
+        if key not in CONFIG_KEYS:
+            raise bad(f"coherence.{key}", section.key_line(key),
+                      f"unknown setting{did_you_mean(str(key), CONFIG_KEYS)}; settings: {', '.join(CONFIG_KEYS)}")
+
+    def texts(key: str) -> tuple[str, ...]:
+        value = section.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() and "\n" not in v for v in value):
+            raise bad(f"coherence.{key}", section.key_line(key), "expected a list of non-empty one-line strings")
+        return tuple(v.strip() for v in value)
+
+    timeout = section.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
+        raise bad("coherence.timeout", section.key_line("timeout"), "expected a positive number of seconds")
+    evaluators = []
+    raw = section.get("evaluators") or []
+    if not isinstance(raw, list):
+        raise bad("coherence.evaluators", section.key_line("evaluators"), "expected a list of {name, run}")
+    for i, ev in enumerate(raw):
+        where = f"coherence.evaluators[{i}]"
+        line = raw.item_line(i) if hasattr(raw, "item_line") else 0
+        if not isinstance(ev, dict) or not isinstance(ev.get("run"), str) or not ev["run"].strip():
+            raise bad(where, line, "expected {name, run} with a non-empty `run` command")
+        unknown = [k for k in ev if k not in EVALUATOR_KEYS]
+        if unknown:
+            raise bad(f"{where}.{unknown[0]}", line, f"unknown key; keys: {', '.join(EVALUATOR_KEYS)}")
+        t = ev.get("timeout")
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t <= 0):
+            raise bad(f"{where}.timeout", line, "expected a positive number of seconds")
+        evaluators.append(Evaluator(str(ev.get("name") or f"evaluator-{i + 1}"), ev["run"], t))
+    return Config(texts("names"), texts("ignore"), tuple(evaluators), timeout)
+
+
+# ---- the head tree ----------------------------------------------------------------------------
+
+class _Tree:
+    """The files and directories at head, listed once, on first use."""
+
+    def __init__(self, repo: Path, sha: str) -> None:
+        self.repo, self.sha = repo, sha
+        self._files: set[str] | None = None
+        self._dirs: set[str] = set()
+        self._text: dict[str, str | None] = {}
+
+    @property
+    def files(self) -> set[str]:
+        if self._files is None:
+            listing = git.git(self.repo, "ls-tree", "-r", "-z", "--name-only", self.sha).stdout
+            self._files = {p for p in listing.split("\0") if p}
+            for p in self._files:
+                parts = p.split("/")
+                self._dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        return self._files
+
+    @property
+    def dirs(self) -> set[str]:
+        _ = self.files
+        return self._dirs
+
+    def exists(self, path: str) -> bool:
+        return path == "" or path in self.files or path in self.dirs
+
+    def text(self, path: str) -> str | None:
+        if path not in self._text:
+            self._text[path] = git.show_file(self.repo, self.sha, path)
+        return self._text[path]
+
+
+def resolve_link(source: str, path: str) -> str | None:
+    """The repository path a link in `source` points at ("" is the root), or None when it leaves the repository."""
+    joined = path.lstrip("/") if path.startswith("/") else posixpath.join(posixpath.dirname(source), path)
+    norm = posixpath.normpath(joined) if joined else "."
+    if norm == ".." or norm.startswith("../"):
+        return None
+    return "" if norm == "." else norm
+
+
+def _never(path: str) -> bool:
+    return any(path == d or path.startswith(d + "/") for d in NEVER_SEARCHED)
+
+
+# ---- 1. references ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Cut:
+    name: str  # as reported: a directory ends in `/`
+    literal: str  # what git grep looks for
+    pattern: re.Pattern
+
+
+def _cut(name: str, *, directory: bool = False) -> _Cut:
+    if directory or name.endswith("/"):
+        stem = name.rstrip("/")
+        after = rf"(?=$|/|[^{_PATH_CHARS}]|\.(?:$|[^{_PATH_CHARS}]))"
+        return _Cut(stem + "/", stem, re.compile(rf"(?<![{_PATH_CHARS}]){re.escape(stem)}{after}"))
+    if "/" in name:
+        after = rf"(?=$|[^{_PATH_CHARS}]|[./](?:$|[^{_PATH_CHARS}]))"
+        return _Cut(name, name, re.compile(rf"(?<![{_PATH_CHARS}]){re.escape(name)}{after}"))
+    if re.fullmatch(r"[A-Za-z0-9_.-]+", name) and not set(name) <= set("._-"):
+        return _Cut(name, name, re.compile(rf"(?<![{_WORD_CHARS}]){re.escape(name)}(?![{_WORD_CHARS}])"))
+    # a name like `my file` or `.env`: path boundaries are the only sensible ones
+    after = rf"(?=$|[^{_PATH_CHARS}]|[./](?:$|[^{_PATH_CHARS}]))"
+    return _Cut(name, name, re.compile(rf"(?<![{_PATH_CHARS}]){re.escape(name)}{after}"))
+
+
+def _cut_set(tree: _Tree, removed: list[str], names: Sequence[str]) -> list[_Cut]:
+    cuts: dict[str, _Cut] = {}
+    for path in removed:
+        cuts.setdefault(path, _cut(path))
+        parent = posixpath.dirname(path)
+        while parent and not tree.exists(parent):  # the directory went with its last file
+            cuts.setdefault(parent + "/", _cut(parent, directory=True))
+            parent = posixpath.dirname(parent)
+    for name in names:
+        c = _cut(name)
+        cuts.setdefault(c.name, c)
+    return sorted(cuts.values(), key=lambda c: c.name)
+
+
+def _grep(repo: Path, sha: str, literals: Sequence[str], ignore: Sequence[str]) -> list[tuple[str, int, str]]:
+    """(path, line, text) of every line of a text file at `sha` holding any literal."""
+    if not literals:
+        return []
+    excludes = [f":(exclude){p}" for p in (*NEVER_SEARCHED, *ignore)]
+    done = git.git(repo, "grep", "-z", "-n", "-I", "-F", "--no-color", "-f", "-", sha, "--", ".", *excludes,
+                   input="\n".join(dict.fromkeys(literals)) + "\n", check=False)
+    if done.rc == 1:
+        return []
+    if done.rc != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UsageError(f"cannot search {sha[:12]} for references: git grep exited {done.rc}: {tail}")
+    prefix = f"{sha}:"
+    hits = []
+    for m in re.finditer(r"(.*?)\0(\d+)\0([^\n]*)\n", done.stdout, re.S):
+        path = m.group(1)[len(prefix):] if m.group(1).startswith(prefix) else m.group(1)
+        hits.append((path, int(m.group(2)), m.group(3)))
+    return hits
+
+
+def _mentions(text: str, cuts: Sequence[_Cut]) -> list[str]:
+    """Cut names `text` mentions outside URLs; a directory is dropped when a path under it is mentioned too."""
+    urls = [m.span() for m in _URL.finditer(text)]
+    found = []
+    for c in cuts:
+        if any(not any(a <= m.start() < b for a, b in urls) for m in c.pattern.finditer(text)):
+            found.append(c.name)
+    return [n for n in found if not (n.endswith("/") and any(o != n and o.startswith(n) for o in found))]
+
+
+def _orphan(path: str, line: int, text: str, name: str, how: str = "") -> Item:
+    text = text.strip()
+    if len(text) > _MAX_TEXT:
+        text = text[:_MAX_TEXT - 1] + "…"
+    return Item("ORPHAN", f"{path}:{line}: {text}", f"refers to removed {name}{how}")
+
+
+def _references(repo: Path, tree: _Tree, cuts: list[_Cut], removed: set[str], ignore: Sequence[str],
+                skip_links: set[str]) -> list[Item]:
+    basenames = {posixpath.basename(p) for p in removed}
+    hits = _grep(repo, tree.sha, [c.literal for c in cuts] + sorted(basenames), ignore)
+    found: dict[tuple[str, int, str], Item] = {}
+    scan: set[str] = set()
+    for path, line, text in hits:
+        for name in _mentions(text, cuts):
+            found[(path, line, name)] = _orphan(path, line, text, name)
+        if markdown.is_markdown(path) and path not in skip_links and any(b in text for b in basenames):
+            scan.add(path)
+    gone = [c.name for c in cuts if c.name.endswith("/") and c.name.rstrip("/") in tree.dirs] and []
+    vanished = [c.name for c in cuts if c.name.endswith("/") and not tree.exists(c.name.rstrip("/"))] + gone
+    for path in sorted(scan):
+        body = tree.text(path) or ""
+        lines = body.splitlines()
+        for link in markdown.links(body):
+            if markdown.is_external(link.target):
+                continue
+            target = resolve_link(path, markdown.split_target(link.target)[0])
+            if not target:
+                continue
+            name = target if target in removed else next((d for d in vanished if target.startswith(d)), None)
+            if name and (path, link.line, name) not in found:
+                found[(path, link.line, name)] = _orphan(path, link.line, lines[link.line - 1], name,
+                                                         f" (relative link {link.target})")
+    return [found[k] for k in sorted(found)]
+
+
+# ---- 2. links ---------------------------------------------------------------------------------
+
+def _links(tree: _Tree, files: Sequence[str]) -> tuple[list[Item], int]:
+    broken: list[Item] = []
+    count = 0
+    anchors: dict[str, set[str]] = {}
+    for source in files:
+        body = tree.text(source)
+        if body is None:
+            continue
+        for link in markdown.links(body):
+            if not link.target or markdown.is_external(link.target):
+                continue
+            count += 1
+            subject = f"{source}:{link.line}: {link.source()}"
+            path, anchor = markdown.split_target(link.target)
+            target = resolve_link(source, path) if path else source
+            if target is None:
+                broken.append(Item("BROKEN", subject, "no such file (it would be outside the repository)"))
+                continue
+            if not tree.exists(target):
+                broken.append(Item("BROKEN", subject, "no such file"))
+                continue
+            if anchor and markdown.is_markdown(target) and target in tree.files:
+                if target not in anchors:
+                    anchors[target] = markdown.anchors(tree.text(target) or "")
+                if anchor.lower() not in anchors[target]:
+                    broken.append(Item("BROKEN", subject, f"no heading #{anchor} in {target}"))
+    return broken, count
+
+
+# ---- 4. project gates and evaluators ----------------------------------------------------------
+
+def _gate_files(ledger: Path | None) -> list[Path]:
+    folder = ledger / "gates" if ledger is not None else None
+    if folder is None or not folder.is_dir():
+        return []
+    return [p for p in sorted(folder.iterdir(), key=lambda p: p.name)
+            if not p.name.startswith(".") and not p.name.upper().startswith("README") and not p.is_dir()]
+
+
+def _tail(done: proc.Completed) -> str:
+    lines = (done.stderr.strip() or done.stdout.strip()).splitlines()
+    return f": {lines[-1].strip()[:_MAX_TEXT]}" if lines else ""
+
+
+def _run_gate(path: Path, cwd: Path, env: dict[str, str], timeout: int) -> Item:
+    subject = f"gate {path.name}"
+    if not os.access(path, os.X_OK):
+        return Item("ERROR", subject, "not executable: chmod +x or remove it")
+    try:
+        done = proc.run([str(path)], cwd=cwd, env=env, timeout=timeout)
+    except ProcError as exc:
+        return Item("ERROR", subject, f"cannot start: {exc.message}")
+    if done.timed_out:
+        return Item("FAIL", subject, f"timed out after {timeout}s")
+    return Item("PASS", subject) if done.rc == 0 else Item("FAIL", subject, f"rc {done.rc}{_tail(done)}")
+
+
+def _run_evaluator(ev: Evaluator, cwd: Path, env: dict[str, str], timeout: int) -> Item:
+    subject = f"evaluator {ev.name}"
+    limit = ev.timeout or timeout
+    try:
+        done = proc.run_shell(ev.run, cwd=cwd, env=env, timeout=limit)
+    except ProcError as exc:
+        return Item("ERROR", subject, f"cannot start: {exc.message}")
+    if done.timed_out:
+        return Item("FAIL", subject, f"timed out after {limit}s")
+    if done.rc in (126, 127):  # the shell could not find or execute the command
+        return Item("ERROR", subject, f"cannot start `{ev.run}` (rc {done.rc}){_tail(done)}")
+    return Item("PASS", subject) if done.rc == 0 else Item("FAIL", subject, f"rc {done.rc}{_tail(done)}")
+
+
+@contextmanager
+def _head_tree(repo: Path, head: str, worktree: Path | None, needed: bool) -> Iterator[Path]:
+    """Where project gates run: the given worktree; the repository when it has head checked out; else a
+    throwaway detached worktree of head (so they never judge some other tree)."""
+    if worktree is not None or not needed or git.rev_parse(repo, "HEAD") == head:
+        yield Path(worktree or repo)
+        return
+    scratch = Path(tempfile.mkdtemp(prefix="orchestrate-coherence-"))
+    where = scratch / "head"
+    try:
+        git.worktree_add_detached(repo, where, head)
+        yield where
+    finally:
+        git.worktree_remove(repo, where)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+# ---- the gate ---------------------------------------------------------------------------------
 
 def check(repo: Path, base: str, head: str, *, ledger: Path | None = None, names: Sequence[str] = (),
           dag_path: Path | None = None, topic: str | None = None, worktree: Path | None = None,
           project_gates: bool = True) -> Verdict:
+    """Judge base..head of `repo`. `ledger` holds config.yaml and gates/ (default: `.ledger` of the main
+    worktree, if any); `worktree` is a checkout of head for project gates and evaluators; the engine passes
+    `project_gates=False` per node, leaving `<ledger>/gates/` to the layer boundary."""
     try:
         return _judge(Path(repo), base, head, ledger, names, dag_path, topic, worktree, project_gates)
     except OrchestrateError as exc:
-        return Verdict(NAME, USAGE, f"ERROR: {exc}")
+        return usage(NAME, str(exc))
 
 
-def _judge(repo, base, head, ledger, names, dag_path, topic, worktree, project_gates) -> Verdict:
-    base_sha, head_sha = git.resolve(repo, base), git.resolve(repo, head)
+def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequence[str], dag_path: Path | None,
+           topic: str | None, worktree: Path | None, project_gates: bool) -> Verdict:
+    if not repo.is_dir():
+        raise UsageError(f"{repo}: no such directory", hint="pass --repo DIR, a checkout of the project")
+    top = git.toplevel(repo)
+    base_sha, head_sha = git.resolve(top, base), git.resolve(top, head)
     if ledger is None:
-        candidate = git.main_worktree(repo) / ".ledger"
-        ledger = candidate if candidate.is_dir() else None
-    config = _config(ledger)
-    changes = git.changed_paths(repo, base_sha, head_sha)
-    removed = {p for s, p in changes if s == "D"}
-    named = (set(names) | {str(n) for n in config.get("names") or []}) - removed
-    cut = sorted(removed | named)
+        default = git.main_worktree(top) / ".ledger"
+        ledger = default if default.is_dir() else None
+    config = load_config(ledger)
+    for n in names:
+        if not isinstance(n, str) or not n.strip() or "\n" in n:
+            raise UsageError(f"`{n!r}` is not a usable name: give a non-empty one-line string")
+    gates = _gate_files(ledger) if project_gates else []
+
+    changes = git.changed_paths(top, base_sha, head_sha)
+    tree = _Tree(top, head_sha)
+    removed = sorted({p for s, p in changes if s == "D"} - ({p for s, p in changes if s == "D"} & tree.dirs
+                                                             if any(s == "D" for s, _ in changes) else set()))
+    changed_md = sorted(p for s, p in changes if s in "AMT" and markdown.is_markdown(p) and not _never(p))
+    cuts = _cut_set(tree, removed, [*config.names, *(n.strip() for n in names)])
+
     items: list[Item] = []
     failed: list[str] = []
-    usage: list[str] = []
 
-    ignore = [str(x) for x in config.get("ignore") or []]
-    orphans = _references(repo, head_sha, {**{p: _path_pattern(p) for p in removed},
-                                           **{n: _name_pattern(n) for n in named}}, ignore)
+    orphans = _references(top, tree, cuts, set(removed), config.ignore, set(changed_md))
     items += orphans
-    items.append(Item("FAIL" if orphans else "PASS", "references",
-                      f"{len(orphans)} surviving reference(s)" if orphans else
-                      f"no surviving reference to {len(cut)} removed name(s)"))
     if orphans:
         failed.append("references")
+        items.append(Item("FAIL", "references", f"{len(orphans)} surviving reference(s) to {len(cuts)} removed name(s)"))
+    else:
+        items.append(Item("PASS", f"references: no surviving reference to {len(cuts)} removed name(s)"))
 
-    changed_md = sorted(p for s, p in changes if s in "AM" and p.endswith((".md", ".markdown")) and not p.startswith(_NEVER))
-    broken, count = _links(repo, head_sha, changed_md)
+    broken, count = _links(tree, changed_md)
     items += broken
-    items.append(Item("FAIL" if broken else "PASS", "links", f"{len(broken)} broken" if broken else
-                      f"{count} link(s) in {len(changed_md)} changed markdown file(s) resolve"))
+    where = f"{count} link(s) in {len(changed_md)} changed markdown file(s)"
     if broken:
         failed.append("links")
+        items.append(Item("FAIL", "links", f"{len(broken)} of {where} do not resolve"))
+    else:
+        items.append(Item("PASS", f"links: {where} resolve"))
 
     if dag_path is not None:
-        from gates.core.dagfile import check_dag
+        from gates.core.dagfile import check_dag  # yaml is heavy; load it only when a DAG is asked for
         dag, problems = check_dag(dag_path, topic=topic)
-        items.append(Item("FAIL" if dag is None else "PASS", "dag",
-                          f"{len(problems)} problem(s): {problems[0]}" if dag is None else "the DAG still validates"))
-        if dag is None:
+        if dag is None or problems:
             failed.append("dag")
-
-    where = Path(worktree or repo)
-    env = {"ORCH_BASE": base_sha, "ORCH_HEAD": head_sha, **({"ORCH_TOPIC": topic} if topic else {})}
-    for name, run in _evaluators(config):
-        done = proc.run_shell(run, cwd=where, env=env, timeout=600)
-        if done.rc in (126, 127):
-            items.append(Item("ERROR", f"evaluator {name}", f"cannot start (rc {done.rc}): `{run}`"))
-            usage.append(name)
-        elif done.rc:
-            items.append(Item("FAIL", f"evaluator {name}", f"rc {done.rc}"))
-            failed.append(name)
+            first = f": {problems[0]}" if problems else ""
+            items.append(Item("FAIL", "dag", f"{len(problems)} problem(s){first}"))
         else:
-            items.append(Item("PASS", f"evaluator {name}"))
-    if project_gates and ledger is not None and (ledger / "gates").is_dir():
-        for path in sorted((ledger / "gates").iterdir()):
-            if path.name.startswith(".") or path.name.upper().startswith("README") or not path.is_file():
-                continue
-            if not os.access(path, os.X_OK):
-                items.append(Item("ERROR", f"gate {path.name}", "not executable: chmod +x it or remove it"))
-                usage.append(path.name)
-                continue
-            done = proc.run([str(path)], cwd=where, env=env, timeout=600)
-            ok = bool(done)
-            items.append(Item("PASS" if ok else "FAIL", f"gate {path.name}", "" if ok else f"rc {done.rc}"))
-            if not ok:
-                failed.append(path.name)
-    data = {"cut_set": cut, "failed": failed}
-    if usage:
-        return Verdict(NAME, USAGE, f"ERROR: {len(usage)} evaluator(s) could not run: {', '.join(usage)}",
+            items.append(Item("PASS", f"dag: {dag_path} still validates ({len(dag.nodes)} node(s))"))
+
+    env = {"ORCH_BASE": base_sha, "ORCH_HEAD": head_sha, **({"ORCH_TOPIC": topic} if topic else {})}
+    with _head_tree(top, head_sha, worktree, needed=bool(gates or config.evaluators)) as cwd:
+        ran = [_run_gate(g, cwd, env, config.timeout) for g in gates]
+        ran += [_run_evaluator(ev, cwd, env, config.timeout) for ev in config.evaluators]
+    items += ran
+    failed += [i.subject for i in ran if i.status == "FAIL"]
+    cannot = [i.subject for i in ran if i.status == "ERROR"]
+
+    data = {"base": base_sha, "head": head_sha, "cut_set": [c.name for c in cuts], "failed": failed,
+            "changed_markdown": changed_md, "ledger": str(ledger) if ledger else None}
+    if cannot:
+        return Verdict(NAME, USAGE, f"ERROR: {len(cannot)} gate(s) or evaluator(s) could not run: {', '.join(cannot)}",
                        tuple(items), data)
     if failed:
-        return Verdict(NAME, FAIL, f"INCOHERENT: {len(failed)} check(s) failed", tuple(items), data)
-    return Verdict(NAME, PASS, "COHERENT: every check passed", tuple(items), data)
-
-
-def _config(ledger: Path | None) -> dict:
-    if ledger is None or not (ledger / "config.yaml").exists():
-        return {}
-    import yaml
-    try:
-        data = yaml.safe_load((ledger / "config.yaml").read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{ledger / 'config.yaml'}: malformed YAML: {' '.join(str(exc).split())}") from None
-    section = data.get("coherence") if isinstance(data, dict) else None
-    if section is not None and not isinstance(section, dict):
-        raise UsageError(f"{ledger / 'config.yaml'}: `coherence` must be a mapping")
-    return section or {}
-
-
-def _evaluators(config: dict) -> list[tuple[str, str]]:
-    out = []
-    for i, ev in enumerate(config.get("evaluators") or []):
-        if not isinstance(ev, dict) or not ev.get("run"):
-            raise UsageError(f"config.yaml: coherence.evaluators[{i}] needs `run`")
-        out.append((str(ev.get("name", f"evaluator{i + 1}")), str(ev["run"])))
-    return out
-
-
-def _path_pattern(path: str) -> re.Pattern:
-    return re.compile(r"(?<![A-Za-z0-9_./-])" + re.escape(path) + r"(?![A-Za-z0-9_-]|[./][A-Za-z0-9_-])")
-
-
-def _name_pattern(name: str) -> re.Pattern:
-    return re.compile(r"(?<![A-Za-z0-9_-])" + re.escape(name) + r"(?![A-Za-z0-9_-])")
-
-
-def _references(repo: Path, head: str, patterns: dict[str, re.Pattern], ignore: list[str]) -> list[Item]:
-    if not patterns:
-        return []
-    args = ["grep", "-n", "-I", "-F"] + [x for n in patterns for x in ("-e", n)] + [head, "--", "."]
-    args += [f":(exclude){p}" for p in (*_NEVER, *ignore)]
-    done = git.git(repo, *args, check=False)
-    if done.rc not in (0, 1):
-        raise UsageError(f"git grep failed: {done.stderr.strip()}")
-    found = []
-    for line in done.stdout.splitlines():
-        _, path, number, text = line.split(":", 3)
-        visible = _URL.sub(lambda m: " " * len(m.group()), text)
-        for name, pat in patterns.items():
-            if pat.search(visible):
-                found.append(Item("ORPHAN", f"{path}:{number}: {text.strip()}", f"refers to removed {name}"))
-                break
-    return found
-
-
-def _links(repo: Path, head: str, files: list[str]) -> tuple[list[Item], int]:
-    broken, count = [], 0
-    cache: dict[str, str | None] = {}
-
-    def read(path: str) -> str | None:
-        if path not in cache:
-            cache[path] = git.show_file(repo, head, path)
-        return cache[path]
-
-    for path in files:
-        text = read(path)
-        if text is None:
-            continue
-        for line, label, target in markdown.links(text):
-            if markdown.is_external(target):
-                continue
-            count += 1
-            file_part, _, anchor = target.partition("#")
-            if file_part:
-                resolved = posixpath.normpath(file_part.lstrip("/") if file_part.startswith("/")
-                                              else posixpath.join(posixpath.dirname(path), file_part))
-                if resolved.startswith("../") or not _exists(repo, head, resolved):
-                    broken.append(Item("BROKEN", f"{path}:{line}: [{label}]({target})", "no such file"))
-                    continue
-            else:
-                resolved = path
-            if anchor:
-                body = read(resolved)
-                if body is not None and anchor.lower() not in markdown.anchors(body):
-                    broken.append(Item("BROKEN", f"{path}:{line}: [{label}]({target})", f"no heading #{anchor} in {resolved}"))
-    return broken, count
-
-
-def _exists(repo: Path, head: str, path: str) -> bool:
-    return bool(git.git(repo, "cat-file", "-e", f"{head}:{path}", check=False)) if path not in ("", ".") else True
+        return Verdict(NAME, FAIL, f"INCOHERENT: {len(failed)} check(s) failed: {', '.join(failed)}", tuple(items), data)
+    checks = sum(1 for i in items if i.status == "PASS")
+    return Verdict(NAME, PASS, f"COHERENT: {checks} check(s) passed", tuple(items), data)
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    p = gatecli.parser(NAME, "Check that the change base..head left nothing incoherent: no surviving reference to "
-                       "a removed path or configured name, every relative markdown link and anchor in changed "
-                       "files resolves, the DAG validates, project gates in .ledger/gates/ pass.",
-                       {0: "COHERENT", 1: "INCOHERENT: a check failed",
-                        2: "bad refs or config, or an evaluator or gate that cannot run"}, prog)
-    p.add_argument("--base", required=True, help="the commit before the change")
-    p.add_argument("--head", default="HEAD", help="the commit after it (default HEAD)")
-    p.add_argument("--repo", type=Path, default=Path("."), help="the repository (default .)")
-    p.add_argument("--ledger", type=Path, help="the recorder holding config.yaml and gates/ (default: .ledger)")
-    p.add_argument("--name", action="append", default=[], help="another removed name (repeatable)")
-    p.add_argument("--dag", type=Path, help="a DAG that must still validate")
-    p.add_argument("--topic", help="the campaign topic, for project gates")
+    p = gatecli.parser(
+        NAME, "Check that base..head left nothing incoherent: no surviving reference to a removed or renamed "
+              "path or a configured name, relative markdown links and anchors in changed files resolve, the DAG "
+              "still validates, and the project gates in <ledger>/gates/ and coherence.evaluators pass.",
+        {0: "COHERENT: every check passed",
+         1: "INCOHERENT: an orphan reference, a broken link, an invalid DAG or a failing project gate",
+         2: "bad refs, not a repository, a malformed config.yaml, or a gate/evaluator that cannot run"}, prog)
+    p.add_argument("--base", required=True, metavar="REV", help="the commit before the change")
+    p.add_argument("--head", default="HEAD", metavar="REV", help="the commit after it (default HEAD)")
+    p.add_argument("--repo", type=Path, default=Path("."), metavar="DIR", help="a checkout of the project (default .)")
+    p.add_argument("--ledger", type=Path, metavar="DIR",
+                   help="the recorder holding config.yaml and gates/ (default: .ledger of the main worktree)")
+    p.add_argument("--name", action="append", default=[], metavar="N", help="one more removed name (repeatable)")
+    p.add_argument("--dag", type=Path, metavar="PATH", help="a DAG file that must still validate")
+    p.add_argument("--topic", metavar="T", help="the campaign topic (ORCH_TOPIC for project gates)")
 
     def decide(a) -> Verdict:
+        if a.ledger is not None and not a.ledger.is_dir():
+            raise UsageError(f"{a.ledger}: no such ledger directory", hint="pass --ledger DIR holding config.yaml")
         return check(a.repo, a.base, a.head, ledger=a.ledger, names=a.name, dag_path=a.dag, topic=a.topic)
 
     return gatecli.run_gate(p, argv, decide)
