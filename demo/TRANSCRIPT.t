@@ -78,15 +78,15 @@ The gates, run by hand on what the campaign left (the engine ran the same checks
   INVALIDATED: node D4 has 1 stale premise(s); realign before dispatch
   [1]
   $ orchestrate gate coherence --base main --head campaign/demo
-  PASS       references  <- no surviving reference to 0 removed name(s)
-  PASS       links  <- 0 link(s) in 0 changed markdown file(s) resolve
+  PASS       references: no surviving reference to 0 removed name(s)
+  PASS       links: 0 link(s) in 0 changed markdown file(s) resolve
   COHERENT: every check passed
   $ orchestrate gate coherence --base main --head campaign/demo --name campaign
   ORPHAN     README.md:3: A tiny repository for the orchestrate demo campaign.  <- refers to removed campaign
   ORPHAN     demo/base.txt:1: base of campaign demo  <- refers to removed campaign
   ORPHAN     demo/workers/scripted.sh:8: D1) mkdir -p demo && echo "base of campaign $ORCH_TOPIC" > demo/base.txt ;;  <- refers to removed campaign
   FAIL       references  <- 3 surviving reference(s)
-  PASS       links  <- 0 link(s) in 0 changed markdown file(s) resolve
+  PASS       links: 0 link(s) in 0 changed markdown file(s) resolve
   INCOHERENT: 1 check(s) failed
   [1]
   $ orchestrate gate adherence --topic demo --base main

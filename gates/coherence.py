@@ -8,11 +8,12 @@ Checks, in order:
    (binary files, `.ledger/`, `.scratch/` and `coherence.ignore` pathspecs are never searched) refers to a
    cut name when the name occurs on boundaries, case-sensitively:
    - a path (every deleted path, and any name with a `/`): the character before it is not a path
-     character [A-Za-z0-9_./-]; the character after it is not one either, except a `.` or `/` that is
-     itself followed by a non-path character or the end of the line. "see docs/old.md." mentions
-     `docs/old.md`; `docs/old.md.bak`, `mydocs/old.md` and `docs/old.md/x` do not. A vanished directory
-     is also mentioned by anything under it (`tools/old/run.sh` mentions `tools/old/`). A name ending in
-     `/` is a directory.
+     character [A-Za-z0-9_./-] (a leading `./` is allowed); the character after it is not one either,
+     except a `.` or `/` that is itself followed by a non-path character or the end of the line. "see
+     docs/old.md." and `./docs/old.md` mention `docs/old.md`; `docs/old.md.bak`, `mydocs/old.md`,
+     `x/docs/old.md` and `docs/old.md/x` do not. A directory (one that vanished,
+     or a name ending in `/`) follows the same rule, except that a top-level one is mentioned only with its
+     slash: `docs/` is a folder, "the docs" is a word.
    - a bare name (no `/`): it is not part of a longer word of [A-Za-z0-9_-]. `/ghost`, `skills/ghost/`,
      `ghost.md` and "the ghost workflow" mention `ghost`; `ghostly` and `/predicate-ghost` do not.
    An occurrence inside an http(s) URL does not count; other occurrences on the same line still do. In a
@@ -194,28 +195,30 @@ class _Cut:
     pattern: re.Pattern
 
 
-def _cut(name: str, *, directory: bool = False) -> _Cut:
-    if directory or name.endswith("/"):
+_BEFORE = rf"(?:(?<![{_PATH_CHARS}])|(?<=(?<![{_PATH_CHARS}])\./))"  # `./run.sh` mentions `run.sh`
+_AFTER_PATH = rf"(?=$|[^{_PATH_CHARS}]|[./](?:$|[^{_PATH_CHARS}]))"
+_AFTER_SLASH = rf"(?=$|[^{_PATH_CHARS}])"
+
+
+def _cut(name: str, kind: str = "name") -> _Cut:
+    """kind: "path" (a deleted file), "dir" (a vanished directory) or "name" (configured or given)."""
+    if kind == "dir" or (kind == "name" and name.endswith("/")):
         stem = name.rstrip("/")
-        after = rf"(?=$|/|[^{_PATH_CHARS}]|\.(?:$|[^{_PATH_CHARS}]))"
-        return _Cut(stem + "/", stem, re.compile(rf"(?<![{_PATH_CHARS}]){re.escape(stem)}{after}"))
-    if "/" in name:
-        after = rf"(?=$|[^{_PATH_CHARS}]|[./](?:$|[^{_PATH_CHARS}]))"
-        return _Cut(name, name, re.compile(rf"(?<![{_PATH_CHARS}]){re.escape(name)}{after}"))
-    if re.fullmatch(r"[A-Za-z0-9_.-]+", name) and not set(name) <= set("._-"):
+        if "/" not in stem:  # a bare `docs` is a word in prose; only `docs/` names the folder
+            return _Cut(stem + "/", stem + "/", re.compile(_BEFORE + re.escape(stem + "/") + _AFTER_SLASH))
+        return _Cut(stem + "/", stem, re.compile(_BEFORE + re.escape(stem) + _AFTER_PATH))
+    if kind == "name" and "/" not in name and re.fullmatch(r"[A-Za-z0-9_.-]*[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         return _Cut(name, name, re.compile(rf"(?<![{_WORD_CHARS}]){re.escape(name)}(?![{_WORD_CHARS}])"))
-    # a name like `my file` or `.env`: path boundaries are the only sensible ones
-    after = rf"(?=$|[^{_PATH_CHARS}]|[./](?:$|[^{_PATH_CHARS}]))"
-    return _Cut(name, name, re.compile(rf"(?<![{_PATH_CHARS}]){re.escape(name)}{after}"))
+    return _Cut(name, name, re.compile(_BEFORE + re.escape(name) + _AFTER_PATH))
 
 
 def _cut_set(tree: _Tree, removed: list[str], names: Sequence[str]) -> list[_Cut]:
     cuts: dict[str, _Cut] = {}
     for path in removed:
-        cuts.setdefault(path, _cut(path))
+        cuts.setdefault(path, _cut(path, "path"))
         parent = posixpath.dirname(path)
         while parent and not tree.exists(parent):  # the directory went with its last file
-            cuts.setdefault(parent + "/", _cut(parent, directory=True))
+            cuts.setdefault(parent + "/", _cut(parent, "dir"))
             parent = posixpath.dirname(parent)
     for name in names:
         c = _cut(name)
@@ -248,7 +251,7 @@ def _mentions(text: str, cuts: Sequence[_Cut]) -> list[str]:
     urls = [m.span() for m in _URL.finditer(text)]
     found = []
     for c in cuts:
-        if any(not any(a <= m.start() < b for a, b in urls) for m in c.pattern.finditer(text)):
+        if c.literal in text and any(not any(a <= m.start() < b for a, b in urls) for m in c.pattern.finditer(text)):
             found.append(c.name)
     return [n for n in found if not (n.endswith("/") and any(o != n and o.startswith(n) for o in found))]
 
@@ -271,18 +274,18 @@ def _references(repo: Path, tree: _Tree, cuts: list[_Cut], removed: set[str], ig
             found[(path, line, name)] = _orphan(path, line, text, name)
         if markdown.is_markdown(path) and path not in skip_links and any(b in text for b in basenames):
             scan.add(path)
-    gone = [c.name for c in cuts if c.name.endswith("/") and c.name.rstrip("/") in tree.dirs] and []
-    vanished = [c.name for c in cuts if c.name.endswith("/") and not tree.exists(c.name.rstrip("/"))] + gone
+    vanished = [c.name for c in cuts if c.name.endswith("/")]
     for path in sorted(scan):
         body = tree.text(path) or ""
         lines = body.splitlines()
         for link in markdown.links(body):
-            if markdown.is_external(link.target):
+            if not link.target or markdown.is_external(link.target):
                 continue
             target = resolve_link(path, markdown.split_target(link.target)[0])
             if not target:
                 continue
-            name = target if target in removed else next((d for d in vanished if target.startswith(d)), None)
+            name = target if target in removed else next(
+                (d for d in vanished if (target + "/").startswith(d)), None)
             if name and (path, link.line, name) not in found:
                 found[(path, link.line, name)] = _orphan(path, link.line, lines[link.line - 1], name,
                                                          f" (relative link {link.target})")
@@ -383,18 +386,19 @@ def _head_tree(repo: Path, head: str, worktree: Path | None, needed: bool) -> It
 
 def check(repo: Path, base: str, head: str, *, ledger: Path | None = None, names: Sequence[str] = (),
           dag_path: Path | None = None, topic: str | None = None, worktree: Path | None = None,
-          project_gates: bool = True) -> Verdict:
+          project_gates: bool = True, brief_dir: Path | None = None) -> Verdict:
     """Judge base..head of `repo`. `ledger` holds config.yaml and gates/ (default: `.ledger` of the main
     worktree, if any); `worktree` is a checkout of head for project gates and evaluators; the engine passes
     `project_gates=False` per node, leaving `<ledger>/gates/` to the layer boundary."""
     try:
-        return _judge(Path(repo), base, head, ledger, names, dag_path, topic, worktree, project_gates)
+        return _judge(Path(repo), base, head, ledger, names, dag_path, topic, worktree, project_gates, brief_dir)
     except OrchestrateError as exc:
         return usage(NAME, str(exc))
 
 
 def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequence[str], dag_path: Path | None,
-           topic: str | None, worktree: Path | None, project_gates: bool) -> Verdict:
+           topic: str | None, worktree: Path | None, project_gates: bool,
+           brief_dir: Path | None = None) -> Verdict:
     if not repo.is_dir():
         raise UsageError(f"{repo}: no such directory", hint="pass --repo DIR, a checkout of the project")
     top = git.toplevel(repo)
@@ -410,8 +414,9 @@ def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequenc
 
     changes = git.changed_paths(top, base_sha, head_sha)
     tree = _Tree(top, head_sha)
-    removed = sorted({p for s, p in changes if s == "D"} - ({p for s, p in changes if s == "D"} & tree.dirs
-                                                             if any(s == "D" for s, _ in changes) else set()))
+    deleted = {p for s, p in changes if s == "D"}
+    # a file that became a folder lives on, so its path is not cut
+    removed = sorted(p for p in deleted if p not in tree.dirs) if deleted else []
     changed_md = sorted(p for s, p in changes if s in "AMT" and markdown.is_markdown(p) and not _never(p))
     cuts = _cut_set(tree, removed, [*config.names, *(n.strip() for n in names)])
 
@@ -422,7 +427,7 @@ def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequenc
     items += orphans
     if orphans:
         failed.append("references")
-        items.append(Item("FAIL", "references", f"{len(orphans)} surviving reference(s) to {len(cuts)} removed name(s)"))
+        items.append(Item("FAIL", "references", f"{len(orphans)} surviving reference(s)"))
     else:
         items.append(Item("PASS", f"references: no surviving reference to {len(cuts)} removed name(s)"))
 
@@ -437,7 +442,7 @@ def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequenc
 
     if dag_path is not None:
         from gates.core.dagfile import check_dag  # yaml is heavy; load it only when a DAG is asked for
-        dag, problems = check_dag(dag_path, topic=topic)
+        dag, problems = check_dag(dag_path, topic=topic, brief_dir=brief_dir)  # a campaign's copy: briefs stay home
         if dag is None or problems:
             failed.append("dag")
             first = f": {problems[0]}" if problems else ""
@@ -459,9 +464,8 @@ def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequenc
         return Verdict(NAME, USAGE, f"ERROR: {len(cannot)} gate(s) or evaluator(s) could not run: {', '.join(cannot)}",
                        tuple(items), data)
     if failed:
-        return Verdict(NAME, FAIL, f"INCOHERENT: {len(failed)} check(s) failed: {', '.join(failed)}", tuple(items), data)
-    checks = sum(1 for i in items if i.status == "PASS")
-    return Verdict(NAME, PASS, f"COHERENT: {checks} check(s) passed", tuple(items), data)
+        return Verdict(NAME, FAIL, f"INCOHERENT: {len(failed)} check(s) failed", tuple(items), data)
+    return Verdict(NAME, PASS, "COHERENT: every check passed", tuple(items), data)
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:

@@ -46,7 +46,8 @@ def check(evaluators: Sequence[Check], worktree: Path, *, log_path: Path | None 
     failed = sum(i.status in ("FAIL", "TIMEOUT") for i in items)
     if errors:
         where = f"worktree {worktree} does not exist; " if missing else ""
-        return Verdict(NAME, USAGE, f"ERROR: {where}{errors} of {len(items)} evaluator(s) could not start",
+        also = f"; {failed} failed" if failed else ""
+        return Verdict(NAME, USAGE, f"ERROR: {where}{errors} of {len(items)} evaluator(s) could not start{also}",
                        tuple(items), data)
     if failed:
         return Verdict(NAME, FAIL, f"FAIL: {failed} of {len(items)} evaluator(s) failed", tuple(items), data)
@@ -101,7 +102,7 @@ def _log(log: IO[str] | None, ev: Check, cwd: Path, rc: str, seconds: float, out
     # written as each evaluator ends, so a long run can be followed and a crash keeps what finished
     if log is None:
         return
-    log.write(f"== {ev.name}: `{ev.run}`\n   cwd {cwd}\n   rc {rc}, {seconds:.2f}s\n")
+    log.write(f"== {ev.name}: `{ev.run}`\n   cwd {cwd.absolute()}\n   rc {rc}, {seconds:.2f}s\n")
     log.write(output if output.endswith("\n") or not output else output + "\n")
     log.write("\n")
     log.flush()

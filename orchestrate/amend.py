@@ -63,6 +63,7 @@ def update_premises(ctx, node_id: str, reason: str) -> None:
     from orchestrate import worktrees
     node = ctx.dag.by_id[node_id]
     verdict = premise.check(node_id, node.tripwires, worktrees.integration(ctx))
-    actual = {i: r["rc"] for i, r in enumerate(verdict.data.get("results", [])) if r["rc"] != r["expect"]}
+    actual = {i: r["rc"] for i, r in enumerate(verdict.data.get("results", []))
+              if r["rc"] != r["expect"] and not r.get("timed_out") and r["rc"] is not None}  # a hang proves nothing
     if actual:
         amend_node(ctx, node_id, reason, expect=actual)

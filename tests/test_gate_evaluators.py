@@ -54,6 +54,11 @@ def test_a_missing_command_is_2_never_a_pass(repo):
     assert v.summary.startswith("ERROR: ")
 
 
+def test_a_missing_command_outranks_a_failure_and_both_are_counted(repo):
+    v = run(repo, "exit 1", "no-such-command-anywhere")
+    assert v.code == 2 and v.summary == "ERROR: 1 of 2 evaluator(s) could not start; 1 failed"
+
+
 def test_a_file_that_is_not_executable_is_2(repo):
     (repo / "check.sh").write_text("#!/bin/sh\nexit 0\n")
     v = run(repo, "./check.sh")
@@ -101,7 +106,7 @@ def test_results_record_name_rc_seconds_and_timeout(repo):
     assert all(isinstance(r["seconds"], float) for r in v.data["results"])
 
 
-def test_evaluators_run_in_the_worktree_with_the_given_environment(repo, tmp_path):
+def test_evaluators_run_in_the_worktree_with_the_given_environment(repo):
     v = evaluators.check([Check("env", 'test "$(pwd)" = "$PWD" && test -f README.md && test "$FLAVOUR" = mint')],
                          repo, env={"FLAVOUR": "mint"})
     assert v.code == 0

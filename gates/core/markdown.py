@@ -32,7 +32,7 @@ _LIST_ITEM = re.compile(r"^[ \t]*(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
 _HTML_ID = re.compile(r"<[A-Za-z][^>]*?\s(?:id|name)\s*=\s*[\"']([^\"']+)[\"']")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _TAG = re.compile(r"<[^>\n]*>")
-_IMAGE_OR_LINK = re.compile(r"!?\[((?:[^\[\]]|\[[^\[\]]*\])*)\](?:\([^)]*\)|\[[^\]]*\])")
+_IMAGE_OR_LINK = re.compile(r"!?\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\([^)]*\)")
 _CODE_SPLIT = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
 _EDGE_UNDERSCORES = re.compile(r"(?<![^\W_])_+|_+(?![^\W_])")
 
@@ -189,13 +189,15 @@ def headings(text: str) -> list[str]:
 
 
 def slug(heading: str) -> str:
-    """GitHub's anchor for a heading: lower case, punctuation dropped except `-` and `_`, each space a `-`."""
-    text = _TAG.sub("", heading)
-    text = _IMAGE_OR_LINK.sub(lambda m: m.group(1), text)
+    """GitHub's anchor for a heading: lower case, punctuation dropped except `-` and `_`, each space a `-`.
+
+    Markup goes first, outside code spans only: tags, link and image syntax (their text stays), and
+    emphasis underscores at the edges of words.
+    """
     parts = []
-    for i, piece in enumerate(_CODE_SPLIT.split(text)):
-        # split yields [prose, run, code, prose, ...]: emphasis underscores go, code keeps its own
-        if i % 3 == 0:
+    for i, piece in enumerate(_CODE_SPLIT.split(heading)):
+        if i % 3 == 0:  # split yields [prose, backticks, code, prose, ...]
+            piece = _IMAGE_OR_LINK.sub(lambda m: m.group(1), _TAG.sub("", piece))
             parts.append(_EDGE_UNDERSCORES.sub("", piece))
         elif i % 3 == 2:
             parts.append(piece)

@@ -12,7 +12,7 @@ def handle(ctx: Context) -> Outcome:
     c = ctx.campaign
     integ = worktrees.integration(ctx)
     verdict = coherence.check(ctx.root, c.layer_base, c.tip, ledger=ctx.layout.ledger, dag_path=ctx.dag_file,
-                              topic=c.topic, worktree=integ)
+                              topic=c.topic, worktree=integ, brief_dir=ctx.brief_dir)
     entry = judge.record(ctx, None, verdict)
     ctx.subject = f"layer {c.k}"
     if verdict.code != 0:
