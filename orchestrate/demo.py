@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -46,15 +47,25 @@ def run(target: Path | None, *, red: bool, quiet: bool, jobs: int | None) -> int
     rc = run_campaign(repo, None, topic=None, mode=None, jobs=jobs, quiet=quiet, answers=answers)
     topic = "red" if red else "demo"
     expected = ExitCode.FAILED if red else ExitCode.PAUSED
+    prog = _program()
     print()
     print("what to look at next:")
     print(f"  cd {repo}")
     print("  git -C .ledger log --oneline          # the recorder: one commit per transition")
     print(f"  git log --graph --oneline campaign/{topic}   # the campaign branch: one --no-ff merge per node")
-    print("  orchestrate status                    # every node, its attempts, open seams")
+    print(f"  {prog} status                    # every node, its attempts, open seams")
     if not red:
-        print("  orchestrate decide final-acceptance accept --note 'looks right'   # accept the campaign")
+        print(f"  {prog} decide final-acceptance accept --note 'looks right'   # accept the campaign")
     if rc == expected:
         return ExitCode.OK
     print(f"the demo did not end as designed (exit {rc})")
     return rc
+
+
+def _program() -> str:
+    """How to call this orchestrate again: its full path when it is not the one on PATH (a fresh venv)."""
+    mine = Path(sys.executable).parent / "orchestrate"
+    found = shutil.which("orchestrate")
+    if mine.exists() and (found is None or Path(found).resolve() != mine.resolve()):
+        return str(mine)
+    return "orchestrate"
