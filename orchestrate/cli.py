@@ -5,6 +5,7 @@ imported inside the commands that need them so `orchestrate --version` starts fa
 """
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -52,6 +53,29 @@ def answers_option(f):
     return click.option("--answers", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                         help="YAML answers for seams in scripted runs: SEAM: CHOICE, or SEAM: {choice: C, note: N}, "
                              "or a list of those, used in order.")(f)
+
+
+def executor_options(f):
+    """--executor/--scheduler/--remote, gathered into one `executor` argument (None: use config.yaml)."""
+    @functools.wraps(f)
+    def wrapper(*args, executor_kind, scheduler, remote, **kw):
+        choice = None
+        if executor_kind or scheduler or remote:
+            from orchestrate.executors import choose
+            from orchestrate.project import project
+            choice = choose(project(Path.cwd()), kind=executor_kind, scheduler=scheduler, remote=remote)
+        return f(*args, executor=choice, **kw)
+    for opt in reversed((
+            click.option("--executor", "executor_kind", type=click.Choice(["local", "dask"]),
+                         help="Where workers run: local processes (default) or a Dask cluster "
+                              "(needs the `distributed` extra). Default: executor.kind of .ledger/config.yaml."),
+            click.option("--scheduler", metavar="ADDRESS",
+                         help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (with --executor dask)."),
+            click.option("--remote", metavar="URL",
+                         help="Repository the engine and every Dask worker can fetch from and push node "
+                              "branches to (with --executor dask)."))):
+        wrapper = opt(wrapper)
+    return wrapper
 
 
 def resolve_dag_path(dag_path: Path | None) -> Path:
@@ -135,8 +159,9 @@ def init() -> int:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only results, seams and errors.")
 @answers_option
+@executor_options
 def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | None, quiet: bool,
-        answers: Path | None) -> int:
+        answers: Path | None, executor) -> int:
     """Run a campaign to its end or to a human seam.
 
     Validates the DAG (an invalid one exits 1 before anything is written), creates campaign/<topic>
@@ -144,9 +169,14 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
     judges each result with the gates, and merges what passes with --no-ff. Every transition is a
     commit in .ledger/. Exits 0 done, 1 halted (the message says what to fix), 75 paused at a seam,
     130 interrupted (`orchestrate resume` continues).
+
+    With --executor dask, each worker runs on a Dask cluster: the node branch is pushed to --remote at
+    its base, a Dask worker fetches it, runs the worker, pushes the branch back, and the engine fetches
+    and judges it as usual. Only node branches are ever pushed, and only to --remote.
     """
     from orchestrate.runner import run_campaign
-    return run_campaign(Path.cwd(), dag_path, topic=topic, mode=mode, jobs=jobs, quiet=quiet, answers=answers)
+    return run_campaign(Path.cwd(), dag_path, topic=topic, mode=mode, jobs=jobs, quiet=quiet, answers=answers,
+                        executor=executor)
 
 
 @cli.command()
@@ -155,7 +185,8 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only results, seams, repairs and errors.")
 @answers_option
-def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, answers: Path | None) -> int:
+@executor_options
+def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, answers: Path | None, executor) -> int:
     """Continue the in-flight campaign after a crash, a Ctrl-C, a halt or a pause.
 
     Rebuilds the state from the newest valid checkpoint plus the journal after it, reconciles it with
@@ -163,7 +194,8 @@ def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, ans
     repair, and continues. Exit codes as for `run`; 4 when another runner holds the campaign.
     """
     from orchestrate.runner import resume_campaign
-    return resume_campaign(Path.cwd(), topic=topic, from_log=from_log, jobs=jobs, quiet=quiet, answers=answers)
+    return resume_campaign(Path.cwd(), topic=topic, from_log=from_log, jobs=jobs, quiet=quiet, answers=answers,
+                           executor=executor)
 
 
 @cli.command()

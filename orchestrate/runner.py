@@ -1,7 +1,9 @@
 """Starting a campaign, and reading one back from its journal."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gates.core import git
 from gates.core.errors import UsageError
@@ -14,7 +16,10 @@ from orchestrate.project import load, project
 from orchestrate.lock import CampaignLock
 from orchestrate.output import Reporter
 from orchestrate.recorder import Recorder
-from orchestrate.workers import LocalExecutor, default_jobs
+from orchestrate.workers import LocalExecutor
+
+if TYPE_CHECKING:
+    from orchestrate.executors import Choice
 
 
 def read_answers(path: Path | None) -> dict:
@@ -36,24 +41,27 @@ def read_answers(path: Path | None) -> dict:
 
 
 def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: str | None, jobs: int | None,
-                 quiet: bool, answers: Path | None = None) -> int:
+                 quiet: bool, answers: Path | None = None, executor: Choice | None = None) -> int:
     layout = project(cwd)
     dag_file = (dag_path or layout.default_dag).resolve()
     if not dag_file.exists():
         raise UsageError(f"{dag_file}: no such DAG file", hint="create it, or pass --dag PATH")
-    ctx = Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None,
-                  executor=_executor(jobs), out=Reporter(quiet=quiet), topic_override=topic, mode_override=mode,
-                  answers=read_answers(answers))
+    replies = read_answers(answers)
     name = _topic_of(dag_file, topic)
-    if name is None:
-        return drive(ctx)  # invalid DAG: DERIVE halts before anything is written
+    if name is None:  # invalid DAG: DERIVE halts before anything is written
+        return drive(Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None,
+                             executor=LocalExecutor(1), out=Reporter(quiet=quiet), topic_override=topic,
+                             mode_override=mode, answers=replies))
     with CampaignLock(layout.scratch / "locks", name):
         _refuse_reuse(layout, name)  # under the lock: a runner that just finished has left its branch
-        return drive(_hooked(ctx))
+        with _executor(layout, executor, jobs) as ex:
+            ctx = Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None, executor=ex,
+                          out=Reporter(quiet=quiet), topic_override=topic, mode_override=mode, answers=replies)
+            return drive(_hooked(ctx))
 
 
 def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int | None, quiet: bool,
-                    answers: Path | None = None) -> int:
+                    answers: Path | None = None, executor: Choice | None = None) -> int:
     from orchestrate import resume
     layout = project(cwd)
     name = resume.pick(layout, topic)
@@ -65,14 +73,15 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=from_log, warn=lambda m: out.always(f"warning: {m}"),
                                   crashed=lock.took_over is not None)
-        ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=_executor(jobs),
-                              out=out, answers=read_answers(answers)))
-        ctx.reload_dag()
-        resume.repair(ctx)
-        if campaign.state in ("HALT", "PAUSE"):
-            campaign.state = _stopped_in(recorder, campaign.state)  # that state runs again: after a fix, or an answer
-        out.line(f"resuming campaign {name} in {campaign.state}")
-        return drive(ctx)
+        with _executor(layout, executor, jobs) as ex:
+            ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=ex,
+                                  out=out, answers=read_answers(answers)))
+            ctx.reload_dag()
+            resume.repair(ctx)
+            if campaign.state in ("HALT", "PAUSE"):
+                campaign.state = _stopped_in(recorder, campaign.state)  # that state runs again: after a fix, or an answer
+            out.line(f"resuming campaign {name} in {campaign.state}")
+            return drive(ctx)
 
 
 def _stopped_in(recorder: Recorder, end: str) -> str:
@@ -94,7 +103,7 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
         campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
         seams.check_answer(campaign.seam, seam, choice)
         who = seams.who(layout.root, as_who)
-        ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=_executor(None), out=out))
+        ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=LocalExecutor(1), out=out))
         ctx.reload_dag()
         entry = seams.record(ctx, campaign.seam, choice, note, who, "human")
         recorder.commit(f"{name}: decide {seam} {choice} ({who})")
@@ -123,8 +132,15 @@ def _paused_topic(layout: Layout) -> str:
     raise UsageError(f"several campaigns wait at a seam: {', '.join(sorted(waiting))}", hint="pass --topic")
 
 
-def _executor(jobs: int | None) -> LocalExecutor:
-    return LocalExecutor(jobs or default_jobs())
+@contextmanager
+def _executor(layout: Layout, choice: Choice | None, jobs: int | None):
+    """The chosen executor, closed (its cluster connection dropped) however the run ends."""
+    from orchestrate import executors
+    ex = executors.build(layout, choice or executors.choose(layout, kind=None, scheduler=None, remote=None), jobs)
+    try:
+        yield ex
+    finally:
+        ex.close()
 
 
 def _hooked(ctx: Context) -> Context:

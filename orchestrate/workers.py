@@ -77,6 +77,7 @@ class Executor(Protocol):
     def poll(self) -> list[WorkOutcome]: ...
     def running(self) -> list[tuple[str, float]]: ...
     def cancel_all(self) -> None: ...
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -154,6 +155,9 @@ class LocalExecutor:
                 pass
             run.log_handle.close()
         self.live.clear()
+
+    def close(self) -> None:
+        """Nothing to let go of: the pool is this process's children, stopped by cancel_all."""
 
 
 def default_jobs() -> int:

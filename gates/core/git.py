@@ -208,6 +208,29 @@ def init_repo(path: str | Path, branch: str = "main") -> None:
     git(path, "init", "--quiet", f"--initial-branch={branch}")
 
 
+# ---- remotes (the Dask executor's only channel; nothing else pushes) ---------------------------
+
+def remote_head(repo: str | Path, remote: str, ref: str) -> str | None:
+    """The sha `ref` has on `remote`, or None when the remote lacks it."""
+    found = lines(repo, "ls-remote", "--", remote, ref)
+    exact = [ln.split("\t")[0] for ln in found if ln.split("\t")[-1] == ref]
+    return exact[0] if exact else None
+
+
+def fetch(repo: str | Path, remote: str, refspec: str) -> None:
+    """Fetch objects (and whatever `refspec` stores); FETCH_HEAD is left alone: it is shared state."""
+    git(repo, "fetch", "--quiet", "--no-write-fetch-head", "--no-tags", remote, refspec)
+
+
+def push(repo: str | Path, remote: str, src: str, ref: str, *, lease: str | None = None) -> None:
+    """Push `src` to `ref` on `remote`. With `lease`, the ref may be moved anywhere, but only while the
+    remote still has it at `lease` ("" = must not exist): never a blind force."""
+    args = ["push", "--quiet", "--no-verify"]
+    if lease is not None:
+        args.append(f"--force-with-lease={ref}:{lease}")
+    git(repo, *args, remote, f"{src}:{ref}")
+
+
 def identity_env(repo: str | Path) -> dict[str, str]:
     """A committer identity for our own commits when the user has none configured."""
     env = {}
