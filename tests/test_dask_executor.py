@@ -251,3 +251,24 @@ def test_a_task_run_twice_yields_one_branch_from_the_base(tmp_path, monkeypatch)
         "rev-parse", f"{second['head']}^{{tree}}")
     assert first["rc"] == second["rc"] == 0
     assert remote_refs(remote) == ["refs/heads/node/t/N"]
+
+
+def test_a_remote_worker_past_its_timeout_is_killed_and_its_work_kept(tmp_path, monkeypatch):
+    from orchestrate.remote import run_node
+    from tests.helpers import make_repo
+    monkeypatch.setenv("ORCHESTRATE_DASK_DIR", str(tmp_path / "work"))
+    repo = make_repo(tmp_path / "repo", {"README.md": "# r\n"})
+    remote = bare_remote(tmp_path)
+    base = repo.head()
+    repo.git("push", "--quiet", str(remote), f"{base}:refs/heads/node/t/N")
+    pid_file = tmp_path / "worker.pid"
+    spec = {"remote": str(remote), "topic": "t", "node": "N", "attempt": 1, "branch": "node/t/N", "base": base,
+            "command": f"echo half > f.txt; echo $$ > {pid_file}; exec sleep 60", "env": {}, "brief": "b",
+            "timeout": 0.5, "identity": {}, "cancel": None}
+
+    result = run_node(spec)
+
+    assert (result["rc"], result["timed_out"]) == (124, True)
+    assert "killed after 0.5s" in result["log"]
+    assert not alive(int(pid_file.read_text()))
+    assert RepoDir(remote).git("show", f"{result['head']}:f.txt") == "half"
