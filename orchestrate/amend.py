@@ -54,7 +54,7 @@ def remaining_layers(dag, past: list[list[str]]) -> list[list[str]]:
     """Layers from k on, re-derived; the nodes of past layers are settled."""
     from gates.core import graph
     settled = {n for layer in past for n in layer} | {n.id for n in dag.nodes if n.complete}
-    return graph.kahn_layers(dag.deps(), settled=settled)
+    return graph.kahn_layers(dag.layer_deps(), settled=settled)
 
 
 def update_premises(ctx, node_id: str, reason: str) -> None:

@@ -136,6 +136,59 @@ def layers(dag_path: Path | None, as_json: bool) -> int:
 
 
 @cli.command()
+@click.argument("node")
+@dag_option
+@click.option("--gates", "only_gates", is_flag=True, help="Print only the gates, one per line.")
+@click.option("--group", "only_group", is_flag=True, help="Print only the LOOPS_WITH group, one id per line.")
+@json_option
+def show(node: str, dag_path: Path | None, only_gates: bool, only_group: bool, as_json: bool) -> int:
+    """What the DAG derives for NODE: its layer, ordering predecessors, LOOPS_WITH group and the gates
+    that judge it (its own, its COMPOSES spokes' transitively, its EXTENDS actions and its group peers',
+    each once, plus the implicit outputs-present and payload-present(<edge>) contracts).
+
+    Exit 1 for an invalid DAG, 2 for a node the DAG does not declare.
+    """
+    from gates.core.dagfile import did_you_mean, load_dag
+    dag = load_dag(resolve_dag_path(dag_path))
+    if node not in dag.by_id:
+        raise UsageError(f"no node `{node}` in {dag.path}{did_you_mean(node, dag.by_id)}")
+    layer = next((k for k, ids in enumerate(dag.layers()) if node in ids), None)
+    info = {"id": node, "layer": layer, "depends_on": list(dag.deps()[node]), "group": list(dag.group_of(node)),
+            "gates": dag.effective_gates(node),
+            "incoming": [{"id": e.id, "from": e.src, "predicate": e.predicate, "type": e.type}
+                         for e in dag.incoming(node)]}
+    if as_json:
+        click.echo(_json().dumps(info))
+        return ExitCode.OK
+    if only_gates or only_group:
+        for value in (info["gates"] if only_gates else []) + (info["group"] if only_group else []):
+            click.echo(value)
+        return ExitCode.OK
+    click.echo(f"{node}: layer {'-' if layer is None else layer}"
+               f"{'  (complete)' if dag.by_id[node].complete else ''}")
+    click.echo(f"  after: {', '.join(info['depends_on']) or '-'}")
+    click.echo(f"  group: {', '.join(info['group'])}")
+    click.echo(f"  gates: {', '.join(info['gates']) or '-'}")
+    for e in info["incoming"]:
+        click.echo(f"  edge {e['id']}: {e['from']} {e['predicate']} ({e['type']})")
+    return ExitCode.OK
+
+
+@cli.command()
+@json_option
+def plugins(as_json: bool) -> int:
+    """List installed plugins (entry-point groups orchestrate.gates and orchestrate.workers) with their
+    state: ok, warning (an older protocol_version, loaded), refused (a newer, missing or non-integer
+    protocol_version, or a name two distributions export) or unavailable (failed to import). A plugin
+    only has to load when a DAG uses it. Exit 0.
+    """
+    from orchestrate import plugins as found
+    listed = found.discover()
+    click.echo(_json().dumps(found.as_json(listed)) if as_json else found.render(listed))
+    return ExitCode.OK
+
+
+@cli.command()
 def init() -> int:
     """Create the recorder .ledger/ (a nested git repository) in the current repository.
 

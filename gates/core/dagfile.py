@@ -6,7 +6,7 @@ the file, the line, the field and a fix. Unreadable input raises `UsageError` (e
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -17,7 +17,14 @@ from gates.core.yamlfile import Mapping, Problem, Sequence
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 TOPIC_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 MODES = ("interactive", "autonomous")
-PREDICATES = ("TRIGGERS", "PRODUCES", "COMPOSES", "EXTENDS", "LOOPS_WITH")
+SCHEMA_VERSIONS = (1,)
+ACTIVATIONS = ("always", "on_demand")
+JOINS = ("all", "any")
+ON_EXHAUSTED = ("halt", "continue")
+WORKER_KINDS = ("human",)
+COMMAND_PLUGIN = "command"  # the one gate plugin built in: a shell command, like an inline evaluator
+# Names the implicit contracts use; a declared gate with one of them would be ambiguous in a verdict.
+RESERVED_GATES = ("outputs-present", "payload-present")
 DEFAULT_TIMEOUT = 3600
 DEFAULT_MAX_ATTEMPTS = 2
 
@@ -60,6 +67,13 @@ class Node:
     timeout: int = DEFAULT_TIMEOUT
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     line: int = 0
+    plugin_gates: tuple[str, ...] = ()  # `gates:` instances of a non-command plugin, run by that plugin
+    outputs: tuple[str, ...] = ()  # keys the worker reports; conditions read them as src.outputs.<key>
+    activation: str = "always"  # on_demand: SKIPPED unless a reroute or a discovery fallback enables it
+    join: str = "all"  # all: every incoming ordering edge taken; any: at least one
+    max_rework: int | None = None
+    on_exhausted: str = "halt"  # continue: ABANDONED after max_rework instead of halting
+    worker_spec: dict | None = None  # `worker: {capabilities: [...]}` or `{kind: human}`
 
 
 @dataclass(frozen=True)
@@ -73,13 +87,49 @@ class Dag:
     nodes: tuple[Node, ...]
     by_id: dict[str, Node] = field(repr=False, compare=False)
     policy: dict = field(default_factory=dict, repr=False, compare=False)
+    edges: tuple = ()  # tuple[edges.Edge, ...]: the `edges:` list in file order, then the `depends_on` short forms
+    params: dict = field(default_factory=dict, compare=False)
+    gates: dict = field(default_factory=dict, repr=False, compare=False)  # name -> {plugin, ...config}
+    _groups: tuple = field(default=(), repr=False, compare=False)
+    _layer_deps: dict = field(default_factory=dict, repr=False, compare=False)
+    _effective: dict = field(default_factory=dict, repr=False, compare=False)
 
     def deps(self) -> dict[str, tuple[str, ...]]:
+        """node -> ordering predecessors (depends_on, TRIGGERS, PRODUCES, and the spokes a hub COMPOSES)."""
         return {n.id: n.depends_on for n in self.nodes}
+
+    def layer_deps(self) -> dict[str, tuple[str, ...]]:
+        """`deps()` with each LOOPS_WITH group contracted: a member waits for all its group's outside deps."""
+        return self._layer_deps or self.deps()
 
     def layers(self) -> list[list[str]]:
         """Kahn layers in natural id order; complete nodes are settled and never appear."""
-        return graph.kahn_layers(self.deps(), settled=(n.id for n in self.nodes if n.complete))
+        return graph.kahn_layers(self.layer_deps(), settled=(n.id for n in self.nodes if n.complete))
+
+    def groups(self) -> list[tuple[str, ...]]:
+        """LOOPS_WITH groups (co-reconciled), each in natural id order."""
+        return list(self._groups)
+
+    def group_of(self, node_id: str) -> tuple[str, ...]:
+        return next((g for g in self._groups if node_id in g), (node_id,))
+
+    def effective_gates(self, node_id: str) -> list[str]:
+        """The gate names judging `node_id` (seeds-other §3.1), sorted by name."""
+        return list(self._effective.get(node_id, ()))
+
+    def effective_checks(self, node_id: str) -> tuple[Check, ...]:
+        """The command checks behind `effective_gates`: the node's own first, then its spokes' and peers'."""
+        wanted = set(self.effective_gates(node_id)) or {c.name for c in self.by_id[node_id].evaluators}
+        found: dict[str, Check] = {}
+        for n in [self.by_id[node_id]] + sorted(self.nodes, key=lambda m: graph.natural_key(m.id)):
+            for c in n.evaluators:
+                if c.name in wanted:
+                    found.setdefault(c.name, c)
+        return tuple(found[name] for name in sorted(found))
+
+    def incoming(self, node_id: str) -> list:
+        """Ordering edges whose later end is `node_id` (for COMPOSES that is the hub), in edge-id order."""
+        return sorted((e for e in self.edges if e.orders and e.after == node_id), key=lambda e: graph.natural_key(e.id))
 
     def partition(self, layer: list[str]) -> tuple[list[str], list[str]]:
         """(parallel set, serial rest) of one layer, each in natural id order."""
@@ -144,17 +194,25 @@ POLICY_RULE_FIELDS: dict[str, tuple[Checker, bool]] = {
     "choice": (_is_text, True), "limit": (_is_pos_int, False), "then": (_is_text, False)}
 TRIPWIRE_FIELDS: dict[str, tuple[Checker, bool]] = {
     "run": (_is_text, True), "expect": (_is_int, False), "why": (_is_str, False), "timeout": (_is_pos_int, False)}
-EDGE_FIELDS: dict[str, tuple[Checker, bool]] = {
-    "id": (_is_text, True), "from": (_is_text, True), "to": (_is_text, True),
-    "predicate": (_is_text, True), "type": (_is_text, False)}
+GATE_FIELDS: dict[str, tuple[Checker | None, bool]] = {"plugin": (_is_text, True)}  # plus the plugin's config
+COMMAND_GATE_FIELDS: dict[str, tuple[Checker | None, bool]] = {
+    "plugin": (_is_text, True), "run": (_is_text, True), "timeout": (_is_pos_int, False), "review": (_is_bool, False)}
+WORKER_SPEC_FIELDS: dict[str, tuple[Checker | None, bool]] = {
+    "capabilities": (_is_str_list, False), "kind": (_is_text, False), "fallback_worker": (_is_text, False)}
 NODE_FIELDS: dict[str, tuple[Checker, bool]] = {
     "id": (None, True), "title": (_is_str, False), "depends_on": (_is_str_list, False),
-    "file_surface": (_is_str_list, True), "discipline": (_is_text, False), "worker": (_is_text, False),
+    "file_surface": (_is_str_list, True), "discipline": (_is_text, False), "worker": (None, False),
     "brief": (_is_str, False), "brief_file": (_is_text, False), "evaluators": (None, False),
     "tripwires": (None, False), "serialize": (_is_bool, False), "complete": (_is_bool, False),
-    "mitigates": (_is_str_list, False), "timeout": (_is_pos_int, False), "max_attempts": (_is_pos_int, False)}
+    "mitigates": (_is_str_list, False), "timeout": (_is_pos_int, False), "max_attempts": (_is_pos_int, False),
+    "outputs": (_is_str_list, False), "activation": (_is_text, False), "join": (_is_text, False),
+    "max_rework": (_is_pos_int, False), "on_exhausted": (_is_text, False)}
+# Closed sets of node fields: (field, allowed values, what a value is called in the message).
+NODE_ENUMS = (("activation", ACTIVATIONS, "an activation"), ("join", JOINS, "a join"),
+              ("on_exhausted", ON_EXHAUSTED, "an on_exhausted"))
 TOP_FIELDS: dict[str, tuple[Checker | None, bool]] = {
-    "topic": (_is_text, False), "base": (_is_text, False), "mode": (_is_text, False), "defaults": (None, False),
+    "schema_version": (_is_int, False), "campaign": (_is_text, False), "params": (None, False),
+    "gates": (None, False), "topic": (_is_text, False), "base": (_is_text, False), "mode": (_is_text, False), "defaults": (None, False),
     "workers": (None, False), "checks": (None, False), "nodes": (None, True), "edges": (None, False),
     "policy": (None, False)}
 DEFAULT_FIELDS: dict[str, tuple[Checker, bool]] = {"timeout": (_is_pos_int, False), "max_attempts": (_is_pos_int, False)}
@@ -246,11 +304,20 @@ def validate(data: object, file: str, *, topic: str | None = None,
                 f"the DAG must be a mapping with a `nodes:` list, got {_kind(data)}")
         return None, rep.problems
     rep.fields(data, TOP_FIELDS, "")
+    version = data.get("schema_version", 1)
+    if isinstance(version, int) and version not in SCHEMA_VERSIONS:
+        rep.add(data.key_line("schema_version"), "schema_version", "enum",
+                f"unsupported schema_version {version}; this orchestrate reads schema_version: 1")
 
-    topic_value = topic or data.get("topic") or Path(file).stem
+    # `campaign:` is the reference documents' word for our `topic:`; two spellings of one value conflict.
+    topic_key = "campaign" if "campaign" in data and "topic" not in data else "topic"
+    if "campaign" in data and "topic" in data:
+        rep.add(data.key_line("campaign"), "campaign", "exclusive",
+                "give `topic` or `campaign` (its alias), not both")
+    topic_value = topic or data.get(topic_key) or Path(file).stem
     if isinstance(topic_value, str) and (why := topic_problem(topic_value)):
-        rep.add(data.key_line("topic") if "topic" in data and not topic else 0, "topic", "topic",
-                why + ("" if "topic" in data or topic else "; set `topic:` (the default is the file's stem)"))
+        rep.add(data.key_line(topic_key) if topic_key in data and not topic else 0, topic_key, "topic",
+                why + ("" if topic_key in data or topic else "; set `topic:` (the default is the file's stem)"))
     mode = data.get("mode", "interactive")
     if isinstance(mode, str) and mode not in MODES:
         rep.add(data.key_line("mode"), "mode", "enum", f"`{mode}` is not a mode: use interactive or autonomous")
@@ -271,6 +338,8 @@ def validate(data: object, file: str, *, topic: str | None = None,
             rep.add(workers.key_line(key), f"workers.{key}", "type", "expected a non-empty command line")
 
     checks = _checks(rep, data.get("checks"), data.key_line("checks"), "checks", CHECK_FIELDS)
+    params = _params(rep, data.get("params"), data.key_line("params"))
+    gates = _gates(rep, data.get("gates"), data.key_line("gates"))
     policy = _policy(rep, data.get("policy"), data.key_line("policy"))
     nodes_raw = data.get("nodes")
     if "nodes" in data and not isinstance(nodes_raw, Sequence):
@@ -281,12 +350,15 @@ def validate(data: object, file: str, *, topic: str | None = None,
     nodes: list[Node] = []
     first_line: dict[str, int] = {}
     node_lines: dict[str, Mapping] = {}
+    declared: set[str] = set()
     for i, raw in enumerate(nodes_raw):
         where = f"nodes[{i}]"
         if not isinstance(raw, Mapping):
             rep.add(nodes_raw.item_line(i), where, "type", f"expected a node mapping, got {_kind(raw)}")
             continue
-        node = _node(rep, raw, where, workers, defaults, base_dir)
+        if isinstance(raw.get("id"), str):
+            declared.add(raw["id"])
+        node = _node(rep, raw, where, workers, defaults, base_dir, gates, has_workers="workers" in data)
         if node is None:
             continue
         where = f"nodes.{node.id}"
@@ -298,33 +370,28 @@ def validate(data: object, file: str, *, topic: str | None = None,
         node_lines[node.id] = raw
         nodes.append(node)
 
-    edges = data.get("edges") or Sequence()
-    extra_deps = _edges(rep, edges, data.key_line("edges"), first_line)
-    if extra_deps:
-        nodes = [_with_deps(n, extra_deps.get(n.id, ())) for n in nodes]
-
     by_id = {n.id: n for n in nodes}
     for n in nodes:
         raw = node_lines[n.id]
         seen = set()
         for j, dep in enumerate(n.depends_on):
-            line = raw["depends_on"].item_line(j) if isinstance(raw.get("depends_on"), Sequence) and j < len(raw["depends_on"]) else raw.line
+            line = raw["depends_on"].item_line(j) if isinstance(raw.get("depends_on"), Sequence) else raw.line
             if dep in seen:
                 rep.add(line, f"nodes.{n.id}.depends_on", "duplicate-dependency", f"`{dep}` is listed twice")
             seen.add(dep)
             if dep not in by_id and dep not in first_line:
                 rep.add(line, f"nodes.{n.id}.depends_on", "dangling",
                         f"`{dep}` is not a node of this DAG{did_you_mean(dep, by_id)}")
-    deps = {n.id: tuple(d for d in n.depends_on if d in by_id) for n in nodes}
-    on_cycle: set[str] = set()
-    for cycle in graph.cycles(deps):
-        on_cycle.update(cycle)
-        raw = node_lines[cycle[0]]
-        rep.add(raw.key_line("depends_on"), f"nodes.{cycle[0]}.depends_on", "cycle",
-                f"dependency cycle {' -> '.join(cycle)}; remove one of these dependencies")
+    nodes = [replace(n, depends_on=tuple(d for d in dict.fromkeys(n.depends_on) if d in by_id)) for n in nodes]
+    from gates.core import edges as edgemod  # edges builds on this module's schema helpers
+    model = edgemod.check(rep, data.get("edges"), data.key_line("edges"), nodes, node_lines,
+                          declared, params, gates)
+    # Every ordering predecessor becomes part of depends_on, so code reading a node alone sees them all.
+    nodes = [replace(n, depends_on=model.deps[n.id]) for n in nodes]
+    by_id = {n.id: n for n in nodes}
     surfaces = {n.id: n.file_surface for n in nodes
-                if not n.serialize and not n.complete and n.id not in on_cycle}
-    for a, b, pairs in graph.surface_conflicts(surfaces, deps):
+                if not n.serialize and not n.complete and n.id not in model.on_cycle}
+    for a, b, pairs in graph.surface_conflicts(surfaces, model.layer_deps, exempt=model.exempt):
         tokens = ", ".join(f"`{x}`" if x == y else f"`{x}` ~ `{y}`" for x, y in pairs)
         rep.add(node_lines[b].key_line("file_surface"), f"nodes.{b}.file_surface", "surface-conflict",
                 f"concurrent nodes `{a}` and `{b}` both claim {tokens}; mark one `serialize: true` "
@@ -333,7 +400,9 @@ def validate(data: object, file: str, *, topic: str | None = None,
         return None, sorted(rep.problems, key=lambda p: (p.line, p.field))
     return Dag(path=file, topic=str(topic_value), base=str(data.get("base", "HEAD")), mode=str(mode),
                workers=dict(workers), checks=tuple(_check(c) for c in checks),
-               nodes=tuple(nodes), by_id=by_id, policy=policy), []
+               nodes=tuple(nodes), by_id=by_id, policy=policy, edges=tuple(model.edges), params=params,
+               gates=gates, _groups=tuple(model.groups), _layer_deps=model.layer_deps,
+               _effective=model.effective), []
 
 
 def _check(raw: Mapping) -> Check:
@@ -374,15 +443,121 @@ def _policy(rep: _Report, value: object, line: int) -> dict:
     return {"realignment": result} if result else {}
 
 
-def _with_deps(node: Node, extra: tuple[str, ...]) -> Node:
-    if not extra:
-        return node
-    from dataclasses import replace
-    return replace(node, depends_on=tuple(dict.fromkeys(node.depends_on + extra)))
+def _params(rep: _Report, value: object, line: int) -> dict:
+    """`params:` a flat mapping of scalars, read by conditions as `params.<key>`."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        rep.add(line, "params", "type", f"expected a mapping of names to values, got {_kind(value)}")
+        return {}
+    for key, v in value.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            rep.add(value.key_line(key), f"params.{key}", "type",
+                    f"`{key}` cannot be read as params.<name>: use letters, digits and `_`")
+        elif isinstance(v, (dict, list)):
+            rep.add(value.key_line(key), f"params.{key}", "type",
+                    f"expected text, a number, true/false or null, got {_kind(v)}")
+    return dict(value)
 
 
-def _node(rep: _Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapping, base_dir: Path) -> Node | None:
+def _gates(rep: _Report, value: object, line: int) -> dict[str, dict]:
+    """`gates:` named gate instances `{plugin: <name>, ...config}`; the plugin itself is resolved at run time."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        rep.add(line, "gates", "type", f"expected a mapping of gate names to {{plugin: ..., ...}}, got {_kind(value)}")
+        return {}
+    out = {}
+    for name, spec in value.items():
+        where = f"gates.{name}"
+        before = len(rep.problems)
+        if why := id_problem(name):
+            rep.add(value.key_line(name), where, "id", why)
+        elif name in RESERVED_GATES:
+            rep.add(value.key_line(name), where, "reserved", f"`{name}` is the name of an implicit gate; rename it")
+        if not isinstance(spec, Mapping):
+            rep.add(value.key_line(name), where, "type", f"expected {{plugin: ..., ...config}}, got {_kind(spec)}")
+            continue
+        if spec.get("plugin") == COMMAND_PLUGIN:
+            rep.fields(spec, COMMAND_GATE_FIELDS, where)
+        elif "plugin" not in spec:
+            rep.add(spec.line, f"{where}.plugin", "missing", "required key `plugin` is missing")
+        elif why := _is_text(spec["plugin"]):
+            rep.add(spec.key_line("plugin"), f"{where}.plugin", "type", why)
+        if len(rep.problems) == before:
+            out[name] = dict(spec)
+    return out
+
+
+def _evaluators(rep: _Report, value: object, line: int, where: str, gates: dict) -> tuple[list[Check], list[str]]:
+    """Inline `{name, run}` evaluators and references to `gates:` instances, in the order written.
+
+    A reference to a `command` gate becomes an ordinary Check, so the engine runs it like an inline one;
+    any other plugin's gate is kept by name for the plugin layer.
+    """
+    if value is None:
+        return [], []
+    if not isinstance(value, Sequence):
+        rep.add(line, where, "type", f"expected a list, got {_kind(value)}")
+        return [], []
+    names = [v["name"] for v in value if isinstance(v, Mapping) and isinstance(v.get("name"), str)]
+    checks, plugin_gates, seen = [], [], set()
+    for i, item in enumerate(value):
+        loc = f"{where}[{i}]"
+        if isinstance(item, Mapping):
+            before = len(rep.problems)
+            rep.fields(item, CHECK_FIELDS, loc)
+            if len(rep.problems) == before:
+                checks.append(_check(item))
+            name = item.get("name")
+        elif isinstance(item, str):
+            name = item
+            if item not in gates:
+                known = sorted(set(gates) | set(names))
+                rep.add(value.item_line(i), loc, "unknown-gate",
+                        f"unknown gate '{item}' (known: {', '.join(known) or 'none'})")
+            elif gates[item]["plugin"] == COMMAND_PLUGIN:
+                g = gates[item]
+                checks.append(Check(item, g["run"], g.get("timeout"), g.get("review", False)))
+            else:
+                plugin_gates.append(item)
+        else:
+            rep.add(value.item_line(i), loc, "type",
+                    f"expected a gate name or a mapping like {{name: ..., run: ...}}, got {_kind(item)}")
+            continue
+        if name in seen:
+            rep.add(value.item_line(i), loc, "duplicate-gate", f"gate '{name}' is listed twice")
+        seen.add(name)
+    return checks, plugin_gates
+
+
+def _worker(rep: _Report, raw: Mapping, where: str) -> tuple[str | None, dict | None]:
+    """`worker:` a command line, or a mapping asking for a capability match or a person."""
+    value = raw.get("worker")
+    if value is None or isinstance(value, str):
+        if isinstance(value, str) and not value.strip():
+            rep.add(raw.key_line("worker"), f"{where}.worker", "type", "must not be empty")
+        return value, None
+    if not isinstance(value, Mapping):
+        rep.add(raw.key_line("worker"), f"{where}.worker", "type",
+                f"expected a command, {{capabilities: [...]}} or {{kind: human}}, got {_kind(value)}")
+        return None, None
+    loc = f"{where}.worker"
+    rep.fields(value, WORKER_SPEC_FIELDS, loc)
+    if ("capabilities" in value) == ("kind" in value):
+        rep.add(value.line, loc, "exclusive", "give exactly one of `capabilities` or `kind`")
+    kind = value.get("kind")
+    if isinstance(kind, str) and kind not in WORKER_KINDS:
+        rep.add(value.key_line("kind"), f"{loc}.kind", "enum", f"`{kind}` is not a worker kind: use {', '.join(WORKER_KINDS)}")
+    if value.get("capabilities") == []:
+        rep.add(value.key_line("capabilities"), f"{loc}.capabilities", "missing", "list at least one capability")
+    return None, dict(value)
+
+
+def _node(rep: _Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapping, base_dir: Path,
+          gates: dict | None = None, has_workers: bool = True) -> Node | None:
     before = len(rep.problems)
+    gates = gates or {}
     node_id = raw.get("id")
     if "id" in raw:
         why = id_problem(node_id)
@@ -399,61 +574,64 @@ def _node(rep: _Report, raw: Mapping, where: str, workers: Mapping, defaults: Ma
     for j, dep in enumerate(raw.get("depends_on") or ()):
         if isinstance(raw["depends_on"], Sequence) and (why := id_problem(dep)) and isinstance(dep, bool):
             rep.add(raw["depends_on"].item_line(j), f"{where}.depends_on", "id", why)
-    evaluators = _checks(rep, raw.get("evaluators"), raw.key_line("evaluators"), f"{where}.evaluators", CHECK_FIELDS)
+    evaluators, plugin_gates = _evaluators(rep, raw.get("evaluators"), raw.key_line("evaluators"),
+                                           f"{where}.evaluators", gates)
     tripwires = _checks(rep, raw.get("tripwires"), raw.key_line("tripwires"), f"{where}.tripwires", TRIPWIRE_FIELDS)
     if "brief" in raw and "brief_file" in raw:
         rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "exclusive", "give `brief` or `brief_file`, not both")
     elif isinstance(raw.get("brief_file"), str) and not (base_dir / raw["brief_file"]).is_file():
         rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "missing-file",
                 f"`{raw['brief_file']}` does not exist (paths are relative to the DAG file's folder)")
-    worker = raw.get("worker") if isinstance(raw.get("worker"), str) else None
+    _outcome_fields(rep, raw, where)
+    worker, worker_spec = _worker(rep, raw, where)
     discipline = raw.get("discipline") if isinstance(raw.get("discipline"), str) else None
-    if worker is None and not raw.get("complete"):
+    if worker is None and worker_spec is None and not raw.get("complete"):
         if discipline is None:
             rep.add(raw.line, where, "no-worker",
                     "no worker: set `worker:` or a `discipline:` that `workers:` maps to a command")
-        elif discipline not in workers:
+        # Without any `workers:` section a discipline is a routing label the run resolves (worker plugins).
+        elif discipline not in workers and has_workers:
             rep.add(raw.key_line("discipline"), f"{where}.discipline", "unknown-discipline",
                     f"`{discipline}` is not under `workers:`{did_you_mean(discipline, workers)}")
     if len(rep.problems) != before or node_id is None:
         return None
     return Node(
         id=node_id, title=raw.get("title") or node_id, depends_on=tuple(raw.get("depends_on") or ()),
-        file_surface=tuple(raw["file_surface"]), worker=worker or workers.get(discipline or ""),
+        file_surface=tuple(raw["file_surface"]),
+        worker=worker or (None if worker_spec else workers.get(discipline or "")),
         discipline=discipline, brief=raw.get("brief") or "", brief_file=raw.get("brief_file"),
-        evaluators=tuple(_check(e) for e in evaluators),
+        evaluators=tuple(evaluators),
         tripwires=tuple(Tripwire(t["run"], t.get("expect", 0), t.get("why", ""), t.get("timeout")) for t in tripwires),
         serialize=raw.get("serialize") is True, complete=raw.get("complete") is True,
         mitigates=tuple(raw.get("mitigates") or ()),
         timeout=raw.get("timeout", defaults.get("timeout", DEFAULT_TIMEOUT)),
         max_attempts=raw.get("max_attempts", defaults.get("max_attempts", DEFAULT_MAX_ATTEMPTS)),
-        line=raw.line)
+        line=raw.line, plugin_gates=tuple(plugin_gates), outputs=tuple(raw.get("outputs") or ()),
+        activation=raw.get("activation", "always"), join=raw.get("join", "all"),
+        max_rework=raw.get("max_rework"), on_exhausted=raw.get("on_exhausted", "halt"), worker_spec=worker_spec)
 
 
-def _edges(rep: _Report, edges: object, line: int, ids: dict[str, int]) -> dict[str, tuple[str, ...]]:
-    """Typed edges; only static TRIGGERS edges (the long form of `depends_on`) are scheduled here."""
-    extra: dict[str, tuple[str, ...]] = {}
-    good = _checks(rep, edges, line, "edges", EDGE_FIELDS)
-    for e in good:
-        where = f"edges.{e['id']}"
-        if e["predicate"] not in PREDICATES:
-            rep.add(e.key_line("predicate"), f"{where}.predicate", "enum",
-                    f"`{e['predicate']}` is not a predicate: use one of {', '.join(PREDICATES)}")
-            continue
-        if e["predicate"] != "TRIGGERS" or e.get("type", "static") != "static":
-            rep.add(e.key_line("predicate"), f"{where}.predicate", "unsupported",
-                    f"{e['predicate']} {e.get('type', 'static')} edges are not supported by this version; "
-                    "use a static TRIGGERS edge or `depends_on`")
-            continue
-        for end in ("from", "to"):
-            if e[end] not in ids:
-                rep.add(e.key_line(end), f"{where}.{end}", "dangling",
-                        f"`{e[end]}` is not a node of this DAG{did_you_mean(e[end], ids)}")
-        if e["from"] == e["to"]:
-            rep.add(e.line, where, "self-edge", "an edge from a node to itself is a cycle")
-        elif e["from"] in ids and e["to"] in ids:
-            extra[e["to"]] = extra.get(e["to"], ()) + (e["from"],)
-    return extra
+def _outcome_fields(rep: _Report, raw: Mapping, where: str) -> None:
+    """activation, join, on_exhausted (closed sets), outputs (readable names) and the ABANDONED opt-in."""
+    for key, allowed, called in NODE_ENUMS:
+        value = raw.get(key)
+        if isinstance(value, str) and value not in allowed:
+            rep.add(raw.key_line(key), f"{where}.{key}", "enum",
+                    f"`{value}` is not {called}: use {' or '.join(allowed)}")
+    outputs = raw.get("outputs")
+    if isinstance(outputs, list):
+        seen = set()
+        for j, key in enumerate(outputs):
+            line = outputs.item_line(j) if isinstance(outputs, Sequence) else raw.line
+            if isinstance(key, str) and not key.isidentifier():
+                rep.add(line, f"{where}.outputs", "type",
+                        f"`{key}` cannot be read as src.outputs.<key>: use letters, digits and `_`")
+            elif key in seen:
+                rep.add(line, f"{where}.outputs", "duplicate", f"`{key}` is listed twice")
+            seen.add(key)
+    if raw.get("on_exhausted") == "continue" and "max_rework" not in raw:
+        rep.add(raw.key_line("on_exhausted"), f"{where}.on_exhausted", "missing",
+                "on_exhausted: continue needs max_rework: N (how many reworks before ABANDONED)")
 
 
 def read_text(path: str | Path) -> str:

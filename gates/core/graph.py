@@ -143,14 +143,16 @@ def _cycle_from(start: str, graph: Mapping[str, list[str]], members: set[str]) -
     raise AssertionError(f"no cycle through {start} in its strong component")
 
 
-def surface_conflicts(surfaces: Mapping[str, tuple[str, ...]], deps: Mapping[str, Iterable[str]]
-                      ) -> list[tuple[str, str, list[tuple[str, str]]]]:
+def surface_conflicts(surfaces: Mapping[str, tuple[str, ...]], deps: Mapping[str, Iterable[str]],
+                      exempt: Iterable[frozenset] = ()) -> list[tuple[str, str, list[tuple[str, str]]]]:
     """Pairs of concurrent nodes (neither reaches the other) whose surfaces overlap.
 
     `surfaces` holds only the nodes that take part (callers leave out serialize and complete nodes);
-    `deps` is the whole graph, for reachability. Returns (a, b, [(token of a, token of b), ...]) with
-    a before b in natural order, sorted.
+    `deps` is the whole graph, for reachability. `exempt` holds node pairs that can never both run (a
+    node and its discovery fallback or reroute target: one replaces the other). Returns
+    (a, b, [(token of a, token of b), ...]) with a before b in natural order, sorted.
     """
+    skip = {frozenset(p) for p in exempt}
     owners: dict[str, list[str]] = defaultdict(list)
     spelled: dict[tuple[str, str], str] = {}  # (node, token as compared) -> token as the node wrote it
     for node, tokens in surfaces.items():
@@ -192,7 +194,7 @@ def surface_conflicts(surfaces: Mapping[str, tuple[str, ...]], deps: Mapping[str
                 key = (a, b) if natural_key(a) < natural_key(b) else (b, a)
                 candidate[key].append((token, token))
     result = [(a, b, sorted({(spelled[a, x], spelled[b, y]) for x, y in pairs}))
-              for (a, b), pairs in candidate.items() if not ordered(a, b)]
+              for (a, b), pairs in candidate.items() if not ordered(a, b) and frozenset((a, b)) not in skip]
     return sorted(result, key=lambda r: (natural_key(r[0]), natural_key(r[1])))
 
 

@@ -22,6 +22,11 @@ def handle(ctx: Context) -> Outcome:
         ctx.problems = exc.problems
         ctx.halt_reason = f"the DAG {source} is invalid; nothing was written"
         return Outcome.INVALID
+    from orchestrate.support import gaps
+    if missing := gaps(dag):
+        ctx.problems = missing
+        ctx.halt_reason = f"the DAG {source} is valid but uses what this engine cannot run yet; nothing was written"
+        return Outcome.INVALID
     topic = dag.topic
     baseline = git.resolve(ctx.root, dag.base)
     copy = ctx.layout.state(topic) / "dag.yaml"

@@ -7,6 +7,7 @@ Order (DESIGN §5): adherence of the campaign branch so far; then for the node (
 from __future__ import annotations
 
 from gates import adherence, coherence, evaluators, premise, reconcile_node
+from gates.core import git
 from gates.core.verdict import Verdict
 from orchestrate import judge, schedule
 from orchestrate.campaign import INVALIDATED, PENDING, REWORK
@@ -42,13 +43,13 @@ def handle(ctx: Context) -> Outcome:
     else:
         run_dir = ctx.layout.runs(c.topic) / node_id
         checks = [
-            evaluators.check(node.evaluators, worktree, log_path=run_dir / f"evaluators-{ns.attempt}.log",
+            evaluators.check(ctx.dag.effective_checks(node_id), worktree, log_path=run_dir / f"evaluators-{ns.attempt}.log",
                              default_timeout=node.timeout),
             reconcile_node.check(node_id, node.file_surface,
                                  reconcile_node.changes_between(ctx.root, ns.base, ns.head)),
             coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
                             worktree=worktree, project_gates=False),
-        ]
+        ] + [_payload(ctx, e, ns.head) for e in ctx.dag.edges if e.predicate == "PRODUCES" and e.src == node_id]
         for v in checks:
             verdicts.append(v)
             entries.append(judge.record(ctx, node_id, v)["id"])
@@ -74,6 +75,16 @@ def handle(ctx: Context) -> Outcome:
     ctx.out.line(f"{node_id}: {verdict.upper()} (attempt {ns.attempt} of {node.max_attempts}): "
                  + "; ".join(v.summary for v in failed))
     return Outcome.ESCALATE if verdict == "escalate" else Outcome.REWORK
+
+
+def _payload(ctx: Context, edge, head: str) -> Verdict:
+    """A PRODUCES edge's contract, judged on the producer: every payload path exists at its head."""
+    from gates.core.edges import payload_gate
+    missing = [p for p in edge.payload if not git.git(ctx.root, "cat-file", "-e", f"{head}:{p}", check=False)]
+    if not missing:
+        return Verdict(payload_gate(edge.id), 0, f"PASS: {', '.join(edge.payload)} present for {edge.dst}")
+    return Verdict(payload_gate(edge.id), 1, f"FAIL: {edge.src} must produce {', '.join(missing)} for {edge.dst} "
+                   f"(edge {edge.id}); not found at {head[:12]}")
 
 
 def _reviewers_disagree(node, verdict: Verdict) -> list[str]:
