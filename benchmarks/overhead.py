@@ -81,10 +81,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="16,64,256")
     ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--dir", default=None, help="where to build the repositories (e.g. /dev/shm for tmpfs)")
     a = ap.parse_args()
     print(f"{'nodes':>6} {'orchestrate':>12} {'by hand':>9} {'ratio':>6} {'per node':>9}  target <= 1.5")
     for n in (int(x) for x in a.sizes.split(",")):
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
             hand = by_hand(Path(tmp), n)
             ours = engine(Path(tmp), n, a.layers)
         print(f"{n:>6} {ours:>11.2f}s {hand:>8.2f}s {ours / hand:>6.2f} {1000 * ours / n:>7.0f}ms  "

@@ -277,16 +277,8 @@ def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: 
 def status(topic: str | None, as_json: bool) -> int:
     """Show the campaign's layer, every node's status and attempt, open seams, and why each waiting
     node waits."""
-    from orchestrate import status as status_mod
-    from orchestrate.project import load, pick_topic, project
-    layout = project(Path.cwd())
-    campaign, _ = load(layout, pick_topic(layout, topic, any_state=True))
-    data = status_mod.summary(campaign)
-    if as_json:
-        click.echo(_json().dumps(data, indent=2))
-    else:
-        for line in status_mod.render(data):
-            click.echo(line)
+    from orchestrate.status import show
+    print(show(Path.cwd(), topic, as_json))
     return ExitCode.OK
 
 

@@ -1,13 +1,48 @@
-"""The console script: answers `--version` without loading the CLI framework, else runs the CLI."""
+"""The console script: answers `--version` and plain `status` without loading the CLI framework.
+
+Both are what people and scripts call most often; click's import alone costs more than their work.
+Anything else (including `status --help` or an error) goes through the CLI and its error boundary.
+"""
 from __future__ import annotations
 
 import sys
 
 
 def main() -> int:
-    if sys.argv[1:] in (["--version"], ["-V"]):
+    args = sys.argv[1:]
+    if args in (["--version"], ["-V"]):
         from orchestrate import __version__
         print(f"orchestrate, version {__version__}")
         return 0
+    if args[:1] == ["status"] and (quick := _status_args(args[1:])) is not None:
+        return _status(*quick)
     from orchestrate.cli import main as cli_main
     return cli_main()
+
+
+def _status_args(rest: list[str]) -> tuple[str | None, bool] | None:
+    """(topic, as_json) for the plain forms `status [--topic T] [--json]`; None for anything else."""
+    topic, as_json = None, False
+    while rest:
+        if rest[0] == "--json":
+            as_json, rest = True, rest[1:]
+        elif rest[0] == "--topic" and len(rest) > 1 and not rest[1].startswith("-"):
+            topic, rest = rest[1], rest[2:]
+        elif rest[0].startswith("--topic=") and len(rest[0]) > len("--topic="):
+            topic, rest = rest[0][len("--topic="):], rest[1:]
+        else:
+            return None
+    return topic, as_json
+
+
+def _status(topic: str | None, as_json: bool) -> int:
+    from pathlib import Path
+
+    from gates.core.errors import OrchestrateError
+    from orchestrate.status import show
+    try:
+        print(show(Path.cwd(), topic, as_json))
+    except OrchestrateError:
+        from orchestrate.cli import main as cli_main
+        return cli_main()  # the one error boundary prints it, the same way as for every command
+    return 0

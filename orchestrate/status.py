@@ -1,7 +1,20 @@
 """`orchestrate status`: the layer, every node's status and attempt, open seams, and why nodes wait."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from orchestrate.campaign import Campaign
+
+
+def show(cwd: Path, topic: str | None, as_json: bool) -> str:
+    """The text `orchestrate status` prints; also reached without the CLI framework (see entry.py)."""
+    from orchestrate.project import peek, pick_topic, project
+    layout = project(cwd)
+    data = summary(peek(layout, pick_topic(layout, topic, any_state=True)))
+    if as_json:
+        import json
+        return json.dumps(data, indent=2)
+    return "\n".join(render(data))
 
 
 def summary(c: Campaign) -> dict:

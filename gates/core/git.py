@@ -6,15 +6,18 @@ process per call). Every failure becomes a GitError naming the command and git's
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gates.core import proc
+if TYPE_CHECKING:
+    from gates.core import proc
 from gates.core.errors import GitError, ProcError, UsageError
 
 _READ_ENV = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
 
 
 def git(repo: str | Path, *args: str, check: bool = True, env: dict[str, str] | None = None,
-        input: str | None = None, timeout: float | None = None) -> proc.Completed:
+        input: str | None = None, timeout: float | None = None) -> "proc.Completed":
+    from gates.core import proc  # lazily: subprocess's import is most of what `status` would cost
     merged = dict(_READ_ENV)
     if env:
         merged.update(env)
@@ -47,12 +50,41 @@ def toplevel(path: str | Path) -> Path:
 
 
 def main_worktree(path: str | Path) -> Path:
-    """The main checkout of the repository containing `path` (also when called from a linked worktree)."""
+    """The main checkout of the repository containing `path` (also when called from a linked worktree).
+
+    The ordinary layouts are read from the `.git` entries themselves (a process costs more than all of
+    `orchestrate status`'s own work); anything unusual is asked of git.
+    """
+    found = _main_worktree_from_files(Path(path))
+    if found is not None:
+        return found
     done = git(path, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", check=False)
     if not done:
         toplevel(path)  # raises the one-line error naming the fix
     top, common = (Path(x) for x in done.stdout.split("\n")[:2])
     return common.parent if common.name == ".git" else top
+
+
+def _main_worktree_from_files(path: Path) -> Path | None:
+    import os
+    if any(v in os.environ for v in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES")):
+        return None
+    here = path.resolve()
+    for top in (here, *here.parents):
+        dot = top / ".git"
+        if dot.is_dir():
+            return top if (dot / "HEAD").is_file() and not (dot / "commondir").exists() else None
+        if dot.is_file():  # a linked worktree: `gitdir: <common>/worktrees/<name>`, whose commondir is `../..`
+            text = dot.read_text(errors="replace").strip()
+            if not text.startswith("gitdir: "):
+                return None
+            gitdir = (top / text[len("gitdir: "):]).resolve()
+            try:
+                common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+            except OSError:
+                return None
+            return common.parent if common.name == ".git" and (common / "HEAD").is_file() else None
+    return None
 
 
 def git_common_dir(repo: str | Path) -> Path:
