@@ -175,6 +175,45 @@ def show(node: str, dag_path: Path | None, only_gates: bool, only_group: bool, a
 
 
 @cli.command()
+@click.argument("node")
+@click.option("--topic", help="Campaign topic (default: the one in flight, else the only one).")
+@json_option
+def why(node: str, topic: str | None, as_json: bool) -> int:
+    """Why NODE is in the campaign: the lineage of its newest merge, read from the journal.
+
+    Prints merge -> the accept verdict at the merged head -> the gate entries that verdict cites -> the
+    node's status changes, seams and decisions, with the commits each names and the recorder commit
+    that holds the merge. Checks the lineage rules on the way (an accept cites a passing gate of the
+    node, a merge follows an accept at the same head, references exist, a human decision says who).
+    Exit 0, 1 when a lineage rule is broken, 2 for an unknown campaign or node.
+    """
+    import re
+
+    from gates.core import git
+    from orchestrate import provenance
+    from orchestrate.project import pick_topic, project
+    from orchestrate.recorder import Recorder
+    layout = project(Path.cwd())
+    name = pick_topic(layout, topic, any_state=True)
+    entries = Recorder(layout.ledger, name).read()
+    if not entries:
+        raise UsageError(f"no campaign `{name}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
+    if not any(e["context"].get("node") == node for e in entries):
+        raise UsageError(f"campaign {name} has no entry for node `{node}`")
+    found = provenance.chain(entries, node)
+    if found.merge:
+        subject = f"^{re.escape(name)}: MERGE merged -> [A-Z_]+ \\({re.escape(node)}\\)$"
+        found.recorder_commit = git.out(layout.ledger, "log", "-1", "--format=%H", "-E", f"--grep={subject}",
+                                        "HEAD", check=False) or None
+    if as_json:
+        click.echo(_json().dumps(found.to_json(), indent=2))
+    else:
+        for line in provenance.render(found):
+            click.echo(line)
+    return ExitCode.FAILED if found.problems else ExitCode.OK
+
+
+@cli.command()
 @json_option
 def plugins(as_json: bool) -> int:
     """List installed plugins (entry-point groups orchestrate.gates and orchestrate.workers) with their

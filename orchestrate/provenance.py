@@ -1,0 +1,121 @@
+"""Provenance queries over a campaign's journal: the lineage rules, and `orchestrate why NODE`.
+
+The lineage rules (seeds-other §3.8), as data below: an accept verdict cites at least one passing gate
+entry of the same node; a merge follows an accept verdict of the same node at the same head; a human
+decision names who took it; every `derived_from` reference names an earlier entry. `why` prints the
+chain for one node, newest merge first: merge -> verdict -> gates -> the node's transitions, with the
+commits each step names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Chain:
+    node: str
+    merge: dict | None = None
+    verdict: dict | None = None
+    gates: list[dict] = field(default_factory=list)
+    steps: list[dict] = field(default_factory=list)  # the node's status changes and decisions, in order
+    problems: list[str] = field(default_factory=list)
+    recorder_commit: str | None = None
+
+    def to_json(self) -> dict:
+        return {"node": self.node, "merge": self.merge, "verdict": self.verdict, "gates": self.gates,
+                "steps": self.steps, "problems": self.problems, "recorder_commit": self.recorder_commit}
+
+
+def _accept_cites_a_passing_gate(e: dict, by_id: dict) -> str | None:
+    if e["kind"] != "verdict" or e["context"].get("verdict") != "accept":
+        return None
+    node = e["context"].get("node")
+    if any(by_id.get(r, {}).get("kind") == "gate" and by_id[r]["context"].get("node") == node
+           and by_id[r]["context"].get("code") == 0 for r in e.get("derived_from", ())):
+        return None
+    return (f"entry {e['id']}: accept verdict for {node} without provenance: derived_from must cite at least "
+            f"one passing gate entry of {node}")
+
+
+def _references_exist(e: dict, by_id: dict) -> str | None:
+    missing = [r for r in e.get("derived_from", ()) if r not in by_id or by_id[r]["seq"] >= e["seq"]]
+    return f"entry {e['id']}: referenced {', '.join(missing)} does not exist before it" if missing else None
+
+
+def _human_decision_names_who(e: dict, by_id: dict) -> str | None:
+    if e["kind"] == "decision" and e.get("source_type") == "human" and not e["context"].get("who"):
+        return f"entry {e['id']}: a human decision that does not say who took it"
+    return None
+
+
+RULES = (_references_exist, _accept_cites_a_passing_gate, _human_decision_names_who)
+
+
+def problems(entries: list[dict]) -> list[str]:
+    """Every lineage rule broken anywhere in the journal (the merge rule is checked per node by `chain`)."""
+    by_id, found = {}, []
+    for e in entries:
+        by_id[e["id"]] = e
+    for e in entries:
+        found.extend(p for rule in RULES if (p := rule(e, by_id)))
+    return found
+
+
+def chain(entries: list[dict], node: str) -> Chain:
+    """The lineage of `node`'s newest merge (or, unmerged, of its newest verdict)."""
+    by_id = {e["id"]: e for e in entries}
+    mine = [e for e in entries if e["context"].get("node") == node]
+    result = Chain(node)
+    merges = [e for e in mine if e["kind"] == "merge"]
+    verdicts = [e for e in mine if e["kind"] == "verdict"]
+    if merges:
+        result.merge = merges[-1]
+        head = result.merge["context"].get("head")
+        accepted = [v for v in verdicts if v["context"].get("verdict") == "accept" and v["seq"] < result.merge["seq"]
+                    and v["context"].get("at") == head]
+        if accepted:
+            result.verdict = accepted[-1]
+        else:
+            result.problems.append(f"entry {result.merge['id']}: merge of {node} follows no accept verdict at "
+                                   f"{str(head)[:12]}")
+    elif verdicts:
+        result.verdict = verdicts[-1]
+    if result.verdict is not None:
+        result.gates = [by_id[r] for r in result.verdict.get("derived_from", ()) if r in by_id]
+    result.steps = [e for e in mine if e["kind"] in ("node", "decision", "seam")
+                    and (e["kind"] != "node" or "status" in e["context"])]
+    relevant = [e for e in (result.merge, result.verdict) if e] + result.gates + result.steps
+    result.problems += [p for e in relevant for rule in RULES if (p := rule(e, by_id))]
+    return result
+
+
+def render(c: Chain) -> list[str]:
+    lines = []
+    if c.merge:
+        m = c.merge["context"]
+        lines.append(f"{c.node} merged as {m['sha'][:12]} from {m['branch']} at {m['head'][:12]} "
+                     f"(entry {c.merge['id']}, {c.merge['created_at']})")
+        if c.recorder_commit:
+            lines.append(f"  recorded in recorder commit {c.recorder_commit[:12]}")
+    else:
+        lines.append(f"{c.node} is not merged")
+    if c.verdict:
+        v = c.verdict
+        lines.append(f"  <- verdict {v['context']['verdict']} at {str(v['context'].get('at'))[:12]} (entry {v['id']}, "
+                     f"by {v['source_entity']})")
+        for g in c.gates:
+            gc = g["context"]
+            lines.append(f"     <- gate {gc['gate']}: exit {gc['code']}: {gc.get('summary', '')} (entry {g['id']})")
+    for s in c.steps:
+        cx = s["context"]
+        if s["kind"] == "node":
+            extra = f" attempt {cx['attempt']} on {cx['branch']}" if cx.get("branch") else ""
+            why = f": {cx['feedback'].splitlines()[0]}" if cx.get("feedback") else ""
+            lines.append(f"  {s['created_at']} {cx['status']}{extra}{why} (entry {s['id']})")
+        elif s["kind"] == "seam":
+            lines.append(f"  {s['created_at']} seam {cx.get('seam')}: {cx.get('reason', '')} (entry {s['id']})")
+        else:
+            lines.append(f"  {s['created_at']} decision {cx.get('seam')} {cx.get('choice')} by {cx.get('who')} "
+                         f"({s['source_type']}, entry {s['id']})")
+    lines += [f"lineage problem: {p}" for p in c.problems]
+    return lines
