@@ -94,19 +94,23 @@ def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
     """Check the DAG against every rule of its contract and list all problems at once.
 
     Each problem is one line `file:line: field: message` with what to change. With --json, prints a
-    list of {file, line, field, code, message} (empty when valid). Exit 0 valid, 1 invalid,
-    2 unreadable file.
+    list of {file, line, field, code, message} (empty when valid). Every plugin the DAG names must be
+    installed and protocol-compatible (`orchestrate plugins` lists them). Exit 0 valid, 1 invalid or a
+    named plugin unusable, 2 unreadable file.
     """
     from gates.core.dagfile import check_dag
     path = resolve_dag_path(dag_path)
     dag, problems = check_dag(path, topic=topic)
+    if dag is not None:
+        from orchestrate import plugingates
+        plugingates.load(dag, lambda m: click.echo(f"warning: {m}", err=True))  # a named plugin must load
     if as_json:
         click.echo(_json().dumps([p.as_dict() for p in problems], indent=2))
     elif dag is None:
         for p in problems:
             click.echo(str(p))
         click.echo(f"invalid: {len(problems)} problem(s) in {path}", err=True)
-    else:
+    if dag is not None and not as_json:
         layers = dag.layers()
         click.echo(f"valid: {path} ({len(dag.nodes)} nodes, {len(layers)} layers, topic {dag.topic})")
     return ExitCode.OK if dag is not None else ExitCode.FAILED

@@ -33,6 +33,7 @@ class Context:
     audited: str = ""  # the campaign head the adherence audit last passed (CLOSE audits it all again)
     audited_merges: int = 0  # how many merges that audit covered
     checkpointed: int = 0  # the journal entry the last checkpoint covers
+    gate_plugins: dict | None = None  # the gate plugins the DAG names, loaded on first use
 
     @property
     def root(self) -> Path:

@@ -6,10 +6,12 @@ from gates.core.verdict import Verdict
 MAX_ITEMS = 50  # keep journal entries small; the full output stays in the gate's log
 
 
-def record(ctx, node: str | None, verdict: Verdict) -> dict:
+def record(ctx, node: str | None, verdict: Verdict, *, source_entity: str | None = None) -> dict:
+    """Journal one gate verdict; a plugin's is stamped with the plugin's identity (R5), never its own claim."""
     items = [i.line() for i in verdict.items]
+    extra = {"source_entity": source_entity, "source_type": "gate"} if source_entity else {}
     return ctx.emit("gate", {"node": node, "gate": verdict.gate, "code": verdict.code, "summary": verdict.summary,
-                             "items": items[:MAX_ITEMS], "more_items": max(0, len(items) - MAX_ITEMS)})
+                             "items": items[:MAX_ITEMS], "more_items": max(0, len(items) - MAX_ITEMS)}, **extra)
 
 
 def failure_text(verdicts: list[Verdict]) -> str:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from gates.core.yamlfile import Problem
 
-RUNS = {("TRIGGERS", "static"), ("PRODUCES", "static"), ("COMPOSES", "static")}
+RUNS = {("TRIGGERS", "static"), ("PRODUCES", "static"), ("COMPOSES", "static"), ("EXTENDS", "static")}
 NODE_FEATURES = (  # (test, field, what)
-    (lambda n: n.plugin_gates, "evaluators", "gates run by a plugin"),
     (lambda n: n.outputs, "outputs", "worker outputs"),
     (lambda n: n.activation != "always", "activation", "on-demand nodes"),
     (lambda n: n.join != "all", "join", "join: any"),

@@ -27,6 +27,8 @@ def handle(ctx: Context) -> Outcome:
         ctx.problems = missing
         ctx.halt_reason = f"the DAG {source} is valid but uses what this engine cannot run yet; nothing was written"
         return Outcome.INVALID
+    from orchestrate import plugingates
+    ctx.gate_plugins = plugingates.load(dag, lambda m: ctx.out.always(f"warning: {m}"))  # before any write
     topic = dag.topic
     baseline = git.resolve(ctx.root, dag.base)
     copy = ctx.layout.state(topic) / "dag.yaml"

@@ -53,6 +53,9 @@ def handle(ctx: Context) -> Outcome:
         for v in checks:
             verdicts.append(v)
             entries.append(judge.record(ctx, node_id, v)["id"])
+        for v, entity in _plugin_gates(ctx, node_id, worktree, ns):
+            verdicts.append(v)
+            entries.append(judge.record(ctx, node_id, v, source_entity=entity)["id"])
         _freshness(ctx, node_id, worktree)
         split = _reviewers_disagree(node, checks[0])
         if split and all(v.ok for v in checks[1:]):
@@ -75,6 +78,17 @@ def handle(ctx: Context) -> Outcome:
     ctx.out.line(f"{node_id}: {verdict.upper()} (attempt {ns.attempt} of {node.max_attempts}): "
                  + "; ".join(v.summary for v in failed))
     return Outcome.ESCALATE if verdict == "escalate" else Outcome.REWORK
+
+
+def _plugin_gates(ctx: Context, node_id: str, worktree, ns) -> list:
+    from orchestrate import plugingates
+    gates = plugingates.for_node(ctx.dag, node_id)
+    if not gates:
+        return []
+    if ctx.gate_plugins is None:
+        ctx.gate_plugins = plugingates.load(ctx.dag, lambda m: ctx.out.always(f"warning: {m}"))
+    env = {"ORCH_TOPIC": ctx.topic, "ORCH_NODE": node_id, "ORCH_BASE": ns.base, "ORCH_HEAD": ns.head}
+    return [plugingates.run(ctx.gate_plugins, g, worktree, env) for g in gates]
 
 
 def _payload(ctx: Context, edge, head: str) -> Verdict:
