@@ -188,9 +188,9 @@ def test_existing_dags_are_unchanged():
 
 # ---- end to end, through the installed command -------------------------------------------------
 
-def orchestrate(*args: str) -> subprocess.CompletedProcess:
+def orchestrate(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "orchestrate", *map(str, args)],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, env=env)
 
 
 def test_cli_renders_p2_with_file_and_line():
@@ -206,7 +206,21 @@ def test_cli_layers_of_the_example():
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == {"layer_count": 5,
                                       "layers": [["N1"], ["N2", "N3"], ["N4", "N4h"], ["N5"], ["N6", "N7"]]}
-    assert orchestrate("validate", "--dag", EXAMPLE).returncode == 0
+    missing = orchestrate("validate", "--dag", EXAMPLE)
+    assert missing.returncode == 1  # the example names gate plugins: they must be installed
+    assert "no gate plugin named 'diff-size' is installed" in missing.stderr
+
+
+def test_the_example_validates_with_its_plugins_installed(tmp_path):
+    import os
+    import uuid
+
+    from tests.test_plugins import Site, gate
+    site = Site(tmp_path, uuid.uuid4().hex[:8])
+    site.add("orchestrate-example-gates", "1.0.0", *(gate(n) for n in ("diff-size", "llm-review", "secret-scan")))
+    run = orchestrate("validate", "--dag", EXAMPLE, env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"valid: {EXAMPLE} (8 nodes, 5 layers, topic api-v2)")
 
 
 def test_edges_keep_the_plugin_config_untouched(example):
