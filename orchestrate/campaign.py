@@ -30,6 +30,8 @@ class NodeState:
     rc: int | None = None  # the worker's exit code for its last attempt (124: timed out)
     log: str = ""
     widened: list[str] = field(default_factory=list)
+    outputs: dict = field(default_factory=dict)  # what the accepted attempt reported (outputs-present)
+    gate_rcs: dict = field(default_factory=dict)  # gate name -> exit code of its latest run
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Campaign:
     closed: bool = False
     accepted_by: dict | None = None
     round: int = 0
+    edges: dict = field(default_factory=dict)  # edge id -> its recorded decision (never re-evaluated)
 
     def node(self, node_id: str) -> NodeState:
         if node_id not in self.nodes:
@@ -132,4 +135,11 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         c.halt = ctx["reason"]
     elif kind == "close":
         c.closed = True
-    # gate results, verdicts, intents and results are provenance: they change no state here
+    elif kind == "edge_eval":
+        c.edges[ctx["edge"]] = {"taken": ctx["taken"], "when": ctx.get("when"), "entry": event["id"]}
+    elif kind == "gate" and ctx.get("node"):
+        ns = c.node(ctx["node"])
+        ns.gate_rcs = {**ns.gate_rcs, ctx["gate"]: ctx["code"]}
+        if "outputs" in ctx:
+            ns.outputs = ctx["outputs"]
+    # verdicts, intents and results are provenance: they change no state here

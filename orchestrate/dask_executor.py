@@ -126,6 +126,8 @@ class DaskExecutor:
         req.log.write_text(result["log"], encoding="utf-8")
         if result["returned"] is not None:
             req.return_file.write_text(result["returned"], encoding="utf-8")
+        if result.get("outputs") is not None and req.env.get("ORCH_OUTPUTS"):
+            Path(req.env["ORCH_OUTPUTS"]).write_text(result["outputs"], encoding="utf-8")
         self._bring_back(req, result["head"])
         freeze, error = read_freeze(req.return_file)
         return WorkOutcome(req.node, req.attempt, result["rc"], result["seconds"], result["timed_out"],

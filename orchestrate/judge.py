@@ -10,8 +10,11 @@ def record(ctx, node: str | None, verdict: Verdict, *, source_entity: str | None
     """Journal one gate verdict; a plugin's is stamped with the plugin's identity (R5), never its own claim."""
     items = [i.line() for i in verdict.items]
     extra = {"source_entity": source_entity, "source_type": "gate"} if source_entity else {}
-    return ctx.emit("gate", {"node": node, "gate": verdict.gate, "code": verdict.code, "summary": verdict.summary,
-                             "items": items[:MAX_ITEMS], "more_items": max(0, len(items) - MAX_ITEMS)}, **extra)
+    recorded = {"node": node, "gate": verdict.gate, "code": verdict.code, "summary": verdict.summary,
+                "items": items[:MAX_ITEMS], "more_items": max(0, len(items) - MAX_ITEMS)}
+    if "outputs" in verdict.data:  # what conditions read as src.outputs.<key>
+        recorded["outputs"] = verdict.data["outputs"]
+    return ctx.emit("gate", recorded, **extra)
 
 
 def failure_text(verdicts: list[Verdict]) -> str:

@@ -44,7 +44,10 @@ def run_node(spec: dict) -> dict:
     log_path, return_path, brief_path = task / "worker.log", task / "return.json", task / "brief.md"
     brief_path.write_text(spec["brief"], encoding="utf-8")
     return_path.unlink(missing_ok=True)
-    env = dict(spec["env"], ORCH_WORKTREE=str(tree), ORCH_BRIEF=str(brief_path), ORCH_RETURN=str(return_path))
+    outputs_path = task / "outputs.json"
+    outputs_path.unlink(missing_ok=True)
+    env = dict(spec["env"], ORCH_WORKTREE=str(tree), ORCH_BRIEF=str(brief_path), ORCH_RETURN=str(return_path),
+               ORCH_OUTPUTS=str(outputs_path))
     env.update(spec["identity"])
     rc, seconds, timed_out, cancelled = _run(spec, tree, env, log_path, task / "pid")
     identity = spec["identity"] or git.identity_env(tree)
@@ -57,6 +60,7 @@ def run_node(spec: dict) -> dict:
         git.worktree_remove(cache, tree)
     return {"head": head, "rc": rc, "seconds": seconds, "timed_out": timed_out, "cancelled": cancelled,
             "log": _tail(log_path), "returned": return_path.read_text(errors="replace") if return_path.exists() else None,
+            "outputs": outputs_path.read_text(errors="replace") if outputs_path.exists() else None,
             "host": os.uname().nodename, "pid": os.getpid()}
 
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from gates.core.yamlfile import Problem
 
-RUNS = {("TRIGGERS", "static"), ("PRODUCES", "static"), ("COMPOSES", "static"), ("EXTENDS", "static")}
+RUNS = {("TRIGGERS", "static"), ("PRODUCES", "static"), ("COMPOSES", "static"), ("EXTENDS", "static"),
+        ("TRIGGERS", "conditional"), ("PRODUCES", "conditional")}
 NODE_FEATURES = (  # (test, field, what)
-    (lambda n: n.outputs, "outputs", "worker outputs"),
     (lambda n: n.activation != "always", "activation", "on-demand nodes"),
-    (lambda n: n.join != "all", "join", "join: any"),
     (lambda n: n.on_exhausted != "halt", "on_exhausted", "on_exhausted: continue"),
     (lambda n: n.worker_spec is not None, "worker", "workers chosen by capability or kind"),
 )

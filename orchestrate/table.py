@@ -22,6 +22,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.DERIVE, O.VALID, S.RUN_LAYER, "DAG valid: campaign branch at the baseline, active-dag written, k := 0"),
     Transition(S.DERIVE, O.INVALID, S.HALT, "DAG invalid: problems listed, nothing written"),
     Transition(S.RUN_LAYER, O.READY, S.DISPATCH, "layer k split into its parallel set and serial rest"),
+    Transition(S.RUN_LAYER, O.FAILED, S.HALT, "(+) an edge condition cannot be evaluated: halt naming the edge, nothing dispatched"),
     Transition(S.DISPATCH, O.DISPATCHED, S.AWAIT, "worktrees created, briefs written, workers started"),
     Transition(S.DISPATCH, O.LAYER_DONE, S.CHECKPOINT, "(+) nothing to start now: landed nodes wait, or the layer is settled"),
     Transition(S.DISPATCH, O.REFUTED_PREMISE, S.REALIGN, "(+) a node's tripwire is stale against the tip it would branch from"),

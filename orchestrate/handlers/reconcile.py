@@ -50,6 +50,8 @@ def handle(ctx: Context) -> Outcome:
             coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
                             worktree=worktree, project_gates=False),
         ] + [_payload(ctx, e, ns.head) for e in ctx.dag.edges if e.predicate == "PRODUCES" and e.src == node_id]
+        if node.outputs:
+            checks.append(_outputs(ctx, node, ns))
         for v in checks:
             verdicts.append(v)
             entries.append(judge.record(ctx, node_id, v)["id"])
@@ -89,6 +91,29 @@ def _plugin_gates(ctx: Context, node_id: str, worktree, ns) -> list:
         ctx.gate_plugins = plugingates.load(ctx.dag, lambda m: ctx.out.always(f"warning: {m}"))
     env = {"ORCH_TOPIC": ctx.topic, "ORCH_NODE": node_id, "ORCH_BASE": ns.base, "ORCH_HEAD": ns.head}
     return [plugingates.run(ctx.gate_plugins, g, worktree, env) for g in gates]
+
+
+def _outputs(ctx: Context, node, ns) -> Verdict:
+    """outputs-present: the attempt's ORCH_OUTPUTS file is a JSON object with every declared key."""
+    import json
+
+    from gates.core.edges import OUTPUTS_GATE
+    from orchestrate.brief import outputs_file
+    path = outputs_file(ctx.layout.runs(ctx.topic) / node.id / f"return-{ns.attempt}.json")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {node.id} declares outputs {', '.join(node.outputs)} but wrote no "
+                       f"$ORCH_OUTPUTS file ({path.name})")
+    except (OSError, ValueError) as exc:
+        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {path.name} is not JSON: {exc}")
+    if not isinstance(data, dict):
+        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {path.name} must hold a JSON object {{key: value}}")
+    missing = [k for k in node.outputs if k not in data]
+    if missing:
+        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {path.name} lacks declared output(s) {', '.join(missing)}")
+    return Verdict(OUTPUTS_GATE, 0, f"PASS: {', '.join(f'{k}={data[k]!r}' for k in node.outputs)}",
+                   data={"outputs": {k: data[k] for k in node.outputs}})
 
 
 def _payload(ctx: Context, edge, head: str) -> Verdict:

@@ -6,6 +6,13 @@ from orchestrate.states import Outcome
 
 
 def handle(ctx: Context) -> Outcome:
+    from orchestrate import routing
+    try:
+        routing.decide(ctx)
+    except routing.ConditionFailed as exc:
+        ctx.halt_reason = str(exc)
+        ctx.emit("halt", {"reason": ctx.halt_reason})
+        return Outcome.FAILED
     layer = ctx.campaign.layer()
     parallel, serial = ctx.dag.partition(layer)
     ctx.out.line(f"layer {ctx.campaign.k}: parallel {' '.join(parallel) or '-'}"

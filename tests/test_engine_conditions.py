@@ -1,0 +1,115 @@
+"""Conditional edges and `join` in a run (seeds-other §3.3, C1-C3, C9, C10, C13): decided once on the
+source's recorded outputs, journalled with their inputs, skips propagating, never re-evaluated."""
+from __future__ import annotations
+
+import json
+
+from tests.engine_helpers import campaign_repo
+
+WORKER = r"""#!/bin/sh
+set -eu
+case "$ORCH_NODE" in
+  N1) printf '{"needs_migration": %s, "size": %s}' "$(cat flag)" "$(cat size)" > "$ORCH_OUTPUTS"; echo 1 > n1.txt ;;
+  *) echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr 'A-Z' 'a-z').txt" ;;
+esac
+"""
+
+DAG = """\
+topic: cond
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: N1, file_surface: [n1.txt], discipline: sh, outputs: [needs_migration, size]}
+  - {id: N2, file_surface: [n2.txt], discipline: sh}
+  - {id: N4, file_surface: [n4.txt], discipline: sh}
+  - {id: N5, depends_on: [N4], file_surface: [n5.txt], discipline: sh}
+  - {id: N6, join: any, depends_on: [N4, N2], file_surface: [n6.txt], discipline: sh}
+edges:
+  - {id: e4, from: N1, to: N4, predicate: TRIGGERS, type: conditional, when: "src.outputs.needs_migration == true"}
+"""
+
+
+def setup(tmp_path, flag: str, size: str = "3", dag: str = DAG):
+    return campaign_repo(tmp_path, dag, WORKER, {"flag": flag + "\n", "size": size + "\n"})
+
+
+def journal(repo) -> list[dict]:
+    lines = (repo / ".ledger" / "state" / "cond" / "journal.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def statuses(repo, orch) -> dict:
+    return {n["id"]: n["status"] for n in json.loads(orch("status", "--json", "--topic", "cond", cwd=repo).out)["nodes"]}
+
+
+def test_c1_a_true_condition_takes_the_edge_and_records_its_inputs(tmp_path, orch):
+    repo = setup(tmp_path, "true")
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    evals = [e for e in journal(repo) if e["kind"] == "edge_eval"]
+    assert [(e["context"]["edge"], e["context"]["taken"], e["context"]["inputs"]) for e in evals] == [
+        ("e4", True, {"src.outputs.needs_migration": True})]
+    assert set(statuses(repo, orch).values()) == {"ACCEPTED"}
+
+
+def test_c2_c3_a_false_condition_skips_the_target_and_its_join_all_successors_only(tmp_path, orch):
+    repo = setup(tmp_path, "false")
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert statuses(repo, orch) == {"N1": "ACCEPTED", "N2": "ACCEPTED", "N4": "SKIPPED", "N5": "SKIPPED",
+                                    "N6": "ACCEPTED"}
+    tree = repo.git("ls-tree", "--name-only", "campaign/cond").split()
+    assert "n4.txt" not in tree and "n5.txt" not in tree and "n6.txt" in tree
+    assert [e["context"]["taken"] for e in journal(repo) if e["kind"] == "edge_eval"] == [False]
+
+
+def test_c9_a_type_error_halts_naming_the_edge(tmp_path, orch):
+    repo = setup(tmp_path, "true", size='"big"', dag=DAG.replace("src.outputs.needs_migration == true",
+                                                                 "src.outputs.size > 10"))
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 1
+    out = result.out + result.err
+    assert "edge e4 (N1 -> N4): cannot compare str 'big' with int 10; nothing was dispatched" in out
+    assert not any(e["kind"] == "intent" and e["context"].get("node") == "N4" for e in journal(repo))
+
+
+def test_c10_a_condition_that_is_not_a_boolean_halts(tmp_path, orch):
+    repo = setup(tmp_path, "true", dag=DAG.replace("src.outputs.needs_migration == true", "src.outputs.size"))
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 1
+    assert "edge e4 (N1 -> N4): condition must be true or false, got 3" in result.out + result.err
+
+
+def test_c13_a_recorded_decision_stands_when_the_condition_is_edited(tmp_path, orch):
+    repo = setup(tmp_path, "false")
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    dag = repo / ".ledger" / "state" / "cond" / "dag.yaml"
+    dag.write_text(dag.read_text().replace("needs_migration == true", "needs_migration == false"))
+    from orchestrate import routing
+    from orchestrate.campaign import Campaign, apply
+    campaign = Campaign()
+    for entry in journal(repo):
+        apply(campaign, entry)
+    assert campaign.edges["e4"]["taken"] is False
+
+    class Out:
+        said: list[str] = []
+
+        def always(self, m): self.said.append(m)
+        def line(self, m): pass
+
+    class Ctx:
+        pass
+    ctx = Ctx()
+    from gates.core.dagfile import load_dag
+    ctx.campaign, ctx.dag, ctx.out = campaign, load_dag(dag, topic="cond"), Out()
+    edge = next(e for e in ctx.dag.edges if e.id == "e4")
+    assert routing._taken(ctx, edge) is False
+    assert Out.said and Out.said[0].startswith("warning: edge e4 condition changed since it was evaluated (entry cond:")
+    assert "the recorded decision stands" in Out.said[0]
+
+
+def test_a_missing_outputs_file_reworks_the_source(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG, "#!/bin/sh\necho \"$ORCH_NODE\" > \"$(echo $ORCH_NODE | tr A-Z a-z).txt\"\n")
+    orch("run", "--quiet", cwd=repo)
+    gates = [e["context"] for e in journal(repo) if e["kind"] == "gate" and e["context"]["gate"] == "outputs-present"]
+    assert gates and gates[0]["code"] == 1
+    assert "N1 declares outputs needs_migration, size but wrote no $ORCH_OUTPUTS file" in gates[0]["summary"]
