@@ -7,12 +7,16 @@ from gates.core.dagfile import Node
 
 
 def brief_text(node: Node, *, topic: str, attempt: int, worktree: Path, branch: str, base: str,
-               return_file: Path, brief_dir: Path | None, feedback: str = "") -> str:
+               return_file: Path, brief_dir: Path | None, feedback: str = "", checks=None,
+               plugin_gates: tuple[str, ...] = ()) -> str:
+    """`checks` are the command checks that judge the node (its own and, through COMPOSES and LOOPS_WITH,
+    others'); default: its own evaluators. `plugin_gates` are the gates plugins run on it."""
     own = node.brief
     if node.brief_file:
         own = ((brief_dir or Path(".")) / node.brief_file).read_text()
     surface = "\n".join(f"  - {t}" for t in node.file_surface) or "  (none: this node may change nothing)"
-    evaluators = "\n".join(f"  - {e.name}: `{e.run}`" for e in node.evaluators) or "  (none)"
+    evaluators = "\n".join([f"  - {e.name}: `{e.run}`" for e in (node.evaluators if checks is None else checks)]
+                           + [f"  - {g}: run by a gate plugin after you return" for g in plugin_gates]) or "  (none)"
     tripwires = "\n".join(f"  - `{t.run}` must exit {t.expect}" + (f" ({t.why})" if t.why else "")
                           for t in node.tripwires) or "  (none)"
     parts = [

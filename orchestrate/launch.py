@@ -1,7 +1,7 @@
 """Starting one worker attempt: worktree (unless the same attempt resumes), brief, environment, executor."""
 from __future__ import annotations
 
-from orchestrate import brief, worktrees
+from orchestrate import brief, plugingates, worktrees
 from orchestrate.atomic import write_atomic
 from orchestrate.campaign import DISPATCHED
 from orchestrate.workers import WorkRequest
@@ -23,7 +23,8 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None
     brief_path = run_dir / f"brief-{attempt}.md"
     write_atomic(brief_path, brief.brief_text(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch,
                                            base=base, return_file=return_file, brief_dir=ctx.brief_dir,
-                                           feedback=ns.feedback))
+                                           feedback=ns.feedback, checks=ctx.dag.effective_checks(node_id),
+                                           plugin_gates=tuple(g.name for g in plugingates.for_node(ctx.dag, node_id))))
     env = brief.worker_env(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch, base=base,
                            brief=brief_path, return_file=return_file)
     ctx.emit("node", {"node": node_id, "status": DISPATCHED, "attempt": attempt, "branch": branch,

@@ -73,3 +73,12 @@ def test_what_validates_but_cannot_run_yet_is_refused_before_anything_is_written
         in result.out + result.err
     assert "nothing was written" in result.out + result.err
     assert not (repo / ".ledger" / "state" / "typed").exists()
+
+
+def test_the_hub_brief_lists_the_checks_it_will_be_judged_by(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    orch("run", "--quiet", cwd=repo)
+    brief = (repo / ".scratch" / "runs" / "typed" / "H" / "brief-1.md").read_text()
+    assert "  - hub-ok: `test -f h.txt`" in brief and "  - spoke-ok: `test -f s.txt`" in brief
+    spoke = (repo / ".scratch" / "runs" / "typed" / "S" / "brief-1.md").read_text()
+    assert "hub-ok" not in spoke

@@ -118,14 +118,15 @@ class Dag:
         return list(self._effective.get(node_id, ()))
 
     def effective_checks(self, node_id: str) -> tuple[Check, ...]:
-        """The command checks behind `effective_gates`: the node's own first, then its spokes' and peers'."""
+        """The command checks behind `effective_gates`: the node's own in declared order, then its spokes' and peers'."""
         wanted = set(self.effective_gates(node_id)) or {c.name for c in self.by_id[node_id].evaluators}
         found: dict[str, Check] = {}
         for n in [self.by_id[node_id]] + sorted(self.nodes, key=lambda m: graph.natural_key(m.id)):
             for c in n.evaluators:
                 if c.name in wanted:
                     found.setdefault(c.name, c)
-        return tuple(found[name] for name in sorted(found))
+        own = [c.name for c in self.by_id[node_id].evaluators]
+        return tuple(found[name] for name in own + sorted(set(found) - set(own)))  # declared order first
 
     def incoming(self, node_id: str) -> list:
         """Ordering edges whose later end is `node_id` (for COMPOSES that is the hub), in edge-id order."""
