@@ -91,7 +91,11 @@ def chain(entries: list[dict], node: str) -> Chain:
 
 def render(c: Chain) -> list[str]:
     lines = []
-    if c.merge:
+    if c.merge and c.merge["context"].get("empty"):
+        m = c.merge["context"]
+        lines.append(f"{c.node} had nothing to merge (its worker changed nothing); accepted at {m['sha'][:12]} "
+                     f"(entry {c.merge['id']}, {c.merge['created_at']})")
+    elif c.merge:
         m = c.merge["context"]
         lines.append(f"{c.node} merged as {m['sha'][:12]} from {m['branch']} at {m['head'][:12]} "
                      f"(entry {c.merge['id']}, {c.merge['created_at']})")

@@ -82,3 +82,24 @@ def test_the_hub_brief_lists_the_checks_it_will_be_judged_by(tmp_path, orch):
     assert "  - hub-ok: `test -f h.txt`" in brief and "  - spoke-ok: `test -f s.txt`" in brief
     spoke = (repo / ".scratch" / "runs" / "typed" / "S" / "brief-1.md").read_text()
     assert "hub-ok" not in spoke
+
+
+def test_a_node_whose_worker_changes_nothing_is_accepted_without_a_merge_commit(tmp_path, orch):
+    dag = """\
+topic: empty
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, file_surface: [a.txt], discipline: sh}
+  - {id: B, depends_on: [A], file_surface: [b.txt], discipline: sh}
+"""
+    repo = campaign_repo(tmp_path, dag, "#!/bin/sh\nif [ \"$ORCH_NODE\" = B ]; then echo b > b.txt; fi\n")
+    baseline = repo.head()
+    result = orch("run", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert "A: nothing to merge (the worker changed nothing)" in result.out
+    assert "repair:" not in result.out + result.err
+    status = {n["id"]: n["status"] for n in json.loads(orch("status", "--json", cwd=repo).out)["nodes"]}
+    assert status == {"A": "ACCEPTED", "B": "ACCEPTED"}
+    assert repo.git("log", "--first-parent", "--format=%s", f"{baseline}..campaign/empty").splitlines() == [
+        "merge node B: B"]
+    assert orch("why", "A", cwd=repo).out.startswith("A had nothing to merge")

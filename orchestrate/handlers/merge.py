@@ -18,6 +18,11 @@ def handle(ctx: Context) -> Outcome:
     node = ctx.dag.by_id[node_id]
     integ = worktrees.integration(ctx)
     env = git.identity_env(integ)
+    if ns.head == ns.base:  # the worker changed nothing: git would merge nothing, so there is no commit to make
+        ctx.emit("merge", {"node": node_id, "sha": c.tip, "branch": ns.branch, "head": ns.head, "empty": True})
+        worktrees.remove(ctx, node_id, str(ctx.root / ns.worktree))
+        ctx.out.line(f"{node_id}: nothing to merge (the worker changed nothing); accepted at {c.tip[:12]}")
+        return Outcome.MERGED
     if git.is_ancestor(ctx.root, ns.head, c.branch):  # merged before a crash, not yet recorded
         sha = git.out(ctx.root, "rev-parse", c.branch)
         ctx.emit("merge", {"node": node_id, "sha": sha, "branch": ns.branch, "head": ns.head},
