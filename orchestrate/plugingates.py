@@ -22,6 +22,10 @@ class PluginGate:
 
 def of_dag(dag) -> dict[str, PluginGate]:
     """Every plugin gate the DAG names, by gate name (EXTENDS actions of earlier nodes first)."""
+    return dag.cached("plugin-gates", lambda: _collect(dag))
+
+
+def _collect(dag) -> dict[str, PluginGate]:
     from gates.core import graph
     found: dict[str, PluginGate] = {}
     for name, spec in dag.gates.items():

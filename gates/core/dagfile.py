@@ -93,6 +93,13 @@ class Dag:
     _groups: tuple = field(default=(), repr=False, compare=False)
     _layer_deps: dict = field(default_factory=dict, repr=False, compare=False)
     _effective: dict = field(default_factory=dict, repr=False, compare=False)
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)  # indexes built on first use
+
+    def cached(self, key: str, build):
+        """`build()` once per DAG: the engine asks per node, and a scan per question would be quadratic."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return self._memo[key]
 
     def deps(self) -> dict[str, tuple[str, ...]]:
         """node -> ordering predecessors (depends_on, TRIGGERS, PRODUCES, and the spokes a hub COMPOSES)."""
@@ -119,18 +126,33 @@ class Dag:
 
     def effective_checks(self, node_id: str) -> tuple[Check, ...]:
         """The command checks behind `effective_gates`: the node's own in declared order, then its spokes' and peers'."""
-        wanted = set(self.effective_gates(node_id)) or {c.name for c in self.by_id[node_id].evaluators}
+        own = self.by_id[node_id].evaluators
+        named = {c.name for c in own}
+        first = self.cached("check-by-name", self._first_check_by_name)
+        others = sorted(g for g in self.effective_gates(node_id) if g not in named and g in first)
+        return tuple(own) + tuple(first[g] for g in others)  # its own in declared order, then the rest by name
+
+    def _first_check_by_name(self) -> dict[str, Check]:
         found: dict[str, Check] = {}
-        for n in [self.by_id[node_id]] + sorted(self.nodes, key=lambda m: graph.natural_key(m.id)):
+        for n in sorted(self.nodes, key=lambda m: graph.natural_key(m.id)):
             for c in n.evaluators:
-                if c.name in wanted:
-                    found.setdefault(c.name, c)
-        own = [c.name for c in self.by_id[node_id].evaluators]
-        return tuple(found[name] for name in own + sorted(set(found) - set(own)))  # declared order first
+                found.setdefault(c.name, c)
+        return found
 
     def incoming(self, node_id: str) -> list:
         """Ordering edges whose later end is `node_id` (for COMPOSES that is the hub), in edge-id order."""
-        return sorted((e for e in self.edges if e.orders and e.after == node_id), key=lambda e: graph.natural_key(e.id))
+        return self.cached("incoming", lambda: self._by_end(lambda e: e.after if e.orders else None)).get(node_id, [])
+
+    def outgoing(self, node_id: str) -> list:
+        """Every edge whose `from` is `node_id`, in edge-id order."""
+        return self.cached("outgoing", lambda: self._by_end(lambda e: e.src)).get(node_id, [])
+
+    def _by_end(self, end) -> dict[str, list]:
+        index: dict[str, list] = {}
+        for e in sorted(self.edges, key=lambda e: graph.natural_key(e.id)):
+            if (key := end(e)) is not None:
+                index.setdefault(key, []).append(e)
+        return index
 
     def partition(self, layer: list[str]) -> tuple[list[str], list[str]]:
         """(parallel set, serial rest) of one layer, each in natural id order."""

@@ -49,7 +49,7 @@ def handle(ctx: Context) -> Outcome:
                                  reconcile_node.changes_between(ctx.root, ns.base, ns.head)),
             coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
                             worktree=worktree, project_gates=False),
-        ] + [_payload(ctx, e, ns.head) for e in ctx.dag.edges if e.predicate == "PRODUCES" and e.src == node_id]
+        ] + [_payload(ctx, e, ns.head) for e in ctx.dag.outgoing(node_id) if e.predicate == "PRODUCES"]
         if node.outputs:
             checks.append(_outputs(ctx, node, ns))
         for v in checks:
