@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from gates.core.errors import OrchestrateError
 from orchestrate.atomic import write_atomic
-from orchestrate.campaign import Campaign
+from orchestrate.campaign import Campaign, apply
 
 SCHEMA_VERSION = 1
 KEEP = 10
@@ -91,3 +91,17 @@ def newest(folder: Path, topic: str, entry_id_at: Callable[[int], str | None],
             warn(f"checkpoint {path.name} cannot be read ({exc}); replaying the journal")
             return None
     return None
+
+
+def restore(folder: Path, topic: str, lines: list[bytes], warn: Callable[[str], None], *,
+            from_log: bool = False) -> tuple[Campaign, bool]:
+    """(state, whether a checkpoint was used): the newest checkpoint that matches the journal `lines`,
+    plus the lines after it; the whole journal when there is none, or with `from_log`."""
+    def entry_id_at(seq: int) -> str | None:
+        return json.loads(lines[seq - 1]).get("id") if 0 < seq <= len(lines) else None
+
+    found = None if from_log else newest(folder, topic, entry_id_at, warn)
+    campaign, start = found if found else (Campaign(), 0)
+    for raw in lines[start:]:
+        apply(campaign, json.loads(raw))
+    return campaign, found is not None

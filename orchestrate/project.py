@@ -35,8 +35,6 @@ def load(layout: Layout, topic: str) -> tuple[Campaign, Recorder]:
 def peek(layout: Layout, topic: str) -> Campaign:
     """The campaign state for reading only (`status`): the newest checkpoint that matches the journal,
     plus the entries after it; nothing is repaired or written. Falls back to folding the whole journal."""
-    import json
-
     from orchestrate import checkpoints
     journal = Recorder(layout.ledger, topic).journal
     lines = journal.read_bytes().splitlines(keepends=True) if journal.exists() else []
@@ -44,15 +42,7 @@ def peek(layout: Layout, topic: str) -> Campaign:
         lines.pop()  # torn by a crash mid-write: resume settles it; a reader ignores it
     if not lines:
         raise UsageError(f"no campaign `{topic}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
-
-    def entry_id_at(seq: int) -> str | None:
-        return json.loads(lines[seq - 1]).get("id") if 0 < seq <= len(lines) else None
-
-    found = checkpoints.newest(layout.checkpoints(topic), topic, entry_id_at, lambda _message: None)
-    campaign, start = found if found else (Campaign(), 0)
-    for raw in lines[start:]:
-        apply(campaign, json.loads(raw))
-    return campaign
+    return checkpoints.restore(layout.checkpoints(topic), topic, lines, lambda _message: None)[0]
 
 
 def pick_topic(layout: Layout, topic: str | None, *, any_state: bool = False) -> str:

@@ -14,7 +14,7 @@ from gates.core import git, proc
 from gates.core.errors import UsageError
 from orchestrate import checkpoints, topics
 from orchestrate.atomic import sweep_temp_files, write_atomic
-from orchestrate.campaign import DISPATCHED, LANDED, Campaign, apply
+from orchestrate.campaign import DISPATCHED, LANDED, Campaign
 from orchestrate.context import WRITE_AHEAD, Context
 from orchestrate.layout import Layout
 from orchestrate.recorder import Recorder
@@ -34,20 +34,12 @@ def rebuild(layout: Layout, recorder: Recorder, *, from_log: bool, warn: Callabl
     if not lines:
         raise UsageError(f"no journal for campaign `{recorder.topic}`", hint="`orchestrate status` lists topics")
 
-    def entry_id_at(seq: int) -> str | None:
-        return json.loads(lines[seq - 1]).get("id") if 0 < seq <= len(lines) else None
-
-    found = None if from_log else checkpoints.newest(layout.checkpoints(recorder.topic), recorder.topic,
-                                                      entry_id_at, warn)
-    campaign, start = found if found else (Campaign(), 0)
-    last = None
-    for raw in lines[start:]:
-        last = json.loads(raw)
-        apply(campaign, last)
+    campaign, from_checkpoint = checkpoints.restore(layout.checkpoints(recorder.topic), recorder.topic, lines, warn,
+                                                    from_log=from_log)
     entries_tail = [json.loads(raw) for raw in lines[-1:]]
     recorder.resume_seq(entries_tail if entries_tail else [])
     recorder.counter = max(recorder.counter, _max_id(lines))
-    if found:
+    if from_checkpoint:
         _cross_check(campaign, lines, warn)
     return campaign
 
