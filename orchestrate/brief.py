@@ -48,7 +48,7 @@ def brief_text(node: Node, *, topic: str, attempt: int, worktree: Path, branch: 
     if node.outputs:
         parts += ["", "## Outputs", "",
                   f"Write one JSON object with the keys {', '.join(node.outputs)} to "
-                  f"{outputs_file(return_file)} ($ORCH_OUTPUTS); later edges decide on these values."]
+                  f"{outputs_path(return_file.parent, attempt)} ($ORCH_OUTPUTS); later edges decide on these values."]
     if feedback:
         parts += ["", "## Why the previous attempt was not accepted", "", feedback]
     parts += ["", "## Brief", "", own.strip() or "(no brief text)", ""]
@@ -61,10 +61,10 @@ def worker_env(node: Node, *, topic: str, attempt: int, worktree: Path, branch: 
         "ORCH_TOPIC": topic, "ORCH_NODE": node.id, "ORCH_ATTEMPT": str(attempt),
         "ORCH_WORKTREE": str(worktree), "ORCH_BRANCH": branch, "ORCH_BASE": base,
         "ORCH_BRIEF": str(brief), "ORCH_SURFACE": "\n".join(node.file_surface), "ORCH_RETURN": str(return_file),
-        "ORCH_OUTPUTS": str(outputs_file(return_file)),
+        "ORCH_OUTPUTS": str(outputs_path(return_file.parent, attempt)),
     }
 
 
-def outputs_file(return_file: Path) -> Path:
+def outputs_path(run_dir: Path, attempt: int) -> Path:
     """Where a worker writes its declared outputs: a JSON object, next to its freeze file (never in the tree)."""
-    return return_file.with_name(return_file.name.replace("return-", "outputs-"))
+    return run_dir / f"outputs-{attempt}.json"

@@ -139,7 +139,7 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         c.edges[ctx["edge"]] = {"taken": ctx["taken"], "when": ctx.get("when"), "entry": event["id"]}
     elif kind == "gate" and ctx.get("node"):
         ns = c.node(ctx["node"])
-        ns.gate_rcs = {**ns.gate_rcs, ctx["gate"]: ctx["code"]}
+        ns.gate_rcs[ctx["gate"]] = ctx["code"]
         if "outputs" in ctx:
             ns.outputs = ctx["outputs"]
     # verdicts, intents and results are provenance: they change no state here

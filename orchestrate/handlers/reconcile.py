@@ -98,8 +98,8 @@ def _outputs(ctx: Context, node, ns) -> Verdict:
     import json
 
     from gates.core.edges import OUTPUTS_GATE
-    from orchestrate.brief import outputs_file
-    path = outputs_file(ctx.layout.runs(ctx.topic) / node.id / f"return-{ns.attempt}.json")
+    from orchestrate.brief import outputs_path
+    path = outputs_path(ctx.layout.runs(ctx.topic) / node.id, ns.attempt)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
