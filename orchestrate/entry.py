@@ -1,7 +1,7 @@
 """The console script: answers `--version` and plain `status` without loading the CLI framework.
 
 Both are what people and scripts call most often; click's import alone costs more than their work.
-Anything else (including `status --help` or an error) goes through the CLI and its error boundary.
+Anything else (including `status --help`) goes through the CLI; errors are printed by its functions.
 """
 from __future__ import annotations
 
@@ -38,11 +38,16 @@ def _status_args(rest: list[str]) -> tuple[str | None, bool] | None:
 def _status(topic: str | None, as_json: bool) -> int:
     from pathlib import Path
 
-    from gates.core.errors import OrchestrateError
+    from gates.core.errors import ExitCode, OrchestrateError
     from orchestrate.status import show
     try:
         print(show(Path.cwd(), topic, as_json))
-    except OrchestrateError:
-        from orchestrate.cli import main as cli_main
-        return cli_main()  # the one error boundary prints it, the same way as for every command
+    except OrchestrateError as exc:  # printed exactly as the CLI's error boundary prints it
+        from orchestrate.cli import _print_error
+        _print_error(exc)
+        return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - a bug, reported as the boundary reports one
+        from orchestrate.cli import _report_bug
+        _report_bug(exc)
+        return ExitCode.INTERNAL
     return 0
