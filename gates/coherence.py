@@ -76,33 +76,14 @@ def load_config(ledger: Path | None) -> Config:
 
     Anything malformed raises UsageError naming the file and line: a typo must not become a silent pass.
     """
-    if ledger is None:
-        return Config()
-    path = Path(ledger) / "config.yaml"
-    if not path.exists():
-        return Config()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the config: {getattr(exc, 'strerror', None) or exc}") from None
-    from gates.core import yamlfile  # yaml is heavy; only a run that has a config pays for it
+    from gates.core import config
     from gates.core.dagfile import did_you_mean
-    data, problems = yamlfile.load(text, str(path), fast=False)
-    if problems:
-        raise UsageError(str(problems[0]), hint="fix config.yaml")
-    if data is None:
-        return Config()
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: expected a mapping of settings at the top, got {type(data).__name__}")
-    section = data.get("coherence")
+    found = config.read(ledger, "coherence")
+    section, bad = found.value, found.error
     if section is None:
         return Config()
-
-    def bad(where: object, line: int, message: str) -> UsageError:
-        return UsageError(f"{path}:{line}: {where}: {message}" if line else f"{path}: {where}: {message}")
-
     if not isinstance(section, dict):
-        raise bad("coherence", data.key_line("coherence"), "expected a mapping of names, ignore, evaluators, timeout")
+        raise bad("coherence", found.line, "expected a mapping of names, ignore, evaluators, timeout")
     for key in section:
         if key not in CONFIG_KEYS:
             raise bad(f"coherence.{key}", section.key_line(key),

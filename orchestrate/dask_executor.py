@@ -56,9 +56,17 @@ class DaskExecutor:
 
     def connect(self) -> "DaskExecutor":
         distributed = require_distributed()
+        from distributed.comm.addressing import parse_address, parse_host_port
+        try:  # before a Client exists: a half-built one hangs for 40 s at exit trying to close itself
+            scheme, location = parse_address(self.scheduler)
+            if scheme in ("tcp", "tls", "ws", "wss"):
+                parse_host_port(location)
+        except ValueError as exc:
+            raise UsageError(f"{self.scheduler} is not a Dask scheduler address: {exc}",
+                             hint="write it as tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786") from None
         try:
             self._client = distributed.Client(self.scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
-        except (OSError, TimeoutError) as exc:
+        except OSError as exc:  # refused, unreachable, or timed out (TimeoutError is an OSError)
             raise UsageError(f"cannot reach the Dask scheduler at {self.scheduler}: {exc}",
                              hint="start one with `dask scheduler`, or pass --scheduler ADDRESS") from None
         self._cancel = distributed.Event(f"orchestrate-cancel-{uuid.uuid4().hex}", client=self._client)

@@ -27,7 +27,7 @@ class Choice:
 
 
 def choose(layout: Layout, *, kind: str | None, scheduler: str | None, remote: str | None) -> Choice:
-    conf = _config(layout.config)
+    conf = _config(layout.ledger)
     where = _absolute(remote, Path.cwd()) if remote else _absolute(conf.get("remote"), layout.root)
     chosen = Choice(kind or conf.get("kind") or "local", scheduler or conf.get("scheduler"), where)
     if chosen.kind not in KINDS:
@@ -61,21 +61,17 @@ def _absolute(remote: str | None, root: Path) -> str | None:
     return str((root / remote).resolve())
 
 
-def _config(path: Path) -> dict:
-    if not path.exists():
-        return {}
-    from gates.core import yamlfile
-    data, problems = yamlfile.load(path.read_text(encoding="utf-8"), str(path), fast=False)
-    if problems:
-        raise UsageError(str(problems[0]), hint="fix config.yaml")
-    section = data.get("executor") if isinstance(data, dict) else None
+def _config(ledger: Path) -> dict:
+    from gates.core import config
+    found = config.read(ledger, "executor")
+    section = found.value
     if section is None:
         return {}
     if not isinstance(section, dict):
-        raise UsageError(f"{path}:{data.key_line('executor')}: executor: expected a mapping of {', '.join(FIELDS)}")
+        raise found.error("executor", found.line, f"expected a mapping of {', '.join(FIELDS)}")
     for key, value in section.items():
         if key not in FIELDS:
-            raise UsageError(f"{path}:{section.key_line(key)}: executor.{key}: unknown key; keys: {', '.join(FIELDS)}")
+            raise found.error(f"executor.{key}", section.key_line(key), f"unknown key; keys: {', '.join(FIELDS)}")
         if not isinstance(value, str) or not value.strip():
-            raise UsageError(f"{path}:{section.key_line(key)}: executor.{key}: expected text")
+            raise found.error(f"executor.{key}", section.key_line(key), "expected text")
     return dict(section)

@@ -212,6 +212,23 @@ def test_a_bad_executor_section_names_the_file_and_line(tmp_path):
     assert "config.yaml:3: executor.sheduler: unknown key" in done.stderr
 
 
+def test_a_config_that_is_not_utf8_is_named_not_a_traceback(tmp_path):
+    repo = campaign_repo(tmp_path, SMALL_DAG, "#!/bin/sh\n")
+    (repo / ".ledger" / "config.yaml").write_bytes(b"executor:\n  kind: \xff\n")
+    done = orchestrate(repo, "run")
+    assert done.returncode == 2 and "config.yaml: cannot read the config" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_malformed_scheduler_address_is_a_usage_error(tmp_path):
+    repo = campaign_repo(tmp_path, SMALL_DAG, "#!/bin/sh\n")
+    remote = bare_remote(tmp_path)
+    done = orchestrate(repo, "run", "--executor", "dask", "--scheduler", "nonsense", "--remote", str(remote))
+    assert done.returncode == 2
+    assert "nonsense is not a Dask scheduler address: missing port number" in done.stderr
+    assert "internal error" not in done.stderr and "Exception ignored" not in done.stderr
+
+
 def test_dask_needs_a_scheduler_and_a_remote(tmp_path):
     repo = campaign_repo(tmp_path, SMALL_DAG, "#!/bin/sh\n")
     done = orchestrate(repo, "run", "--executor", "dask")
