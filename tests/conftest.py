@@ -41,3 +41,10 @@ def orch(capsys, monkeypatch):
         return Result(int(rc), captured.out, captured.err)
 
     return call
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A private folder of throwaway plugin distributions on sys.path (tests/plugin_site.py)."""
+    from tests.plugin_site import throwaway_site
+    yield from throwaway_site(tmp_path, monkeypatch)

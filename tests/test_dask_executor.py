@@ -245,9 +245,8 @@ def test_a_remote_that_cannot_be_read_is_refused_before_anything_runs(tmp_path, 
     assert not RepoDir(repo).git("branch", "--list", "campaign/*")
 
 
-def test_a_task_run_twice_yields_one_branch_from_the_base(tmp_path, monkeypatch):
-    """What Dask does after a worker died: the same spec again. The branch restarts at the base."""
-    from orchestrate.remote import run_node
+def published_spec(tmp_path, monkeypatch, command: str, timeout: float) -> tuple[dict, Path, str]:
+    """A task spec as the engine would submit it: node branch published at the base on a bare remote."""
     from tests.helpers import make_repo
     monkeypatch.setenv("ORCHESTRATE_DASK_DIR", str(tmp_path / "work"))
     repo = make_repo(tmp_path / "repo", {"README.md": "# r\n"})
@@ -255,8 +254,15 @@ def test_a_task_run_twice_yields_one_branch_from_the_base(tmp_path, monkeypatch)
     base = repo.head()
     repo.git("push", "--quiet", str(remote), f"{base}:refs/heads/node/t/N")
     spec = {"remote": str(remote), "topic": "t", "node": "N", "attempt": 1, "branch": "node/t/N", "base": base,
-            "command": "echo work > f.txt", "env": {"ORCH_NODE": "N"}, "brief": "b", "timeout": 60,
+            "command": command, "env": {"ORCH_NODE": "N"}, "brief": "b", "timeout": timeout,
             "identity": {}, "cancel": None}
+    return spec, remote, base
+
+
+def test_a_task_run_twice_yields_one_branch_from_the_base(tmp_path, monkeypatch):
+    """What Dask does after a worker died: the same spec again. The branch restarts at the base."""
+    from orchestrate.remote import run_node
+    spec, remote, base = published_spec(tmp_path, monkeypatch, "echo work > f.txt", 60)
 
     first = run_node(spec)
     second = run_node(spec)
@@ -272,16 +278,9 @@ def test_a_task_run_twice_yields_one_branch_from_the_base(tmp_path, monkeypatch)
 
 def test_a_remote_worker_past_its_timeout_is_killed_and_its_work_kept(tmp_path, monkeypatch):
     from orchestrate.remote import run_node
-    from tests.helpers import make_repo
-    monkeypatch.setenv("ORCHESTRATE_DASK_DIR", str(tmp_path / "work"))
-    repo = make_repo(tmp_path / "repo", {"README.md": "# r\n"})
-    remote = bare_remote(tmp_path)
-    base = repo.head()
-    repo.git("push", "--quiet", str(remote), f"{base}:refs/heads/node/t/N")
     pid_file = tmp_path / "worker.pid"
-    spec = {"remote": str(remote), "topic": "t", "node": "N", "attempt": 1, "branch": "node/t/N", "base": base,
-            "command": f"echo half > f.txt; echo $$ > {pid_file}; exec sleep 60", "env": {}, "brief": "b",
-            "timeout": 0.5, "identity": {}, "cancel": None}
+    spec, remote, _ = published_spec(tmp_path, monkeypatch, f"echo half > f.txt; echo $$ > {pid_file}; exec sleep 60",
+                                     0.5)
 
     result = run_node(spec)
 

@@ -215,7 +215,7 @@ def test_the_example_validates_with_its_plugins_installed(tmp_path):
     import os
     import uuid
 
-    from tests.test_plugins import Site, gate
+    from tests.plugin_site import Site, gate
     site = Site(tmp_path, uuid.uuid4().hex[:8])
     site.add("orchestrate-example-gates", "1.0.0", *(gate(n) for n in ("diff-size", "llm-review", "secret-scan")))
     run = orchestrate("validate", "--dag", EXAMPLE, env=dict(os.environ, PYTHONPATH=str(tmp_path)))

@@ -4,12 +4,9 @@ results are stamped with the plugin's identity (R5), and a named plugin that can
 from __future__ import annotations
 
 import json
-import uuid
-
-import pytest
 
 from tests.engine_helpers import campaign_repo
-from tests.test_plugins import Site, gate
+from tests.plugin_site import gate
 
 SCAN = """def check(self, config, cwd, env):
     import pathlib
@@ -31,18 +28,6 @@ edges:
 WORKER = """#!/bin/sh
 if [ "$ORCH_ATTEMPT" = 1 ]; then echo SECRET=1 > a.txt; else echo fine > a.txt; fi
 """
-
-
-@pytest.fixture
-def site(tmp_path, monkeypatch):
-    import sys
-    root = tmp_path / "site"
-    root.mkdir()
-    monkeypatch.syspath_prepend(str(root))
-    s = Site(root, uuid.uuid4().hex[:8])
-    yield s
-    for module in s.modules:
-        sys.modules.pop(module, None)
 
 
 def gate_entries(repo) -> list[dict]:
