@@ -10,6 +10,38 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gates.core.errors import ExitCode, OrchestrateError
+
+# Every journal entry has exactly these; the recorder fills id, seq and created_at, callers never do.
+FIELDS = ("id", "seq", "created_at", "source_entity", "source_type", "kind", "derived_from", "context")
+# Who or what an entry comes from, a closed set (seeds-other §3.8, with the sources this engine has:
+# "engine" for its own bookkeeping, "policy" and "answers" for seam answers that no person typed).
+SOURCE_TYPES = ("answers", "decision", "engine", "gate", "human", "policy", "repair", "worker")
+
+
+class ProvenanceError(OrchestrateError):
+    """An entry would break a lineage rule: a bug in the engine, never the user's input."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+def check_append(entry: dict, topic: str, counter: int, gates: dict[str, tuple]) -> None:
+    """The rules an entry must meet before it is written (R2-R4); `gates` maps gate entry ids of this
+    runner to (node, exit code), `counter` is the highest id number handed out so far."""
+    kind, source_type = entry["kind"], entry["source_type"]
+    if source_type not in SOURCE_TYPES:
+        raise ProvenanceError(f"unknown source_type {source_type!r} on {kind}; valid values: {', '.join(SOURCE_TYPES)}")
+    prefix = f"{topic}:"
+    for ref in entry["derived_from"]:
+        number = ref[len(prefix):] if isinstance(ref, str) and ref.startswith(prefix) else ""
+        if not (number.isdigit() and 0 < int(number) < counter):
+            raise ProvenanceError(f"referenced {ref} does not exist in campaign {topic}")
+    if kind == "verdict" and entry["context"].get("verdict") == "accept":
+        node = entry["context"].get("node")
+        if not any(gates.get(ref) == (node, 0) for ref in entry["derived_from"]):
+            raise ProvenanceError(f"cannot record verdict accept for {node} without provenance: derived_from must "
+                                  f"cite at least one passing gate entry of {node}")
+
 
 @dataclass
 class Chain:

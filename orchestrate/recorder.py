@@ -38,6 +38,7 @@ class Recorder:
         self.held: list[dict[str, Any]] = []
         self._identity: dict[str, str] | None = None
         self._tree: str | None = None  # the tree of `head`, once this runner has committed
+        self.gates: dict[str, tuple] = {}  # gate entries made or read here: id -> (node, code), for R3
 
     # Resolved on first use: reading a campaign back (status) never needs them.
     @property
@@ -90,6 +91,7 @@ class Recorder:
         self.seq = entries[-1]["seq"] if entries else 0
         self.last_id = entries[-1]["id"] if entries else ""
         self.counter = max((int(e["id"].rsplit(":", 1)[1]) for e in entries), default=0)
+        self.gates.update(_gate_refs(entries))
         self._truncate_torn_tail()
 
     def _truncate_torn_tail(self) -> None:
@@ -102,11 +104,15 @@ class Recorder:
 
     def event(self, kind: str, context: dict[str, Any], *, source_entity: str = ENGINE,
               source_type: str = "engine", derived_from: Iterable[str] = (), hold: bool = False) -> dict[str, Any]:
-        """A journal entry with its provenance; written now, or with `hold` at the next `flush`."""
-        self.counter += 1
-        entry = {"id": f"{self.topic}:{self.counter}", "created_at": now(),
+        """A journal entry with its provenance; written now, or with `hold` at the next `flush`.
+        An entry that breaks a lineage rule is a bug: ProvenanceError, and nothing is written."""
+        from orchestrate.provenance import check_append
+        entry = {"id": f"{self.topic}:{self.counter + 1}", "created_at": now(),
                  "source_entity": source_entity, "source_type": source_type, "kind": kind,
                  "derived_from": list(derived_from), "context": context}
+        check_append(entry, self.topic, self.counter + 1, self.gates)
+        self.counter += 1
+        self.gates.update(_gate_refs([entry]))
         if hold:
             self.held.append(entry)
         else:
@@ -166,3 +172,7 @@ class Recorder:
         return Concurrency(f"the recorder branch moved under this runner (expected {self.head[:12]}, found "
                            f"{actual[:12]}{': ' + who if who else ''})",
                            hint="another runner is writing this campaign; stop one of them")
+
+
+def _gate_refs(entries: Iterable[dict[str, Any]]) -> dict[str, tuple]:
+    return {e["id"]: (e["context"].get("node"), e["context"].get("code")) for e in entries if e["kind"] == "gate"}
