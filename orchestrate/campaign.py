@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-PENDING, DISPATCHED, LANDED, ACCEPTED, REWORK, INVALIDATED, SKIPPED = (
-    "PENDING", "DISPATCHED", "LANDED", "ACCEPTED", "REWORK", "INVALIDATED", "SKIPPED")
+PENDING, DISPATCHED, LANDED, ACCEPTED, REWORK, INVALIDATED, SKIPPED, ABANDONED = (
+    "PENDING", "DISPATCHED", "LANDED", "ACCEPTED", "REWORK", "INVALIDATED", "SKIPPED", "ABANDONED")
 
 
 @dataclass

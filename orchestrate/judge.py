@@ -17,6 +17,27 @@ def record(ctx, node: str | None, verdict: Verdict, *, source_entity: str | None
     return ctx.emit("gate", recorded, **extra)
 
 
+def next_verdict(node, failures: int) -> str:
+    """After `failures` failed attempts: rework, escalate (the protocol's default: a person decides), or
+    abandon (the DAG opted in with `max_rework: N` + `on_exhausted: continue`: the node gives up after N
+    reworks and the campaign goes on without it)."""
+    if node.on_exhausted == "continue":
+        return "abandon" if failures > node.max_rework else "rework"
+    return "escalate" if failures >= node.max_attempts else "rework"
+
+
+def abandon(ctx, node_id: str, failures: int, feedback: str, derived_from=()) -> None:
+    """Give the node up for good: ABANDONED is terminal, its worktree goes, its branch stays to read."""
+    from orchestrate import worktrees
+    from orchestrate.campaign import ABANDONED
+    ns = ctx.campaign.nodes[node_id]
+    ctx.emit("node", {"node": node_id, "status": ABANDONED, "failures": failures, "feedback": feedback,
+                      "verdict": "abandon"}, derived_from=derived_from)
+    worktrees.remove(ctx, node_id, str(ctx.root / ns.worktree) if ns.worktree else "")
+    ctx.out.line(f"{node_id}: ABANDONED after {failures} failed attempt(s) (on_exhausted: continue); "
+                 f"its branch {ns.branch} is kept")
+
+
 def failure_text(verdicts: list[Verdict]) -> str:
     """What the next attempt's brief says about this one."""
     parts = []

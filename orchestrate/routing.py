@@ -12,7 +12,7 @@ it is never silently false.
 from __future__ import annotations
 
 from gates.core.condition import ConditionError, ConditionTypeError, compile_condition
-from orchestrate.campaign import ACCEPTED, PENDING, SKIPPED
+from orchestrate.campaign import ABANDONED, ACCEPTED, PENDING, SKIPPED
 
 
 class ConditionFailed(Exception):
@@ -49,6 +49,8 @@ def _taken(ctx, edge) -> bool:
         return False
     if edge.type != "conditional":
         return src.status == ACCEPTED
+    if src.status not in (ACCEPTED, ABANDONED):
+        return False
     recorded = c.edges.get(edge.id)
     if recorded is not None:
         if recorded.get("when") != edge.when:
@@ -70,7 +72,8 @@ def _evaluate(ctx, edge, src) -> tuple[bool, dict]:
     where = f"edge {edge.id} ({edge.src} -> {edge.dst})"
     try:
         cond = compile_condition(edge.when, outputs=node.outputs, params=dag.params,
-                                 gates=dag.effective_gates(edge.src), source=edge.src)
+                                 gates=dag.effective_gates(edge.src), source=edge.src,
+                                 can_abandon=node.on_exhausted == "continue")
         values = {}
         for name in cond.names:
             value = _value(name, src, dag.params)

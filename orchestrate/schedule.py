@@ -1,9 +1,9 @@
 """What to do next inside a layer: which nodes to dispatch now, and whether the layer is done."""
 from __future__ import annotations
 
-from orchestrate.campaign import ACCEPTED, DISPATCHED, INVALIDATED, LANDED, PENDING, REWORK, SKIPPED
+from orchestrate.campaign import ABANDONED, ACCEPTED, DISPATCHED, INVALIDATED, LANDED, PENDING, REWORK, SKIPPED
 
-SETTLED = (ACCEPTED, SKIPPED)
+SETTLED = (ACCEPTED, SKIPPED, ABANDONED)
 
 
 def to_dispatch(ctx) -> list[str]:

@@ -56,6 +56,7 @@ class Outcome(str, Enum):
     ACCEPTED = "accepted"
     REJECTED = "rejected"
     REVIEWED = "reviewed"
+    ABANDONED = "abandoned"
 
 
 START = State.DERIVE

@@ -12,7 +12,6 @@ RUNS = {("TRIGGERS", "static"), ("PRODUCES", "static"), ("COMPOSES", "static"), 
         ("TRIGGERS", "conditional"), ("PRODUCES", "conditional")}
 NODE_FEATURES = (  # (test, field, what)
     (lambda n: n.activation != "always", "activation", "on-demand nodes"),
-    (lambda n: n.on_exhausted != "halt", "on_exhausted", "on_exhausted: continue"),
     (lambda n: n.worker_spec is not None, "worker", "workers chosen by capability or kind"),
 )
 

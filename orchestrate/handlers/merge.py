@@ -77,8 +77,11 @@ def _rework(ctx: Context, node_id: str, verdict: Verdict) -> Outcome:
     node = ctx.dag.by_id[node_id]
     failures = ns.failures + 1
     feedback = judge.failure_text([verdict])
-    escalate = failures >= node.max_attempts
+    decided = judge.next_verdict(node, failures)
+    ctx.out.line(f"{node_id}: merge refused ({verdict.summary}); {decided.upper()}")
+    if decided == "abandon":
+        judge.abandon(ctx, node_id, failures, feedback)
+        return Outcome.ABANDONED
     ctx.emit("node", {"node": node_id, "status": REWORK, "failures": failures, "feedback": feedback,
-                      "verdict": "escalate" if escalate else "rework"})
-    ctx.out.line(f"{node_id}: merge refused ({verdict.summary}); {'ESCALATE' if escalate else 'REWORK'}")
-    return Outcome.ESCALATE if escalate else Outcome.REWORK
+                      "verdict": decided})
+    return Outcome.ESCALATE if decided == "escalate" else Outcome.REWORK

@@ -72,13 +72,17 @@ def handle(ctx: Context) -> Outcome:
         return Outcome.ACCEPT
     failures = ns.failures + 1
     feedback = judge.failure_text(failed)
-    verdict = "escalate" if failures >= node.max_attempts else "rework"
-    ctx.emit("verdict", {"node": node_id, "verdict": verdict, "at": ns.head, "reasons": feedback},
-             derived_from=entries)
+    verdict = judge.next_verdict(node, failures)
+    entry = ctx.emit("verdict", {"node": node_id, "verdict": verdict, "at": ns.head, "reasons": feedback},
+                     derived_from=entries)
+    budget = node.max_rework + 1 if node.on_exhausted == "continue" else node.max_attempts
+    ctx.out.line(f"{node_id}: {verdict.upper()} (attempt {ns.attempt} of {budget}): "
+                 + "; ".join(v.summary for v in failed))
+    if verdict == "abandon":
+        judge.abandon(ctx, node_id, failures, feedback, derived_from=[entry["id"]])
+        return Outcome.ABANDONED
     ctx.emit("node", {"node": node_id, "status": REWORK, "failures": failures, "feedback": feedback,
                       "verdict": verdict})
-    ctx.out.line(f"{node_id}: {verdict.upper()} (attempt {ns.attempt} of {node.max_attempts}): "
-                 + "; ".join(v.summary for v in failed))
     return Outcome.ESCALATE if verdict == "escalate" else Outcome.REWORK
 
 
