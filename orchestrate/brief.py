@@ -8,12 +8,11 @@ from gates.core.dagfile import Node
 
 def brief_text(node: Node, *, topic: str, attempt: int, worktree: Path, branch: str, base: str,
                return_file: Path, brief_dir: Path | None, feedback: str = "", checks=None,
-               plugin_gates: tuple[str, ...] = ()) -> str:
+               plugin_gates: tuple[str, ...] = (), related: tuple[tuple[Node, str], ...] = ()) -> str:
     """`checks` are the command checks that judge the node (its own and, through COMPOSES and LOOPS_WITH,
-    others'); default: its own evaluators. `plugin_gates` are the gates plugins run on it."""
-    own = node.brief
-    if node.brief_file:
-        own = ((brief_dir or Path(".")) / node.brief_file).read_text()
+    others'); default: its own evaluators. `plugin_gates` are the gates plugins run on it. `related` are
+    (node, how) whose briefs this worker reads but does not do: its LOOPS_WITH peers, its COMPOSES spokes."""
+    own = _own_text(node, brief_dir)
     surface = "\n".join(f"  - {t}" for t in node.file_surface) or "  (none: this node may change nothing)"
     evaluators = "\n".join([f"  - {e.name}: `{e.run}`" for e in (node.evaluators if checks is None else checks)]
                            + [f"  - {g}: run by a gate plugin after you return" for g in plugin_gates]) or "  (none)"
@@ -52,7 +51,16 @@ def brief_text(node: Node, *, topic: str, attempt: int, worktree: Path, branch: 
     if feedback:
         parts += ["", "## Why the previous attempt was not accepted", "", feedback]
     parts += ["", "## Brief", "", own.strip() or "(no brief text)", ""]
+    for other, how in related:
+        parts += [f"## Brief of {other.id} ({how}; read only, not your work)", "",
+                  _own_text(other, brief_dir).strip() or "(no brief text)", ""]
     return "\n".join(parts)
+
+
+def _own_text(node: Node, brief_dir: Path | None) -> str:
+    if node.brief_file:
+        return ((brief_dir or Path(".")) / node.brief_file).read_text()
+    return node.brief
 
 
 def worker_env(node: Node, *, topic: str, attempt: int, worktree: Path, branch: str, base: str,

@@ -59,6 +59,10 @@ class Campaign:
     accepted_by: dict | None = None
     round: int = 0
     edges: dict = field(default_factory=dict)  # edge id -> its recorded decision (never re-evaluated)
+    guardrails: dict = field(default_factory=dict)  # edge id -> its guardrails' recorded result (and answer)
+    flags: list = field(default_factory=list)  # warnings from `warn` guardrails, for status and the close report
+    enabled: dict = field(default_factory=dict)  # on-demand node -> why a reroute or a fallback enabled it
+    workers: dict = field(default_factory=dict)  # node -> the worker plugin discovery assigned it
 
     def node(self, node_id: str) -> NodeState:
         if node_id not in self.nodes:
@@ -137,6 +141,16 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         c.closed = True
     elif kind == "edge_eval":
         c.edges[ctx["edge"]] = {"taken": ctx["taken"], "when": ctx.get("when"), "entry": event["id"]}
+    elif kind == "guardrail" and not ctx.get("crashed"):  # a crash decided nothing: it runs again
+        c.guardrails[ctx["edge"]] = {"violated": ctx["violated"], "message": ctx["message"], "entry": event["id"]}
+    elif kind == "crossing":
+        c.guardrails[ctx["edge"]]["answer"] = ctx["answer"]
+    elif kind == "flag":
+        c.flags.append(ctx)
+    elif kind == "enable":
+        c.enabled[ctx["node"]] = ctx["reason"]
+    elif kind == "discovery" and ctx.get("chosen"):
+        c.workers[ctx["node"]] = ctx["chosen"]
     elif kind == "gate" and ctx.get("node"):
         ns = c.node(ctx["node"])
         ns.gate_rcs[ctx["gate"]] = ctx["code"]

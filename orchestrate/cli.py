@@ -303,7 +303,7 @@ def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, ans
 @click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
 def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: str, quiet: bool) -> int:
     """Answer an open human seam: SEAM is final-acceptance, reserved-halt, realignment,
-    review-divergence or dag-amendment; CHOICE is one the seam offers (`orchestrate status` lists them).
+    review-divergence, dag-amendment or guardrail; CHOICE is one the seam offers (`orchestrate status` lists them).
 
     Records who (git config user.email, or --as), when, the choice, the note and the commit the gates
     judged. `orchestrate resume` applies it; `decide final-acceptance accept` completes the campaign
@@ -312,6 +312,43 @@ def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: 
     """
     from orchestrate.runner import decide as decide_seam
     return decide_seam(Path.cwd(), seam, choice, topic=topic, as_who=as_who, note=note, quiet=quiet)
+
+
+def edge_answer_options(f):
+    f = click.option("--quiet", "-q", is_flag=True, help="Print only the result.")(f)
+    f = click.option("--note", default="", help="Why.")(f)
+    f = click.option("--as", "as_who", metavar="WHO", help="Who decides (default: git config user.email).")(f)
+    f = click.option("--topic", help="Campaign topic (default: the one waiting at a seam).")(f)
+    return click.option("--edge", required=True, metavar="EDGE", help="The id of the blocked edge, as in dag.yaml.")(f)
+
+
+@cli.command()
+@edge_answer_options
+def approve(edge: str, topic: str | None, as_who: str | None, note: str, quiet: bool) -> int:
+    """Cross EDGE, which a `block` guardrail stopped: its target is dispatched on `orchestrate resume`.
+
+    Records a human decision (who: git config user.email, or --as; when; the note) citing the
+    guardrail's recorded result, so `orchestrate why` shows who let the change through. The same as
+    `orchestrate decide guardrail approve`. Refused with exit 2, nothing written, when EDGE is not the
+    edge waiting at the guardrail seam or nobody can be named as the approver.
+    """
+    from orchestrate.runner import decide as decide_seam
+    return decide_seam(Path.cwd(), "guardrail", "approve", topic=topic, as_who=as_who, note=note, quiet=quiet,
+                       edge=edge)
+
+
+@cli.command()
+@edge_answer_options
+def skip(edge: str, topic: str | None, as_who: str | None, note: str, quiet: bool) -> int:
+    """Leave EDGE, which a `block` guardrail stopped, untaken: on `orchestrate resume` its target's
+    join decides (with `join: all` the target, and what waits for it, is SKIPPED).
+
+    Recorded like `approve`; the same as `orchestrate decide guardrail skip`. Refused with exit 2,
+    nothing written, when EDGE is not the edge waiting at the guardrail seam.
+    """
+    from orchestrate.runner import decide as decide_seam
+    return decide_seam(Path.cwd(), "guardrail", "skip", topic=topic, as_who=as_who, note=note, quiet=quiet,
+                       edge=edge)
 
 
 @cli.command()

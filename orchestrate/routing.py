@@ -21,25 +21,42 @@ class ConditionFailed(Exception):
 
 def decide(ctx) -> list[str]:
     """Record the decisions of this layer's incoming edges; SKIP the nodes that will not run.
-    Returns the skipped node ids. Raises ConditionFailed (nothing is dispatched)."""
+    Returns the skipped node ids. Raises ConditionFailed or GuardrailCrashed (a halt, nothing is
+    dispatched) or Blocked (a seam)."""
+    from orchestrate import discovery, guardrails
     c, dag = ctx.campaign, ctx.dag
     skipped = []
-    for node_id in c.layer():
-        if c.nodes[node_id].status != PENDING:
+    pending = [n for n in c.layer() if c.nodes[n].status == PENDING]
+    # on-demand nodes last: the crossings of the layer's regular nodes may enable them (seeds-other §5)
+    for node_id in sorted(pending, key=lambda n: dag.by_id[n].activation == "on_demand"):
+        node = dag.by_id[node_id]
+        if node.activation == "on_demand" and node_id not in c.enabled:
+            skipped.append(_skip(ctx, node_id, "on demand, and no reroute or fallback enabled it"))
             continue
-        incoming = dag.incoming(node_id)
-        if not incoming:
-            continue
-        taken = [(e, _taken(ctx, e)) for e in incoming]
-        join = dag.by_id[node_id].join
-        runs = any(t for _, t in taken) if join == "any" else all(t for _, t in taken)
-        if not runs:
+        taken = []
+        for e in dag.incoming(node_id):
+            crossed = _taken(ctx, e)
+            if crossed and e.guardrails:  # a guardrail runs only on an edge that is taken (G9)
+                crossed = guardrails.cross(ctx, e)
+            taken.append((e, crossed))
+        runs = any(t for _, t in taken) if node.join == "any" else all(t for _, t in taken)
+        if taken and not runs:
             why = ", ".join(f"{e.id} from {e.before}" for e, t in taken if not t)
-            ctx.emit("node", {"node": node_id, "status": SKIPPED,
-                              "feedback": f"skipped (join: {join}): edge(s) not taken: {why}"})
-            ctx.out.line(f"{node_id}: SKIPPED (join {join}; not taken: {why})")
+            skipped.append(_skip(ctx, node_id, f"join: {node.join}; edge(s) not taken: {why}"))
+            continue
+        try:
+            assigned = discovery.assign(ctx, node_id)
+        except discovery.NoWorker as exc:
+            raise ConditionFailed(str(exc)) from None
+        if not assigned:
             skipped.append(node_id)
     return skipped
+
+
+def _skip(ctx, node_id: str, why: str) -> str:
+    ctx.emit("node", {"node": node_id, "status": SKIPPED, "feedback": f"skipped ({why})"})
+    ctx.out.line(f"{node_id}: SKIPPED ({why})")
+    return node_id
 
 
 def _taken(ctx, edge) -> bool:

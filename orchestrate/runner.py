@@ -92,7 +92,7 @@ def _stopped_in(recorder: Recorder, end: str) -> str:
 
 
 def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str | None, note: str,
-           quiet: bool) -> int:
+           quiet: bool, edge: str | None = None) -> int:
     """Record an answer to the open seam; final acceptance completes the campaign at once."""
     from orchestrate import resume, seams
     layout = project(cwd)
@@ -102,6 +102,9 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
         seams.check_answer(campaign.seam, seam, choice)
+        if edge is not None and campaign.seam.get("edge") != edge:
+            raise UsageError(f"edge {edge} is not waiting at a guardrail (the open guardrail seam is on edge "
+                             f"{campaign.seam.get('edge')})", hint="`orchestrate status` shows it")
         who = seams.who(layout.root, as_who)
         ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=LocalExecutor(1), out=out))
         ctx.reload_dag()

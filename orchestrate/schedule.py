@@ -24,7 +24,19 @@ def to_dispatch(ctx) -> list[str]:
 
 
 def landed(ctx) -> list[str]:
-    return ctx.campaign.with_status(LANDED)
+    """Nodes ready to be judged. A LOOPS_WITH group is judged as one, so its members wait until every
+    member still in play has landed; the group then appears once, as its first member."""
+    c, dag = ctx.campaign, ctx.dag
+    ready, seen = [], set()
+    for n in c.with_status(LANDED):
+        group = dag.group_of(n)
+        if n in seen:
+            continue
+        seen.update(group)
+        if len(group) > 1 and any(c.nodes[m].status not in (LANDED,) + SETTLED for m in group):
+            continue
+        ready.append(n)
+    return ready
 
 
 def layer_done(ctx) -> bool:

@@ -16,6 +16,7 @@ CHOICES = {
     "realignment": ("rework", "skip", "halt"),
     "review-divergence": ("accept", "rework", "halt"),
     "dag-amendment": ("accept", "halt"),
+    "guardrail": ("approve", "skip", "halt"),
 }
 SEAMS = tuple(CHOICES)
 
@@ -25,8 +26,7 @@ def who(repo, as_who: str | None) -> str:
         return as_who
     email = git.config_get(repo, "user.email")
     if not email:
-        raise UsageError("cannot tell who is deciding",
-                         hint="set `git config user.email`, or pass --as NAME")
+        raise UsageError("set git config user.email (or pass --as NAME) so the decision can be attributed")
     return email
 
 
@@ -45,7 +45,8 @@ def check_answer(open_seam: dict | None, seam: str, choice: str) -> None:
 
 def record(ctx, seam: dict, choice: str, note: str, who_: str, source_type: str) -> dict:
     entity = f"human:{who_}" if source_type == "human" else f"{source_type}:{who_}"
-    return ctx.emit("decision", {"seam": seam["seam"], "node": seam.get("node"), "choice": choice, "note": note,
+    extra = {"edge": seam["edge"]} if seam.get("edge") else {}
+    return ctx.emit("decision", {"seam": seam["seam"], "node": seam.get("node"), **extra, "choice": choice, "note": note,
                                  "who": who_, "bound_to": seam.get("bound_to"), "opened": seam.get("id")},
                     source_entity=entity, source_type=source_type,
                     derived_from=[seam["id"]] + list(seam.get("gates", [])))

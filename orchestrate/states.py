@@ -57,6 +57,7 @@ class Outcome(str, Enum):
     REJECTED = "rejected"
     REVIEWED = "reviewed"
     ABANDONED = "abandoned"
+    CROSSING = "crossing-decided"
 
 
 START = State.DERIVE

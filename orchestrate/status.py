@@ -27,13 +27,17 @@ def summary(c: Campaign) -> dict:
     return {"topic": c.topic, "state": c.state, "layer": c.k, "layer_count": len(c.layers), "tip": c.tip,
             "baseline": c.baseline, "branch": c.branch, "mode": c.mode, "closed": c.closed,
             "accepted": c.accepted_by is not None, "halt": c.halt or None,
-            "seams": [c.seam] if c.seam else [], "nodes": nodes}
+            "seams": [c.seam] if c.seam else [], "nodes": nodes,
+            "flags": [f"guardrail {f['message'].removeprefix('guardrail ')}" for f in c.flags],
+            "enabled": dict(c.enabled)}
 
 
 def waiting_reason(c: Campaign, node: str, k: int) -> str:
     s = c.nodes[node]
     if s.status == "ACCEPTED":
-        return ""
+        return c.enabled.get(node, "")
+    if s.status in ("SKIPPED", "ABANDONED"):
+        return s.feedback.splitlines()[0] if s.feedback else ""
     if c.seam and c.seam.get("node") == node:
         return f"seam {c.seam['seam']}: {c.seam.get('reason', '')}"
     if s.status == "INVALIDATED":
@@ -59,6 +63,8 @@ def render(data: dict) -> list[str]:
         lines.append(f"  L{n['layer']} {n['id']:<12} {n['status']:<11} attempt {n['attempt']}{why}")
     for seam in data["seams"]:
         lines.append(f"open seam {seam['seam']}: {seam.get('reason', '')} (choices: {', '.join(seam['choices'])})")
+    for flag in data.get("flags", []):
+        lines.append(f"warning: {flag}")
     if data["accepted"]:
         lines.append("accepted")
     return lines

@@ -22,7 +22,8 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.DERIVE, O.VALID, S.RUN_LAYER, "DAG valid: campaign branch at the baseline, active-dag written, k := 0"),
     Transition(S.DERIVE, O.INVALID, S.HALT, "DAG invalid: problems listed, nothing written"),
     Transition(S.RUN_LAYER, O.READY, S.DISPATCH, "layer k split into its parallel set and serial rest"),
-    Transition(S.RUN_LAYER, O.FAILED, S.HALT, "(+) an edge condition cannot be evaluated: halt naming the edge, nothing dispatched"),
+    Transition(S.RUN_LAYER, O.FAILED, S.HALT, "(+) an edge condition cannot be evaluated, a guardrail gate crashed, or no worker matches: halt naming the edge, nothing dispatched"),
+    Transition(S.RUN_LAYER, O.NEEDS_HUMAN, S.SEAM, "(+) a `block` guardrail was violated: seam guardrail, nothing dispatched"),
     Transition(S.DISPATCH, O.DISPATCHED, S.AWAIT, "worktrees created, briefs written, workers started"),
     Transition(S.DISPATCH, O.LAYER_DONE, S.CHECKPOINT, "(+) nothing to start now: landed nodes wait, or the layer is settled"),
     Transition(S.DISPATCH, O.REFUTED_PREMISE, S.REALIGN, "(+) a node's tripwire is stale against the tip it would branch from"),
@@ -62,6 +63,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.SEAM, O.ACCEPTED, S.DONE, "(+) final acceptance recorded, bound to the campaign tip"),
     Transition(S.SEAM, O.REJECTED, S.HALT, "(+) final acceptance refused"),
     Transition(S.SEAM, O.HALTED, S.HALT, "(+) answer halt"),
+    Transition(S.SEAM, O.CROSSING, S.RUN_LAYER, "(+) guardrail approved (the edge is crossed) or skipped (not taken): the layer is decided again"),
 )
 
 

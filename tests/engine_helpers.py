@@ -44,3 +44,17 @@ def recorder_subjects(repo: RepoDir) -> list[str]:
 def first_parent_chain(repo: RepoDir, base: str, branch: str) -> list[tuple[str, str]]:
     out = repo.git("log", "--first-parent", "--format=%P%x09%s", f"{base}..{branch}")
     return [(line.split("\t")[0], line.split("\t")[1]) for line in out.splitlines()]
+
+
+def journal(repo: RepoDir, topic: str) -> list[dict]:
+    """Every entry of the campaign's journal, in order."""
+    import json
+    path = repo / ".ledger" / "state" / topic / "journal.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def statuses(repo: RepoDir, orch, topic: str) -> dict[str, str]:
+    """node -> status, as `orchestrate status --json` reports it."""
+    import json
+    out = orch("status", "--json", "--topic", topic, cwd=repo).out
+    return {n["id"]: n["status"] for n in json.loads(out)["nodes"]}

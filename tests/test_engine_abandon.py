@@ -4,9 +4,8 @@ edge on `src.status == 'ABANDONED'` routes to a recovery node. Without the opt-i
 escalation stands."""
 from __future__ import annotations
 
-import json
 
-from tests.engine_helpers import campaign_repo
+from tests.engine_helpers import campaign_repo, journal, statuses
 
 WORKER = r"""#!/bin/sh
 set -eu
@@ -27,22 +26,12 @@ edges:
 """
 
 
-def journal(repo) -> list[dict]:
-    path = repo / ".ledger" / "state" / "gaveup" / "journal.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def statuses(repo, orch) -> dict:
-    out = orch("status", "--json", "--topic", "gaveup", cwd=repo).out
-    return {n["id"]: n["status"] for n in json.loads(out)["nodes"]}
-
-
 def test_an_exhausted_node_is_abandoned_and_the_campaign_goes_on(tmp_path, orch):
     repo = campaign_repo(tmp_path, DAG, WORKER, {})
     result = orch("run", "--quiet", cwd=repo)
     assert result.rc == 75, result.out + result.err  # the final-acceptance seam, not a halt
-    assert statuses(repo, orch) == {"N1": "ABANDONED", "N2": "SKIPPED", "N3": "ACCEPTED", "N9": "ACCEPTED"}
-    entries = journal(repo)
+    assert statuses(repo, orch, "gaveup") == {"N1": "ABANDONED", "N2": "SKIPPED", "N3": "ACCEPTED", "N9": "ACCEPTED"}
+    entries = journal(repo, "gaveup")
     verdicts = [e["context"]["verdict"] for e in entries if e["kind"] == "verdict" and e["context"]["node"] == "N1"]
     assert verdicts == ["rework", "abandon"]  # max_rework: 1 -> one rework, then abandoned
     evals = [e["context"] for e in entries if e["kind"] == "edge_eval"]
@@ -59,4 +48,4 @@ def test_without_the_opt_in_the_node_escalates_as_before(tmp_path, orch):
     result = orch("run", "--quiet", cwd=repo)
     assert result.rc == 75
     assert "realignment" in result.out
-    assert statuses(repo, orch)["N1"] == "REWORK"
+    assert statuses(repo, orch, "gaveup")["N1"] == "REWORK"

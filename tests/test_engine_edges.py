@@ -62,15 +62,15 @@ def test_a_producer_without_its_payload_is_reworked_with_the_contract_named(tmp_
 
 
 def test_what_validates_but_cannot_run_yet_is_refused_before_anything_is_written(tmp_path, orch):
-    dag = DAG.replace("predicate: PRODUCES, payload: [p/schema.json]}", "predicate: LOOPS_WITH}")
+    dag = DAG.replace("{id: C, file_surface: [c.txt], discipline: sh}", "{id: C, file_surface: [c.txt], worker: {kind: human}}")
     repo = campaign_repo(tmp_path, dag, WORKER)
     assert orch("validate", cwd=repo).rc == 0
 
     result = orch("run", cwd=repo)
 
     assert result.rc == 1
-    assert "edges[1]: static LOOPS_WITH edges validate, but this version of the engine cannot run them yet" \
-        in result.out + result.err
+    assert "nodes.C.worker: workers of kind human validate, but this version of the engine cannot " \
+           "run them yet" in result.out + result.err
     assert "nothing was written" in result.out + result.err
     assert not (repo / ".ledger" / "state" / "typed").exists()
 

@@ -181,7 +181,7 @@ def test_decide_needs_to_know_who(tmp_path):
     RepoDir(repo).git("config", "user.email", "")
     (tmp_path / "nohome").mkdir()
     anonymous = cli(repo, "decide", "final-acceptance", "accept", env_extra={"HOME": str(tmp_path / "nohome")})
-    assert anonymous.returncode == 2 and "cannot tell who is deciding" in anonymous.stderr
+    assert anonymous.returncode == 2 and "set git config user.email (or pass --as NAME) so the decision can be attributed" in anonymous.stderr
     named = cli(repo, "decide", "final-acceptance", "accept", "--as", "lead@example.com",
                 env_extra={"HOME": str(tmp_path / "nohome")})
     assert named.returncode == 0 and "by lead@example.com" in named.stdout

@@ -118,7 +118,8 @@ class Dag:
         return list(self._groups)
 
     def group_of(self, node_id: str) -> tuple[str, ...]:
-        return next((g for g in self._groups if node_id in g), (node_id,))
+        index = self.cached("group_of", lambda: {m: g for g in self._groups for m in g})
+        return index.get(node_id, (node_id,))
 
     def effective_gates(self, node_id: str) -> list[str]:
         """The gate names judging `node_id` (seeds-other §3.1), sorted by name."""
@@ -374,6 +375,9 @@ def validate(data: object, file: str, *, topic: str | None = None,
     first_line: dict[str, int] = {}
     node_lines: dict[str, Mapping] = {}
     declared: set[str] = set()
+    raw_edges = data.get("edges") if isinstance(data.get("edges"), Sequence) else ()
+    # a discovery edge's target gets its worker from a plugin: its discipline needs no `workers:` entry
+    discovered = {e.get("to") for e in raw_edges if isinstance(e, Mapping) and e.get("type") == "discovery"}
     for i, raw in enumerate(nodes_raw):
         where = f"nodes[{i}]"
         if not isinstance(raw, Mapping):
@@ -381,7 +385,8 @@ def validate(data: object, file: str, *, topic: str | None = None,
             continue
         if isinstance(raw.get("id"), str):
             declared.add(raw["id"])
-        node = _node(rep, raw, where, workers, defaults, base_dir, gates, has_workers="workers" in data)
+        node = _node(rep, raw, where, workers, defaults, base_dir, gates,
+                     has_workers="workers" in data and raw.get("id") not in discovered)
         if node is None:
             continue
         where = f"nodes.{node.id}"

@@ -71,6 +71,9 @@ def retrospective(ctx: Context) -> str:
         "Coherence searched for literal references to removed paths and configured names; renamed concepts "
         "described in prose, and behaviour outside the repository, were not checked.",
     ]
+    if c.flags:  # `warn` guardrails crossed with a violation: the one place a person must see them
+        review.insert(0, "Guardrails warned and the campaign crossed anyway: " + "; ".join(
+            f"{f['message']} (node {f['node']})" for f in c.flags) + ".")
     return "\n".join([
         "## Retrospective", "",
         f"Campaign `{c.topic}` merged {len(c.merged)} node(s) into `{c.branch}` in {len(c.layers)} layer(s); "

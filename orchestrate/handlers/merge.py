@@ -1,58 +1,72 @@
-"""MERGE: trial-merge the node into the integration worktree, run the campaign checks, commit --no-ff."""
+"""MERGE: trial-merge the node (or its LOOPS_WITH group, as one octopus) into the integration worktree,
+run the campaign checks, commit --no-ff."""
 from __future__ import annotations
 
 from gates import evaluators
 from gates.core import git
 from gates.core.verdict import Verdict
-from orchestrate import faults, judge, worktrees
-from orchestrate.campaign import REWORK
+from orchestrate import faults, judge, schedule, worktrees
+from orchestrate.campaign import LANDED, REWORK
 from orchestrate.context import Context
 from orchestrate.states import Outcome
 
 
 def handle(ctx: Context) -> Outcome:
     c = ctx.campaign
-    node_id = next(n for n in c.layer() if c.nodes[n].status == "LANDED")
-    ctx.subject = node_id
-    ns = c.nodes[node_id]
-    node = ctx.dag.by_id[node_id]
+    first = schedule.landed(ctx)[0]  # the node (or LOOPS_WITH group) RECONCILE just accepted
+    members = [m for m in ctx.dag.group_of(first) if c.nodes[m].status == LANDED]
+    ctx.subject = "+".join(members)
     integ = worktrees.integration(ctx)
     env = git.identity_env(integ)
-    if ns.head == ns.base:  # the worker changed nothing: git would merge nothing, so there is no commit to make
-        ctx.emit("merge", {"node": node_id, "sha": c.tip, "branch": ns.branch, "head": ns.head, "empty": True})
-        worktrees.remove(ctx, node_id, str(ctx.root / ns.worktree))
-        ctx.out.line(f"{node_id}: nothing to merge (the worker changed nothing); accepted at {c.tip[:12]}")
+    changed = [m for m in members if c.nodes[m].head != c.nodes[m].base]
+    if not changed:  # the workers changed nothing: git would merge nothing, so there is no commit to make
+        for m in members:
+            ns = c.nodes[m]
+            ctx.emit("merge", {"node": m, "sha": c.tip, "branch": ns.branch, "head": ns.head, "empty": True})
+            worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
+            ctx.out.line(f"{m}: nothing to merge (the worker changed nothing); accepted at {c.tip[:12]}")
         return Outcome.MERGED
-    if git.is_ancestor(ctx.root, ns.head, c.branch):  # merged before a crash, not yet recorded
+    if all(git.is_ancestor(ctx.root, c.nodes[m].head, c.branch) for m in changed):  # merged before a crash
         sha = git.out(ctx.root, "rev-parse", c.branch)
-        ctx.emit("merge", {"node": node_id, "sha": sha, "branch": ns.branch, "head": ns.head},
-                 source_entity="orchestrate:resume", source_type="repair")
-        worktrees.remove(ctx, node_id, str(ctx.root / ns.worktree))
-        ctx.out.always(f"repair: {node_id} was merged ({sha[:12]}) before the runner stopped; recorded it")
+        for m in members:
+            ns = c.nodes[m]
+            ctx.emit("merge", {"node": m, "sha": sha, "branch": ns.branch, "head": ns.head},
+                     source_entity="orchestrate:resume", source_type="repair")
+            worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
+        ctx.out.always(f"repair: {ctx.subject} was merged ({sha[:12]}) before the runner stopped; recorded it")
         return Outcome.MERGED
-    ctx.emit("intent", {"effect": "merge", "node": node_id, "branch": ns.branch, "head": ns.head, "onto": c.tip})
-    done = git.git(integ, "merge", "--no-ff", "--no-commit", "--no-edit", ns.branch, check=False, env=env)
+    branches = [c.nodes[m].branch for m in changed]
+    ctx.emit("intent", {"effect": "merge", "node": first, "nodes": members, "branch": " ".join(branches),
+                        "head": " ".join(c.nodes[m].head for m in changed), "onto": c.tip})
+    # A group lands as one octopus merge: all of it or none of it, and never a half-merged campaign branch.
+    done = git.git(integ, "merge", "--no-ff", "--no-commit", "--no-edit", *branches, check=False, env=env)
     if done.rc != 0:
         conflicts = git.conflicted_paths(integ)
         git.merge_abort(integ)
-        ctx.emit("result", {"effect": "merge", "node": node_id, "aborted": True, "conflicts": conflicts})
-        summary = f"CONFLICT: merging {ns.branch} onto the campaign head conflicts in {', '.join(conflicts) or '?'}"
-        return _rework(ctx, node_id, Verdict("trial-merge", 3, summary))
+        ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "conflicts": conflicts})
+        summary = (f"CONFLICT: merging {', '.join(branches)} onto the campaign head conflicts in "
+                   f"{', '.join(conflicts) or '?'}")
+        return _rework(ctx, members, Verdict("trial-merge", 3, summary))
     if ctx.dag.checks:
-        checks = evaluators.check(ctx.dag.checks, integ, log_path=ctx.layout.runs(c.topic) / node_id /
+        ns = c.nodes[first]
+        checks = evaluators.check(ctx.dag.checks, integ, log_path=ctx.layout.runs(c.topic) / first /
                                   f"checks-{ns.attempt}.log")
-        entry = judge.record(ctx, node_id, checks)
+        entries = [judge.record(ctx, m, checks)["id"] for m in members]
         if not checks.ok and not _pre_existing(ctx, integ, checks):
             git.merge_abort(integ)
-            ctx.emit("result", {"effect": "merge", "node": node_id, "aborted": True, "gate": entry["id"]})
-            return _rework(ctx, node_id, checks)
+            ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
+            return _rework(ctx, members, checks)
     faults.reach("merge")
-    git.git(integ, "commit", "-q", "--no-verify", "-m", f"merge node {node_id}: {node.title}", env=env)
+    titles = "; ".join(ctx.dag.by_id[m].title for m in members)
+    label = f"node {first}" if len(members) == 1 else f"group {ctx.subject}"
+    git.git(integ, "commit", "-q", "--no-verify", "-m", f"merge {label}: {titles}", env=env)
     sha = git.out(integ, "rev-parse", "HEAD")
-    ctx.emit("result", {"effect": "merge", "node": node_id, "sha": sha})
-    ctx.emit("merge", {"node": node_id, "sha": sha, "branch": ns.branch, "head": ns.head})
-    worktrees.remove(ctx, node_id, str(ctx.root / ns.worktree))
-    ctx.out.line(f"{node_id}: merged into {c.branch} ({sha[:12]})")
+    ctx.emit("result", {"effect": "merge", "node": first, "sha": sha})
+    for m in members:
+        ns = c.nodes[m]
+        ctx.emit("merge", {"node": m, "sha": sha, "branch": ns.branch, "head": ns.head})
+        worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
+    ctx.out.line(f"{ctx.subject}: merged into {c.branch} ({sha[:12]})")
     return Outcome.MERGED
 
 
@@ -72,16 +86,22 @@ def _pre_existing(ctx: Context, integ, checks: Verdict) -> bool:
     return alone.code == 1 and {i.subject for i in alone.failing()} >= failing
 
 
-def _rework(ctx: Context, node_id: str, verdict: Verdict) -> Outcome:
-    ns = ctx.campaign.nodes[node_id]
-    node = ctx.dag.by_id[node_id]
-    failures = ns.failures + 1
-    feedback = judge.failure_text([verdict])
-    decided = judge.next_verdict(node, failures)
-    ctx.out.line(f"{node_id}: merge refused ({verdict.summary}); {decided.upper()}")
-    if decided == "abandon":
-        judge.abandon(ctx, node_id, failures, feedback)
-        return Outcome.ABANDONED
-    ctx.emit("node", {"node": node_id, "status": REWORK, "failures": failures, "feedback": feedback,
-                      "verdict": decided})
-    return Outcome.ESCALATE if decided == "escalate" else Outcome.REWORK
+def _rework(ctx: Context, members: list[str], verdict: Verdict) -> Outcome:
+    """The merge was refused: every member of what was merging gets another attempt (or gives up)."""
+    worst = Outcome.REWORK
+    for node_id in members:
+        ns = ctx.campaign.nodes[node_id]
+        node = ctx.dag.by_id[node_id]
+        failures = ns.failures + 1
+        feedback = judge.failure_text([verdict])
+        decided = judge.next_verdict(node, failures)
+        ctx.out.line(f"{node_id}: merge refused ({verdict.summary}); {decided.upper()}")
+        if decided == "abandon":
+            judge.abandon(ctx, node_id, failures, feedback)
+            worst = Outcome.ABANDONED if worst is Outcome.REWORK else worst
+            continue
+        ctx.emit("node", {"node": node_id, "status": REWORK, "failures": failures, "feedback": feedback,
+                          "verdict": decided})
+        if decided == "escalate":
+            worst = Outcome.ESCALATE
+    return worst

@@ -2,7 +2,8 @@
 
 Order (DESIGN §5): adherence of the campaign branch so far; then for the node (1) its evaluators,
 (2) surface honesty, (3) coherence of its change; (4) premise freshness of every pending node;
-(5) the verdict.
+(5) the verdict. A LOOPS_WITH group is judged as one: its evaluators on the members' combined tree,
+each member's own gates on its own change, one verdict for all of them.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from gates import adherence, coherence, evaluators, premise, reconcile_node
 from gates.core import git
 from gates.core.verdict import Verdict
 from orchestrate import judge, schedule
-from orchestrate.campaign import INVALIDATED, PENDING, REWORK
+from orchestrate.campaign import INVALIDATED, LANDED, PENDING, REWORK
 from orchestrate.context import Context
 from orchestrate.seams import CHOICES
 from orchestrate.states import Outcome
@@ -31,36 +32,22 @@ def handle(ctx: Context) -> Outcome:
         return Outcome.ADHERENCE_FAILED
     node_id = schedule.landed(ctx)[0]
     ctx.subject = node_id
+    group = [m for m in ctx.dag.group_of(node_id) if c.nodes[m].status == LANDED]
+    if len(group) > 1:
+        return _group(ctx, group)
     ns = c.nodes[node_id]
     node = ctx.dag.by_id[node_id]
     worktree = ctx.root / ns.worktree
-    verdicts: list[Verdict] = []
     entries: list[str] = []
     if ns.rc not in (0, None):
-        reason = ns.feedback if ns.rc == 2 and "freeze" in ns.feedback else (
-            "the worker timed out" if ns.rc == 124 else f"the worker exited {ns.rc}")
-        verdicts.append(Verdict("worker", 1, f"FAIL: {reason}; log: {ns.log}"))
+        verdicts = [_worker_failed(ns)]
     else:
         run_dir = ctx.layout.runs(c.topic) / node_id
-        checks = [
-            evaluators.check(ctx.dag.effective_checks(node_id), worktree, log_path=run_dir / f"evaluators-{ns.attempt}.log",
-                             default_timeout=node.timeout),
-            reconcile_node.check(node_id, node.file_surface,
-                                 reconcile_node.changes_between(ctx.root, ns.base, ns.head)),
-            coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
-                            worktree=worktree, project_gates=False),
-        ] + [_payload(ctx, e, ns.head) for e in ctx.dag.outgoing(node_id) if e.predicate == "PRODUCES"]
-        if node.outputs:
-            checks.append(_outputs(ctx, node, ns))
-        for v in checks:
-            verdicts.append(v)
-            entries.append(judge.record(ctx, node_id, v)["id"])
-        for v, entity in _plugin_gates(ctx, node_id, worktree, ns):
-            verdicts.append(v)
-            entries.append(judge.record(ctx, node_id, v, source_entity=entity)["id"])
-        _freshness(ctx, node_id, worktree)
-        split = _reviewers_disagree(node, checks[0])
-        if split and all(v.ok for v in checks[1:]):
+        evaluated = evaluators.check(ctx.dag.effective_checks(node_id), worktree,
+                                     log_path=run_dir / f"evaluators-{ns.attempt}.log", default_timeout=node.timeout)
+        verdicts, entries = _judge(ctx, node_id, [evaluated])
+        split = _reviewers_disagree(node, evaluated)
+        if split and all(v.ok for v in verdicts[1:]):
             ctx.emit("seam", {"seam": "review-divergence", "node": node_id, "choices": list(CHOICES["review-divergence"]),
                               "reason": "reviewer evaluators disagree", "show": split, "bound_to": ns.head,
                               "gates": entries}, derived_from=entries)
@@ -70,10 +57,47 @@ def handle(ctx: Context) -> Outcome:
         ctx.emit("verdict", {"node": node_id, "verdict": "accept", "at": ns.head}, derived_from=entries)
         ctx.out.line(f"{node_id}: ACCEPT (attempt {ns.attempt})")
         return Outcome.ACCEPT
+    return _fail(ctx, node_id, failed, entries)
+
+
+def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verdict], list[str]]:
+    """Run the node's own gates (surface honesty, coherence, payload and outputs contracts, plugin gates)
+    and record them with the `shared` verdicts (its evaluators) under the node: (verdicts, entry ids)."""
+    c = ctx.campaign
+    ns = c.nodes[node_id]
+    node = ctx.dag.by_id[node_id]
+    worktree = ctx.root / ns.worktree
+    checks = shared + [
+        reconcile_node.check(node_id, node.file_surface, reconcile_node.changes_between(ctx.root, ns.base, ns.head)),
+        coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
+                        worktree=worktree, project_gates=False),
+    ] + [_payload(ctx, e, ns.head) for e in ctx.dag.outgoing(node_id) if e.predicate == "PRODUCES"]
+    if node.outputs:
+        checks.append(_outputs(ctx, node, ns))
+    entries = [judge.record(ctx, node_id, v)["id"] for v in checks]
+    for v, entity in _plugin_gates(ctx, node_id, worktree, ns):
+        checks.append(v)
+        entries.append(judge.record(ctx, node_id, v, source_entity=entity)["id"])
+    _freshness(ctx, node_id, worktree)
+    return checks, entries
+
+
+def _worker_failed(ns) -> Verdict:
+    reason = ns.feedback if ns.rc == 2 and "freeze" in ns.feedback else (
+        "the worker timed out" if ns.rc == 124 else f"the worker exited {ns.rc}")
+    return Verdict("worker", 1, f"FAIL: {reason}; log: {ns.log}")
+
+
+def _fail(ctx: Context, node_id: str, failed: list[Verdict], entries: list[str], *,
+          group_id: str | None = None) -> Outcome:
+    """Record a non-accept verdict for one node: rework, escalate, or abandon."""
+    ns = ctx.campaign.nodes[node_id]
+    node = ctx.dag.by_id[node_id]
     failures = ns.failures + 1
     feedback = judge.failure_text(failed)
     verdict = judge.next_verdict(node, failures)
-    entry = ctx.emit("verdict", {"node": node_id, "verdict": verdict, "at": ns.head, "reasons": feedback},
+    extra = {"group_id": group_id} if group_id else {}
+    entry = ctx.emit("verdict", {"node": node_id, "verdict": verdict, "at": ns.head, "reasons": feedback, **extra},
                      derived_from=entries)
     budget = node.max_rework + 1 if node.on_exhausted == "continue" else node.max_attempts
     ctx.out.line(f"{node_id}: {verdict.upper()} (attempt {ns.attempt} of {budget}): "
@@ -84,6 +108,70 @@ def handle(ctx: Context) -> Outcome:
     ctx.emit("node", {"node": node_id, "status": REWORK, "failures": failures, "feedback": feedback,
                       "verdict": verdict})
     return Outcome.ESCALATE if verdict == "escalate" else Outcome.REWORK
+
+
+def _group(ctx: Context, members: list[str]) -> Outcome:
+    """A LOOPS_WITH group, judged on one combined tree (seeds-other §3.2): the members' heads merged
+    together onto the tip in a scratch worktree, where the union of their evaluators runs once; each
+    member's own gates run on its own change. All or nothing: one failure reworks every member."""
+    c = ctx.campaign
+    group_id = "+".join(members)
+    ctx.subject = group_id
+    combined = _combined_evaluators(ctx, members, group_id)
+    outcomes: dict[str, tuple[list[Verdict], list[str]]] = {}
+    for m in members:
+        ns = c.nodes[m]
+        if ns.rc not in (0, None):
+            outcomes[m] = ([_worker_failed(ns)], [])
+        else:
+            outcomes[m] = _judge(ctx, m, [combined])
+    if all(v.ok for verdicts, _ in outcomes.values() for v in verdicts):
+        for m in members:
+            ctx.emit("verdict", {"node": m, "verdict": "accept", "at": c.nodes[m].head, "group_id": group_id},
+                     derived_from=outcomes[m][1])
+        ctx.out.line(f"group {group_id}: ACCEPT on the combined tree")
+        return Outcome.ACCEPT
+    failing = [f"{m}: {v.summary}" for m, (verdicts, _) in outcomes.items() for v in verdicts if not v.ok]
+    worst = Outcome.REWORK
+    for m in members:
+        own = [v for v in outcomes[m][0] if not v.ok]
+        reason = own or [Verdict("group", 1, f"FAIL: its LOOPS_WITH group {group_id} failed on the combined tree: "
+                                 + "; ".join(failing))]
+        outcome = _fail(ctx, m, reason, outcomes[m][1], group_id=group_id)
+        if outcome is Outcome.ESCALATE or (outcome is Outcome.ABANDONED and worst is Outcome.REWORK):
+            worst = outcome
+    return worst
+
+
+def _combined_evaluators(ctx: Context, members: list[str], group_id: str) -> Verdict:
+    """The union of the members' effective evaluators, run once on the members merged onto the tip."""
+    from gates.core.dagfile import Check
+    c = ctx.campaign
+    checks: dict[str, Check] = {}
+    for m in members:
+        for check in ctx.dag.effective_checks(m):
+            checks.setdefault(check.name, check)
+    scratch = ctx.layout.scratch / "groups" / c.topic / group_id
+    if scratch.exists():
+        git.worktree_remove(ctx.root, scratch)
+    scratch.parent.mkdir(parents=True, exist_ok=True)
+    git.worktree_add_detached(ctx.root, scratch, c.tip)
+    try:
+        heads = [c.nodes[m].head for m in members if c.nodes[m].head and c.nodes[m].head != c.nodes[m].base]
+        if heads:
+            done = git.git(scratch, "merge", "--no-ff", "--no-commit", *heads, check=False,
+                           env=git.identity_env(scratch))
+            if done.rc != 0:
+                conflicts = git.conflicted_paths(scratch)
+                return Verdict("trial-merge", 3, f"CONFLICT: the members of {group_id} do not merge together "
+                               f"onto the campaign head ({', '.join(conflicts) or (done.stderr or done.stdout).strip()})")
+        timeout = max(ctx.dag.by_id[m].timeout for m in members)
+        log = ctx.layout.runs(c.topic) / members[0] / f"group-{c.nodes[members[0]].attempt}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        return evaluators.check(tuple(checks[name] for name in sorted(checks)), scratch, log_path=log,
+                                default_timeout=timeout)
+    finally:
+        git.worktree_remove(ctx.root, scratch)
 
 
 def _plugin_gates(ctx: Context, node_id: str, worktree, ns) -> list:

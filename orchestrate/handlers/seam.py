@@ -85,6 +85,9 @@ def _apply(ctx: Context, d: dict) -> Outcome:
         ctx.halt_reason = f"final acceptance refused by {d['who']}" + (f": {note}" if note else "")
         ctx.emit("halt", {"reason": ctx.halt_reason}, derived_from=[d["id"]])
         return Outcome.REJECTED
+    if seam == "guardrail":  # approve crosses the edge, skip leaves it untaken; the layer is decided again
+        ctx.emit("crossing", {"edge": d["edge"], "answer": choice, "who": d["who"]}, derived_from=[d["id"]])
+        return Outcome.CROSSING
     if choice == "skip":
         skipped = seams.skip_with_dependents(ctx, node)
         ctx.out.line(f"skipped {', '.join(skipped)}")

@@ -1,0 +1,107 @@
+"""Discovery in a run (seeds-other §3.4, D1, D3, D4, D7): the worker that runs a node is chosen among
+installed worker plugins by capability when the node is crossed, recorded with every candidate, never
+chosen again; no match enables the declared on-demand fallback, or halts naming what is installed."""
+from __future__ import annotations
+
+import shutil
+
+from tests.engine_helpers import campaign_repo, journal, statuses
+from tests.plugin_site import worker
+
+MIGRATE = """def command(self, node_id, config):
+    return "mkdir -p migrations && echo %s > migrations/" + node_id.lower() + ".sql\""""
+
+WORKER = r"""#!/bin/sh
+set -eu
+case "$ORCH_NODE" in
+  N4h) mkdir -p migrations; echo by-hand > migrations/n4h.sql ;;
+  *) echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr 'A-Z' 'a-z').txt" ;;
+esac
+"""
+
+DAG = """\
+topic: disc
+workers: {sh: "./work.sh"}
+gates:
+  stop: {plugin: command, run: "exit 1"}
+nodes:
+  - {id: N2, file_surface: [n2.txt], discipline: sh}
+  - {id: N4, file_surface: [migrations/n4.sql], discipline: core}
+  - {id: N4h, activation: on_demand, depends_on: [N2], file_surface: [migrations/n4h.sql], discipline: sh}
+  - {id: N4z, file_surface: [n4z.txt], discipline: sh}
+  - {id: N5, join: any, file_surface: [n5.txt], discipline: sh}
+edges:
+  - {id: e5, from: N2, to: N4, predicate: TRIGGERS, type: discovery,
+     discover: {kind: worker, capabilities: [python, alembic]}, fallback: N4h}
+  - {id: e6, from: N4, to: N5, predicate: TRIGGERS}
+  - {id: e6h, from: N4h, to: N5, predicate: TRIGGERS}
+  - {id: e7, from: N2, to: N4z, predicate: TRIGGERS}
+"""
+
+
+def install(site, *which: str) -> None:
+    if "py-pro" in which:
+        site.add("orchestrate-py-pro", "1.4.0", worker("py-pro", body=MIGRATE % "by-py-pro", version="1.4.0",
+                                                       capabilities=["python", "alembic"], priority=5), call=False)
+    if "python-coder" in which:
+        caps = ["python", "pytest", "alembic"] if "py-pro" in which else ["python", "pytest"]
+        site.add("orchestrate-coder", "2.0.0", worker("python-coder", body=MIGRATE % "by-coder", version="2.0.0",
+                                                      capabilities=caps), call=False)
+
+
+def test_D1_the_highest_priority_match_runs_the_node_and_every_candidate_is_recorded(tmp_path, site, orch):
+    install(site, "py-pro", "python-coder")
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    found = [e for e in journal(repo, "disc") if e["kind"] == "discovery"]
+    assert len(found) == 1 and found[0]["context"]["chosen"]["name"] == "py-pro"
+    assert [(c["name"], c["excluded"]) for c in found[0]["context"]["candidates"]] == [
+        ("py-pro", ""), ("python-coder", "lower priority than py-pro (5)")]
+    assert repo.git("show", "campaign/disc:migrations/n4.sql").strip() == "by-py-pro"
+    assert statuses(repo, orch, "disc") == {"N2": "ACCEPTED", "N4": "ACCEPTED", "N4h": "SKIPPED", "N4z": "ACCEPTED",
+                                    "N5": "ACCEPTED"}
+
+
+def test_D3_no_match_skips_the_node_and_enables_its_fallback(tmp_path, site, orch):
+    install(site, "python-coder")
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    assert statuses(repo, orch, "disc") == {"N2": "ACCEPTED", "N4": "SKIPPED", "N4h": "ACCEPTED", "N4z": "ACCEPTED",
+                                    "N5": "ACCEPTED"}
+    status = orch("status", "--topic", "disc", cwd=repo).out
+    line = next(ln for ln in status.splitlines() if " N4 " in ln)
+    assert line.endswith("SKIPPED     attempt 0  <- skipped: no worker provides [python, alembic] (edge e5); "
+                         "fallback N4h enabled")
+    assert repo.git("show", "campaign/disc:migrations/n4h.sql").strip() == "by-hand"
+
+
+def test_D4_no_match_and_no_fallback_halts_naming_what_is_installed(tmp_path, site, orch):
+    install(site, "python-coder")
+    dag = DAG.replace(", fallback: N4h}", "}").replace(
+        "  - {id: N4h, activation: on_demand, depends_on: [N2], file_surface: [migrations/n4h.sql], discipline: sh}\n",
+        "").replace("  - {id: e6h, from: N4h, to: N5, predicate: TRIGGERS}\n", "")
+    repo = campaign_repo(tmp_path, dag, WORKER)
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 1
+    assert ("no installed worker provides [python, alembic] for N4 (edge e5) and no fallback is declared; "
+            "installed workers: python-coder (python, pytest)") in result.out + result.err
+    assert statuses(repo, orch, "disc")["N4"] == "PENDING"
+
+
+def test_D7_a_recorded_worker_that_was_uninstalled_halts_before_dispatch(tmp_path, site, orch):
+    install(site, "py-pro")
+    dag = DAG.replace("{id: e7, from: N2, to: N4z, predicate: TRIGGERS}",
+                      "{id: e7, from: N2, to: N4z, predicate: TRIGGERS, guardrails: {output: [stop], on_violation: block}}")
+    repo = campaign_repo(tmp_path, dag, WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75  # N4 resolved, then the layer stops at N4z's guardrail
+    assert [e["context"]["chosen"]["name"] for e in journal(repo, "disc") if e["kind"] == "discovery"] == ["py-pro"]
+    for info in site.root.glob("orchestrate_py_pro-*.dist-info"):
+        shutil.rmtree(info)
+    assert orch("skip", "--edge", "e7", cwd=repo).rc == 0
+    result = orch("resume", "--quiet", "--topic", "disc", cwd=repo)
+    assert result.rc == 1
+    assert ("N4 was assigned worker py-pro 1.4.0, which is no longer installed; reinstall it"
+            in result.out + result.err)
+    assert not any(e["kind"] == "intent" and e["context"].get("node") == "N4" for e in journal(repo, "disc"))
+    assert len([e for e in journal(repo, "disc") if e["kind"] == "discovery"]) == 1  # never resolved again
