@@ -64,6 +64,10 @@ def details(seam: dict) -> list[str]:
 def skip_with_dependents(ctx, node_id: str) -> list[str]:
     """A skipped node's dependents cannot run without it: they are skipped too."""
     dag = ctx.dag
+    after: dict[str, list[str]] = {}  # every ordering edge counts, not only depends_on
+    for e in dag.edges:
+        if e.orders:
+            after.setdefault(e.before, []).append(e.after)
     skipped, todo = [], [node_id]
     seen: set[str] = set()
     while todo:
@@ -74,7 +78,7 @@ def skip_with_dependents(ctx, node_id: str) -> list[str]:
         if ctx.campaign.nodes.get(n) and ctx.campaign.nodes[n].status != ACCEPTED:
             ctx.emit("node", {"node": n, "status": SKIPPED})
             skipped.append(n)
-        todo.extend(m.id for m in dag.nodes if n in m.depends_on)
+        todo.extend(after.get(n, ()))
     return skipped
 
 
