@@ -303,7 +303,8 @@ def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, ans
 @click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
 def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: str, quiet: bool) -> int:
     """Answer an open human seam: SEAM is final-acceptance, reserved-halt, realignment,
-    review-divergence, dag-amendment or guardrail; CHOICE is one the seam offers (`orchestrate status` lists them).
+    review-divergence, dag-amendment, guardrail or handwork; CHOICE is one the seam offers
+    (`orchestrate status` lists them).
 
     Records who (git config user.email, or --as), when, the choice, the note and the commit the gates
     judged. `orchestrate resume` applies it; `decide final-acceptance accept` completes the campaign

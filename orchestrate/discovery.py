@@ -5,7 +5,8 @@ fallback: N`) or its own `worker: {capabilities: [...]}`. At the node's crossing
 runs, the installed worker plugins are matched exactly (highest priority, then name); the resolution is
 journalled with every candidate and why each lost, and is never made again: on resume the recorded
 plugin must still be installed. No match: the node is SKIPPED and the edge's fallback (an on-demand
-node) enabled; without a fallback the run halts with what is installed.
+node) enabled; without a fallback the run halts with what is installed. Only worker plugins compete,
+also for `kind: any`: a gate plugin cannot run a node (`run` refuses `kind: gate` up front).
 """
 from __future__ import annotations
 

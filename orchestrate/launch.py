@@ -1,7 +1,7 @@
 """Starting one worker attempt: worktree (unless the same attempt resumes), brief, environment, executor."""
 from __future__ import annotations
 
-from orchestrate import brief, discovery, plugingates, worktrees
+from orchestrate import brief, discovery, handwork, plugingates, worktrees
 from orchestrate.atomic import write_atomic
 from orchestrate.campaign import DISPATCHED
 from orchestrate.workers import WorkRequest
@@ -31,6 +31,9 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None
                            brief=brief_path, return_file=return_file)
     ctx.emit("node", {"node": node_id, "status": DISPATCHED, "attempt": attempt, "branch": branch,
                       "worktree": str(path.relative_to(ctx.root)), "base": base, "freeze": None, "rc": None})
+    if handwork.is_human(ctx.dag, node_id):
+        handwork.open_seam(ctx, node_id, worktree=path, branch=branch, brief=brief_path, return_file=return_file)
+        return
     request = WorkRequest(node_id, attempt, command, path, env, run_dir / f"attempt-{attempt}.log",
                           return_file, float(node.timeout))
     ctx.emit("intent", {"effect": "worker-start", "node": node_id, "attempt": attempt, "command": command,

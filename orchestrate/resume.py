@@ -12,7 +12,7 @@ from typing import Callable
 
 from gates.core import git, proc
 from gates.core.errors import UsageError
-from orchestrate import checkpoints, topics
+from orchestrate import checkpoints, handwork, topics
 from orchestrate.atomic import sweep_temp_files, write_atomic
 from orchestrate.campaign import DISPATCHED, LANDED, Campaign
 from orchestrate.context import WRITE_AHEAD, Context
@@ -162,7 +162,7 @@ def repair(ctx: Context) -> None:
         git.git(integ, "clean", "-q", "-fd")
         _repaired(ctx, "integration-reset", "cleared uncommitted changes in the integration worktree")
     for ns in c.nodes.values():
-        if ns.status == DISPATCHED and not ns.freeze:
+        if ns.status == DISPATCHED and not ns.freeze and not handwork.is_human(ctx.dag, ns.id):
             _reconcile_worker(ctx, ns)
         elif ns.status in (LANDED, DISPATCHED) and ns.worktree and not (ctx.root / ns.worktree).exists() \
                 and git.branch_exists(ctx.root, ns.branch):

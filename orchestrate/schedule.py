@@ -1,6 +1,7 @@
 """What to do next inside a layer: which nodes to dispatch now, and whether the layer is done."""
 from __future__ import annotations
 
+from orchestrate import handwork
 from orchestrate.campaign import ABANDONED, ACCEPTED, DISPATCHED, INVALIDATED, LANDED, PENDING, REWORK, SKIPPED
 
 SETTLED = (ACCEPTED, SKIPPED, ABANDONED)
@@ -13,8 +14,12 @@ def to_dispatch(ctx) -> list[str]:
     parallel, serial = dag.partition(layer)
     waiting = (PENDING, REWORK, INVALIDATED)
     ready = [n for n in parallel if c.nodes[n].status in waiting]
-    if ready:
-        return ready
+    machine = [n for n in ready if not handwork.is_human(dag, n)]
+    if machine:
+        return machine
+    if ready:  # only people's nodes are left to start: one at a time, once no worker is running
+        busy = any(c.nodes[n].status in (DISPATCHED, LANDED) for n in layer)
+        return [] if busy else ready[:1]
     if any(c.nodes[n].status not in SETTLED for n in parallel):
         return []
     if any(c.nodes[n].status in (DISPATCHED, LANDED) for n in serial):

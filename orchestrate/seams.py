@@ -17,6 +17,7 @@ CHOICES = {
     "review-divergence": ("accept", "rework", "halt"),
     "dag-amendment": ("accept", "halt"),
     "guardrail": ("approve", "skip", "halt"),
+    "handwork": ("done", "skip", "halt"),
 }
 SEAMS = tuple(CHOICES)
 

@@ -1,17 +1,13 @@
-"""What `validate` accepts but this engine does not run yet: `run` refuses it up front, naming each place.
+"""What `validate` accepts but this engine does not run: `run` refuses it up front, naming each place.
 
-The DAG format (DESIGN §11) is ahead of the engine in two places: a node worked by a person
-(`worker: {kind: human}`) and a discovery edge looking for a gate plugin. Both validate, so plans can be
-written and checked now, but a run must never quietly run them some other way. Each entry here
-disappears when the engine learns the feature.
+The DAG format (DESIGN §11) allows a discovery edge of `kind: gate` or `any`, mirroring the seed; but
+what a discovery edge finds is the worker that runs its target, and a gate plugin cannot run a node.
+It validates, so such a plan can be written and checked, but a run must never quietly run it some
+other way. A node that no command, worker plugin or person can run is refused here too.
 """
 from __future__ import annotations
 
 from gates.core.yamlfile import Problem
-
-NODE_FEATURES = (  # (test, field, what)
-    (lambda n: (n.worker_spec or {}).get("kind") is not None, "worker", "workers of kind human"),
-)
 
 
 def gaps(dag) -> list[Problem]:
@@ -25,10 +21,6 @@ def gaps(dag) -> list[Problem]:
     for n in dag.nodes:
         if n.complete:
             continue
-        for test, fld, what in NODE_FEATURES:
-            if test(n):
-                found.append(Problem(dag.path, n.line, f"nodes.{n.id}.{fld}", "not-runnable",
-                                     f"{what} validate, but this version of the engine cannot run them yet"))
         asks = n.worker_spec is not None or any(e.type == "discovery" for e in dag.incoming(n.id))
         if n.worker is None and not asks:
             found.append(Problem(dag.path, n.line, f"nodes.{n.id}.discipline", "no-worker",

@@ -26,6 +26,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.RUN_LAYER, O.NEEDS_HUMAN, S.SEAM, "(+) a `block` guardrail was violated: seam guardrail, nothing dispatched"),
     Transition(S.DISPATCH, O.DISPATCHED, S.AWAIT, "worktrees created, briefs written, workers started"),
     Transition(S.DISPATCH, O.LAYER_DONE, S.CHECKPOINT, "(+) nothing to start now: landed nodes wait, or the layer is settled"),
+    Transition(S.DISPATCH, O.NEEDS_HUMAN, S.SEAM, "(+) a node worked by a person: worktree and brief ready, seam handwork"),
     Transition(S.DISPATCH, O.REFUTED_PREMISE, S.REALIGN, "(+) a node's tripwire is stale against the tip it would branch from"),
     Transition(S.AWAIT, O.RETURNED, S.RECONCILE, "every worker returned; their nodes are LANDED"),
     Transition(S.AWAIT, O.SURFACE_EXCEED, S.SURFACE_EXCEED, "a worker froze asking for paths outside its surface"),
@@ -63,6 +64,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.SEAM, O.ACCEPTED, S.DONE, "(+) final acceptance recorded, bound to the campaign tip"),
     Transition(S.SEAM, O.REJECTED, S.HALT, "(+) final acceptance refused"),
     Transition(S.SEAM, O.HALTED, S.HALT, "(+) answer halt"),
+    Transition(S.SEAM, O.RETURNED, S.AWAIT, "(+) handwork done: what the person committed is the attempt's result"),
     Transition(S.SEAM, O.CROSSING, S.RUN_LAYER, "(+) guardrail approved (the edge is crossed) or skipped (not taken): the layer is decided again"),
 )
 

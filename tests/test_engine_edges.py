@@ -61,16 +61,16 @@ def test_a_producer_without_its_payload_is_reworked_with_the_contract_named(tmp_
     assert "P must produce p/schema.json for C (edge e2); not found at" in journal
 
 
-def test_what_validates_but_cannot_run_yet_is_refused_before_anything_is_written(tmp_path, orch):
-    dag = DAG.replace("{id: C, file_surface: [c.txt], discipline: sh}", "{id: C, file_surface: [c.txt], worker: {kind: human}}")
+def test_what_validates_but_cannot_run_is_refused_before_anything_is_written(tmp_path, orch):
+    dag = DAG + "  - {id: e3, from: S, to: C, predicate: TRIGGERS, type: discovery, discover: {kind: gate, capabilities: [x]}}\n"
     repo = campaign_repo(tmp_path, dag, WORKER)
     assert orch("validate", cwd=repo).rc == 0
 
     result = orch("run", cwd=repo)
 
     assert result.rc == 1
-    assert "nodes.C.worker: workers of kind human validate, but this version of the engine cannot " \
-           "run them yet" in result.out + result.err
+    assert "edges[2].discover.kind: a discovery edge finds the worker that runs its target, and a gate plugin " \
+           "cannot run a node; use kind: worker" in result.out + result.err
     assert "nothing was written" in result.out + result.err
     assert not (repo / ".ledger" / "state" / "typed").exists()
 

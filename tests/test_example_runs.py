@@ -1,9 +1,9 @@
 """The two sample runs of seeds-other.md §4, on its example DAG with every typed-edge feature at once.
 
-The DAG is the example's (tests/data/dags/edges/example.yaml) with three substitutions a test needs:
-shell commands instead of pytest suites for the command gates, `workers:` mapping its disciplines to a
-script, and N4h run by that script instead of `worker: {kind: human}`, which this engine does not run
-yet. Its plugins (secret-scan, diff-size, llm-review, python-coder) are throwaway distributions."""
+The DAG is the example's (tests/data/dags/edges/example.yaml) with two substitutions a test needs:
+shell commands instead of pytest suites for the command gates, and `workers:` mapping its disciplines
+to a script. N4h is worked by a person, played by the test. Its plugins (secret-scan, diff-size,
+llm-review, python-coder) are throwaway distributions."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,7 +22,6 @@ case "$ORCH_NODE" in
       printf '{"needs_migration": %s}' "$(cat needs-migration)" > "$ORCH_OUTPUTS" ;;
   N2) mkdir -p src/server; echo api > src/server/api.txt ;;
   N3) mkdir -p src/client; seq 1 1200 > src/client/big.txt ;;
-  N4h) mkdir -p migrations; echo 'ALTER TABLE t;' > migrations/0001.sql ;;
   N5) mkdir -p tests/integration; echo suite > tests/integration/suite.txt; echo red > tests/integration/smoke-red ;;
   N6) mkdir -p docs/release; echo notes > docs/release/v2.md ;;
   N7) mkdir -p docs/review; echo split > docs/review/split.md ;;
@@ -52,7 +51,6 @@ def example_dag() -> str:
                            ("pytest -q tests/client", "test -f src/server/api.txt"),
                            ("pytest -q -x tests/smoke", "test ! -f tests/integration/smoke-red")):
         text = text.replace(suite, command)
-    text = text.replace(", worker: {kind: human}}", "}")
     return text.replace("gates:   ", 'workers: {core: "./work.sh", doc: "./work.sh"}\ngates:   ', 1)
 
 
@@ -70,7 +68,16 @@ def run(tmp_path, orch, needs_migration: str):
     repo = campaign_repo(tmp_path, example_dag(), WORKER, {"needs-migration": needs_migration + "\n"})
     assert orch("validate", cwd=repo).rc == 0
     result = orch("run", "--quiet", cwd=repo)
-    assert result.rc == 75, result.out + result.err  # final acceptance
+    assert result.rc == 75, result.out + result.err
+    if "seam handwork for node N4h" in result.out:  # the person writes the migration by hand
+        work = repo / next(e["context"]["worktree"] for e in journal(repo, "api-v2")
+                           if e["kind"] == "node" and e["context"].get("node") == "N4h" and e["context"].get("worktree"))
+        (work / "migrations").mkdir()
+        (work / "migrations" / "0001.sql").write_text("ALTER TABLE t;\n")
+        assert orch("decide", "handwork", "done", "--topic", "api-v2", cwd=repo).rc == 0
+        result = orch("resume", "--quiet", "--topic", "api-v2", cwd=repo)
+        assert result.rc == 75, result.out + result.err
+    assert "seam final-acceptance" in result.out
     return repo
 
 
@@ -91,6 +98,8 @@ def test_sample_run_with_a_migration(tmp_path, installed, orch):
     # e5 found no worker with alembic: N4 skipped, its fallback N4h enabled and run
     e5 = next(d for d in kinds(repo, "discovery") if d["node"] == "N4")
     assert e5["chosen"] is None and e5["candidates"][0]["excluded"] == "missing capabilities: alembic"
+    assert [(d["seam"], d["choice"]) for d in kinds(repo, "decision")] == [("handwork", "done")]  # N4h by hand
+    assert repo.git("show", "campaign/api-v2:migrations/0001.sql").strip() == "ALTER TABLE t;"
     # e8: N3's diff is 1,200 lines: rerouted to N7; e6h's no-secrets passed; e7's smoke failed: a warning
     rails = {g["edge"]: (g["violated"], g["action"]) for g in kinds(repo, "guardrail")}
     assert rails == {"e6h": (False, "block"), "e7": (True, "warn"), "e8": (True, "reroute")}

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gates import premise
-from orchestrate import schedule, worktrees
+from orchestrate import handwork, schedule, worktrees
 from orchestrate.launch import start
 from orchestrate.campaign import INVALIDATED
 from orchestrate.context import Context
@@ -31,4 +31,6 @@ def handle(ctx: Context) -> Outcome:
     for node_id in nodes:
         start(ctx, node_id, head)
     ctx.subject = " ".join(nodes)
+    if any(handwork.is_human(ctx.dag, n) for n in nodes):
+        return Outcome.NEEDS_HUMAN
     return Outcome.DISPATCHED

@@ -6,7 +6,7 @@ decided here and only here.
 from __future__ import annotations
 
 from gates.core.errors import DagInvalid
-from orchestrate import amend, prompt, seams
+from orchestrate import amend, handwork, prompt, seams
 from orchestrate.context import Context
 from orchestrate.states import Outcome
 
@@ -85,6 +85,9 @@ def _apply(ctx: Context, d: dict) -> Outcome:
         ctx.halt_reason = f"final acceptance refused by {d['who']}" + (f": {note}" if note else "")
         ctx.emit("halt", {"reason": ctx.halt_reason}, derived_from=[d["id"]])
         return Outcome.REJECTED
+    if seam == "handwork" and choice == "done":
+        handwork.done(ctx, node)
+        return Outcome.RETURNED
     if seam == "guardrail":  # approve crosses the edge, skip leaves it untaken; the layer is decided again
         ctx.emit("crossing", {"edge": d["edge"], "answer": choice, "who": d["who"]}, derived_from=[d["id"]])
         return Outcome.CROSSING

@@ -1,0 +1,72 @@
+"""Nodes worked by a person (`worker: {kind: human}`): the attempt is the `handwork` seam. The person
+works in the node's worktree, `decide handwork done` hands it over, and the same gates judge it."""
+from __future__ import annotations
+
+import subprocess
+
+from tests.engine_helpers import campaign_repo, journal, statuses
+
+WORKER = r"""#!/bin/sh
+set -eu
+echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr 'A-Z' 'a-z').txt"
+"""
+
+DAG = """\
+topic: hand
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, file_surface: [a.txt], discipline: sh}
+  - {id: B, file_surface: [b.txt], discipline: sh}
+  - {id: H, file_surface: [h.txt], discipline: sh, worker: {kind: human},
+     evaluators: [{name: has-h, run: "grep -q done h.txt"}]}
+  - {id: Z, depends_on: [H], file_surface: [z.txt], discipline: sh}
+"""
+
+
+def worktree_of(repo, node: str):
+    dispatched = [e["context"] for e in journal(repo, "hand")
+                  if e["kind"] == "node" and e["context"].get("node") == node and e["context"].get("worktree")]
+    return repo / dispatched[-1]["worktree"]
+
+
+def test_a_person_works_the_node_and_the_gates_judge_it_like_a_worker(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    first = orch("run", "--quiet", cwd=repo)
+    assert first.rc == 75, first.out + first.err
+    assert "orchestrate decide handwork done --topic hand" in first.out
+    # the machines' nodes of the layer were merged first; nothing runs while the person works
+    assert statuses(repo, orch, "hand") == {"A": "ACCEPTED", "B": "ACCEPTED", "H": "DISPATCHED", "Z": "PENDING"}
+    assert not any(e["kind"] == "intent" and e["context"].get("effect") == "worker-start"
+                   and e["context"]["node"] == "H" for e in journal(repo, "hand"))
+    status = orch("status", "--topic", "hand", cwd=repo).out
+    assert "open seam handwork: H is worked by a person: work and commit in " in status
+
+    work = worktree_of(repo, "H")
+    assert (work / ".git").exists() and "a.txt" in {p.name for p in work.iterdir()}  # branched from the tip
+    (work / "h.txt").write_text("not yet\n")
+    subprocess.run(["git", "-C", str(work), "add", "h.txt"], check=True)
+    subprocess.run(["git", "-C", str(work), "commit", "-qm", "h by hand"], check=True)
+    assert orch("decide", "handwork", "done", cwd=repo).rc == 0
+    second = orch("resume", "--quiet", "--topic", "hand", cwd=repo)
+    assert second.rc == 75, second.out + second.err  # has-h failed: a new attempt, again by hand
+    assert [e["context"]["verdict"] for e in journal(repo, "hand") if e["kind"] == "verdict"
+            and e["context"]["node"] == "H"] == ["rework"]
+    work2 = worktree_of(repo, "H")
+    assert work2 != work
+    assert "has-h" in (repo / ".scratch" / "runs" / "hand" / "H" / "brief-2.md").read_text()
+
+    (work2 / "h.txt").write_text("done\n")  # left uncommitted: committed for the person, as for a worker
+    assert orch("decide", "handwork", "done", cwd=repo).rc == 0
+    third = orch("resume", "--quiet", "--topic", "hand", cwd=repo)
+    assert third.rc == 75, third.out + third.err  # final acceptance
+    assert statuses(repo, orch, "hand") == {"A": "ACCEPTED", "B": "ACCEPTED", "H": "ACCEPTED", "Z": "ACCEPTED"}
+    assert repo.git("show", "campaign/hand:h.txt").strip() == "done"
+
+
+def test_skip_at_the_handwork_seam_skips_the_node_and_its_dependents(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    assert orch("decide", "handwork", "skip", cwd=repo).rc == 0
+    assert orch("resume", "--quiet", "--topic", "hand", cwd=repo).rc == 75
+    found = statuses(repo, orch, "hand")
+    assert found["H"] == "SKIPPED" and found["Z"] == "SKIPPED"
