@@ -151,6 +151,8 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         c.enabled[ctx["node"]] = ctx["reason"]
     elif kind == "discovery" and ctx.get("chosen"):
         c.workers[ctx["node"]] = ctx["chosen"]
+    elif kind == "rediscover":
+        c.workers.pop(ctx["node"], None)
     elif kind == "gate" and ctx.get("node"):
         ns = c.node(ctx["node"])
         ns.gate_rcs[ctx["gate"]] = ctx["code"]

@@ -353,6 +353,26 @@ def skip(edge: str, topic: str | None, as_who: str | None, note: str, quiet: boo
 
 
 @cli.command()
+@click.option("--rediscover", "node", required=True, metavar="NODE",
+              help="Set aside NODE's recorded worker resolution, so it is made again.")
+@click.option("--topic", help="Campaign topic (default: the one in flight).")
+@click.option("--as", "as_who", metavar="WHO", help="Who decides (default: git config user.email).")
+@click.option("--note", default="", help="Why.")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
+def realign(node: str, topic: str | None, as_who: str | None, note: str, quiet: bool) -> int:
+    """Change a decision the campaign recorded, by a person's word. Today one: `--rediscover NODE`.
+
+    A worker chosen by capability is recorded once and never chosen again, also on resume; when that
+    plugin is gone for good, `--rediscover` records (as a human decision citing the old resolution) that
+    it no longer stands, and `orchestrate resume` chooses again among what is installed now. Only for
+    a node not yet dispatched. Exit 0, 2 (nothing written) for a node without a recorded resolution,
+    one already dispatched, or no identity to record.
+    """
+    from orchestrate.runner import rediscover
+    return rediscover(Path.cwd(), node, topic=topic, as_who=as_who, note=note, quiet=quiet)
+
+
+@cli.command()
 @click.option("--topic", help="Campaign topic (default: the one in flight).")
 @json_option
 def status(topic: str | None, as_json: bool) -> int:

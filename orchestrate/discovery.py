@@ -60,6 +60,28 @@ def assign(ctx, node_id: str) -> bool:
     return False
 
 
+def forget(ctx, node_id: str, who: str, note: str) -> dict:
+    """A person sets a recorded resolution aside (the plugin is gone for good, say); the next crossing
+    resolves again. Only before the node's first dispatch: an attempt's worker never changes mid-node."""
+    from gates.core.errors import UsageError
+    from orchestrate.campaign import PENDING
+    c = ctx.campaign
+    if node_id not in c.nodes:
+        raise UsageError(f"campaign {c.topic} has no node `{node_id}`")
+    chosen = c.workers.get(node_id)
+    if chosen is None:
+        raise UsageError(f"{node_id} has no recorded worker resolution to set aside",
+                         hint="only nodes that ask for capabilities are resolved, once, when their layer starts")
+    if c.nodes[node_id].status != PENDING:
+        raise UsageError(f"{node_id} is {c.nodes[node_id].status} after {c.nodes[node_id].attempt} attempt(s); its "
+                         "worker can change only before its first dispatch")
+    entry = next(e for e in reversed(ctx.recorder.read()) if e["kind"] == "discovery"
+                 and e["context"].get("node") == node_id)
+    ctx.emit("rediscover", {"node": node_id, "dropped": chosen, "who": who, "note": note},
+             source_entity=f"human:{who}", source_type="human", derived_from=[entry["id"]])
+    return chosen
+
+
 def command(ctx, node_id: str) -> str:
     """The shell command that runs the node: its own, or the one its assigned worker plugin gives."""
     chosen = ctx.campaign.workers.get(node_id)
@@ -82,7 +104,7 @@ def _installed(chosen: dict, node_id: str) -> plugins.Plugin:
     match = next((p for p in listed if p.name == chosen["name"] and p.usable), None)
     if match is None:
         raise NoWorker(f"{node_id} was assigned worker {chosen['name']} {chosen['version']}, which is no longer "
-                       "installed; reinstall it (a recorded resolution is never made again)")
+                       f"installed; reinstall it or run 'orchestrate realign --rediscover {node_id}'")
     return match
 
 

@@ -122,6 +122,25 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
         return 0
 
 
+def rediscover(cwd: Path, node: str, *, topic: str | None, as_who: str | None, note: str, quiet: bool) -> int:
+    """Record that NODE's recorded worker resolution no longer stands: it is made again on resume."""
+    from orchestrate import discovery, resume, seams
+    layout = project(cwd)
+    name = resume.pick(layout, topic)
+    out = Reporter(quiet=quiet)
+    with CampaignLock(layout.scratch / "locks", name):
+        recorder = Recorder(layout.ledger, name).pin()
+        campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
+        who = seams.who(layout.root, as_who)
+        ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=LocalExecutor(1), out=out))
+        ctx.reload_dag()
+        dropped = discovery.forget(ctx, node, who, note)
+        recorder.commit(f"{name}: realign --rediscover {node} ({who})")
+        out.always(f"recorded: {node} will choose its worker again (it had {dropped['name']} {dropped['version']}); "
+                   f"`orchestrate resume --topic {name}` does it")
+        return 0
+
+
 def _paused_topic(layout: Layout) -> str:
     waiting = []
     for t in topics.lifecycle(layout.ledger):

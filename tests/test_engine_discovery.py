@@ -101,7 +101,23 @@ def test_D7_a_recorded_worker_that_was_uninstalled_halts_before_dispatch(tmp_pat
     assert orch("skip", "--edge", "e7", cwd=repo).rc == 0
     result = orch("resume", "--quiet", "--topic", "disc", cwd=repo)
     assert result.rc == 1
-    assert ("N4 was assigned worker py-pro 1.4.0, which is no longer installed; reinstall it"
-            in result.out + result.err)
+    assert ("N4 was assigned worker py-pro 1.4.0, which is no longer installed; reinstall it or run "
+            "'orchestrate realign --rediscover N4'" in result.out + result.err)
     assert not any(e["kind"] == "intent" and e["context"].get("node") == "N4" for e in journal(repo, "disc"))
     assert len([e for e in journal(repo, "disc") if e["kind"] == "discovery"]) == 1  # never resolved again
+
+
+def test_D7_realign_rediscover_sets_a_vanished_worker_aside_and_resume_chooses_again(tmp_path, site, orch):
+    test_D7_a_recorded_worker_that_was_uninstalled_halts_before_dispatch(tmp_path, site, orch)
+    repo = tmp_path / "repo"
+    assert orch("realign", "--rediscover", "N2", cwd=repo).rc == 2  # nothing recorded for it
+    done = orch("realign", "--rediscover", "N4", "--note", "py-pro was retired", cwd=repo)
+    assert done.rc == 0, done.out + done.err
+    entry = [e for e in journal(repo, "disc") if e["kind"] == "rediscover"][0]
+    assert entry["source_entity"] == "human:test@example.com" and entry["context"]["dropped"]["name"] == "py-pro"
+    result = orch("resume", "--quiet", "--topic", "disc", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    resolutions = [e["context"]["chosen"] for e in journal(repo, "disc") if e["kind"] == "discovery"]
+    assert resolutions[0]["name"] == "py-pro" and resolutions[1] is None  # nothing installed now: the fallback
+    assert statuses(repo, orch, "disc")["N4"] == "SKIPPED" and statuses(repo, orch, "disc")["N4h"] == "ACCEPTED"
+    assert orch("realign", "--rediscover", "N4", cwd=repo).rc == 2  # settled now: no resolution to set aside
