@@ -218,6 +218,36 @@ def why(node: str, topic: str | None, as_json: bool) -> int:
 
 
 @cli.command()
+@click.option("--topic", help="Campaign topic (default: the one in flight, else the only one).")
+@json_option
+def doctor(topic: str | None, as_json: bool) -> int:
+    """Audit a campaign's journal, read-only: every entry has the eight provenance fields (id, seq,
+    created_at, source_entity, source_type, kind, derived_from, context), seq counts up by one,
+    created_at is UTC ending in Z, source_type is one of the closed set, ids are unique, and the
+    lineage rules hold (an accept cites a passing gate of its node, references name earlier entries,
+    a human decision says who). Each problem is printed as `journal.jsonl:LINE: ...`.
+
+    The recorder refuses to write such an entry, so a problem means the journal was edited by hand or
+    damaged. A torn last line (a crash mid-append; resume drops it) is a warning. Exit 0 when clean,
+    1 when a problem is found, 2 for an unknown campaign.
+    """
+    from orchestrate import doctor as audit
+    from orchestrate.project import pick_topic, project
+    layout = project(Path.cwd())
+    name = pick_topic(layout, topic, any_state=True)
+    journal = layout.ledger / "state" / name / "journal.jsonl"
+    if not journal.is_file():
+        raise UsageError(f"no campaign `{name}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
+    report = audit.audit(journal)
+    if as_json:
+        click.echo(_json().dumps(report.to_json(), indent=2))
+    else:
+        for line in audit.render(report):
+            click.echo(line)
+    return ExitCode.FAILED if report.problems else ExitCode.OK
+
+
+@cli.command()
 @json_option
 def plugins(as_json: bool) -> int:
     """List installed plugins (entry-point groups orchestrate.gates and orchestrate.workers) with their

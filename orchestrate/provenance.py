@@ -85,12 +85,13 @@ RULES = (_references_exist, _accept_cites_a_passing_gate, _human_decision_names_
 
 def problems(entries: list[dict]) -> list[str]:
     """Every lineage rule broken anywhere in the journal (the merge rule is checked per node by `chain`)."""
-    by_id, found = {}, []
-    for e in entries:
-        by_id[e["id"]] = e
-    for e in entries:
-        found.extend(p for rule in RULES if (p := rule(e, by_id)))
-    return found
+    return [message for _, message in breaches(entries)]
+
+
+def breaches(entries: list[dict]) -> list[tuple[dict, str]]:
+    """(entry, message) for every lineage rule an entry breaks."""
+    by_id = {e["id"]: e for e in entries}
+    return [(e, p) for e in entries for rule in RULES if (p := rule(e, by_id))]
 
 
 def chain(entries: list[dict], node: str) -> Chain:

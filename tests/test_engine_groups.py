@@ -57,7 +57,7 @@ def test_L6_a_passing_group_is_judged_on_the_combined_tree_and_merged_as_one(tmp
     assert len(octopus_parents) == 3  # the tip and both members: one commit, all or nothing
     merges = {e["context"]["node"]: e["context"]["sha"] for e in entries if e["kind"] == "merge"}
     assert merges["N2"] == merges["N3"]
-    assert orch("doctor", "--topic", "pair", cwd=repo).rc in (0, 2)  # provenance holds (2: doctor not wired yet)
+    assert orch("doctor", "--topic", "pair", cwd=repo).rc == 0  # every entry's provenance holds
 
 
 def test_L5_a_failure_on_the_combined_tree_reworks_every_member_and_leaves_the_branch_alone(tmp_path, orch):

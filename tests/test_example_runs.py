@@ -78,6 +78,8 @@ def run(tmp_path, orch, needs_migration: str):
         result = orch("resume", "--quiet", "--topic", "api-v2", cwd=repo)
         assert result.rc == 75, result.out + result.err
     assert "seam final-acceptance" in result.out
+    doctor = orch("doctor", "--topic", "api-v2", cwd=repo)
+    assert doctor.rc == 0, doctor.out  # every guardrail, discovery, enable and flag entry has its provenance
     return repo
 
 

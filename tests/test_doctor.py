@@ -1,0 +1,112 @@
+"""`orchestrate doctor` (seeds-other §3.8, R7): a read-only audit of a campaign's journal."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.engine_helpers import campaign_repo
+
+WORKER = "#!/bin/sh\necho \"$ORCH_NODE\" > \"$ORCH_NODE.txt\"\n"
+DAG = """\
+topic: doc
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, file_surface: [A.txt], discipline: sh, evaluators: [{name: ok, run: "test -f A.txt"}]}
+"""
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    """One small campaign, run once; each test edits a copy of its journal."""
+    from orchestrate.cli import main
+    import os
+    repo = campaign_repo(tmp_path_factory.mktemp("doctor"), DAG, WORKER)
+    here = os.getcwd()
+    os.chdir(repo)
+    try:
+        assert main(["run", "--quiet"]) == 75
+    finally:
+        os.chdir(here)
+    return repo
+
+
+@pytest.fixture
+def repo(ran, tmp_path):
+    journal = ran / ".ledger" / "state" / "doc" / "journal.jsonl"
+    original = journal.read_bytes()
+    yield ran
+    journal.write_bytes(original)
+
+
+def path(repo):
+    return repo / ".ledger" / "state" / "doc" / "journal.jsonl"
+
+
+def edit(repo, line: int, change) -> dict:
+    """Apply `change` to the entry on 1-based `line`; returns the entry as it was."""
+    lines = path(repo).read_text().splitlines()
+    entry = json.loads(lines[line - 1])
+    before = dict(entry)
+    change(entry)
+    lines[line - 1] = json.dumps(entry)
+    path(repo).write_text("\n".join(lines) + "\n")
+    return before
+
+
+def test_a_clean_journal_passes_and_nothing_is_written(repo, orch):
+    ledger_before = repo.git("-C", ".ledger", "status", "--porcelain")
+    result = orch("doctor", "--topic", "doc", cwd=repo)
+    assert result.rc == 0, result.out
+    assert result.out.strip().endswith("entries, no problems")
+    assert repo.git("-C", ".ledger", "status", "--porcelain") == ledger_before
+
+
+def test_R7_an_entry_without_source_entity_is_reported_with_its_line(repo, orch):
+    before = edit(repo, 5, lambda e: e.pop("source_entity"))
+    result = orch("doctor", "--topic", "doc", cwd=repo)
+    assert result.rc == 1
+    assert f"journal.jsonl:5: entry {before['id']} has no source_entity" in result.out.splitlines()
+
+
+@pytest.mark.parametrize("line, change, expected", [
+    (4, lambda e: e.update(seq=99), "seq is 99, expected 4"),
+    (4, lambda e: e.update(created_at="2026-11-23T10:00:00+01:00"), "is not a UTC time ending in Z"),
+    (4, lambda e: e.update(source_type="guess"), "unknown source_type 'guess'; valid values: answers, decision"),
+    (4, lambda e: e.update(derived_from=["doc:9999"]), "referenced doc:9999 does not exist before it"),
+    (4, lambda e: e.update(derived_from="doc:1"), "derived_from is not a list"),
+])
+def test_each_broken_rule_is_named(repo, orch, line, change, expected):
+    edit(repo, line, change)
+    result = orch("doctor", "--topic", "doc", cwd=repo)
+    assert result.rc == 1
+    assert any(ln.startswith(f"journal.jsonl:{line}: ") and expected in ln for ln in result.out.splitlines()), \
+        result.out
+
+
+def test_an_accept_verdict_without_its_gates_is_a_lineage_problem(repo, orch):
+    lines = path(repo).read_text().splitlines()
+    number = next(i for i, ln in enumerate(lines, 1) if '"kind":"verdict"' in ln)
+    edit(repo, number, lambda e: e.update(derived_from=[]))
+    result = orch("doctor", "--topic", "doc", cwd=repo)
+    assert result.rc == 1
+    assert f"journal.jsonl:{number}: entry" in result.out and "without provenance" in result.out
+
+
+def test_garbage_in_the_middle_is_a_problem_and_a_torn_tail_a_warning(repo, orch):
+    lines = path(repo).read_text().splitlines()
+    path(repo).write_text("\n".join(lines[:3] + ["{not json"] + lines[3:]) + "\n")
+    result = orch("doctor", "--topic", "doc", cwd=repo)
+    assert result.rc == 1 and "journal.jsonl:4: not a JSON object" in result.out
+
+    path(repo).write_text("\n".join(lines) + "\n" + '{"id": "doc:9')
+    torn = orch("doctor", "--topic", "doc", "--json", cwd=repo)
+    assert torn.rc == 0
+    report = json.loads(torn.out)
+    assert report["ok"] and report["entries"] == len(lines)
+    assert report["warnings"] == [f"journal.jsonl:{len(lines) + 1}: the last line is incomplete (a crash "
+                                  "mid-append); resume drops it"]
+
+
+def test_an_unknown_campaign_is_a_usage_error(repo, orch):
+    assert orch("doctor", "--topic", "nope", cwd=repo).rc == 2
