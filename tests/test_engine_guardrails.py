@@ -115,3 +115,18 @@ def test_G9_the_guardrails_of_an_untaken_edge_never_run(tmp_path, orch):
     assert orch("run", "--quiet", cwd=repo).rc == 75
     assert statuses(repo, orch, "rails")["N5"] == "SKIPPED"
     assert "e6" not in [edge for edge, _ in rails(repo)]
+
+
+def test_R6_an_approval_names_a_human_or_is_refused(tmp_path, orch, monkeypatch):
+    repo = campaign_repo(tmp_path, DAG, WORKER, {"leak": "1\n"})
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    repo.git("config", "user.email", "")
+    (tmp_path / "nohome").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "nohome"))
+    before = len(journal(repo, "rails"))
+    anonymous = orch("approve", "--edge", "e6", cwd=repo)
+    assert anonymous.rc == 2
+    assert "set git config user.email (or pass --as NAME) so the decision can be attributed" in anonymous.err
+    assert len(journal(repo, "rails")) == before  # nothing written
+    assert orch("approve", "--edge", "e6", "--as", "lead@example.com", cwd=repo).rc == 0
+    assert journal(repo, "rails")[-1]["source_entity"] == "human:lead@example.com"
