@@ -52,7 +52,7 @@ def test_composes_orders_the_spoke_first_and_judges_the_hub_by_its_gates(tmp_pat
     assert "spoke-ok" in log and "hub-ok" in log
 
 
-def test_a_producer_without_its_payload_is_reworked_with_the_contract_named(tmp_path, orch):
+def test_p13_a_producer_without_its_payload_is_reworked_with_the_contract_named(tmp_path, orch):
     repo = campaign_repo(tmp_path, DAG, WORKER)
     orch("run", "--quiet", cwd=repo)
     assert gates_of(repo, "P").count(("payload-present(e2)", 1)) == 1
