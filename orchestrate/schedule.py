@@ -18,14 +18,18 @@ def to_dispatch(ctx) -> list[str]:
     if machine:
         return machine
     if ready:  # only people's nodes are left to start: one at a time, once no worker is running
-        busy = any(c.nodes[n].status in (DISPATCHED, LANDED) for n in layer)
+        # (a LANDED node here waits for a LOOPS_WITH peer, maybe this very person's node)
+        busy = any(c.nodes[n].status == DISPATCHED for n in layer)
         return [] if busy else ready[:1]
     if any(c.nodes[n].status not in SETTLED for n in parallel):
         return []
     if any(c.nodes[n].status in (DISPATCHED, LANDED) for n in serial):
         return []
     nxt = [n for n in serial if c.nodes[n].status in waiting]
-    return nxt[:1]
+    if not nxt:
+        return []
+    # one at a time, except that a LOOPS_WITH group is one: its members start together
+    return [m for m in dag.group_of(nxt[0]) if m in nxt]
 
 
 def landed(ctx) -> list[str]:

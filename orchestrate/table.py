@@ -29,6 +29,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.DISPATCH, O.NEEDS_HUMAN, S.SEAM, "(+) a node worked by a person: worktree and brief ready, seam handwork"),
     Transition(S.DISPATCH, O.REFUTED_PREMISE, S.REALIGN, "(+) a node's tripwire is stale against the tip it would branch from"),
     Transition(S.AWAIT, O.RETURNED, S.RECONCILE, "every worker returned; their nodes are LANDED"),
+    Transition(S.AWAIT, O.NEXT, S.DISPATCH, "(+) the returned nodes wait for a LOOPS_WITH peer that has yet to start"),
     Transition(S.AWAIT, O.SURFACE_EXCEED, S.SURFACE_EXCEED, "a worker froze asking for paths outside its surface"),
     Transition(S.AWAIT, O.REFUTED_PREMISE, S.REALIGN, "a worker froze reporting a refuted premise"),
     Transition(S.AWAIT, O.RESERVED_HALT, S.SEAM, "a worker froze on a reserved halt: seam reserved-halt"),

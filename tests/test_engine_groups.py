@@ -88,3 +88,25 @@ def test_each_member_reads_its_peers_brief_once(tmp_path, orch):
     text = (repo / ".scratch" / "runs" / "pair" / "N3" / "brief-1.md").read_text()
     assert text.count("## Brief of N2 (LOOPS_WITH peer") == 1 and "serve the v2 API" in text
     assert "## Brief of N3" not in text
+
+
+def test_a_group_moves_as_one_when_a_member_serializes(tmp_path, orch):
+    dag = DAG.replace("file_surface: [api.txt], discipline: sh,", "file_surface: [api.txt], discipline: sh, serialize: true,")
+    repo = campaign_repo(tmp_path, dag, WORKER, {"client-mode": "good\n"})
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert statuses(repo, orch) == {"N1": ("ACCEPTED", 1), "N2": ("ACCEPTED", 1), "N3": ("ACCEPTED", 1)}
+
+
+def test_a_member_worked_by_a_person_joins_its_landed_peer(tmp_path, orch):
+    dag = DAG.replace("file_surface: [client.txt], discipline: sh,", "file_surface: [client.txt], discipline: sh, worker: {kind: human},")
+    repo = campaign_repo(tmp_path, dag, WORKER, {"client-mode": "good\n"})
+    first = orch("run", "--quiet", cwd=repo)
+    assert first.rc == 75 and "seam handwork for node N3" in first.out, first.out + first.err
+    work = repo / next(e["context"]["worktree"] for e in journal(repo, "pair")
+                       if e["kind"] == "node" and e["context"].get("node") == "N3" and e["context"].get("worktree"))
+    (work / "client.txt").write_text("api\n")
+    assert orch("decide", "handwork", "done", cwd=repo).rc == 0
+    second = orch("resume", "--quiet", "--topic", "pair", cwd=repo)
+    assert second.rc == 75, second.out + second.err
+    assert statuses(repo, orch) == {"N1": ("ACCEPTED", 1), "N2": ("ACCEPTED", 1), "N3": ("ACCEPTED", 1)}

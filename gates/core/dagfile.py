@@ -156,9 +156,12 @@ class Dag:
         return index
 
     def partition(self, layer: list[str]) -> tuple[list[str], list[str]]:
-        """(parallel set, serial rest) of one layer, each in natural id order."""
-        parallel = [i for i in layer if not self.by_id[i].serialize]
-        serial = [i for i in layer if self.by_id[i].serialize]
+        """(parallel set, serial rest) of one layer, each in natural id order. A LOOPS_WITH group moves as
+        one: when any member serializes, the whole group is in the serial rest."""
+        def serial_(i: str) -> bool:
+            return any(self.by_id[m].serialize for m in self.group_of(i))
+        parallel = [i for i in layer if not serial_(i)]
+        serial = [i for i in layer if serial_(i)]
         return parallel, serial
 
     def concurrent_with(self, node_id: str) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import time
 
-from orchestrate import faults
+from orchestrate import faults, schedule
 from orchestrate.campaign import DISPATCHED
 from orchestrate.context import Context
 from orchestrate.returns import returned
@@ -44,4 +44,6 @@ def handle(ctx: Context) -> Outcome:
         return Outcome.REFUTED_PREMISE
     if "surface-exceed" in kinds:
         return Outcome.SURFACE_EXCEED
+    if not schedule.landed(ctx):  # they wait for a LOOPS_WITH peer that has yet to start (a person's node)
+        return Outcome.NEXT
     return Outcome.RETURNED
