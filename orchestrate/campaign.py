@@ -32,6 +32,7 @@ class NodeState:
     widened: list[str] = field(default_factory=list)
     outputs: dict = field(default_factory=dict)  # what the accepted attempt reported (outputs-present)
     gate_rcs: dict = field(default_factory=dict)  # gate name -> exit code of its latest run
+    accept_entry: str = ""  # the accept verdict its merge cites
 
 
 @dataclass
@@ -151,6 +152,8 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         c.enabled[ctx["node"]] = ctx["reason"]
     elif kind == "discovery" and ctx.get("chosen"):
         c.workers[ctx["node"]] = ctx["chosen"]
+    elif kind == "verdict" and ctx.get("verdict") == "accept":
+        c.node(ctx["node"]).accept_entry = event["id"]
     elif kind == "rediscover":
         c.workers.pop(ctx["node"], None)
     elif kind == "gate" and ctx.get("node"):
@@ -158,4 +161,4 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         ns.gate_rcs[ctx["gate"]] = ctx["code"]
         if "outputs" in ctx:
             ns.outputs = ctx["outputs"]
-    # verdicts, intents and results are provenance: they change no state here
+    # other verdicts, intents and results are provenance: they change no state here

@@ -1,7 +1,8 @@
 """Provenance queries over a campaign's journal: the lineage rules, and `orchestrate why NODE`.
 
 The lineage rules (seeds-other §3.8), as data below: an accept verdict cites at least one passing gate
-entry of the same node; a merge follows an accept verdict of the same node at the same head; a human
+entry of the same node; a merge cites an accept verdict of the same node (and `why` checks that it
+was given at the merged head); a human
 decision names who took it; every `derived_from` reference names an earlier entry. `why` prints the
 chain for one node, newest merge first: merge -> verdict -> gates -> the node's transitions, with the
 commits each step names.
@@ -25,9 +26,9 @@ class ProvenanceError(OrchestrateError):
     exit_code = ExitCode.INTERNAL
 
 
-def check_append(entry: dict, topic: str, counter: int, gates: dict[str, tuple]) -> None:
-    """The rules an entry must meet before it is written (R2-R4); `gates` maps gate entry ids of this
-    runner to (node, exit code), `counter` is the highest id number handed out so far."""
+def check_append(entry: dict, topic: str, counter: int, gate_of) -> None:
+    """The rules an entry must meet before it is written (R2-R4); `gate_of(id)` is (node, exit code) of
+    a gate entry or None, `counter` is the highest id number handed out so far."""
     kind, source_type = entry["kind"], entry["source_type"]
     if source_type not in SOURCE_TYPES:
         raise ProvenanceError(f"unknown source_type {source_type!r} on {kind}; valid values: {', '.join(SOURCE_TYPES)}")
@@ -38,7 +39,7 @@ def check_append(entry: dict, topic: str, counter: int, gates: dict[str, tuple])
             raise ProvenanceError(f"referenced {ref} does not exist in campaign {topic}")
     if kind == "verdict" and entry["context"].get("verdict") == "accept":
         node = entry["context"].get("node")
-        if not any(gates.get(ref) == (node, 0) for ref in entry["derived_from"]):
+        if not any(gate_of(ref) == (node, 0) for ref in entry["derived_from"]):
             raise ProvenanceError(f"cannot record verdict accept for {node} without provenance: derived_from must "
                                   f"cite at least one passing gate entry of {node}")
 
@@ -80,7 +81,17 @@ def _human_decision_names_who(e: dict, by_id: dict) -> str | None:
     return None
 
 
-RULES = (_references_exist, _accept_cites_a_passing_gate, _human_decision_names_who)
+def _merge_cites_an_accept(e: dict, by_id: dict) -> str | None:
+    if e["kind"] != "merge":
+        return None
+    node = e["context"].get("node")
+    if any(by_id.get(r, {}).get("kind") == "verdict" and by_id[r]["context"].get("node") == node
+           and by_id[r]["context"].get("verdict") == "accept" for r in e.get("derived_from", ())):
+        return None
+    return f"entry {e['id']}: merge of {node} cites no accept verdict of {node}"
+
+
+RULES = (_references_exist, _accept_cites_a_passing_gate, _merge_cites_an_accept, _human_decision_names_who)
 
 
 def problems(entries: list[dict]) -> list[str]:
@@ -114,7 +125,8 @@ def chain(entries: list[dict], node: str) -> Chain:
     elif verdicts:
         result.verdict = verdicts[-1]
     if result.verdict is not None:
-        result.gates = [by_id[r] for r in result.verdict.get("derived_from", ()) if r in by_id]
+        result.gates = [by_id[r] for r in result.verdict.get("derived_from", ())
+                        if by_id.get(r, {}).get("kind") == "gate"]
     result.steps = [e for e in mine if e["kind"] in ("node", "decision", "seam")
                     and (e["kind"] != "node" or "status" in e["context"])]
     relevant = [e for e in (result.merge, result.verdict) if e] + result.gates + result.steps

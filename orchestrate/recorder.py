@@ -39,6 +39,7 @@ class Recorder:
         self._identity: dict[str, str] | None = None
         self._tree: str | None = None  # the tree of `head`, once this runner has committed
         self.gates: dict[str, tuple] = {}  # gate entries made or read here: id -> (node, code), for R3
+        self._read_all = False
 
     # Resolved on first use: reading a campaign back (status) never needs them.
     @property
@@ -110,7 +111,7 @@ class Recorder:
         entry = {"id": f"{self.topic}:{self.counter + 1}", "created_at": now(),
                  "source_entity": source_entity, "source_type": source_type, "kind": kind,
                  "derived_from": list(derived_from), "context": context}
-        check_append(entry, self.topic, self.counter + 1, self.gates)
+        check_append(entry, self.topic, self.counter + 1, self._gate_of)
         self.counter += 1
         self.gates.update(_gate_refs([entry]))
         if hold:
@@ -118,6 +119,13 @@ class Recorder:
         else:
             self._write([entry])
         return entry
+
+    def _gate_of(self, ref: str) -> tuple | None:
+        """A gate entry cited by a new one; resumed from a checkpoint, older entries are read on demand."""
+        if ref not in self.gates and not self._read_all:
+            self._read_all = True
+            self.gates.update(_gate_refs(self.read()))
+        return self.gates.get(ref)
 
     def flush(self) -> None:
         """Write the held entries (a state's bookkeeping) in one append."""

@@ -48,7 +48,8 @@ def record(ctx, seam: dict, choice: str, note: str, who_: str, source_type: str)
     entity = f"human:{who_}" if source_type == "human" else f"{source_type}:{who_}"
     extra = {"edge": seam["edge"]} if seam.get("edge") else {}
     return ctx.emit("decision", {"seam": seam["seam"], "node": seam.get("node"), **extra, "choice": choice, "note": note,
-                                 "who": who_, "bound_to": seam.get("bound_to"), "opened": seam.get("id")},
+                                 "who": who_, "bound_to": seam.get("bound_to"), "opened": seam.get("id"),
+                                 "gates": list(seam.get("gates", []))},
                     source_entity=entity, source_type=source_type,
                     derived_from=[seam["id"]] + list(seam.get("gates", [])))
 

@@ -65,7 +65,7 @@ def test_r4_a_reference_to_a_missing_or_later_entry_is_a_lineage_problem():
 def test_a_merge_without_an_accept_at_its_head_is_reported_and_exits_one():
     entries = [entry(1, "gate", node="A", gate="evaluators", code=0),
                entry(2, "verdict", ["t:1"], node="A", verdict="accept", at="old"),
-               entry(3, "merge", node="A", sha="m" * 40, branch="node/t/A", head="new")]
+                       entry(3, "merge", ["t:2"], node="A", sha="m" * 40, branch="node/t/A", head="new")]
     found = provenance.chain(entries, "A")
     assert found.verdict is None
     assert found.problems == ["entry t:3: merge of A follows no accept verdict at new"]
@@ -75,3 +75,12 @@ def test_a_merge_without_an_accept_at_its_head_is_reported_and_exits_one():
 def test_a_human_decision_must_say_who():
     bad = dict(entry(1, "decision", node="A", seam="realignment", choice="skip"), source_type="human")
     assert provenance.problems([bad]) == ["entry t:1: a human decision that does not say who took it"]
+
+
+def test_a_merge_must_cite_an_accept_verdict_of_its_node():
+    entries = [entry(1, "gate", node="A", gate="evaluators", code=0),
+               entry(2, "verdict", ["t:1"], node="A", verdict="accept", at="h"),
+               entry(3, "merge", node="A", sha="m" * 40, branch="node/t/A", head="h"),
+               entry(4, "merge", ["t:2"], node="B", sha="m" * 40, branch="node/t/B", head="h")]
+    assert provenance.problems(entries) == ["entry t:3: merge of A cites no accept verdict of A",
+                                            "entry t:4: merge of B cites no accept verdict of B"]

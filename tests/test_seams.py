@@ -142,6 +142,11 @@ def test_review_divergence_asks_and_accept_merges(tmp_path):
     decision = next(e for e in entries if e["kind"] == "decision")
     gate_ids = {e["id"] for e in entries if e["kind"] == "gate" and e["context"]["node"] == "N1"}
     assert seam["id"] in decision["derived_from"] and gate_ids & set(decision["derived_from"])
+    # the person's accept is a verdict grounded in the decision; the merge cites it; the lineage holds
+    accept = next(e for e in entries if e["kind"] == "verdict" and e["context"]["verdict"] == "accept")
+    merge = next(e for e in entries if e["kind"] == "merge" and e["context"]["node"] == "N1")
+    assert decision["id"] in accept["derived_from"] and merge["derived_from"] == [accept["id"]]
+    assert cli(repo, "why", "N1").returncode == 0 and cli(repo, "doctor").returncode == 0
 
 
 EDITS_DAG = """#!/bin/sh

@@ -22,7 +22,8 @@ def handle(ctx: Context) -> Outcome:
     if not changed:  # the workers changed nothing: git would merge nothing, so there is no commit to make
         for m in members:
             ns = c.nodes[m]
-            ctx.emit("merge", {"node": m, "sha": c.tip, "branch": ns.branch, "head": ns.head, "empty": True})
+            ctx.emit("merge", {"node": m, "sha": c.tip, "branch": ns.branch, "head": ns.head, "empty": True},
+                     derived_from=_cites(ns))
             worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
             ctx.out.line(f"{m}: nothing to merge (the worker changed nothing); accepted at {c.tip[:12]}")
         return Outcome.MERGED
@@ -31,7 +32,7 @@ def handle(ctx: Context) -> Outcome:
         for m in members:
             ns = c.nodes[m]
             ctx.emit("merge", {"node": m, "sha": sha, "branch": ns.branch, "head": ns.head},
-                     source_entity="orchestrate:resume", source_type="repair")
+                     source_entity="orchestrate:resume", source_type="repair", derived_from=_cites(ns))
             worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
         ctx.out.always(f"repair: {ctx.subject} was merged ({sha[:12]}) before the runner stopped; recorded it")
         return Outcome.MERGED
@@ -64,10 +65,15 @@ def handle(ctx: Context) -> Outcome:
     ctx.emit("result", {"effect": "merge", "node": first, "sha": sha})
     for m in members:
         ns = c.nodes[m]
-        ctx.emit("merge", {"node": m, "sha": sha, "branch": ns.branch, "head": ns.head})
+        ctx.emit("merge", {"node": m, "sha": sha, "branch": ns.branch, "head": ns.head}, derived_from=_cites(ns))
         worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
     ctx.out.line(f"{ctx.subject}: merged into {c.branch} ({sha[:12]})")
     return Outcome.MERGED
+
+
+def _cites(ns) -> list[str]:
+    """A merge cites the accept verdict it carries out (seeds-other §3.8)."""
+    return [ns.accept_entry] if ns.accept_entry else []
 
 
 def _pre_existing(ctx: Context, integ, checks: Verdict) -> bool:

@@ -107,7 +107,10 @@ def _apply(ctx: Context, d: dict) -> Outcome:
         ctx.emit("schedule", {"layers": past + amend.remaining_layers(dag, past), "dag_hash": file_hash(ctx.dag_file),
                               "reason": f"amendment accepted by {d['who']}"}, derived_from=[d["id"]])
         return Outcome.AMENDED
-    if seam == "review-divergence" and choice == "accept":
+    if seam == "review-divergence" and choice == "accept":  # the person's accept, grounded in the gates shown
+        ns = ctx.campaign.nodes[node]
+        ctx.emit("verdict", {"node": node, "verdict": "accept", "at": ns.head, "by": d["who"]},
+                 derived_from=[d["id"]] + list(d.get("gates", [])))
         return Outcome.REVIEWED
     # rework: a new attempt, the human's note in its brief; a stale premise is updated to what holds now
     if d.get("case") == "stale-premise" or ctx.campaign.nodes[node].status == "INVALIDATED":
