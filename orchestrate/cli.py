@@ -188,7 +188,7 @@ def why(node: str, topic: str | None, as_json: bool) -> int:
     Prints merge -> the accept verdict at the merged head -> the gate entries that verdict cites -> the
     node's status changes, seams and decisions, with the commits each names and the recorder commit
     that holds the merge. Checks the lineage rules on the way (an accept cites a passing gate of the
-    node, a merge follows an accept at the same head, references exist, a human decision says who).
+    node, a merge cites an accept given at the same head, references exist, a human decision says who).
     Exit 0, 1 when a lineage rule is broken, 2 for an unknown campaign or node.
     """
     import re
