@@ -33,6 +33,7 @@ class NodeState:
     outputs: dict = field(default_factory=dict)  # what the accepted attempt reported (outputs-present)
     gate_rcs: dict = field(default_factory=dict)  # gate name -> exit code of its latest run
     accept_entry: str = ""  # the accept verdict its merge cites
+    settled_entry: str = ""  # the entry that made it ACCEPTED or ABANDONED, which edge decisions cite
 
 
 @dataclass
@@ -106,6 +107,8 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         for key, value in ctx.items():
             if key != "node":
                 setattr(ns, key, value)
+        if ctx.get("status") == ABANDONED:
+            ns.settled_entry = event["id"]
     elif kind == "layer":
         c.k, c.tip, c.layer_base = ctx["k"], ctx["tip"], ctx["tip"]
     elif kind == "tip":
@@ -119,7 +122,7 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
                 c.node(n)
     elif kind == "merge":
         ns = c.node(ctx["node"])
-        ns.merge, ns.status = ctx["sha"], ACCEPTED
+        ns.merge, ns.status, ns.settled_entry = ctx["sha"], ACCEPTED, event["id"]
         c.merged.append(ctx["node"])
         c.tip = ctx["sha"]
     elif kind == "round":

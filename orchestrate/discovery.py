@@ -111,7 +111,8 @@ def _installed(chosen: dict, node_id: str) -> plugins.Plugin:
 def _cites(c, edge) -> list[str]:
     if edge is None:
         return []
-    for key in (c.edges.get(edge.id), c.guardrails.get(edge.id)):
+    for key in (c.guardrails.get(edge.id), c.edges.get(edge.id)):
         if key and key.get("entry"):
             return [key["entry"]]
-    return []
+    settled = c.nodes[edge.src].settled_entry
+    return [settled] if settled else []

@@ -94,8 +94,13 @@ def _run(ctx, edge) -> dict:
 
 
 def _cites(c, edge) -> list[str]:
+    """The decision that took the edge: its condition's evaluation, or for a static edge the source's
+    settling entry (its merge)."""
     decided = c.edges.get(edge.id)
-    return [decided["entry"]] if decided and decided.get("entry") else []
+    if decided and decided.get("entry"):
+        return [decided["entry"]]
+    settled = c.nodes[edge.src].settled_entry
+    return [settled] if settled else []
 
 
 def _before(ctx, src) -> str:

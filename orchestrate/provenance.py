@@ -2,7 +2,9 @@
 
 The lineage rules (seeds-other §3.8), as data below: an accept verdict cites at least one passing gate
 entry of the same node; a merge cites an accept verdict of the same node (and `why` checks that it
-was given at the merged head); a human
+was given at the merged head); an edge's condition cites the entry that settled its source (its
+merge, or its abandonment); a guardrail cites the taken edge decision, a discovery on an edge one of
+those; a human
 decision names who took it; every `derived_from` reference names an earlier entry. `why` prints the
 chain for one node, newest merge first: merge -> verdict -> gates -> the node's transitions, with the
 commits each step names.
@@ -91,7 +93,31 @@ def _merge_cites_an_accept(e: dict, by_id: dict) -> str | None:
     return f"entry {e['id']}: merge of {node} cites no accept verdict of {node}"
 
 
-RULES = (_references_exist, _accept_cites_a_passing_gate, _merge_cites_an_accept, _human_decision_names_who)
+def _settles(entry: dict, node: str) -> bool:
+    """Is `entry` what made `node` ACCEPTED (its merge) or ABANDONED?"""
+    cx = entry.get("context", {})
+    return cx.get("node") == node and (entry["kind"] == "merge"
+                                       or (entry["kind"] == "node" and cx.get("status") == "ABANDONED"))
+
+
+def _crossing_is_grounded(e: dict, by_id: dict) -> str | None:
+    """An edge decision cites what it stands on: an edge_eval its source's settling entry; a guardrail
+    the taken edge_eval (or, on a static edge, that settling entry); an edge's discovery one of those."""
+    cx = e["context"]
+    cited = [by_id[r] for r in e.get("derived_from", ()) if r in by_id]
+    if e["kind"] == "edge_eval":
+        ok = any(_settles(c, cx.get("from")) for c in cited)
+    elif e["kind"] == "guardrail":
+        ok = any(_settles(c, cx.get("from")) or (c["kind"] == "edge_eval" and c["context"].get("edge") == cx.get("edge")
+                                                  and c["context"].get("taken")) for c in cited)
+    elif e["kind"] == "discovery" and cx.get("edge"):
+        ok = bool(cited)
+    else:
+        return None
+    return None if ok else f"entry {e['id']}: {e['kind']} on edge {cx.get('edge')} cites no decision it stands on"
+
+
+RULES = (_references_exist, _crossing_is_grounded, _accept_cites_a_passing_gate, _merge_cites_an_accept, _human_decision_names_who)
 
 
 def problems(entries: list[dict]) -> list[str]:

@@ -77,7 +77,8 @@ def _taken(ctx, edge) -> bool:
         return bool(recorded["taken"])
     result, inputs = _evaluate(ctx, edge, src)
     ctx.emit("edge_eval", {"edge": edge.id, "from": edge.src, "to": edge.dst, "when": edge.when, "taken": result,
-                           "inputs": inputs}, source_type="decision")
+                           "inputs": inputs}, source_type="decision",
+             derived_from=[src.settled_entry] if src.settled_entry else [])
     ctx.out.line(f"edge {edge.id} ({edge.src} -> {edge.dst}): {'taken' if result else 'not taken'} "
                  f"({', '.join(f'{k}={v!r}' for k, v in inputs.items())})")
     return result

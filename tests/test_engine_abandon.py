@@ -39,6 +39,7 @@ def test_an_exhausted_node_is_abandoned_and_the_campaign_goes_on(tmp_path, orch)
     tree = repo.git("ls-tree", "--name-only", "campaign/gaveup").split()
     assert "n1.txt" not in tree and "n2.txt" not in tree and "n3.txt" in tree
     assert repo.git("branch", "--list", "node/gaveup/N1+2").strip()  # the abandoned work stays readable
+    assert evals and orch("doctor", "--topic", "gaveup", cwd=repo).rc == 0  # e3's decision cites the abandonment
 
 
 def test_without_the_opt_in_the_node_escalates_as_before(tmp_path, orch):

@@ -62,6 +62,7 @@ def test_G1_G2_G10_a_block_stops_at_a_seam_until_a_person_approves_the_edge(tmp_
     assert resumed.rc == 75, resumed.out + resumed.err  # now at final acceptance
     assert statuses(repo, orch, "rails")["N5"] == "ACCEPTED"
     assert rails(repo).count(("e6", True)) == 1  # G10: the recorded result was reused, not run again
+    assert orch("doctor", "--topic", "rails", cwd=repo).rc == 0  # the guardrail and the approval are grounded
 
 
 def test_G1_skip_leaves_the_blocked_edge_untaken(tmp_path, orch):

@@ -84,3 +84,17 @@ def test_a_merge_must_cite_an_accept_verdict_of_its_node():
                entry(4, "merge", ["t:2"], node="B", sha="m" * 40, branch="node/t/B", head="h")]
     assert provenance.problems(entries) == ["entry t:3: merge of A cites no accept verdict of A",
                                             "entry t:4: merge of B cites no accept verdict of B"]
+
+
+def test_edge_decisions_must_cite_what_they_stand_on():
+    entries = [entry(1, "merge", node="N1", sha="m" * 40),
+               entry(2, "edge_eval", ["t:1"], edge="e4", **{"from": "N1"}, to="N4", taken=True),
+               entry(3, "guardrail", ["t:2"], edge="e4", **{"from": "N1"}),
+               entry(4, "edge_eval", edge="e5", **{"from": "N1"}, to="N5", taken=True),
+               entry(5, "guardrail", ["t:4"], edge="e6", **{"from": "N1"}),
+               entry(6, "discovery", edge="e5", node="N5")]
+    assert provenance.problems(entries) == [
+        "entry t:1: merge of N1 cites no accept verdict of N1",  # (this fixture has no verdict)
+        "entry t:4: edge_eval on edge e5 cites no decision it stands on",
+        "entry t:5: guardrail on edge e6 cites no decision it stands on",
+        "entry t:6: discovery on edge e5 cites no decision it stands on"]
