@@ -37,7 +37,7 @@ def audit(journal: Path) -> Report:
     if torn.strip():
         report.warnings.append(f"{name}:{len(lines) + 1}: the last line is incomplete (a crash mid-append); "
                                "resume drops it")
-    good: list[tuple[int, dict]] = []
+    kept: list[tuple[int, dict]] = []  # (line, entry) for every entry with an id, for the lineage rules
     seen: set[str] = set()
     previous_seq = 0
     for number, raw in enumerate(lines, 1):
@@ -56,16 +56,26 @@ def audit(journal: Path) -> Report:
         report.problems += [f"{label} has no {f}" for f in missing]
         problems = _field_problems(entry, previous_seq, seen)
         report.problems += [f"{label}: {p}" for p in problems]
-        if isinstance(entry.get("seq"), int):
+        if isinstance(entry.get("seq"), int) and not isinstance(entry["seq"], bool):
             previous_seq = entry["seq"]
         if isinstance(entry.get("id"), str):
             seen.add(entry["id"])
-        if not missing and not problems:
-            good.append((number, entry))
-    line_of = {id(e): n for n, e in good}
-    for entry, problem in provenance.breaches([e for _, e in good]):
+            kept.append((number, _for_lineage(entry, number)))
+    line_of = {id(e): n for n, e in kept}
+    for entry, problem in provenance.breaches([e for _, e in kept]):
         report.problems.append(f"{name}:{line_of[id(entry)]}: {problem}")
     return report
+
+
+def _for_lineage(entry: dict, number: int) -> dict:
+    """The entry as the lineage rules read it. A damaged field already has its own problem, so it is
+    made harmless here rather than dropping the entry: a later entry that cites it still finds it (no
+    false "does not exist"), and the rules never crash on a wrong type. Order is the line order, which
+    is the seq order of a sound journal."""
+    refs = entry.get("derived_from")
+    return {**entry, "seq": number, "kind": entry.get("kind") if isinstance(entry.get("kind"), str) else "",
+            "context": entry["context"] if isinstance(entry.get("context"), dict) else {},
+            "derived_from": [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else []}
 
 
 def _field_problems(entry: dict, previous_seq: int, seen: set[str]) -> list[str]:
@@ -79,11 +89,16 @@ def _field_problems(entry: dict, previous_seq: int, seen: set[str]) -> list[str]
     source_type = entry.get("source_type")
     if "source_type" in entry and source_type not in provenance.SOURCE_TYPES:
         found.append(f"unknown source_type {source_type!r}; valid values: {', '.join(provenance.SOURCE_TYPES)}")
-    if "derived_from" in entry and not isinstance(entry["derived_from"], list):
+    refs = entry.get("derived_from")
+    if "derived_from" in entry and not isinstance(refs, list):
         found.append("derived_from is not a list")
+    elif isinstance(refs, list) and (odd := [r for r in refs if not isinstance(r, str)]):
+        found.append(f"derived_from holds {', '.join(json.dumps(r) for r in odd)}, not entry ids")
     if "context" in entry and not isinstance(entry["context"], dict):
         found.append("context is not an object")
-    if entry.get("id") in seen:
+    if "id" in entry and not isinstance(entry["id"], str):
+        found.append(f"id {json.dumps(entry['id'])} is not a string")
+    elif entry.get("id") in seen:
         found.append("the id is used by an earlier entry")
     return found
 
@@ -92,10 +107,10 @@ def _utc(stamp: object) -> bool:
     if not isinstance(stamp, str) or not stamp.endswith("Z"):
         return False
     try:
-        datetime.fromisoformat(stamp[:-1])
+        moment = datetime.fromisoformat(stamp[:-1])
     except ValueError:
         return False
-    return True
+    return "T" in stamp and moment.tzinfo is None  # a time of day, and no other offset before the Z
 
 
 def render(report: Report) -> list[str]:

@@ -75,6 +75,11 @@ def test_R7_an_entry_without_source_entity_is_reported_with_its_line(repo, orch)
     (4, lambda e: e.update(source_type="guess"), "unknown source_type 'guess'; valid values: answers, decision"),
     (4, lambda e: e.update(derived_from=["doc:9999"]), "referenced doc:9999 does not exist before it"),
     (4, lambda e: e.update(derived_from="doc:1"), "derived_from is not a list"),
+    (4, lambda e: e.update(derived_from=[5]), "derived_from holds 5, not entry ids"),
+    (4, lambda e: e.update(id=["x"]), 'id ["x"] is not a string'),
+    (4, lambda e: e.update(created_at="2026-11-23T10:00:00+01:00Z"), "is not a UTC time ending in Z"),
+    (4, lambda e: e.update(created_at="2026-11-23Z"), "is not a UTC time ending in Z"),
+    (5, lambda e: e.update(id="doc:4"), "the id is used by an earlier entry"),
 ])
 def test_each_broken_rule_is_named(repo, orch, line, change, expected):
     edit(repo, line, change)
@@ -91,6 +96,18 @@ def test_an_accept_verdict_without_its_gates_is_a_lineage_problem(repo, orch):
     result = orch("doctor", "--topic", "doc", cwd=repo)
     assert result.rc == 1
     assert f"journal.jsonl:{number}: entry" in result.out and "without provenance" in result.out
+
+
+def test_a_damaged_entry_that_others_cite_is_one_problem_not_a_cascade(repo, orch):
+    lines = path(repo).read_text().splitlines()
+    verdict = next(json.loads(ln) for ln in lines if '"kind":"verdict"' in ln)
+    cited = verdict["derived_from"][0]
+    number = next(i for i, ln in enumerate(lines, 1) if json.loads(ln)["id"] == cited)
+    edit(repo, number, lambda e: e.pop("source_entity"))
+    result = orch("doctor", "--topic", "doc", cwd=repo)
+    assert result.rc == 1
+    problems = result.out.splitlines()[:-1]
+    assert problems == [f"journal.jsonl:{number}: entry {cited} has no source_entity"], result.out
 
 
 def test_garbage_in_the_middle_is_a_problem_and_a_torn_tail_a_warning(repo, orch):
