@@ -79,7 +79,7 @@ elif mode == "baseline":
     problems = 0
     layers = 0
 else:
-    from gates.core.dagfile import check_dag
+    from orchestrate.dag.load import check_dag
     dag, problems = check_dag(path)
     assert dag is not None, problems[:3]
     layers = len(dag.layers())

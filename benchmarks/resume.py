@@ -18,11 +18,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestrate import checkpoints  # noqa: E402
-from orchestrate.campaign import Campaign, apply  # noqa: E402
-from orchestrate.layout import Layout  # noqa: E402
-from orchestrate.recorder import Recorder  # noqa: E402
-from orchestrate.resume import rebuild  # noqa: E402
+from orchestrate.engine.resume import rebuild  # noqa: E402
+from orchestrate.recorder import checkpoints  # noqa: E402
+from orchestrate.recorder.campaign import Campaign, apply  # noqa: E402
+from orchestrate.recorder.journal import Recorder  # noqa: E402
+from orchestrate.recorder.paths import Layout  # noqa: E402
 
 
 def journal(n: int) -> list[dict]:

@@ -1,5 +1,6 @@
-"""Standalone checks with exit-code contracts; `gates.core` holds what they share with the engine.
+"""The gates: standalone checks with exit-code contracts, one module per gate (`python -m gates.NAME`).
 
-`gates` never imports `orchestrate`: the DAG contract, surface semantics, the process runner and the
-git verbs live in `gates.core` so the gates and the engine judge with the same code.
+A gate imports only the kernel of `orchestrate` (the plan in `orchestrate.dag`, the doors `git`, `proc`,
+`errors`, `config`) and `gates.shared`, never the engine: the engine and a person at a shell judge with
+the same code.
 """

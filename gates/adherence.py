@@ -5,10 +5,11 @@ import argparse
 from pathlib import Path
 from typing import Collection
 
-from gates.core import gatecli, git
-from gates.core.dagfile import topic_problem
-from gates.core.errors import ProcError, UsageError
-from gates.core.verdict import FAIL, PASS, Item, Verdict, usage
+from gates.shared import gatecli
+from gates.shared.verdict import FAIL, PASS, Item, Verdict, usage
+from orchestrate import git
+from orchestrate.dag.schema import topic_problem
+from orchestrate.errors import ProcError, UsageError
 
 GATE = "adherence"
 

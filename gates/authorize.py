@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from gates.core import gatecli, surface
-from gates.core.dagfile import load_dag
-from gates.core.verdict import FAIL, PASS, Item, Verdict
+from gates.shared import gatecli
+from gates.shared.verdict import FAIL, PASS, Item, Verdict
+from orchestrate.dag import surface
+from orchestrate.dag.load import load_dag
 
 NAME = "authorize"
 

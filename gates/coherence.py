@@ -29,7 +29,6 @@ Checks, in order:
 """
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 import shutil
@@ -39,84 +38,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from gates.core import gatecli, git, markdown, proc
-from gates.core.errors import OrchestrateError, ProcError, UsageError
-from gates.core.verdict import FAIL, PASS, USAGE, Item, Verdict, usage
+from gates.shared import gatecli, markdown, project_checks
+from gates.shared.verdict import FAIL, PASS, USAGE, Item, Verdict, usage
+from orchestrate import git
+from orchestrate.errors import OrchestrateError, UsageError
 
 NAME = "coherence"
 NEVER_SEARCHED = (".ledger", ".scratch")
-DEFAULT_TIMEOUT = 1800  # seconds for one project gate or evaluator; `coherence.timeout` overrides
-CONFIG_KEYS = ("names", "ignore", "evaluators", "timeout")
-EVALUATOR_KEYS = ("name", "run", "timeout")
 _PATH_CHARS = "A-Za-z0-9_./-"
 _WORD_CHARS = "A-Za-z0-9_-"
 _URL = re.compile(r"https?://[^\s<>\"'`()\[\]{}]+", re.I)
 _MAX_TEXT = 240  # an ORPHAN line quotes at most this much of the referring line
-
-
-# ---- configuration ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Evaluator:
-    name: str
-    run: str
-    timeout: int | None = None
-
-
-@dataclass(frozen=True)
-class Config:
-    names: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    evaluators: tuple[Evaluator, ...] = ()
-    timeout: int = DEFAULT_TIMEOUT
-
-
-def load_config(ledger: Path | None) -> Config:
-    """The `coherence:` section of `<ledger>/config.yaml`; a missing file or section is the default.
-
-    Anything malformed raises UsageError naming the file and line: a typo must not become a silent pass.
-    """
-    from gates.core import config
-    from gates.core.dagfile import did_you_mean
-    found = config.read(ledger, "coherence")
-    section, bad = found.value, found.error
-    if section is None:
-        return Config()
-    if not isinstance(section, dict):
-        raise bad("coherence", found.line, "expected a mapping of names, ignore, evaluators, timeout")
-    for key in section:
-        if key not in CONFIG_KEYS:
-            raise bad(f"coherence.{key}", section.key_line(key),
-                      f"unknown setting{did_you_mean(str(key), CONFIG_KEYS)}; settings: {', '.join(CONFIG_KEYS)}")
-
-    def texts(key: str) -> tuple[str, ...]:
-        value = section.get(key)
-        if value is None:
-            return ()
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() and "\n" not in v for v in value):
-            raise bad(f"coherence.{key}", section.key_line(key), "expected a list of non-empty one-line strings")
-        return tuple(v.strip() for v in value)
-
-    timeout = section.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
-        raise bad("coherence.timeout", section.key_line("timeout"), "expected a positive number of seconds")
-    evaluators = []
-    raw = section.get("evaluators") or []
-    if not isinstance(raw, list):
-        raise bad("coherence.evaluators", section.key_line("evaluators"), "expected a list of {name, run}")
-    for i, ev in enumerate(raw):
-        where = f"coherence.evaluators[{i}]"
-        line = raw.item_line(i) if hasattr(raw, "item_line") else 0
-        if not isinstance(ev, dict) or not isinstance(ev.get("run"), str) or not ev["run"].strip():
-            raise bad(where, line, "expected {name, run} with a non-empty `run` command")
-        unknown = [k for k in ev if k not in EVALUATOR_KEYS]
-        if unknown:
-            raise bad(f"{where}.{unknown[0]}", line, f"unknown key; keys: {', '.join(EVALUATOR_KEYS)}")
-        t = ev.get("timeout")
-        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t <= 0):
-            raise bad(f"{where}.timeout", line, "expected a positive number of seconds")
-        evaluators.append(Evaluator(str(ev.get("name") or f"evaluator-{i + 1}"), ev["run"], t))
-    return Config(texts("names"), texts("ignore"), tuple(evaluators), timeout)
 
 
 # ---- the head tree ----------------------------------------------------------------------------
@@ -304,48 +236,6 @@ def _links(tree: _Tree, files: Sequence[str]) -> tuple[list[Item], int]:
     return broken, count
 
 
-# ---- 4. project gates and evaluators ----------------------------------------------------------
-
-def _gate_files(ledger: Path | None) -> list[Path]:
-    folder = ledger / "gates" if ledger is not None else None
-    if folder is None or not folder.is_dir():
-        return []
-    return [p for p in sorted(folder.iterdir(), key=lambda p: p.name)
-            if not p.name.startswith(".") and not p.name.upper().startswith("README") and not p.is_dir()]
-
-
-def _tail(done: proc.Completed) -> str:
-    lines = (done.stderr.strip() or done.stdout.strip()).splitlines()
-    return f": {lines[-1].strip()[:_MAX_TEXT]}" if lines else ""
-
-
-def _run_gate(path: Path, cwd: Path, env: dict[str, str], timeout: int) -> Item:
-    subject = f"gate {path.name}"
-    if not os.access(path, os.X_OK):
-        return Item("ERROR", subject, "not executable: chmod +x or remove it")
-    try:
-        done = proc.run([str(path)], cwd=cwd, env=env, timeout=timeout)
-    except ProcError as exc:
-        return Item("ERROR", subject, f"cannot start: {exc.message}")
-    if done.timed_out:
-        return Item("FAIL", subject, f"timed out after {timeout}s")
-    return Item("PASS", subject) if done.rc == 0 else Item("FAIL", subject, f"rc {done.rc}{_tail(done)}")
-
-
-def _run_evaluator(ev: Evaluator, cwd: Path, env: dict[str, str], timeout: int) -> Item:
-    subject = f"evaluator {ev.name}"
-    limit = ev.timeout or timeout
-    try:
-        done = proc.run_shell(ev.run, cwd=cwd, env=env, timeout=limit)
-    except ProcError as exc:
-        return Item("ERROR", subject, f"cannot start: {exc.message}")
-    if done.timed_out:
-        return Item("FAIL", subject, f"timed out after {limit}s")
-    if done.rc in (126, 127):  # the shell could not find or execute the command
-        return Item("ERROR", subject, f"cannot start `{ev.run}` (rc {done.rc}){_tail(done)}")
-    return Item("PASS", subject) if done.rc == 0 else Item("FAIL", subject, f"rc {done.rc}{_tail(done)}")
-
-
 @contextmanager
 def _head_tree(repo: Path, head: str, worktree: Path | None, needed: bool) -> Iterator[Path]:
     """Where project gates run: the given worktree; the repository when it has head checked out; else a
@@ -387,11 +277,11 @@ def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequenc
     if ledger is None:
         default = git.main_worktree(top) / ".ledger"
         ledger = default if default.is_dir() else None
-    config = load_config(ledger)
+    config = project_checks.load_config(ledger)
     for n in names:
         if not isinstance(n, str) or not n.strip() or "\n" in n:
             raise UsageError(f"`{n!r}` is not a usable name: give a non-empty one-line string")
-    gates = _gate_files(ledger) if project_gates else []
+    gates = project_checks.gate_files(ledger) if project_gates else []
 
     changes = git.changed_paths(top, base_sha, head_sha)
     tree = _Tree(top, head_sha)
@@ -422,7 +312,7 @@ def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequenc
         items.append(Item("PASS", f"links: {where} resolve"))
 
     if dag_path is not None:
-        from gates.core.dagfile import check_dag  # yaml is heavy; load it only when a DAG is asked for
+        from orchestrate.dag.load import check_dag  # yaml is heavy; load it only when a DAG is asked for
         dag, problems = check_dag(dag_path, topic=topic, brief_dir=brief_dir)  # a campaign's copy: briefs stay home
         if dag is None or problems:
             failed.append("dag")
@@ -433,8 +323,8 @@ def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequenc
 
     env = {"ORCH_BASE": base_sha, "ORCH_HEAD": head_sha, **({"ORCH_TOPIC": topic} if topic else {})}
     with _head_tree(top, head_sha, worktree, needed=bool(gates or config.evaluators)) as cwd:
-        ran = [_run_gate(g, cwd, env, config.timeout) for g in gates]
-        ran += [_run_evaluator(ev, cwd, env, config.timeout) for ev in config.evaluators]
+        ran = [project_checks.run_gate(g, cwd, env, config.timeout) for g in gates]
+        ran += [project_checks.run_evaluator(ev, cwd, env, config.timeout) for ev in config.evaluators]
     items += ran
     failed += [i.subject for i in ran if i.status == "FAIL"]
     cannot = [i.subject for i in ran if i.status == "ERROR"]

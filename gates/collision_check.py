@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from gates.core import gatecli, surface
-from gates.core.dagfile import did_you_mean, load_dag
-from gates.core.errors import UsageError
-from gates.core.verdict import ALTERNATIVE, PASS, USAGE, Item, Verdict
+from gates.shared import gatecli
+from gates.shared.verdict import ALTERNATIVE, PASS, USAGE, Item, Verdict
+from orchestrate.dag import surface
+from orchestrate.dag.load import load_dag
+from orchestrate.dag.schema import did_you_mean
+from orchestrate.errors import UsageError
 
 NAME = "collision-check"
 

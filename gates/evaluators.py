@@ -6,10 +6,13 @@ import sys
 from pathlib import Path
 from typing import IO, Mapping, NoReturn, Sequence
 
-from gates.core import gatecli, proc
-from gates.core.dagfile import Check, did_you_mean, load_dag
-from gates.core.errors import ProcError, UsageError
-from gates.core.verdict import FAIL, PASS, USAGE, Item, Verdict
+from gates.shared import gatecli
+from gates.shared.verdict import FAIL, PASS, USAGE, Item, Verdict
+from orchestrate import proc
+from orchestrate.dag.load import load_dag
+from orchestrate.dag.model import Check
+from orchestrate.dag.schema import did_you_mean
+from orchestrate.errors import ProcError, UsageError
 
 NAME = "evaluators"
 # The shell's own codes for "not executable" and "not found": the evaluator never ran, so it is

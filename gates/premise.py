@@ -7,10 +7,13 @@ import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
 
-from gates.core import gatecli, proc
-from gates.core.dagfile import Tripwire, did_you_mean, load_dag
-from gates.core.errors import ProcError, UsageError
-from gates.core.verdict import FAIL, PASS, USAGE, Item, Verdict
+from gates.shared import gatecli
+from gates.shared.verdict import FAIL, PASS, USAGE, Item, Verdict
+from orchestrate import proc
+from orchestrate.dag.load import load_dag
+from orchestrate.dag.model import Tripwire
+from orchestrate.dag.schema import did_you_mean
+from orchestrate.errors import ProcError, UsageError
 
 NAME = "premise"
 OUTPUT_TAIL = 400  # characters of a command's output kept in the verdict's data (never printed)

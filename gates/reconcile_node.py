@@ -4,10 +4,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from gates.core import git, gatecli, surface
-from gates.core.dagfile import did_you_mean, load_dag
-from gates.core.errors import UsageError
-from gates.core.verdict import FAIL, PASS, Item, Verdict
+from gates.shared import gatecli
+from gates.shared.verdict import FAIL, PASS, Item, Verdict
+from orchestrate import git
+from orchestrate.dag import surface
+from orchestrate.dag.load import load_dag
+from orchestrate.dag.schema import did_you_mean
+from orchestrate.errors import UsageError
 
 NAME = "reconcile-node"
 

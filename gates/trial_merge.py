@@ -7,10 +7,12 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from gates.core import gatecli, git, proc
-from gates.core.dagfile import Check, load_dag
-from gates.core.errors import OrchestrateError, UsageError
-from gates.core.verdict import ALTERNATIVE, FAIL, PASS, USAGE, Item, Verdict
+from gates.shared import gatecli
+from gates.shared.verdict import ALTERNATIVE, FAIL, PASS, USAGE, Item, Verdict
+from orchestrate import git, proc
+from orchestrate.dag.load import load_dag
+from orchestrate.dag.model import Check
+from orchestrate.errors import OrchestrateError, UsageError
 
 NAME = "trial-merge"
 CODES = {0: "CLEAN: merged cleanly and no check broke because of the merge",

@@ -1,3 +1,3 @@
-from orchestrate.cli import main
+from orchestrate.cli.main import main
 
 raise SystemExit(main())

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from gates.core.errors import ExitCode, OrchestrateError
+from orchestrate.errors import ExitCode, OrchestrateError
 
 PROTOCOL_VERSION = 1
 GROUPS = {"gate": "orchestrate.gates", "worker": "orchestrate.workers"}

@@ -30,7 +30,7 @@ def repo(tmp_path) -> RepoDir:
 @pytest.fixture
 def orch(capsys, monkeypatch):
     """Run the CLI in-process through its error boundary: orch("validate", "--dag", p, cwd=dir)."""
-    from orchestrate.cli import main
+    from orchestrate.cli.main import main
 
     def call(*args: str, cwd: Path | None = None) -> Result:
         if cwd is not None:

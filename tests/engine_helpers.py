@@ -12,7 +12,7 @@ def campaign_repo(tmp_path: Path, dag: str, worker: str, files: dict[str, str] |
     repo = make_repo(tmp_path / "repo", {"README.md": "# project\n", "work.sh": worker, **(files or {})})
     subprocess.run(["chmod", "+x", str(repo / "work.sh")], check=True)
     repo.commit("worker script executable")
-    from orchestrate.init import init_project
+    from orchestrate.recorder.init import init_project
     init_project(repo)
     (repo / ".ledger" / "state" / "dag.yaml").write_text(dag)
     return repo

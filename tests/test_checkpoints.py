@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from orchestrate import checkpoints
-from orchestrate.campaign import Campaign
-from orchestrate.checkpoints import CheckpointRefused
+from orchestrate.recorder import checkpoints
+from orchestrate.recorder.campaign import Campaign
+from orchestrate.recorder.checkpoints import CheckpointRefused
 
 
 def _write(folder, topic="api", **state):

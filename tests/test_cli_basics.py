@@ -85,7 +85,7 @@ def test_version_and_usage_errors(orch):
 
 
 def test_a_bug_prints_a_traceback_and_exits_70(demo, orch, monkeypatch):
-    import gates.core.dagfile as dagfile
+    import orchestrate.dag.load as dagfile
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.core.condition import Condition, ConditionError, ConditionTypeError, compile_condition
+from orchestrate.dag.condition import Condition, ConditionError, ConditionTypeError, compile_condition
 
 OUTPUTS = ("needs_migration", "note", "size", "count", "tables", "kind")
 PARAMS = {"env": "prod", "limit": 5}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.core.dagfile import check_dag
+from orchestrate.dag.load import check_dag
 
 CASES = sorted((Path(__file__).parent / "data" / "dags").glob("*.yaml"))
 

@@ -15,7 +15,8 @@ pytest.importorskip("distributed", reason="the Dask executor needs the extra: pi
 
 from tests.engine_helpers import campaign_repo, first_parent_chain  # noqa: E402
 from tests.helpers import RepoDir  # noqa: E402
-from tests.test_engine_e2e import DAG as SIX_DAG, WORKER as SIX_WORKER  # noqa: E402
+from tests.test_engine_e2e import DAG as SIX_DAG  # noqa: E402
+from tests.test_engine_e2e import WORKER as SIX_WORKER
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::ResourceWarning")
 
@@ -261,7 +262,7 @@ def published_spec(tmp_path, monkeypatch, command: str, timeout: float) -> tuple
 
 def test_a_task_run_twice_yields_one_branch_from_the_base(tmp_path, monkeypatch):
     """What Dask does after a worker died: the same spec again. The branch restarts at the base."""
-    from orchestrate.remote import run_node
+    from orchestrate.workers.remote import run_node
     spec, remote, base = published_spec(tmp_path, monkeypatch, "echo work > f.txt", 60)
 
     first = run_node(spec)
@@ -277,7 +278,7 @@ def test_a_task_run_twice_yields_one_branch_from_the_base(tmp_path, monkeypatch)
 
 
 def test_a_remote_worker_past_its_timeout_is_killed_and_its_work_kept(tmp_path, monkeypatch):
-    from orchestrate.remote import run_node
+    from orchestrate.workers.remote import run_node
     pid_file = tmp_path / "worker.pid"
     spec, remote, _ = published_spec(tmp_path, monkeypatch, f"echo half > f.txt; echo $$ > {pid_file}; exec sleep 60",
                                      0.5)

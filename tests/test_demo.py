@@ -4,7 +4,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parent.parent
 TRANSCRIPT = ROOT / "demo" / "TRANSCRIPT.t"
 
@@ -68,7 +67,7 @@ def test_a_run_replay_of_the_demo_matches(tmp_path, orch):
 def test_a_changed_gate_rule_makes_the_run_replay_report_the_first_divergence(tmp_path, orch, monkeypatch):
     assert orch("demo", tmp_path / "d", "--quiet").rc == 0
     from gates import reconcile_node
-    from gates.core.verdict import Verdict
+    from gates.shared.verdict import Verdict
 
     def stricter(node_id, surface, changes):  # a "new rule": nothing may touch more than nothing
         return Verdict("reconcile-node", 1, "FAIL: stricter rule") if changes else Verdict("reconcile-node", 0, "PASS")

@@ -19,8 +19,9 @@ nodes:
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory):
     """One small campaign, run once; each test edits a copy of its journal."""
-    from orchestrate.cli import main
     import os
+
+    from orchestrate.cli.main import main
     repo = campaign_repo(tmp_path_factory.mktemp("doctor"), DAG, WORKER)
     here = os.getcwd()
     os.chdir(repo)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gates.core.dagfile import Check, check_dag, load_dag
-from gates.core.edges import payload_gate
+from orchestrate.dag.edges import payload_gate
+from orchestrate.dag.load import check_dag, load_dag
+from orchestrate.dag.model import Check
 
 DAGS = Path(__file__).parent / "data" / "dags" / "edges"
 EXAMPLE = DAGS / "example.yaml"

@@ -4,7 +4,6 @@ edge on `src.status == 'ABANDONED'` routes to a recovery node. Without the opt-i
 escalation stands."""
 from __future__ import annotations
 
-
 from tests.engine_helpers import campaign_repo, journal, statuses
 
 WORKER = r"""#!/bin/sh

@@ -81,13 +81,13 @@ def test_c10_a_condition_that_is_not_a_boolean_halts(tmp_path, orch):
 def test_c13_a_recorded_decision_stands_when_the_condition_is_edited(tmp_path, orch):
     import io
 
-    from gates.core.dagfile import load_dag
-    from orchestrate import routing
-    from orchestrate.campaign import Campaign, apply
-    from orchestrate.context import Context
-    from orchestrate.layout import Layout
-    from orchestrate.output import Reporter
-    from orchestrate.workers import LocalExecutor
+    from orchestrate.dag.load import load_dag
+    from orchestrate.engine import routing
+    from orchestrate.engine.context import Context
+    from orchestrate.recorder.campaign import Campaign, apply
+    from orchestrate.recorder.paths import Layout
+    from orchestrate.report.live import Reporter
+    from orchestrate.workers.local import LocalExecutor
     repo = setup(tmp_path, "false")
     assert orch("run", "--quiet", cwd=repo).rc == 75
     dag = repo / ".ledger" / "state" / "cond" / "dag.yaml"

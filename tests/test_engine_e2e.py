@@ -5,8 +5,14 @@ import json
 
 import pytest
 
-from tests.engine_helpers import (campaign_repo, checkout_state, first_parent_chain, only_moved_forward,
-                                  recorder_subjects, refs)
+from tests.engine_helpers import (
+    campaign_repo,
+    checkout_state,
+    first_parent_chain,
+    only_moved_forward,
+    recorder_subjects,
+    refs,
+)
 
 WORKER = r"""#!/bin/sh
 set -eu

@@ -3,7 +3,6 @@
 node instead, `warn` crosses and flags; results are recorded once and reused on resume."""
 from __future__ import annotations
 
-
 from tests.engine_helpers import campaign_repo, journal, statuses
 
 WORKER = r"""#!/bin/sh

@@ -8,7 +8,6 @@ import pytest
 from gates import adherence
 from tests.helpers import RepoDir
 
-
 # ---- building histories ---------------------------------------------------------------------
 
 def start(repo: RepoDir, topic: str) -> str:

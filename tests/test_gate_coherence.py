@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gates import coherence
-from gates.core import markdown
+from gates.shared import markdown
 from tests.helpers import RepoDir
 
 WORKFLOW_DAG = """\

@@ -7,7 +7,7 @@ import sys
 import uuid
 
 from gates import evaluators
-from gates.core.dagfile import Check
+from orchestrate.dag.model import Check
 
 
 def run(worktree, *commands, timeout=600, log=True):

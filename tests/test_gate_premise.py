@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from gates import premise
-from gates.core.dagfile import Tripwire
-from gates.core.errors import UsageError
+from orchestrate.dag.model import Tripwire
+from orchestrate.errors import UsageError
 
 
 def spec(where, text, name="spec.tsv"):

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from gates import trial_merge
-from gates.core import git, proc
-from gates.core.dagfile import Check
+from orchestrate import git, proc
+from orchestrate.dag.model import Check
 from tests.helpers import make_repo
 
 # Runs every consumer script present; vacuously green where there is none (the branch alone).

@@ -1,7 +1,7 @@
 """Graph algorithms: layers, cycles, and concurrent surface conflicts without pairwise searches."""
 from __future__ import annotations
 
-from gates.core.graph import cycles, kahn_layers, natural_sorted, surface_conflicts
+from orchestrate.dag.graph import cycles, kahn_layers, natural_sorted, surface_conflicts
 
 
 def test_natural_order():

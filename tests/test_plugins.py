@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from gates.core.errors import ExitCode
-from tests.plugin_site import MISSING, gate, worker
 from orchestrate import plugins as P
+from orchestrate.errors import ExitCode
 from orchestrate.plugins import PluginError
+from tests.plugin_site import MISSING, gate, worker
 
 
 def one(plugins: list[P.Plugin], name: str) -> P.Plugin:

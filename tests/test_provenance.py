@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from orchestrate import provenance
+from orchestrate.recorder import provenance
 from tests.engine_helpers import campaign_repo
 
 DAG = """\

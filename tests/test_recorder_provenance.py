@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from gates.core.errors import ExitCode
-from orchestrate.provenance import FIELDS, ProvenanceError
-from orchestrate.recorder import Recorder
+from orchestrate.errors import ExitCode
+from orchestrate.recorder.journal import Recorder
+from orchestrate.recorder.provenance import FIELDS, ProvenanceError
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from orchestrate import checkpoints
-from orchestrate.layout import Layout
-from orchestrate.recorder import Recorder
-from orchestrate.resume import rebuild
+from orchestrate.engine.resume import rebuild
+from orchestrate.recorder import checkpoints
+from orchestrate.recorder.journal import Recorder
+from orchestrate.recorder.paths import Layout
 from tests.engine_helpers import campaign_repo
 from tests.helpers import RepoDir
 from tests.test_engine_e2e import DAG, WORKER
@@ -90,7 +90,7 @@ def test_a_dead_holders_lock_is_taken_over_with_a_notice(paused, orch):
 
 
 def test_a_recorder_moved_under_the_runner_is_refused_with_exit_4(paused):
-    from gates.core.errors import Concurrency
+    from orchestrate.errors import Concurrency
     ledger = paused / ".ledger"
     rec = Recorder(ledger, "six").pin()  # as a runner does when it starts
     RepoDir(ledger).commit("someone else writes here", {"note.txt": "x\n"})

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from gates.core import git
+from orchestrate import git
 from tests.engine_helpers import campaign_repo
 
 DAG = """\
@@ -21,7 +21,7 @@ WORKER = "#!/bin/sh\necho \"$ORCH_NODE\" > \"$(echo $ORCH_NODE | tr AB ab).txt\"
 
 
 def console(repo, *args: str) -> subprocess.CompletedProcess:
-    code = "import sys; from orchestrate.entry import main; sys.exit(main())"
+    code = "import sys; from orchestrate.cli.entry import main; sys.exit(main())"
     return subprocess.run([sys.executable, "-c", code, *args], cwd=repo, capture_output=True, text=True)
 
 
@@ -57,6 +57,6 @@ def test_the_main_checkout_is_found_from_a_linked_worktree_and_a_subfolder(repo,
 
 
 def test_campaigns_are_listed_from_their_journals(ran):
-    from orchestrate import topics
+    from orchestrate.recorder import topics
     assert topics.lifecycle(ran / ".ledger") == {"quick": "close"}  # CLOSE ran; final acceptance is pending
     assert topics.in_flight(ran / ".ledger") == []

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.core.surface import covers, overlap, token_problem
+from orchestrate.dag.surface import covers, overlap, token_problem
 
 COVERS = [
     ("docs", "docs/x.md", True), ("docs/", "docs/x.md", True), ("docs", "docsx/y.md", False),

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate.handlers import HANDLERS
-from orchestrate.states import START, TERMINAL, State
-from orchestrate.table import TRANSITIONS, next_state, render
+from orchestrate.engine.handlers import HANDLERS
+from orchestrate.engine.states import START, TERMINAL, State
+from orchestrate.engine.table import TRANSITIONS, next_state, render
 
 DESIGN = Path(__file__).resolve().parents[2] / "shared" / "DESIGN.md"
 
@@ -54,7 +54,7 @@ def test_every_non_terminal_state_has_a_handler_and_only_those():
 
 
 def test_lookup_refuses_an_unknown_pair():
-    from orchestrate.states import Outcome
+    from orchestrate.engine.states import Outcome
     assert next_state(State.DERIVE, Outcome.VALID) is State.RUN_LAYER
     with pytest.raises(KeyError):
         next_state(State.DERIVE, Outcome.MERGED)

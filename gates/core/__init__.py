@@ -1,1 +1,0 @@
-"""The shared contract: exit codes and errors, processes, git, surfaces, the DAG file and its schedule."""

@@ -1,0 +1,1 @@
+"""The command line: the console script's fast path and the click commands with the one error boundary."""

@@ -1,0 +1,91 @@
+"""The click group, the exit-code epilog of `--help`, and the options several commands share.
+
+Heavy modules are imported inside the commands that need them so `orchestrate --version` starts fast.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import click
+
+from orchestrate import __version__
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0    done
+  1    a check failed, the DAG is invalid, or the campaign halted (the message says what to fix)
+  2    usage error or unusable input (missing file, not a git repository); nothing was changed
+  3    SERIALIZE (collision-check) or CONFLICT (trial-merge)
+  4    another runner holds the campaign, or the recorder moved under this one
+  70   internal error (a bug: please report it with the traceback)
+  75   paused at a human seam (`orchestrate decide` answers it)
+  130  interrupted (state is saved; `orchestrate resume` continues)"""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+             epilog=EXIT_CODES_HELP)
+@click.version_option(__version__, "-V", "--version", prog_name="orchestrate")
+def cli() -> None:
+    """Run a campaign: a DAG of workers, each in its own git worktree, judged by gates and merged
+    into campaign/<topic> with --no-ff. Every transition is recorded in .ledger/ so a crashed or
+    paused campaign resumes exactly where it stopped. Never pushes; never touches your checkout."""
+
+
+def _json():
+    import json  # only the commands that print JSON pay for it
+    return json
+
+
+def dag_option(f):
+    return click.option("--dag", "dag_path", type=click.Path(dir_okay=True, path_type=Path),
+                        help="DAG file (default: .ledger/state/dag.yaml of the current repository).")(f)
+
+
+def json_option(f):
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(f)
+
+
+def answers_option(f):
+    return click.option("--answers", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                        help="YAML answers for seams in scripted runs: SEAM: CHOICE, or SEAM: {choice: C, note: N}, "
+                             "or a list of those, used in order.")(f)
+
+
+def executor_options(f):
+    """--executor/--scheduler/--remote, gathered into one `executor` argument (None: use config.yaml)."""
+    @functools.wraps(f)
+    def wrapper(*args, executor_kind, scheduler, remote, **kw):
+        choice = None
+        if executor_kind or scheduler or remote:
+            from orchestrate.recorder.locate import project
+            from orchestrate.workers.executors import choose
+            choice = choose(project(Path.cwd()), kind=executor_kind, scheduler=scheduler, remote=remote)
+        return f(*args, executor=choice, **kw)
+    for opt in reversed((
+            click.option("--executor", "executor_kind", type=click.Choice(["local", "dask"]),
+                         help="Where workers run: local processes (default) or a Dask cluster "
+                              "(needs the `distributed` extra). Default: executor.kind of .ledger/config.yaml."),
+            click.option("--scheduler", metavar="ADDRESS",
+                         help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (with --executor dask)."),
+            click.option("--remote", metavar="URL",
+                         help="Repository the engine and every Dask worker can fetch from and push node "
+                              "branches to (with --executor dask)."))):
+        wrapper = opt(wrapper)
+    return wrapper
+
+
+def resolve_dag_path(dag_path: Path | None) -> Path:
+    if dag_path is not None:
+        return dag_path
+    from orchestrate import git
+    from orchestrate.recorder.paths import Layout
+    return Layout(git.main_worktree(Path.cwd())).default_dag
+
+
+def edge_answer_options(f):
+    f = click.option("--quiet", "-q", is_flag=True, help="Print only the result.")(f)
+    f = click.option("--note", default="", help="Why.")(f)
+    f = click.option("--as", "as_who", metavar="WHO", help="Who decides (default: git config user.email).")(f)
+    f = click.option("--topic", help="Campaign topic (default: the one waiting at a seam).")(f)
+    return click.option("--edge", required=True, metavar="EDGE", help="The id of the blocked edge, as in dag.yaml.")(f)

@@ -1,0 +1,79 @@
+"""Commands that read a campaign's record back: `why` (provenance of a node) and `doctor` (the journal's audit).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from orchestrate.cli.app import _json, cli, json_option
+from orchestrate.errors import ExitCode, UsageError
+
+
+@cli.command()
+@click.argument("node")
+@click.option("--topic", help="Campaign topic (default: the one in flight, else the only one).")
+@json_option
+def why(node: str, topic: str | None, as_json: bool) -> int:
+    """Why NODE is in the campaign: the lineage of its newest merge, read from the journal.
+
+    Prints merge -> the accept verdict at the merged head -> the gate entries that verdict cites -> the
+    node's status changes, seams and decisions, with the commits each names and the recorder commit
+    that holds the merge. Checks the lineage rules on the way (an accept cites a passing gate of the
+    node, a merge cites an accept given at the same head, references exist, a human decision says who).
+    Exit 0, 1 when a lineage rule is broken, 2 for an unknown campaign or node.
+    """
+    import re
+
+    from orchestrate import git
+    from orchestrate.recorder import provenance
+    from orchestrate.recorder.journal import Recorder
+    from orchestrate.recorder.locate import pick_topic, project
+    layout = project(Path.cwd())
+    name = pick_topic(layout, topic, any_state=True)
+    entries = Recorder(layout.ledger, name).read()
+    if not entries:
+        raise UsageError(f"no campaign `{name}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
+    if not any(e["context"].get("node") == node for e in entries):
+        raise UsageError(f"campaign {name} has no entry for node `{node}`")
+    found = provenance.chain(entries, node)
+    if found.merge:
+        subject = f"^{re.escape(name)}: MERGE merged -> [A-Z_]+ \\({re.escape(node)}\\)$"
+        found.recorder_commit = git.out(layout.ledger, "log", "-1", "--format=%H", "-E", f"--grep={subject}",
+                                        "HEAD", check=False) or None
+    if as_json:
+        click.echo(_json().dumps(found.to_json(), indent=2))
+    else:
+        for line in provenance.render(found):
+            click.echo(line)
+    return ExitCode.FAILED if found.problems else ExitCode.OK
+
+
+@cli.command()
+@click.option("--topic", help="Campaign topic (default: the one in flight, else the only one).")
+@json_option
+def doctor(topic: str | None, as_json: bool) -> int:
+    """Audit a campaign's journal, read-only: every entry has the eight provenance fields (id, seq,
+    created_at, source_entity, source_type, kind, derived_from, context), seq counts up by one,
+    created_at is UTC ending in Z, source_type is one of the closed set, ids are unique, and the
+    lineage rules hold (an accept cites a passing gate of its node, references name earlier entries,
+    a human decision says who). Each problem is printed as `journal.jsonl:LINE: ...`.
+
+    The recorder refuses to write such an entry, so a problem means the journal was edited by hand or
+    damaged. A torn last line (a crash mid-append; resume drops it) is a warning. Exit 0 when clean,
+    1 when a problem is found, 2 for an unknown campaign.
+    """
+    from orchestrate.recorder import doctor as audit
+    from orchestrate.recorder.locate import pick_topic, project
+    layout = project(Path.cwd())
+    name = pick_topic(layout, topic, any_state=True)
+    journal = layout.ledger / "state" / name / "journal.jsonl"
+    if not journal.is_file():
+        raise UsageError(f"no campaign `{name}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
+    report = audit.audit(journal)
+    if as_json:
+        click.echo(_json().dumps(report.to_json(), indent=2))
+    else:
+        for line in audit.render(report):
+            click.echo(line)
+    return ExitCode.FAILED if report.problems else ExitCode.OK

@@ -1,0 +1,57 @@
+"""The one error boundary: every command runs inside `main()`, which turns our errors into one line and
+an exit code of DESIGN §10, and anything else into a traceback and exit 70.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from orchestrate import __version__
+from orchestrate.cli import audit, campaign, plan, tools  # noqa: F401  (each registers its commands)
+from orchestrate.cli.app import cli
+from orchestrate.errors import ExitCode, OrchestrateError
+
+
+def _report_bug(exc: BaseException) -> None:
+    import traceback
+    traceback.print_exception(exc)
+    click.echo(f"orchestrate {__version__}: internal error ({type(exc).__name__}). This is a bug; "
+               "please report it with the traceback above.", err=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The one error boundary: expected failures print one line; a bug prints a traceback (70)."""
+    try:
+        rc = cli.main(args=argv, prog_name="orchestrate", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return ExitCode.USAGE
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("orchestrate: interrupted", err=True)
+        return ExitCode.INTERRUPTED
+    except OrchestrateError as exc:
+        _print_error(exc)
+        return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - the boundary: anything else is a bug
+        _report_bug(exc)
+        return ExitCode.INTERNAL
+    finally:
+        try:
+            sys.stdout.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+    return int(rc or 0)
+
+
+def _print_error(exc: OrchestrateError) -> None:
+    from orchestrate.errors import DagInvalid
+    if isinstance(exc, DagInvalid):
+        for p in exc.problems:
+            click.echo(str(p), err=True)
+    click.echo(f"orchestrate: error: {exc}", err=True)
+
+
+__all__ = ["cli", "main"]

@@ -1,0 +1,111 @@
+"""Commands on the plan: `validate`, `layers`, `show` and `table`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from orchestrate.cli.app import _json, cli, dag_option, json_option, resolve_dag_path
+from orchestrate.errors import ExitCode, UsageError
+
+
+@cli.command()
+@dag_option
+@json_option
+@click.option("--topic", help="Campaign topic (default: the DAG's `topic:`, else the file's stem).")
+def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
+    """Check the DAG against every rule of its contract and list all problems at once.
+
+    Each problem is one line `file:line: field: message` with what to change. With --json, prints a
+    list of {file, line, field, code, message} (empty when valid). Every plugin the DAG names must be
+    installed and protocol-compatible (`orchestrate plugins` lists them). Exit 0 valid, 1 invalid or a
+    named plugin unusable, 2 unreadable file.
+    """
+    from orchestrate.dag.load import check_dag
+    path = resolve_dag_path(dag_path)
+    dag, problems = check_dag(path, topic=topic)
+    if dag is not None:
+        from orchestrate.engine import plugin_gates as plugingates
+        plugingates.load(dag, lambda m: click.echo(f"warning: {m}", err=True))  # a named plugin must load
+    if as_json:
+        click.echo(_json().dumps([p.as_dict() for p in problems], indent=2))
+    elif dag is None:
+        for p in problems:
+            click.echo(str(p))
+        click.echo(f"invalid: {len(problems)} problem(s) in {path}", err=True)
+    if dag is not None and not as_json:
+        layers = dag.layers()
+        click.echo(f"valid: {path} ({len(dag.nodes)} nodes, {len(layers)} layers, topic {dag.topic})")
+    return ExitCode.OK if dag is not None else ExitCode.FAILED
+
+
+@cli.command()
+@dag_option
+@json_option
+def layers(dag_path: Path | None, as_json: bool) -> int:
+    """Print the schedule: Kahn layers in natural id order, each split into its parallel set and its
+    serial rest. Nodes with `complete: true` are settled and never appear. The DAG must be valid.
+
+    With --json, prints exactly {"layer_count": N, "layers": [[...], ...]}.
+    """
+    from orchestrate.dag.load import load_dag
+    dag = load_dag(resolve_dag_path(dag_path))
+    schedule = dag.layers()
+    if as_json:
+        click.echo(_json().dumps({"layer_count": len(schedule), "layers": schedule}))
+        return ExitCode.OK
+    for k, layer in enumerate(schedule):
+        parallel, serial = dag.partition(layer)
+        line = f"layer {k}: {' '.join(parallel) or '-'}"
+        click.echo(line + (f"  | serial: {' '.join(serial)}" if serial else ""))
+    click.echo(f"{len(schedule)} layer(s), {sum(map(len, schedule))} node(s) to run")
+    return ExitCode.OK
+
+
+@cli.command()
+@click.argument("node")
+@dag_option
+@click.option("--gates", "only_gates", is_flag=True, help="Print only the gates, one per line.")
+@click.option("--group", "only_group", is_flag=True, help="Print only the LOOPS_WITH group, one id per line.")
+@json_option
+def show(node: str, dag_path: Path | None, only_gates: bool, only_group: bool, as_json: bool) -> int:
+    """What the DAG derives for NODE: its layer, ordering predecessors, LOOPS_WITH group and the gates
+    that judge it (its own, its COMPOSES spokes' transitively, its EXTENDS actions and its group peers',
+    each once, plus the implicit outputs-present and payload-present(<edge>) contracts).
+
+    Exit 1 for an invalid DAG, 2 for a node the DAG does not declare.
+    """
+    from orchestrate.dag.load import load_dag
+    from orchestrate.dag.schema import did_you_mean
+    dag = load_dag(resolve_dag_path(dag_path))
+    if node not in dag.by_id:
+        raise UsageError(f"no node `{node}` in {dag.path}{did_you_mean(node, dag.by_id)}")
+    layer = next((k for k, ids in enumerate(dag.layers()) if node in ids), None)
+    info = {"id": node, "layer": layer, "depends_on": list(dag.deps()[node]), "group": list(dag.group_of(node)),
+            "gates": dag.effective_gates(node),
+            "incoming": [{"id": e.id, "from": e.src, "predicate": e.predicate, "type": e.type}
+                         for e in dag.incoming(node)]}
+    if as_json:
+        click.echo(_json().dumps(info))
+        return ExitCode.OK
+    if only_gates or only_group:
+        for value in (info["gates"] if only_gates else []) + (info["group"] if only_group else []):
+            click.echo(value)
+        return ExitCode.OK
+    click.echo(f"{node}: layer {'-' if layer is None else layer}"
+               f"{'  (complete)' if dag.by_id[node].complete else ''}")
+    click.echo(f"  after: {', '.join(info['depends_on']) or '-'}")
+    click.echo(f"  group: {', '.join(info['group'])}")
+    click.echo(f"  gates: {', '.join(info['gates']) or '-'}")
+    for e in info["incoming"]:
+        click.echo(f"  edge {e['id']}: {e['from']} {e['predicate']} ({e['type']})")
+    return ExitCode.OK
+
+
+@cli.command()
+def table() -> int:
+    """Print the engine's transition table (state, outcome, next state, note) as Markdown."""
+    from orchestrate.engine.table import render
+    click.echo(render())
+    return ExitCode.OK

@@ -1,0 +1,177 @@
+"""Typed edges (DESIGN §11, seeds-other §2-§3): the model and the graph
+derivations the engine reads (ordering, LOOPS_WITH groups, effective gates).
+
+Direction conventions, because COMPOSES points the other way: every ordering edge has a `before` and
+an `after` end. TRIGGERS and PRODUCES order `from` before `to`; COMPOSES orders `to` (the spoke)
+before `from` (the hub). EXTENDS and LOOPS_WITH never order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from orchestrate.dag import graph
+from orchestrate.dag.model import Node
+
+PREDICATES = ("COMPOSES", "EXTENDS", "LOOPS_WITH", "PRODUCES", "TRIGGERS")  # sorted: messages list them so
+ORDERING = ("TRIGGERS", "PRODUCES", "COMPOSES")
+ROUTABLE = ("TRIGGERS", "PRODUCES")  # the predicates that may carry conditions, discovery and guardrails
+TYPES = ("conditional", "discovery", "static")
+DISCOVER_KINDS = ("any", "gate", "worker")
+VIOLATIONS = ("block", "reroute", "warn")
+PLUGIN_PREFIX = "plugin:"
+OUTPUTS_GATE = "outputs-present"
+PAYLOAD_GATE = "payload-present"  # spelled `payload-present(<edge id>)`: one per PRODUCES edge
+
+
+def payload_gate(edge_id: str) -> str:
+    # Parentheses cannot occur in a declared gate name, so the implicit gate never shadows one.
+    return f"{PAYLOAD_GATE}({edge_id})"
+
+
+@dataclass(frozen=True)
+class Edge:
+    id: str
+    src: str
+    dst: str
+    predicate: str
+    type: str = "static"
+    when: str | None = None
+    payload: tuple[str, ...] = ()
+    guardrails: dict | None = None
+    discover: dict | None = None
+    fallback: str | None = None
+    actions: tuple[dict, ...] = ()
+    line: int = 0
+    index: int | None = None  # position in `edges:`; None for the `depends_on` short form
+    lines: dict = field(default_factory=dict, compare=False, repr=False)  # key -> line, for messages
+
+    def key_line(self, key: str) -> int:
+        return self.lines.get(key, self.line)
+
+    @property
+    def orders(self) -> bool:
+        return self.predicate in ORDERING
+
+    @property
+    def before(self) -> str:
+        return self.dst if self.predicate == "COMPOSES" else self.src
+
+    @property
+    def after(self) -> str:
+        return self.src if self.predicate == "COMPOSES" else self.dst
+
+    @property
+    def plugin(self) -> str | None:
+        return self.dst[len(PLUGIN_PREFIX):] if self.predicate == "EXTENDS" else None
+
+    @property
+    def where(self) -> str:
+        return f"edges[{self.index}]"
+
+
+def sugar_id(dep: str, node: str) -> str:
+    # `->` cannot occur in a declared edge id (ids are git-ref-safe words), so the two never collide.
+    return f"{dep}->{node}"
+
+
+@dataclass
+class Model:
+    """What validation derives from the edges; the `Dag` keeps it and answers from it."""
+
+    edges: list[Edge]
+    deps: dict[str, tuple[str, ...]]  # node -> ordering predecessors (declared depends_on first)
+    layer_deps: dict[str, tuple[str, ...]]  # the same with every LOOPS_WITH group contracted
+    groups: list[tuple[str, ...]]
+    exempt: set[frozenset]  # node pairs the surface check skips (fallback, reroute target)
+    on_cycle: set[str] = field(default_factory=set)
+    effective: dict[str, list[str]] = field(default_factory=dict)
+
+
+def ordering_deps(by_id: dict[str, Node], edges: Iterable[Edge]) -> dict[str, tuple[str, ...]]:
+    """node -> its ordering predecessors, whatever the edge's condition (layers must not depend on it)."""
+    acc: dict[str, list[str]] = {n: [] for n in by_id}
+    for e in edges:
+        if e.orders and e.before in by_id and e.after in by_id and e.before not in acc[e.after]:
+            acc[e.after].append(e.before)
+    return {n: tuple(ds) for n, ds in acc.items()}
+
+
+def loop_groups(by_id: dict[str, Node], edges: Iterable[Edge]) -> list[tuple[str, ...]]:
+    """Connected components of LOOPS_WITH edges (union-find), each and all in natural id order."""
+    parent = {n: n for n in by_id}
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for e in edges:
+        if e.predicate == "LOOPS_WITH" and e.src in parent and e.dst in parent:
+            parent[root(e.src)] = root(e.dst)
+    members: dict[str, list[str]] = {}
+    for n in by_id:
+        members.setdefault(root(n), []).append(n)
+    groups = [tuple(graph.natural_sorted(m)) for m in members.values() if len(m) > 1]
+    return sorted(groups, key=lambda g: graph.natural_key(g[0]))
+
+
+def contract(deps: dict[str, tuple[str, ...]], groups: list[tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """Each member waits for the union of its group's outside predecessors, so all land in one layer."""
+    out = dict(deps)
+    for g in groups:
+        inside = set(g)
+        outside = tuple(dict.fromkeys(d for m in g for d in deps.get(m, ()) if d not in inside))
+        for m in g:
+            out[m] = outside
+    return out
+
+
+def own_gates(node: Node) -> list[str]:
+    return [c.name for c in node.evaluators] + list(node.plugin_gates)
+
+
+def effective_gates(node_id: str, by_id: dict[str, Node], edges: Iterable[Edge],
+                    groups: list[tuple[str, ...]]) -> list[str]:
+    """eff(n) = own(n) ∪ eff(spokes of n) ∪ actions(EXTENDS of n) ∪ own(LOOPS_WITH peers), sorted by name.
+
+    One visited set spans the whole walk: a node already visited contributes nothing, so a diamond
+    contributes its tip once and any cycle terminates. TRIGGERS and PRODUCES never contribute. The
+    implicit contracts (`outputs-present`, `payload-present(<edge>)`) belong to `node_id` alone: they
+    check what that node delivered, so a hub or a peer does not inherit them.
+    """
+    edges = list(edges)
+    spokes: dict[str, list[str]] = {}
+    extends: dict[str, list[str]] = {}
+    for e in edges:
+        if e.predicate == "COMPOSES":
+            spokes.setdefault(e.src, []).append(e.dst)
+        elif e.predicate == "EXTENDS":
+            extends.setdefault(e.src, []).extend(a["name"] for a in e.actions)
+    group = {m: g for g in groups for m in g}
+    visited: set[str] = set()
+    found: set[str] = set()
+    stack = [node_id]  # explicit stack: a long COMPOSES chain must not hit the recursion limit
+    while stack:
+        n = stack.pop()
+        if n in visited or n not in by_id:
+            continue
+        visited.add(n)
+        found.update(own_gates(by_id[n]))
+        found.update(extends.get(n, ()))
+        for peer in group.get(n, ()):
+            if peer not in visited:
+                visited.add(peer)
+                found.update(own_gates(by_id[peer]))
+        stack.extend(reversed(spokes.get(n, ())))
+    if node_id in by_id and by_id[node_id].outputs:
+        found.add(OUTPUTS_GATE)
+    found.update(payload_gate(e.id) for e in edges if e.predicate == "PRODUCES" and e.src == node_id)
+    return sorted(found)
+
+
+def known_gates(node: Node, gates: dict) -> list[str]:
+    """Gate names a reference may use: the campaign's `gates:` instances and the node's inline evaluators."""
+    inline = [c.name for c in node.evaluators if c.name not in gates]
+    return sorted(set(gates) | set(inline))

@@ -1,0 +1,251 @@
+"""Graph algorithms over node ids: natural order, Kahn layers, cycles, and concurrent surface conflicts.
+
+Pure functions over plain dicts so the DAG loader, the scheduler and the gates share them. Everything
+is linear or near-linear: no search per node pair (concurrency comes from one sweep of ancestor
+bitsets restricted to the nodes whose surfaces overlap at all) and no all-pairs token comparison
+(tokens are bucketed by their leading path segment).
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Iterable, Mapping
+
+from orchestrate.dag import surface
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(node_id: str) -> tuple:
+    """Sort key putting `N2` before `N10`; the id itself breaks ties (`N02` vs `N2`)."""
+    parts = _DIGITS.split(node_id)
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts), node_id
+
+
+def natural_sorted(ids: Iterable[str]) -> list[str]:
+    return sorted(ids, key=natural_key)
+
+
+def kahn_layers(deps: Mapping[str, Iterable[str]], settled: Iterable[str] = ()) -> list[list[str]]:
+    """Kahn generations in natural id order; `settled` nodes count as done and never appear.
+
+    Nodes on a cycle never become ready and are left out: validate first.
+    """
+    done = set(settled)
+    indegree: dict[str, int] = {}
+    children: dict[str, list[str]] = defaultdict(list)
+    for node, ds in deps.items():
+        if node in done:
+            continue
+        pending = [d for d in set(ds) if d not in done]
+        indegree[node] = len(pending)
+        for d in pending:
+            children[d].append(node)
+    ready = [n for n, k in indegree.items() if k == 0]
+    layers = []
+    while ready:
+        layer = natural_sorted(ready)
+        layers.append(layer)
+        ready = []
+        for n in layer:
+            for c in children.get(n, ()):
+                indegree[c] -= 1
+                if indegree[c] == 0:
+                    ready.append(c)
+    return layers
+
+
+def topological_order(deps: Mapping[str, Iterable[str]]) -> list[str]:
+    return [n for layer in kahn_layers(deps) for n in layer]
+
+
+def cycles(deps: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """One cycle path per strongly connected component that has one, e.g. ['D2', 'D3', 'D2']."""
+    known = set(deps)
+    graph = {n: natural_sorted(d for d in set(ds) if d in known) for n, ds in deps.items()}
+    # Nodes that Kahn can settle cannot be on a cycle; only search what is left.
+    settled = {n for layer in kahn_layers(graph) for n in layer}
+    rest = {n: [d for d in graph[n] if d not in settled] for n in graph if n not in settled}
+    found = []
+    for component in _strong_components(rest):
+        members = set(component)
+        start = natural_sorted(members)[0]
+        if len(members) == 1 and start not in rest[start]:
+            continue
+        found.append(_cycle_from(start, rest, members))
+    return sorted(found, key=lambda c: natural_key(c[0]))
+
+
+def _strong_components(graph: Mapping[str, list[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative (a deep chain must not hit Python's recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out = []
+    counter = 0
+    for root in natural_sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(graph[nxt])))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    comp.append(member)
+                    if member == node:
+                        break
+                out.append(comp)
+    return out
+
+
+def _cycle_from(start: str, graph: Mapping[str, list[str]], members: set[str]) -> list[str]:
+    """A shortest dependency cycle through `start` inside one strong component (BFS)."""
+    parent: dict[str, str | None] = {start: None}
+    queue = [start]
+    for node in queue:
+        for nxt in graph[node]:
+            if nxt == start:
+                path = []
+                cur: str | None = node
+                while cur is not None:
+                    path.append(cur)
+                    cur = parent[cur]
+                return list(reversed(path)) + [start]
+            if nxt in members and nxt not in parent:
+                parent[nxt] = node
+                queue.append(nxt)
+    raise AssertionError(f"no cycle through {start} in its strong component")
+
+
+def surface_conflicts(surfaces: Mapping[str, tuple[str, ...]], deps: Mapping[str, Iterable[str]],
+                      exempt: Iterable[frozenset] = ()) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """Pairs of concurrent nodes (neither reaches the other) whose surfaces overlap.
+
+    `surfaces` holds only the nodes that take part (callers leave out serialize and complete nodes);
+    `deps` is the whole graph, for reachability. `exempt` holds node pairs that can never both run (a
+    node and its discovery fallback or reroute target: one replaces the other). Returns
+    (a, b, [(token of a, token of b), ...]) with a before b in natural order, sorted.
+    """
+    skip = {frozenset(p) for p in exempt}
+    owners: dict[str, list[str]] = defaultdict(list)
+    spelled: dict[tuple[str, str], str] = {}  # (node, token as compared) -> token as the node wrote it
+    for node, tokens in surfaces.items():
+        for written in tokens:
+            token = written if surface.is_glob(written) else written.rstrip("/")
+            if (node, token) not in spelled:
+                spelled[node, token] = written
+                owners[token].append(node)
+    token_pairs = _overlapping_tokens(list(owners))
+    candidate: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    shared_groups = []
+    for t1, t2 in token_pairs:
+        if t1 == t2:
+            if len(owners[t1]) > 1:
+                shared_groups.append(t1)
+            continue
+        for a in owners[t1]:
+            for b in owners[t2]:
+                if a != b:
+                    key, pair = ((a, b), (t1, t2)) if natural_key(a) < natural_key(b) else ((b, a), (t2, t1))
+                    candidate[key].append(pair)
+    involved = {n for pair in candidate for n in pair} | {n for t in shared_groups for n in owners[t]}
+    if not involved:
+        return []
+    order = {n: i for i, n in enumerate(topological_order(deps))}
+    ancestors = _ancestor_bits(deps, order, involved)
+    bit = {n: 1 << i for i, n in enumerate(sorted(involved, key=natural_key))}
+
+    def ordered(a: str, b: str) -> bool:
+        return bool(ancestors[b] & bit[a]) or bool(ancestors[a] & bit[b])
+
+    for token in shared_groups:
+        group = sorted(owners[token], key=lambda n: order.get(n, -1))
+        # A group that forms one dependency chain has no concurrent pair: check neighbours only.
+        if all(ordered(group[i], group[i + 1]) for i in range(len(group) - 1)):
+            continue
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                key = (a, b) if natural_key(a) < natural_key(b) else (b, a)
+                candidate[key].append((token, token))
+    result = [(a, b, sorted({(spelled[a, x], spelled[b, y]) for x, y in pairs}))
+              for (a, b), pairs in candidate.items() if not ordered(a, b) and frozenset((a, b)) not in skip]
+    return sorted(result, key=lambda r: (natural_key(r[0]), natural_key(r[1])))
+
+
+def _overlapping_tokens(tokens: list[str]) -> list[tuple[str, str]]:
+    """Every pair of distinct tokens that overlap, plus (t, t) for each token; never all-pairs."""
+    literal = {t for t in tokens if not surface.is_glob(t)}
+    globs = [t for t in tokens if surface.is_glob(t)]
+    pairs = [(t, t) for t in tokens]
+    for t in literal:  # literal overlap is containment: look up each parent directory
+        parts = t.split("/")
+        for k in range(1, len(parts)):
+            parent = "/".join(parts[:k])
+            if parent in literal:
+                pairs.append((parent, t))
+    # A glob can only meet tokens under its literal prefix, or tokens whose literal prefix contains it.
+    by_prefix: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    under: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for t in tokens:
+        lit = surface.literal_prefix(t)
+        by_prefix[lit].append(t)
+        for k in range(len(lit) + 1):
+            under[lit[:k]].append(t)
+    for g in globs:
+        lit = surface.literal_prefix(g)
+        pool = under.get(lit, []) + [t for k in range(len(lit)) for t in by_prefix.get(lit[:k], ())]
+        for other in pool:
+            if other != g and surface.overlap(g, other):
+                pairs.append((g, other) if g < other else (other, g))
+    return list(dict.fromkeys(pairs))
+
+
+def _ancestor_bits(deps: Mapping[str, Iterable[str]], order: Mapping[str, int], involved: set[str]) -> dict[str, int]:
+    """For every node, a bitset of its involved ancestors, in one sweep in topological order."""
+    bit = {n: 1 << i for i, n in enumerate(sorted(involved, key=natural_key))}
+    bits: dict[str, int] = {}
+    for node in sorted(order, key=order.__getitem__):
+        acc = 0
+        for d in deps.get(node, ()):
+            acc |= bits.get(d, 0) | bit.get(d, 0)
+        bits[node] = acc
+    return bits
+
+
+def reaches(deps: Mapping[str, Iterable[str]], start: str) -> set[str]:
+    """Every node `start` depends on, transitively (iterative, with a visited set)."""
+    seen: set[str] = set()
+    stack = list(deps.get(start, ()))
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        stack.extend(deps.get(n, ()))
+    return seen

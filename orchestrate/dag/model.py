@@ -1,0 +1,163 @@
+"""The plan's model: frozen records for checks, tripwires, nodes and the DAG, and the schedule questions
+the engine asks of a DAG (layers, groups, incoming and outgoing edges, effective checks)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from orchestrate.dag import graph
+
+MODES = ("interactive", "autonomous")
+SCHEMA_VERSIONS = (1,)
+ACTIVATIONS = ("always", "on_demand")
+JOINS = ("all", "any")
+ON_EXHAUSTED = ("halt", "continue")
+WORKER_KINDS = ("human",)
+COMMAND_PLUGIN = "command"  # the one gate plugin built in: a shell command, like an inline evaluator
+# Names the implicit contracts use; a declared gate with one of them would be ambiguous in a verdict.
+RESERVED_GATES = ("outputs-present", "payload-present")
+DEFAULT_TIMEOUT = 3600
+DEFAULT_MAX_ATTEMPTS = 2
+
+
+@dataclass(frozen=True)
+class Check:
+    """An evaluator or campaign check: a shell command that must exit 0."""
+
+    name: str
+    run: str
+    timeout: int | None = None
+    review: bool = False  # a reviewer: when reviewers disagree, a person decides
+
+
+@dataclass(frozen=True)
+class Tripwire:
+    """A premise: `run` must exit with `expect` while the node is pending."""
+
+    run: str
+    expect: int = 0
+    why: str = ""
+    timeout: int | None = None
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    title: str
+    depends_on: tuple[str, ...]
+    file_surface: tuple[str, ...]
+    worker: str | None
+    discipline: str | None = None
+    brief: str = ""
+    brief_file: str | None = None
+    evaluators: tuple[Check, ...] = ()
+    tripwires: tuple[Tripwire, ...] = ()
+    serialize: bool = False
+    complete: bool = False
+    mitigates: tuple[str, ...] = ()
+    timeout: int = DEFAULT_TIMEOUT
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    line: int = 0
+    plugin_gates: tuple[str, ...] = ()  # `gates:` instances of a non-command plugin, run by that plugin
+    outputs: tuple[str, ...] = ()  # keys the worker reports; conditions read them as src.outputs.<key>
+    activation: str = "always"  # on_demand: SKIPPED unless a reroute or a discovery fallback enables it
+    join: str = "all"  # all: every incoming ordering edge taken; any: at least one
+    max_rework: int | None = None
+    on_exhausted: str = "halt"  # continue: ABANDONED after max_rework instead of halting
+    worker_spec: dict | None = None  # `worker: {capabilities: [...]}` or `{kind: human}`
+
+
+@dataclass(frozen=True)
+class Dag:
+    path: str
+    topic: str
+    base: str
+    mode: str
+    workers: dict[str, str]
+    checks: tuple[Check, ...]
+    nodes: tuple[Node, ...]
+    by_id: dict[str, Node] = field(repr=False, compare=False)
+    policy: dict = field(default_factory=dict, repr=False, compare=False)
+    edges: tuple = ()  # tuple[edges.Edge, ...]: the `edges:` list in file order, then the `depends_on` short forms
+    params: dict = field(default_factory=dict, compare=False)
+    gates: dict = field(default_factory=dict, repr=False, compare=False)  # name -> {plugin, ...config}
+    _groups: tuple = field(default=(), repr=False, compare=False)
+    _layer_deps: dict = field(default_factory=dict, repr=False, compare=False)
+    _effective: dict = field(default_factory=dict, repr=False, compare=False)
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)  # indexes built on first use
+
+    def cached(self, key: str, build):
+        """`build()` once per DAG: the engine asks per node, and a scan per question would be quadratic."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return self._memo[key]
+
+    def deps(self) -> dict[str, tuple[str, ...]]:
+        """node -> ordering predecessors (depends_on, TRIGGERS, PRODUCES, and the spokes a hub COMPOSES)."""
+        return {n.id: n.depends_on for n in self.nodes}
+
+    def layer_deps(self) -> dict[str, tuple[str, ...]]:
+        """`deps()` with each LOOPS_WITH group contracted: a member waits for all its group's outside deps."""
+        return self._layer_deps or self.deps()
+
+    def layers(self) -> list[list[str]]:
+        """Kahn layers in natural id order; complete nodes are settled and never appear."""
+        return graph.kahn_layers(self.layer_deps(), settled=(n.id for n in self.nodes if n.complete))
+
+    def groups(self) -> list[tuple[str, ...]]:
+        """LOOPS_WITH groups (co-reconciled), each in natural id order."""
+        return list(self._groups)
+
+    def group_of(self, node_id: str) -> tuple[str, ...]:
+        index = self.cached("group_of", lambda: {m: g for g in self._groups for m in g})
+        return index.get(node_id, (node_id,))
+
+    def effective_gates(self, node_id: str) -> list[str]:
+        """The gate names judging `node_id` (seeds-other §3.1), sorted by name."""
+        return list(self._effective.get(node_id, ()))
+
+    def effective_checks(self, node_id: str) -> tuple[Check, ...]:
+        """The command checks behind `effective_gates`: the node's own in declared order, then its spokes' and peers'."""
+        own = self.by_id[node_id].evaluators
+        named = {c.name for c in own}
+        first = self.cached("check-by-name", self._first_check_by_name)
+        others = sorted(g for g in self.effective_gates(node_id) if g not in named and g in first)
+        return tuple(own) + tuple(first[g] for g in others)  # its own in declared order, then the rest by name
+
+    def _first_check_by_name(self) -> dict[str, Check]:
+        found: dict[str, Check] = {}
+        for n in sorted(self.nodes, key=lambda m: graph.natural_key(m.id)):
+            for c in n.evaluators:
+                found.setdefault(c.name, c)
+        return found
+
+    def incoming(self, node_id: str) -> list:
+        """Ordering edges whose later end is `node_id` (for COMPOSES that is the hub), in edge-id order."""
+        return self.cached("incoming", lambda: self._by_end(lambda e: e.after if e.orders else None)).get(node_id, [])
+
+    def outgoing(self, node_id: str) -> list:
+        """Every edge whose `from` is `node_id`, in edge-id order."""
+        return self.cached("outgoing", lambda: self._by_end(lambda e: e.src)).get(node_id, [])
+
+    def _by_end(self, end) -> dict[str, list]:
+        index: dict[str, list] = {}
+        for e in sorted(self.edges, key=lambda e: graph.natural_key(e.id)):
+            if (key := end(e)) is not None:
+                index.setdefault(key, []).append(e)
+        return index
+
+    def partition(self, layer: list[str]) -> tuple[list[str], list[str]]:
+        """(parallel set, serial rest) of one layer, each in natural id order. A LOOPS_WITH group moves as
+        one: when any member serializes, the whole group is in the serial rest."""
+        def serial_(i: str) -> bool:
+            return any(self.by_id[m].serialize for m in self.group_of(i))
+        parallel = [i for i in layer if not serial_(i)]
+        serial = [i for i in layer if serial_(i)]
+        return parallel, serial
+
+    def concurrent_with(self, node_id: str) -> list[str]:
+        """Nodes that neither reach nor are reached by `node_id` (complete ones excluded)."""
+        deps = self.deps()
+        ancestors = graph.reaches(deps, node_id)
+        return [n.id for n in self.nodes
+                if n.id != node_id and not n.complete and n.id not in ancestors
+                and node_id not in graph.reaches(deps, n.id)]

@@ -1,0 +1,156 @@
+"""The DAG's schema as data: the fields of each mapping with their checkers, ids and topics, and the
+`Report` that collects every problem with its line."""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from orchestrate.dag.model import ACTIVATIONS, JOINS, ON_EXHAUSTED
+from orchestrate.dag.yamlfile import Mapping, Problem, Sequence
+
+ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+TOPIC_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+Checker = Callable[[object], str | None]
+
+
+def is_str(v: object) -> str | None:
+    return None if isinstance(v, str) else f"expected text, got {kind_of(v)}"
+
+
+def is_text(v: object) -> str | None:
+    return is_str(v) or (None if v.strip() else "must not be empty")  # type: ignore[union-attr]
+
+
+def is_bool(v: object) -> str | None:
+    return None if isinstance(v, bool) else f"expected true or false, got {kind_of(v)}"
+
+
+def is_int(v: object) -> str | None:
+    return None if isinstance(v, int) and not isinstance(v, bool) else f"expected a whole number, got {kind_of(v)}"
+
+
+def is_pos_int(v: object) -> str | None:
+    return is_int(v) or (None if v > 0 else "must be a positive number")  # type: ignore[operator]
+
+
+def is_str_list(v: object) -> str | None:
+    if not isinstance(v, list):
+        return f"expected a list, got {kind_of(v)}"
+    bad = [x for x in v if not isinstance(x, str)]
+    return f"every entry must be text; `{bad[0]}` is {kind_of(bad[0])}" if bad else None
+
+
+def kind_of(v: object) -> str:
+    if v is None:
+        return "nothing (null)"
+    if isinstance(v, bool):
+        return f"the boolean {str(v).lower()}"
+    return {dict: "a mapping", Mapping: "a mapping", list: "a list", Sequence: "a list",
+            int: "a number", float: "a number", str: "text"}.get(type(v), type(v).__name__)
+
+
+CHECK_FIELDS: dict[str, tuple[Checker, bool]] = {
+    "name": (is_text, True), "run": (is_text, True), "timeout": (is_pos_int, False), "review": (is_bool, False)}
+POLICY_CASES = ("attempts-spent", "stale-premise", "refuted-premise")
+POLICY_RULE_FIELDS: dict[str, tuple[Checker, bool]] = {
+    "choice": (is_text, True), "limit": (is_pos_int, False), "then": (is_text, False)}
+TRIPWIRE_FIELDS: dict[str, tuple[Checker, bool]] = {
+    "run": (is_text, True), "expect": (is_int, False), "why": (is_str, False), "timeout": (is_pos_int, False)}
+GATE_FIELDS: dict[str, tuple[Checker | None, bool]] = {"plugin": (is_text, True)}  # plus the plugin's config
+COMMAND_GATE_FIELDS: dict[str, tuple[Checker | None, bool]] = {
+    "plugin": (is_text, True), "run": (is_text, True), "timeout": (is_pos_int, False), "review": (is_bool, False)}
+WORKER_SPEC_FIELDS: dict[str, tuple[Checker | None, bool]] = {
+    "capabilities": (is_str_list, False), "kind": (is_text, False), "fallback_worker": (is_text, False)}
+NODE_FIELDS: dict[str, tuple[Checker, bool]] = {
+    "id": (None, True), "title": (is_str, False), "depends_on": (is_str_list, False),
+    "file_surface": (is_str_list, True), "discipline": (is_text, False), "worker": (None, False),
+    "brief": (is_str, False), "brief_file": (is_text, False), "evaluators": (None, False),
+    "tripwires": (None, False), "serialize": (is_bool, False), "complete": (is_bool, False),
+    "mitigates": (is_str_list, False), "timeout": (is_pos_int, False), "max_attempts": (is_pos_int, False),
+    "outputs": (is_str_list, False), "activation": (is_text, False), "join": (is_text, False),
+    "max_rework": (is_pos_int, False), "on_exhausted": (is_text, False)}
+# Closed sets of node fields: (field, allowed values, what a value is called in the message).
+NODE_ENUMS = (("activation", ACTIVATIONS, "an activation"), ("join", JOINS, "a join"),
+              ("on_exhausted", ON_EXHAUSTED, "an on_exhausted"))
+TOP_FIELDS: dict[str, tuple[Checker | None, bool]] = {
+    "schema_version": (is_int, False), "campaign": (is_text, False), "params": (None, False),
+    "gates": (None, False), "topic": (is_text, False), "base": (is_text, False), "mode": (is_text, False), "defaults": (None, False),
+    "workers": (None, False), "checks": (None, False), "nodes": (None, True), "edges": (None, False),
+    "policy": (None, False)}
+DEFAULT_FIELDS: dict[str, tuple[Checker, bool]] = {"timeout": (is_pos_int, False), "max_attempts": (is_pos_int, False)}
+
+
+def did_you_mean(word: str, choices) -> str:
+    import difflib
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def id_problem(value: object) -> str | None:
+    """Why `value` cannot be a node id (git-ref-safe, no YAML-1.1 booleans), or None."""
+    if isinstance(value, bool):
+        return (f"reads as the boolean {str(value).lower()}: YAML 1.1 turns no/yes/on/off into booleans; "
+                "quote the id")
+    if not isinstance(value, str):
+        return f"expected text, got {kind_of(value)}; quote the id"
+    if not ID_RE.fullmatch(value):
+        return (f"`{value}` is not a valid id: use 1-64 letters, digits, `.`, `_` or `-`, "
+                "starting with a letter or digit")
+    if ".." in value or value.endswith(".lock") or value.endswith("."):
+        return f"`{value}` cannot be part of a git branch name (no `..`, no trailing `.` or `.lock`)"
+    return None
+
+
+def topic_problem(value: str) -> str | None:
+    if not TOPIC_RE.fullmatch(value) or ".." in value or value.endswith(".lock") or value.endswith("."):
+        return (f"`{value}` is not a valid topic: lower-case letters, digits, `.`, `_`, `-`, starting with "
+                "a letter or digit, usable in a git branch name")
+    return None
+
+
+class Report:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.problems: list[Problem] = []
+
+    def add(self, line: int, fld: str, code: str, message: str) -> None:
+        self.problems.append(Problem(self.file, line, fld, code, message))
+
+    def fields(self, data: Mapping, spec: dict, where: str) -> None:
+        """Unknown keys, missing required keys, and simple types of one mapping."""
+        for key in data:
+            if key not in spec:
+                self.add(data.key_line(key), join_path(where, str(key)), "unknown-key",
+                         f"unknown key `{key}`{did_you_mean(str(key), spec)}")
+        for key, (checker, required) in spec.items():
+            if key not in data:
+                if required:
+                    self.add(data.line, join_path(where, key), "missing", f"required key `{key}` is missing")
+            elif checker is not None:
+                why = checker(data[key])
+                if why:
+                    self.add(data.key_line(key), join_path(where, key), "type", why)
+
+
+def join_path(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def checks_of(rep: Report, value: object, line: int, where: str, spec: dict) -> list[Mapping]:
+    if value is None:
+        return []
+    if not isinstance(value, Sequence):
+        rep.add(line, where, "type", f"expected a list, got {kind_of(value)}")
+        return []
+    good = []
+    for i, item in enumerate(value):
+        loc = f"{where}[{i}]"
+        if not isinstance(item, Mapping):
+            rep.add(value.item_line(i), loc, "type", f"expected a mapping like {{name: ..., run: ...}}, got {kind_of(item)}")
+            continue
+        before = len(rep.problems)
+        rep.fields(item, spec, loc)
+        if len(rep.problems) == before:
+            good.append(item)
+    return good

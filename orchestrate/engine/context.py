@@ -1,0 +1,78 @@
+"""What every handler gets: settings, the DAG, the campaign state, the recorder, the executor, output."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from orchestrate.dag.load import load_dag
+from orchestrate.dag.model import Dag
+from orchestrate.recorder.campaign import Campaign, apply
+from orchestrate.recorder.journal import ENGINE, Recorder
+from orchestrate.recorder.paths import Layout
+from orchestrate.report.live import Reporter
+from orchestrate.workers.local import Executor
+
+WRITE_AHEAD = frozenset({"intent", "result"})
+
+
+@dataclass
+class Context:
+    layout: Layout
+    campaign: Campaign
+    recorder: Recorder | None
+    executor: Executor
+    out: Reporter
+    dag: Dag | None = None
+    topic_override: str | None = None
+    mode_override: str | None = None
+    answers: dict = field(default_factory=dict)
+    problems: list = field(default_factory=list)
+    subject: str = ""  # detail for the next transition's recorder commit
+    halt_reason: str = ""
+    audited: str = ""  # the campaign head the adherence audit last passed (CLOSE audits it all again)
+    audited_merges: int = 0  # how many merges that audit covered
+    checkpointed: int = 0  # the journal entry the last checkpoint covers
+    gate_plugins: dict | None = None  # the gate plugins the DAG names, loaded on first use
+
+    @property
+    def root(self) -> Path:
+        return self.layout.root
+
+    @property
+    def topic(self) -> str:
+        return self.campaign.topic
+
+    def emit(self, kind: str, context: dict[str, Any], *, source_entity: str = ENGINE,
+             source_type: str = "engine", derived_from: Iterable[str] = ()) -> dict[str, Any]:
+        """Journal one event and fold it into the campaign state.
+
+        Intents and results of effects outside the recorder are written at once (write-ahead); every
+        other event is held until the state's transition is recorded, so a crash mid-state leaves the
+        journal at the last transition and the state's handler simply runs again on resume.
+        """
+        assert self.recorder is not None, "no event can be recorded before the campaign is opened"
+        entry = self.recorder.event(kind, context, source_entity=source_entity, source_type=source_type,
+                                    derived_from=derived_from, hold=kind not in WRITE_AHEAD)
+        apply(self.campaign, entry)
+        return entry
+
+    def node_state(self, node_id: str):
+        return self.campaign.nodes[node_id]
+
+    @property
+    def dag_file(self) -> Path:
+        return Path(self.campaign.dag_path)
+
+    def reload_dag(self) -> Dag:
+        self.dag = load_dag(self.dag_file, topic=self.campaign.topic, brief_dir=self.brief_dir)
+        return self.dag
+
+    @property
+    def brief_dir(self) -> Path | None:
+        return Path(self.campaign.brief_dir) if self.campaign.brief_dir else None
+
+
+def file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -1,0 +1,155 @@
+"""Guardrails on edges (seeds-other §3.6), run when a taken edge is crossed, before its target is dispatched.
+
+`output` gates judge what the source contributed: they run in a checkout of the source's merge commit
+with ORCH_BASE (the campaign head before that merge) and ORCH_HEAD (the merge). `input` gates judge the
+tip the target would branch from. Exit 0 passes, 1 is a violation, anything else means the gate itself
+failed: the run halts naming it, and nothing counts as pass or violation. A violation is handled by the
+edge's `on_violation`: `block` opens the `guardrail` seam (answered by `orchestrate approve --edge` or
+`orchestrate skip --edge`, in every mode: a guardrail is a sovereignty gate), `reroute` leaves the edge
+untaken and enables its on-demand `reroute_target`, `warn` crosses and records a flag that `status` and
+the close report show. Each result is journalled once and reused on resume, never run again.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gates.shared.verdict import Verdict
+from orchestrate import git
+from orchestrate.dag.model import Check
+
+
+class GuardrailCrashed(Exception):
+    """A guardrail gate exited neither 0 nor 1: it could not judge, so the run halts."""
+
+
+@dataclass
+class Blocked(Exception):
+    """A `block` guardrail was violated and nobody has answered yet: the run stops at a seam."""
+
+    seam: dict
+
+
+def cross(ctx, edge) -> bool:
+    """Is the taken `edge` crossed? Runs (or reuses) its guardrails and applies `on_violation`."""
+    c = ctx.campaign
+    recorded = c.guardrails.get(edge.id)
+    if recorded is None:
+        recorded = _run(ctx, edge)
+    if not recorded["violated"]:
+        return True
+    action = edge.guardrails["on_violation"]
+    if action == "warn":
+        return True  # the flag was recorded with the result
+    if action == "reroute":
+        return False  # the target was enabled with the result
+    answer = recorded.get("answer")
+    if answer is None:
+        raise Blocked({"seam": "guardrail", "node": edge.dst, "edge": edge.id, "choices": ["approve", "skip", "halt"],
+                       "reason": f"blocked: {recorded['message']}", "bound_to": c.nodes[edge.src].merge,
+                       "gates": [recorded["entry"]]})
+    return answer == "approve"
+
+
+def _run(ctx, edge) -> dict:
+    c = ctx.campaign
+    src = c.nodes[edge.src]
+    rails = edge.guardrails
+    results, logs = [], []
+    for side in ("output", "input"):
+        names = rails.get(side) or []
+        if not names:
+            continue
+        at = src.merge if side == "output" else c.tip
+        env = {"ORCH_TOPIC": c.topic, "ORCH_NODE": edge.dst, "ORCH_EDGE": edge.id, "ORCH_HEAD": at,
+               "ORCH_BASE": _before(ctx, src) if side == "output" else at}
+        log = ctx.layout.runs(c.topic) / "guardrails" / f"{edge.id}-{side}.log"
+        logs.append(str(log))
+        for name, verdict, entity in _check(ctx, names, at, env, log):
+            results.append({"gate": name, "side": side, "rc": verdict.code, "summary": verdict.summary,
+                            "entity": entity})
+    crashed = [r for r in results if r["rc"] not in (0, 1)]
+    violated = [r for r in results if r["rc"] == 1]
+    where = f"edge {edge.id} ({edge.src} -> {edge.dst})"
+    first = violated[0] if violated else None
+    message = (f"guardrail {first['gate']} on {where}: {_first_line(first['summary'])}" if first
+               else f"guardrails on {where} pass")
+    entry = ctx.emit("guardrail", {"edge": edge.id, "from": edge.src, "to": edge.dst, "results": results,
+                                   "violated": bool(violated) and not crashed, "crashed": bool(crashed),
+                                   "action": rails["on_violation"], "message": message, "logs": logs},
+                     source_type="gate", derived_from=_cites(c, edge))
+    if crashed:
+        r = crashed[0]
+        raise GuardrailCrashed(f"guardrail gate {r['gate']} crashed on edge {edge.id} (exit {r['rc']}); see "
+                               f"{logs[0] if len(logs) == 1 else ' and '.join(logs)}")
+    ctx.out.line(f"{where}: {message}" + (f"; {rails['on_violation']}" if violated else ""))
+    if violated and rails["on_violation"] == "warn":
+        ctx.emit("flag", {"edge": edge.id, "node": edge.dst, "message": message}, derived_from=[entry["id"]])
+    if violated and rails["on_violation"] == "reroute":
+        target = rails["reroute_target"]
+        ctx.emit("enable", {"node": target, "edge": edge.id,
+                            "reason": f"rerouted from {edge.dst}: {message}"}, derived_from=[entry["id"]])
+        ctx.out.line(f"{target}: enabled (reroute of {where})")
+    return c.guardrails[edge.id]
+
+
+def _cites(c, edge) -> list[str]:
+    """The decision that took the edge: its condition's evaluation, or for a static edge the source's
+    settling entry (its merge)."""
+    decided = c.edges.get(edge.id)
+    if decided and decided.get("entry"):
+        return [decided["entry"]]
+    settled = c.nodes[edge.src].settled_entry
+    return [settled] if settled else []
+
+
+def _before(ctx, src) -> str:
+    """The campaign head just before the source's merge: the diff ORCH_BASE..ORCH_HEAD is its contribution."""
+    if src.head == src.base:  # nothing was merged: no contribution
+        return src.merge
+    return git.out(ctx.root, "rev-parse", f"{src.merge}^1")
+
+
+def _check(ctx, names: list[str], at: str, env: dict, log) -> list[tuple[str, Verdict, str | None]]:
+    """Run the named gates in a scratch checkout of `at`: (name, verdict, plugin entity or None) each."""
+    from gates import evaluators
+    from orchestrate.engine import plugin_gates as plugingates
+    dag = ctx.dag
+    scratch = ctx.layout.scratch / "guardrails" / ctx.topic / env["ORCH_EDGE"]
+    if scratch.exists():
+        git.worktree_remove(ctx.root, scratch)
+    scratch.parent.mkdir(parents=True, exist_ok=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    git.worktree_add_detached(ctx.root, scratch, at)
+    try:
+        plugin_gates = plugingates.of_dag(dag)
+        found = {}
+        commands = tuple(_command(dag, n) for n in names if n not in plugin_gates)
+        if commands:  # one run for the side's command gates, so their log is one file
+            verdict = evaluators.check(commands, scratch, log_path=log, env=env)
+            rcs = {r["name"]: r["rc"] for r in verdict.data.get("results", [])}
+            for item in verdict.items:
+                rc = rcs.get(item.subject, 2)
+                rc = rc if item.status in ("PASS", "FAIL") else 2  # a timeout or a command that cannot start
+                detail = re.sub(r"^rc \d+(: )?", "", item.detail)
+                found[item.subject] = (Verdict(item.subject, rc, detail or f"exit {rc}"), None)
+        for name in names:
+            if name in plugin_gates:
+                if ctx.gate_plugins is None:
+                    ctx.gate_plugins = plugingates.load(dag, lambda m: ctx.out.always(f"warning: {m}"))
+                found[name] = plugingates.run(ctx.gate_plugins, plugin_gates[name], scratch, env)
+        return [(name, *found[name]) for name in names]
+    finally:
+        git.worktree_remove(ctx.root, scratch)
+
+
+def _command(dag, name: str) -> Check:
+    spec = dag.gates.get(name)
+    if spec is not None:
+        return Check(name, spec["run"], spec.get("timeout"))
+    return dag.cached("check-by-name", dag._first_check_by_name)[name]
+
+
+def _first_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[0] if lines else "(no output)"

@@ -1,0 +1,50 @@
+"""AWAIT: wait for every running worker, commit what it left uncommitted, read its freeze file."""
+from __future__ import annotations
+
+import json
+import time
+
+from orchestrate import faults
+from orchestrate.engine import schedule
+from orchestrate.engine.context import Context
+from orchestrate.engine.states import Outcome
+from orchestrate.recorder.campaign import DISPATCHED
+from orchestrate.seams.choices import CHOICES
+from orchestrate.workers.returns import returned
+
+POLL_FIRST, POLL_MAX = 0.002, 0.1  # quick workers are noticed at once, long ones cost little
+
+
+def handle(ctx: Context) -> Outcome:
+    ex = ctx.executor
+    pause = POLL_FIRST
+    while True:
+        finished = ex.poll()
+        for outcome in finished:
+            returned(ctx, outcome)
+        running = ex.running()
+        if not running:
+            break
+        ctx.out.running(running)
+        faults.reach("poll")
+        pause = POLL_FIRST if finished else min(pause * 2, POLL_MAX)
+        time.sleep(pause)
+    ctx.out.stop_live()
+    frozen = [n for n in ctx.campaign.layer() if ctx.campaign.nodes[n].status == DISPATCHED
+              and ctx.campaign.nodes[n].freeze]
+    kinds = {ctx.campaign.nodes[n].freeze["freeze"] for n in frozen}
+    ctx.subject = " ".join(frozen)
+    if "reserved-halt" in kinds:
+        node = next(n for n in frozen if ctx.campaign.nodes[n].freeze["freeze"] == "reserved-halt")
+        ns = ctx.campaign.nodes[node]
+        ctx.emit("seam", {"seam": "reserved-halt", "node": node, "reason": ns.freeze.get("reason", ""),
+                          "show": [f"freeze report: {json.dumps(ns.freeze)}", f"worker log: {ns.log}"],
+                          "choices": list(CHOICES["reserved-halt"]), "bound_to": ns.head})
+        return Outcome.RESERVED_HALT
+    if "refuted-premise" in kinds:
+        return Outcome.REFUTED_PREMISE
+    if "surface-exceed" in kinds:
+        return Outcome.SURFACE_EXCEED
+    if not schedule.landed(ctx):  # they wait for a LOOPS_WITH peer that has yet to start (a person's node)
+        return Outcome.NEXT
+    return Outcome.RETURNED

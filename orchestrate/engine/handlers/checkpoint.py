@@ -1,0 +1,29 @@
+"""CHECKPOINT: append a reconcile round to the sketch; decide whether to judge, dispatch, or close the layer."""
+from __future__ import annotations
+
+from orchestrate.engine import schedule
+from orchestrate.engine.context import Context
+from orchestrate.engine.states import Outcome
+from orchestrate.recorder import sketch
+
+
+def handle(ctx: Context) -> Outcome:
+    c = ctx.campaign
+    round_no = c.round + 1
+    ctx.emit("round", {"round": round_no, "k": c.k, "tip": c.tip})
+    lines = [f"## Round {round_no} (layer {c.k}, tip {c.tip[:12]})", ""]
+    for n in c.layer():
+        s = c.nodes[n]
+        lines.append(f"- {n}: {s.status}, attempt {s.attempt}" + (f", merged {s.merge[:12]}" if s.merge else ""))
+    path = sketch.find(ctx.layout.ledger, c.topic)
+    if path:
+        sketch.append(path, "\n".join(lines))
+    ctx.subject = f"round {round_no}"
+    if schedule.landed(ctx):
+        return Outcome.LANDED
+    if schedule.layer_done(ctx):
+        return Outcome.LAYER_DONE
+    if not schedule.to_dispatch(ctx):
+        stuck = {n: c.nodes[n].status for n in c.layer()}
+        raise AssertionError(f"layer {c.k} cannot progress: {stuck}")
+    return Outcome.NEXT

@@ -1,0 +1,65 @@
+"""DERIVE: validate the DAG, derive layers, open campaign/<topic> at the baseline and the recorder's sketch."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from orchestrate import git
+from orchestrate.atomic import write_atomic
+from orchestrate.engine.context import Context, file_hash
+from orchestrate.engine.states import Outcome
+from orchestrate.errors import DagInvalid, UsageError
+from orchestrate.recorder import sketch
+from orchestrate.recorder.journal import Recorder, now
+
+
+def handle(ctx: Context) -> Outcome:
+    from orchestrate.dag.load import load_dag
+    source = Path(ctx.campaign.dag_path)
+    try:
+        dag = load_dag(source, topic=ctx.topic_override)
+    except DagInvalid as exc:
+        ctx.problems = exc.problems
+        ctx.halt_reason = f"the DAG {source} is invalid; nothing was written"
+        return Outcome.INVALID
+    from orchestrate.engine.unsupported import gaps
+    if missing := gaps(dag):
+        ctx.problems = missing
+        ctx.halt_reason = f"the DAG {source} is valid but uses what this engine cannot run yet; nothing was written"
+        return Outcome.INVALID
+    from orchestrate.engine import plugin_gates as plugingates
+    ctx.gate_plugins = plugingates.load(dag, lambda m: ctx.out.always(f"warning: {m}"))  # before any write
+    topic = dag.topic
+    baseline = git.resolve(ctx.root, dag.base)
+    copy = ctx.layout.state(topic) / "dag.yaml"
+    ctx.recorder = Recorder(ctx.layout.ledger, topic).pin()
+    ctx.recorder.resume_seq(ctx.recorder.read())  # intents of a DERIVE a crash cut off, if any
+    ctx.campaign.topic = topic
+    branch = f"campaign/{topic}"
+    ctx.emit("intent", {"effect": "branch-create", "branch": branch, "at": baseline})
+    existing = git.rev_parse(ctx.root, f"refs/heads/{branch}")
+    if existing is None:
+        git.create_branch(ctx.root, branch, baseline)
+    elif existing != baseline:  # a DERIVE cut off by a crash leaves the branch at the baseline, nothing else
+        raise UsageError(f"{branch} exists and is not at the baseline {baseline[:12]}",
+                         hint="choose another topic with --topic")
+    ctx.emit("result", {"effect": "branch-create", "branch": branch, "at": baseline})
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    if source.resolve() != copy.resolve():
+        shutil.copyfile(source, copy)
+    layers = dag.layers()
+    mode = ctx.mode_override or dag.mode
+    ctx.emit("open", {"topic": topic, "dag_path": str(copy), "brief_dir": str(source.resolve().parent),
+                      "dag_hash": file_hash(copy), "mode": mode, "baseline": baseline, "branch": branch,
+                      "layers": layers, "tip": baseline, "source": str(source)})
+    ctx.reload_dag()
+    write_atomic(ctx.layout.active_dag, str(copy) + "\n")
+    opened = now()
+    path = sketch.path_for(ctx.layout.ledger, topic, opened)
+    sketch.open_sketch(path, {"TOPIC": topic, "STATUS": "RUN_LAYER", "MODE": mode.upper(), "OPENED": opened,
+                              "BASELINE": baseline, "BRANCH": branch, "DAG": str(copy),
+                              "LAYERS": layers},
+                       f"Campaign `{topic}` over {len(dag.nodes)} node(s) in {len(layers)} layer(s), "
+                       f"from {source}, started at {baseline[:12]}.")
+    ctx.subject = f"log: open {topic} ({len(dag.nodes)} nodes, {len(layers)} layers)"
+    return Outcome.VALID

@@ -1,0 +1,114 @@
+"""MERGE: trial-merge the node (or its LOOPS_WITH group, as one octopus) into the integration worktree,
+run the campaign checks, commit --no-ff."""
+from __future__ import annotations
+
+from gates import evaluators
+from gates.shared.verdict import Verdict
+from orchestrate import faults, git
+from orchestrate.engine import judge, schedule
+from orchestrate.engine.context import Context
+from orchestrate.engine.states import Outcome
+from orchestrate.recorder.campaign import LANDED, REWORK
+from orchestrate.workers import worktrees
+
+
+def handle(ctx: Context) -> Outcome:
+    c = ctx.campaign
+    first = schedule.landed(ctx)[0]  # the node (or LOOPS_WITH group) RECONCILE just accepted
+    members = [m for m in ctx.dag.group_of(first) if c.nodes[m].status == LANDED]
+    ctx.subject = "+".join(members)
+    integ = worktrees.integration(ctx)
+    env = git.identity_env(integ)
+    changed = [m for m in members if c.nodes[m].head != c.nodes[m].base]
+    if not changed:  # the workers changed nothing: git would merge nothing, so there is no commit to make
+        for m in members:
+            ns = c.nodes[m]
+            ctx.emit("merge", {"node": m, "sha": c.tip, "branch": ns.branch, "head": ns.head, "empty": True},
+                     derived_from=_cites(ns))
+            worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
+            ctx.out.line(f"{m}: nothing to merge (the worker changed nothing); accepted at {c.tip[:12]}")
+        return Outcome.MERGED
+    if all(git.is_ancestor(ctx.root, c.nodes[m].head, c.branch) for m in changed):  # merged before a crash
+        sha = git.out(ctx.root, "rev-parse", c.branch)
+        for m in members:
+            ns = c.nodes[m]
+            ctx.emit("merge", {"node": m, "sha": sha, "branch": ns.branch, "head": ns.head},
+                     source_entity="orchestrate:resume", source_type="repair", derived_from=_cites(ns))
+            worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
+        ctx.out.always(f"repair: {ctx.subject} was merged ({sha[:12]}) before the runner stopped; recorded it")
+        return Outcome.MERGED
+    branches = [c.nodes[m].branch for m in changed]
+    ctx.emit("intent", {"effect": "merge", "node": first, "nodes": members, "branch": " ".join(branches),
+                        "head": " ".join(c.nodes[m].head for m in changed), "onto": c.tip})
+    # A group lands as one octopus merge: all of it or none of it, and never a half-merged campaign branch.
+    done = git.git(integ, "merge", "--no-ff", "--no-commit", "--no-edit", *branches, check=False, env=env)
+    if done.rc != 0:
+        conflicts = git.conflicted_paths(integ)
+        git.merge_abort(integ)
+        ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "conflicts": conflicts})
+        summary = (f"CONFLICT: merging {', '.join(branches)} onto the campaign head conflicts in "
+                   f"{', '.join(conflicts) or '?'}")
+        return _rework(ctx, members, Verdict("trial-merge", 3, summary))
+    if ctx.dag.checks:
+        ns = c.nodes[first]
+        checks = evaluators.check(ctx.dag.checks, integ, log_path=ctx.layout.runs(c.topic) / first /
+                                  f"checks-{ns.attempt}.log")
+        entries = [judge.record(ctx, m, checks)["id"] for m in members]
+        if not checks.ok and not _pre_existing(ctx, integ, checks):
+            git.merge_abort(integ)
+            ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
+            return _rework(ctx, members, checks)
+    faults.reach("merge")
+    titles = "; ".join(ctx.dag.by_id[m].title for m in members)
+    label = f"node {first}" if len(members) == 1 else f"group {ctx.subject}"
+    git.git(integ, "commit", "-q", "--no-verify", "-m", f"merge {label}: {titles}", env=env)
+    sha = git.out(integ, "rev-parse", "HEAD")
+    ctx.emit("result", {"effect": "merge", "node": first, "sha": sha})
+    for m in members:
+        ns = c.nodes[m]
+        ctx.emit("merge", {"node": m, "sha": sha, "branch": ns.branch, "head": ns.head}, derived_from=_cites(ns))
+        worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
+    ctx.out.line(f"{ctx.subject}: merged into {c.branch} ({sha[:12]})")
+    return Outcome.MERGED
+
+
+def _cites(ns) -> list[str]:
+    """A merge cites the accept verdict it carries out (seeds-other §3.8)."""
+    return [ns.accept_entry] if ns.accept_entry else []
+
+
+def _pre_existing(ctx: Context, integ, checks: Verdict) -> bool:
+    """Do the failing checks fail on the campaign head alone too? Then the node did not break them."""
+    failing = {i.subject for i in checks.failing()}
+    stash = [c for c in ctx.dag.checks if c.name in failing]
+    probe = ctx.layout.scratch / "probe" / ctx.topic
+    if probe.exists():
+        git.worktree_remove(ctx.root, probe)
+    probe.parent.mkdir(parents=True, exist_ok=True)
+    git.worktree_add_detached(ctx.root, probe, ctx.campaign.tip)
+    try:
+        alone = evaluators.check(stash, probe)
+    finally:
+        git.worktree_remove(ctx.root, probe)
+    return alone.code == 1 and {i.subject for i in alone.failing()} >= failing
+
+
+def _rework(ctx: Context, members: list[str], verdict: Verdict) -> Outcome:
+    """The merge was refused: every member of what was merging gets another attempt (or gives up)."""
+    worst = Outcome.REWORK
+    for node_id in members:
+        ns = ctx.campaign.nodes[node_id]
+        node = ctx.dag.by_id[node_id]
+        failures = ns.failures + 1
+        feedback = judge.failure_text([verdict])
+        decided = judge.next_verdict(node, failures)
+        ctx.out.line(f"{node_id}: merge refused ({verdict.summary}); {decided.upper()}")
+        if decided == "abandon":
+            judge.abandon(ctx, node_id, failures, feedback)
+            worst = Outcome.ABANDONED if worst is Outcome.REWORK else worst
+            continue
+        ctx.emit("node", {"node": node_id, "status": REWORK, "failures": failures, "feedback": feedback,
+                          "verdict": decided})
+        if decided == "escalate":
+            worst = Outcome.ESCALATE
+    return worst

@@ -1,0 +1,32 @@
+"""REALIGN: a node's premise failed or its attempts are spent; the plan needs a decision."""
+from __future__ import annotations
+
+from orchestrate.engine.context import Context
+from orchestrate.engine.states import Outcome
+from orchestrate.recorder.campaign import DISPATCHED, INVALIDATED, REWORK
+from orchestrate.seams.choices import CHOICES
+
+
+def handle(ctx: Context) -> Outcome:
+    c = ctx.campaign
+    node_id, case, reason = _why(ctx)
+    ctx.subject = node_id
+    ctx.emit("seam", {"seam": "realignment", "case": case, "node": node_id, "reason": reason.splitlines()[0],
+                      "show": reason.splitlines()[1:], "choices": list(CHOICES["realignment"]),
+                      "bound_to": c.nodes[node_id].head or c.tip})
+    ctx.out.line(f"{node_id}: realignment needed: {reason}")
+    return Outcome.NEEDS_HUMAN
+
+
+def _why(ctx: Context) -> tuple[str, str, str]:
+    c = ctx.campaign
+    for n in c.layer() + [x for x in c.nodes if x not in c.layer()]:
+        s = c.nodes[n]
+        if s.status == DISPATCHED and s.freeze and s.freeze.get("freeze") == "refuted-premise":
+            return n, "refuted-premise", (f"the worker refuted premise {s.freeze.get('premise')!r}\n"
+                                          f"evidence: {s.freeze.get('evidence')}")
+        if s.status == INVALIDATED:
+            return n, "stale-premise", s.feedback or "a premise is stale"
+        if s.status == REWORK and s.verdict == "escalate":
+            return n, "attempts-spent", f"attempts spent ({s.failures}); the last failure:\n{s.feedback}"
+    raise AssertionError("REALIGN entered with nothing to realign")

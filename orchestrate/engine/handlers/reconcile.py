@@ -1,0 +1,246 @@
+"""RECONCILE: judge the first LANDED node with the gates, never the worker's word.
+
+Order (DESIGN §5): adherence of the campaign branch so far; then for the node (1) its evaluators,
+(2) surface honesty, (3) coherence of its change; (4) premise freshness of every pending node;
+(5) the verdict. A LOOPS_WITH group is judged as one: its evaluators on the members' combined tree,
+each member's own gates on its own change, one verdict for all of them.
+"""
+from __future__ import annotations
+
+from gates import adherence, coherence, evaluators, premise, reconcile_node
+from gates.shared.verdict import Verdict
+from orchestrate import git
+from orchestrate.engine import judge, schedule
+from orchestrate.engine.context import Context
+from orchestrate.engine.states import Outcome
+from orchestrate.recorder.campaign import INVALIDATED, LANDED, PENDING, REWORK
+from orchestrate.seams.choices import CHOICES
+
+
+def handle(ctx: Context) -> Outcome:
+    c = ctx.campaign
+    # Only what was merged since the last audit is new: the audit stays linear over the campaign.
+    since = ctx.audited_merges if ctx.audited else 0
+    heads = {c.nodes[n].head for n in c.merged[since:]}
+    audit = adherence.check(ctx.root, c.topic, ctx.audited or c.baseline, node_heads=heads)
+    if audit.code == 0:
+        ctx.audited, ctx.audited_merges = c.tip, len(c.merged)
+    else:
+        entry = judge.record(ctx, None, audit)
+        ctx.halt_reason = f"campaign/{c.topic} breaks adherence: {audit.summary}"
+        ctx.emit("halt", {"reason": ctx.halt_reason, "gate": entry["id"]}, derived_from=[entry["id"]])
+        return Outcome.ADHERENCE_FAILED
+    node_id = schedule.landed(ctx)[0]
+    ctx.subject = node_id
+    group = [m for m in ctx.dag.group_of(node_id) if c.nodes[m].status == LANDED]
+    if len(group) > 1:
+        return _group(ctx, group)
+    ns = c.nodes[node_id]
+    node = ctx.dag.by_id[node_id]
+    worktree = ctx.root / ns.worktree
+    entries: list[str] = []
+    if ns.rc not in (0, None):
+        verdicts = [_worker_failed(ns)]
+    else:
+        run_dir = ctx.layout.runs(c.topic) / node_id
+        evaluated = evaluators.check(ctx.dag.effective_checks(node_id), worktree,
+                                     log_path=run_dir / f"evaluators-{ns.attempt}.log", default_timeout=node.timeout)
+        verdicts, entries = _judge(ctx, node_id, [evaluated])
+        split = _reviewers_disagree(node, evaluated)
+        if split and all(v.ok for v in verdicts[1:]):
+            ctx.emit("seam", {"seam": "review-divergence", "node": node_id, "choices": list(CHOICES["review-divergence"]),
+                              "reason": "reviewer evaluators disagree", "show": split, "bound_to": ns.head,
+                              "gates": entries}, derived_from=entries)
+            return Outcome.NEEDS_HUMAN
+    failed = [v for v in verdicts if not v.ok]
+    if not failed:
+        ctx.emit("verdict", {"node": node_id, "verdict": "accept", "at": ns.head}, derived_from=entries)
+        ctx.out.line(f"{node_id}: ACCEPT (attempt {ns.attempt})")
+        return Outcome.ACCEPT
+    return _fail(ctx, node_id, failed, entries)
+
+
+def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verdict], list[str]]:
+    """Run the node's own gates (surface honesty, coherence, payload and outputs contracts, plugin gates)
+    and record them with the `shared` verdicts (its evaluators) under the node: (verdicts, entry ids)."""
+    c = ctx.campaign
+    ns = c.nodes[node_id]
+    node = ctx.dag.by_id[node_id]
+    worktree = ctx.root / ns.worktree
+    checks = shared + [
+        reconcile_node.check(node_id, node.file_surface, reconcile_node.changes_between(ctx.root, ns.base, ns.head)),
+        coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
+                        worktree=worktree, project_gates=False),
+    ] + [_payload(ctx, e, ns.head) for e in ctx.dag.outgoing(node_id) if e.predicate == "PRODUCES"]
+    if node.outputs:
+        checks.append(_outputs(ctx, node, ns))
+    entries = [judge.record(ctx, node_id, v)["id"] for v in checks]
+    for v, entity in _plugin_gates(ctx, node_id, worktree, ns):
+        checks.append(v)
+        entries.append(judge.record(ctx, node_id, v, source_entity=entity)["id"])
+    _freshness(ctx, node_id, worktree)
+    return checks, entries
+
+
+def _worker_failed(ns) -> Verdict:
+    reason = ns.feedback if ns.rc == 2 and "freeze" in ns.feedback else (
+        "the worker timed out" if ns.rc == 124 else f"the worker exited {ns.rc}")
+    return Verdict("worker", 1, f"FAIL: {reason}; log: {ns.log}")
+
+
+def _fail(ctx: Context, node_id: str, failed: list[Verdict], entries: list[str], *,
+          group_id: str | None = None) -> Outcome:
+    """Record a non-accept verdict for one node: rework, escalate, or abandon."""
+    ns = ctx.campaign.nodes[node_id]
+    node = ctx.dag.by_id[node_id]
+    failures = ns.failures + 1
+    feedback = judge.failure_text(failed)
+    verdict = judge.next_verdict(node, failures)
+    extra = {"group_id": group_id} if group_id else {}
+    entry = ctx.emit("verdict", {"node": node_id, "verdict": verdict, "at": ns.head, "reasons": feedback, **extra},
+                     derived_from=entries)
+    budget = node.max_rework + 1 if node.on_exhausted == "continue" else node.max_attempts
+    ctx.out.line(f"{node_id}: {verdict.upper()} (attempt {ns.attempt} of {budget}): "
+                 + "; ".join(v.summary for v in failed))
+    if verdict == "abandon":
+        judge.abandon(ctx, node_id, failures, feedback, derived_from=[entry["id"]])
+        return Outcome.ABANDONED
+    ctx.emit("node", {"node": node_id, "status": REWORK, "failures": failures, "feedback": feedback,
+                      "verdict": verdict})
+    return Outcome.ESCALATE if verdict == "escalate" else Outcome.REWORK
+
+
+def _group(ctx: Context, members: list[str]) -> Outcome:
+    """A LOOPS_WITH group, judged on one combined tree (seeds-other §3.2): the members' heads merged
+    together onto the tip in a scratch worktree, where the union of their evaluators runs once; each
+    member's own gates run on its own change. All or nothing: one failure reworks every member."""
+    c = ctx.campaign
+    group_id = "+".join(members)
+    ctx.subject = group_id
+    combined = _combined_evaluators(ctx, members, group_id)
+    outcomes: dict[str, tuple[list[Verdict], list[str]]] = {}
+    for m in members:
+        ns = c.nodes[m]
+        if ns.rc not in (0, None):
+            outcomes[m] = ([_worker_failed(ns)], [])
+        else:
+            outcomes[m] = _judge(ctx, m, [combined])
+    if all(v.ok for verdicts, _ in outcomes.values() for v in verdicts):
+        for m in members:
+            ctx.emit("verdict", {"node": m, "verdict": "accept", "at": c.nodes[m].head, "group_id": group_id},
+                     derived_from=outcomes[m][1])
+        ctx.out.line(f"group {group_id}: ACCEPT on the combined tree")
+        return Outcome.ACCEPT
+    failing = [f"{m}: {v.summary}" for m, (verdicts, _) in outcomes.items() for v in verdicts if not v.ok]
+    worst = Outcome.REWORK
+    for m in members:
+        own = [v for v in outcomes[m][0] if not v.ok]
+        reason = own or [Verdict("group", 1, f"FAIL: its LOOPS_WITH group {group_id} failed on the combined tree: "
+                                 + "; ".join(failing))]
+        outcome = _fail(ctx, m, reason, outcomes[m][1], group_id=group_id)
+        if outcome is Outcome.ESCALATE or (outcome is Outcome.ABANDONED and worst is Outcome.REWORK):
+            worst = outcome
+    return worst
+
+
+def _combined_evaluators(ctx: Context, members: list[str], group_id: str) -> Verdict:
+    """The union of the members' effective evaluators, run once on the members merged onto the tip."""
+    from orchestrate.dag.model import Check
+    c = ctx.campaign
+    checks: dict[str, Check] = {}
+    for m in members:
+        for check in ctx.dag.effective_checks(m):
+            checks.setdefault(check.name, check)
+    scratch = ctx.layout.scratch / "groups" / c.topic / group_id
+    if scratch.exists():
+        git.worktree_remove(ctx.root, scratch)
+    scratch.parent.mkdir(parents=True, exist_ok=True)
+    git.worktree_add_detached(ctx.root, scratch, c.tip)
+    try:
+        heads = [c.nodes[m].head for m in members if c.nodes[m].head and c.nodes[m].head != c.nodes[m].base]
+        if heads:
+            done = git.git(scratch, "merge", "--no-ff", "--no-commit", *heads, check=False,
+                           env=git.identity_env(scratch))
+            if done.rc != 0:
+                conflicts = git.conflicted_paths(scratch)
+                return Verdict("trial-merge", 3, f"CONFLICT: the members of {group_id} do not merge together "
+                               f"onto the campaign head ({', '.join(conflicts) or (done.stderr or done.stdout).strip()})")
+        timeout = max(ctx.dag.by_id[m].timeout for m in members)
+        log = ctx.layout.runs(c.topic) / members[0] / f"group-{c.nodes[members[0]].attempt}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        return evaluators.check(tuple(checks[name] for name in sorted(checks)), scratch, log_path=log,
+                                default_timeout=timeout)
+    finally:
+        git.worktree_remove(ctx.root, scratch)
+
+
+def _plugin_gates(ctx: Context, node_id: str, worktree, ns) -> list:
+    from orchestrate.engine import plugin_gates as plugingates
+    gates = plugingates.for_node(ctx.dag, node_id)
+    if not gates:
+        return []
+    if ctx.gate_plugins is None:
+        ctx.gate_plugins = plugingates.load(ctx.dag, lambda m: ctx.out.always(f"warning: {m}"))
+    env = {"ORCH_TOPIC": ctx.topic, "ORCH_NODE": node_id, "ORCH_BASE": ns.base, "ORCH_HEAD": ns.head}
+    return [plugingates.run(ctx.gate_plugins, g, worktree, env) for g in gates]
+
+
+def _outputs(ctx: Context, node, ns) -> Verdict:
+    """outputs-present: the attempt's ORCH_OUTPUTS file is a JSON object with every declared key."""
+    import json
+
+    from orchestrate.dag.edges import OUTPUTS_GATE
+    from orchestrate.workers.brief import outputs_path
+    path = outputs_path(ctx.layout.runs(ctx.topic) / node.id, ns.attempt)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {node.id} declares outputs {', '.join(node.outputs)} but wrote no "
+                       f"$ORCH_OUTPUTS file ({path.name})")
+    except (OSError, ValueError) as exc:
+        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {path.name} is not JSON: {exc}")
+    if not isinstance(data, dict):
+        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {path.name} must hold a JSON object {{key: value}}")
+    missing = [k for k in node.outputs if k not in data]
+    if missing:
+        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {path.name} lacks declared output(s) {', '.join(missing)}")
+    return Verdict(OUTPUTS_GATE, 0, f"PASS: {', '.join(f'{k}={data[k]!r}' for k in node.outputs)}",
+                   data={"outputs": {k: data[k] for k in node.outputs}})
+
+
+def _payload(ctx: Context, edge, head: str) -> Verdict:
+    """A PRODUCES edge's contract, judged on the producer: every payload path exists at its head."""
+    from orchestrate.dag.edges import payload_gate
+    missing = [p for p in edge.payload if not git.git(ctx.root, "cat-file", "-e", f"{head}:{p}", check=False)]
+    if not missing:
+        return Verdict(payload_gate(edge.id), 0, f"PASS: {', '.join(edge.payload)} present for {edge.dst}")
+    return Verdict(payload_gate(edge.id), 1, f"FAIL: {edge.src} must produce {', '.join(missing)} for {edge.dst} "
+                   f"(edge {edge.id}); not found at {head[:12]}")
+
+
+def _reviewers_disagree(node, verdict: Verdict) -> list[str]:
+    """When some `review: true` evaluators pass and others fail, a person settles it; else []."""
+    reviewers = {e.name for e in node.evaluators if e.review}
+    results = {r["name"]: r["rc"] for r in verdict.data.get("results", []) if r["name"] in reviewers}
+    if len(reviewers) < 2 or len(set(rc == 0 for rc in results.values())) < 2:
+        return []
+    others_fail = any(r["rc"] != 0 for r in verdict.data.get("results", []) if r["name"] not in reviewers)
+    if others_fail:
+        return []
+    return [f"{name}: {'pass' if rc == 0 else f'fail (rc {rc})'}" for name, rc in sorted(results.items())]
+
+
+def _freshness(ctx: Context, judged: str, worktree) -> None:
+    """Re-check the premises of every pending node against the judged node's tree."""
+    for other in ctx.campaign.nodes.values():
+        if other.status != PENDING or other.id == judged:
+            continue
+        node = ctx.dag.by_id.get(other.id)
+        if node is None or not node.tripwires:
+            continue
+        v = premise.check(other.id, node.tripwires, worktree)
+        entry = judge.record(ctx, other.id, v)
+        if v.code == 1:
+            ctx.emit("node", {"node": other.id, "status": INVALIDATED, "feedback": v.summary},
+                     derived_from=[entry["id"]])
+            ctx.out.line(f"{other.id}: INVALIDATED by {judged}: {v.summary}")

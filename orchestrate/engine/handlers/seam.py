@@ -1,0 +1,122 @@
+"""SEAM: settle the open seam from a recorded answer, an answers file, the DAG's policy, or a person; else pause.
+
+`final-acceptance` is never settled by policy. What an answer does (rework, skip, accept, halt) is
+decided here and only here.
+"""
+from __future__ import annotations
+
+from orchestrate.engine import amend
+from orchestrate.engine.context import Context
+from orchestrate.engine.states import Outcome
+from orchestrate.errors import DagInvalid
+from orchestrate.seams import choices as seams
+from orchestrate.seams import prompt
+from orchestrate.workers import handwork
+
+
+def handle(ctx: Context) -> Outcome:
+    c = ctx.campaign
+    if c.decision is None:
+        answer = _answer(ctx)
+        if answer is None:
+            return Outcome.PAUSED
+        choice, note, who, source = answer
+        seams.record(ctx, c.seam, choice, note, who, source)
+    decision = c.decision
+    ctx.emit("applied", {"decision": decision["id"]}, derived_from=[decision["id"]])
+    ctx.subject = f"{decision['seam']} {decision['choice']}"
+    return _apply(ctx, decision)
+
+
+def _answer(ctx: Context) -> tuple[str, str, str, str] | None:
+    seam = ctx.campaign.seam
+    name = seam["seam"]
+    queued = ctx.answers.get(name)
+    if isinstance(queued, list):
+        queued = queued.pop(0) if queued else None
+    if queued is not None:
+        choice, note = (queued, "") if isinstance(queued, str) else (queued.get("choice"), queued.get("note", ""))
+        if choice in seam["choices"]:
+            ctx.out.line(f"seam {name}: answered {choice} from the answers file")
+            return choice, note or "", _who(ctx) or "answers-file", "answers"
+        ctx.out.always(f"warning: the answers file says {choice!r} for {name}, which offers {seam['choices']}")
+    if ctx.campaign.mode == "autonomous" and name == "realignment":
+        decided = _policy(ctx, seam)
+        if decided is not None:
+            return decided
+    if prompt.interactive():
+        who = _who(ctx)
+        if who is None:
+            ctx.out.always("cannot record an answer: set `git config user.email`; pausing instead")
+            return None
+        asked = prompt.ask(seam)
+        if asked is not None:
+            return asked[0], asked[1], who, "human"
+    return None
+
+
+def _who(ctx: Context) -> str | None:
+    try:
+        return seams.who(ctx.root, None)
+    except Exception:  # noqa: BLE001 - no identity configured: the caller says what to do
+        return None
+
+
+def _policy(ctx: Context, seam: dict) -> tuple[str, str, str, str] | None:
+    """The DAG's `policy.realignment.<case>` rule, counting policy reworks per node against `limit`."""
+    rule = (ctx.dag.policy.get("realignment") or {}).get(seam.get("case", ""))
+    if not rule:
+        return None
+    node = seam.get("node")
+    used = sum(1 for d in ctx.campaign.policy_log if d == node)
+    choice = rule["choice"]
+    if choice == "rework" and used >= rule.get("limit", 1):
+        choice = rule.get("then", "halt")
+    ctx.out.line(f"seam realignment ({seam['case']}) for {node}: policy chooses {choice}")
+    return choice, f"policy realignment.{seam['case']}", "policy", "policy"
+
+
+def _apply(ctx: Context, d: dict) -> Outcome:
+    seam, choice, node, note = d["seam"], d["choice"], d.get("node"), d.get("note") or ""
+    if choice == "halt":
+        ctx.halt_reason = f"{d['who']} chose to halt at seam {seam}" + (f": {note}" if note else "")
+        ctx.emit("halt", {"reason": ctx.halt_reason}, derived_from=[d["id"]])
+        return Outcome.HALTED
+    if seam == "final-acceptance":
+        if choice == "accept":
+            return Outcome.ACCEPTED
+        ctx.halt_reason = f"final acceptance refused by {d['who']}" + (f": {note}" if note else "")
+        ctx.emit("halt", {"reason": ctx.halt_reason}, derived_from=[d["id"]])
+        return Outcome.REJECTED
+    if seam == "handwork" and choice == "done":
+        handwork.done(ctx, node)
+        return Outcome.RETURNED
+    if seam == "guardrail":  # approve crosses the edge, skip leaves it untaken; the layer is decided again
+        ctx.emit("crossing", {"edge": d["edge"], "answer": choice, "who": d["who"]}, derived_from=[d["id"]])
+        return Outcome.CROSSING
+    if choice == "skip":
+        skipped = seams.skip_with_dependents(ctx, node)
+        ctx.out.line(f"skipped {', '.join(skipped)}")
+        return Outcome.SKIP
+    if seam == "dag-amendment":
+        try:
+            dag = ctx.reload_dag()
+        except DagInvalid as exc:
+            ctx.halt_reason = "the amended DAG is invalid:\n" + "\n".join(f"  {p}" for p in exc.problems)
+            ctx.emit("halt", {"reason": ctx.halt_reason}, derived_from=[d["id"]])
+            return Outcome.HALTED
+        past = ctx.campaign.layers[: ctx.campaign.k + 1]
+        from orchestrate.engine.context import file_hash
+        ctx.emit("schedule", {"layers": past + amend.remaining_layers(dag, past), "dag_hash": file_hash(ctx.dag_file),
+                              "reason": f"amendment accepted by {d['who']}"}, derived_from=[d["id"]])
+        return Outcome.AMENDED
+    if seam == "review-divergence" and choice == "accept":  # the person's accept, grounded in the gates shown
+        ns = ctx.campaign.nodes[node]
+        ctx.emit("verdict", {"node": node, "verdict": "accept", "at": ns.head, "by": d["who"]},
+                 derived_from=[d["id"]] + list(d.get("gates", [])))
+        return Outcome.REVIEWED
+    # rework: a new attempt, the human's note in its brief; a stale premise is updated to what holds now
+    if d.get("case") == "stale-premise" or ctx.campaign.nodes[node].status == "INVALIDATED":
+        amend.update_premises(ctx, node, f"premises of {node} realigned by {d['who']}: {note or 'no note'}")
+    seams.rework(ctx, node, note, d["who"])
+    return Outcome.REWORK

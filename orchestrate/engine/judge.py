@@ -1,0 +1,49 @@
+"""Recording gate verdicts as journal entries, so every decision can cite the gates it rests on."""
+from __future__ import annotations
+
+from gates.shared.verdict import Verdict
+
+MAX_ITEMS = 50  # keep journal entries small; the full output stays in the gate's log
+
+
+def record(ctx, node: str | None, verdict: Verdict, *, source_entity: str | None = None) -> dict:
+    """Journal one gate verdict; a plugin's is stamped with the plugin's identity (R5), never its own claim."""
+    items = [i.line() for i in verdict.items]
+    extra = {"source_entity": source_entity, "source_type": "gate"} if source_entity else {}
+    recorded = {"node": node, "gate": verdict.gate, "code": verdict.code, "summary": verdict.summary,
+                "items": items[:MAX_ITEMS], "more_items": max(0, len(items) - MAX_ITEMS)}
+    if "outputs" in verdict.data:  # what conditions read as src.outputs.<key>
+        recorded["outputs"] = verdict.data["outputs"]
+    return ctx.emit("gate", recorded, **extra)
+
+
+def next_verdict(node, failures: int) -> str:
+    """After `failures` failed attempts: rework, escalate (the protocol's default: a person decides), or
+    abandon (the DAG opted in with `max_rework: N` + `on_exhausted: continue`: the node gives up after N
+    reworks and the campaign goes on without it)."""
+    if node.on_exhausted == "continue":
+        return "abandon" if failures > node.max_rework else "rework"
+    return "escalate" if failures >= node.max_attempts else "rework"
+
+
+def abandon(ctx, node_id: str, failures: int, feedback: str, derived_from=()) -> None:
+    """Give the node up for good: ABANDONED is terminal, its worktree goes, its branch stays to read."""
+    from orchestrate.recorder.campaign import ABANDONED
+    from orchestrate.workers import worktrees
+    ns = ctx.campaign.nodes[node_id]
+    ctx.emit("node", {"node": node_id, "status": ABANDONED, "failures": failures, "feedback": feedback,
+                      "verdict": "abandon"}, derived_from=derived_from)
+    worktrees.remove(ctx, node_id, str(ctx.root / ns.worktree) if ns.worktree else "")
+    ctx.out.line(f"{node_id}: ABANDONED after {failures} failed attempt(s) (on_exhausted: continue); "
+                 f"its branch {ns.branch} is kept")
+
+
+def failure_text(verdicts: list[Verdict]) -> str:
+    """What the next attempt's brief says about this one."""
+    parts = []
+    for v in verdicts:
+        if v.ok:
+            continue
+        lines = [i.line() for i in v.failing()][:20]
+        parts.append(f"- {v.gate}: {v.summary}" + "".join(f"\n    {ln}" for ln in lines))
+    return "\n".join(parts)

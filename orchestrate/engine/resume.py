@@ -1,0 +1,237 @@
+"""`orchestrate resume`: rebuild a campaign from its journal, reconcile with git, and continue.
+
+Resume is reconstruction, not recall: the state comes from the newest valid checkpoint plus the
+journal after it (or the whole journal with --from-log); then every effect the journal announced but
+did not confirm is checked against git and repaired, each repair journalled and shown.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+from orchestrate import git, proc
+from orchestrate.atomic import sweep_temp_files, write_atomic
+from orchestrate.engine.context import WRITE_AHEAD, Context
+from orchestrate.errors import UsageError
+from orchestrate.recorder import checkpoints, topics
+from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
+from orchestrate.recorder.journal import Recorder
+from orchestrate.recorder.paths import Layout
+from orchestrate.workers import handwork
+
+REPAIR = {"source_entity": "orchestrate:resume", "source_type": "repair"}
+
+
+def rebuild(layout: Layout, recorder: Recorder, *, from_log: bool, warn: Callable[[str], None],
+            crashed: bool = False) -> Campaign:
+    """The campaign state: checkpoint (if usable) plus the journal after it.
+
+    `crashed` (the previous runner died holding the lock) allows undoing its half-done recorder edits;
+    otherwise uncommitted recorder files are a person's edits and are left alone.
+    """
+    settle_journal(layout, recorder, warn, crashed=crashed)
+    lines = recorder.journal.read_bytes().splitlines() if recorder.journal.exists() else []
+    if not lines:
+        raise UsageError(f"no journal for campaign `{recorder.topic}`", hint="`orchestrate status` lists topics")
+
+    campaign, from_checkpoint = checkpoints.restore(layout.checkpoints(recorder.topic), recorder.topic, lines, warn,
+                                                    from_log=from_log)
+    entries_tail = [json.loads(raw) for raw in lines[-1:]]
+    recorder.resume_seq(entries_tail if entries_tail else [])
+    recorder.counter = max(recorder.counter, _max_id(lines))
+    if from_checkpoint:
+        _cross_check(campaign, lines, warn)
+    return campaign
+
+
+def _max_id(lines: list[bytes]) -> int:
+    best = 0
+    for raw in lines[-2000:]:  # ids grow with the journal; the newest lines hold the largest
+        best = max(best, int(json.loads(raw)["id"].rsplit(":", 1)[1]))
+    return best
+
+
+def _cross_check(campaign: Campaign, lines: list[bytes], warn: Callable[[str], None]) -> None:
+    """The journal wins: the tip is the last merge (or layer start) it recorded."""
+    for raw in reversed(lines):
+        e = json.loads(raw)
+        ctx = e.get("context", {})
+        tip = ctx.get("sha") if e["kind"] == "merge" else ctx.get("tip") if e["kind"] in ("layer", "open", "tip") else None
+        if tip:
+            if tip != campaign.tip:
+                warn(f"checkpoint disagrees with the journal on tip ({campaign.tip[:12]} vs {tip[:12]}); using the journal")
+                campaign.tip = tip
+            return
+
+
+def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], None], *, crashed: bool) -> None:
+    """Make the journal and the recorder's files agree after a crash.
+
+    Held (bookkeeping) entries are only ever written in one batch ending with a transition, just before
+    a commit. Uncommitted entries after the last transition are therefore a torn batch: they are dropped,
+    and the recorder's files go back to their last commit. A complete batch whose commit did not happen
+    is committed now, with the files that belong to it.
+    """
+    ledger, journal = layout.ledger, recorder.journal
+    if not journal.exists():
+        return
+    recorder._truncate_torn_tail()
+    rel = str(journal.relative_to(ledger))
+    committed = git.git(ledger, "show", f"HEAD:{rel}", check=False).stdout.encode()
+    current = journal.read_bytes()
+    if current == committed:
+        if crashed:
+            _restore_recorder_files(ledger, rel)
+        return
+    if not current.startswith(committed):
+        warn(f"{rel} differs from its last commit in more than new lines; keeping the file as written")
+        committed = b""
+    tail = [json.loads(raw) for raw in current[len(committed):].splitlines()]
+    last_transition = max((i for i, e in enumerate(tail) if e["kind"] == "transition"), default=-1)
+    kept = tail[: last_transition + 1] + [e for e in tail[last_transition + 1:] if e["kind"] in WRITE_AHEAD]
+    if len(kept) != len(tail):
+        seq = json.loads(committed.splitlines()[-1])["seq"] if committed.strip() else 0
+        for e in kept:
+            seq += 1
+            e["seq"] = seq
+        body = b"".join(json.dumps(e, sort_keys=True, separators=(",", ":")).encode() + b"\n" for e in kept)
+        write_atomic(journal, committed + body)
+        warn(f"dropped {len(tail) - len(kept)} journal entr(ies) of a state that did not finish; it runs again")
+    if last_transition >= 0:
+        t = tail[last_transition]["context"]
+        recorder.head = git.rev_parse(ledger, "HEAD") or ""
+        recorder.commit(t.get("subject") or f"{recorder.topic}: {t['from']} {t['outcome']} -> {t['to']}")
+        warn("committed a transition that was journalled just before the crash")
+    elif crashed:
+        _restore_recorder_files(ledger, rel)
+
+
+def _restore_recorder_files(ledger: Path, journal_rel: str) -> None:
+    """Put every recorder file but the journal back to its last commit (a half-done state's edits)."""
+    changed = [ln[3:] for ln in git.git(ledger, "status", "--porcelain=v1", "--untracked-files=all").stdout.splitlines()]
+    for path in changed:
+        if path == journal_rel or path.endswith(".tmp"):
+            continue
+        if git.git(ledger, "cat-file", "-e", f"HEAD:{path}", check=False):
+            git.git(ledger, "checkout", "HEAD", "--", path)
+        else:
+            (ledger / path).unlink(missing_ok=True)
+
+
+def stale_git_locks(ctx: Context) -> list[Path]:
+    """Lock files a killed git left in the recorder, our worktrees, and our refs (never the user's index)."""
+    common = git.git_common_dir(ctx.root)
+    topic = ctx.topic
+    candidates = [ctx.layout.ledger / ".git" / "index.lock", ctx.layout.ledger / ".git" / "HEAD.lock"]
+    candidates += list((ctx.layout.ledger / ".git" / "refs").rglob("*.lock"))
+    wt_root = common / "worktrees"
+    if wt_root.is_dir():
+        ours = (str(ctx.layout.worktrees(topic)), str(ctx.layout.integration(topic)))
+        for admin in wt_root.iterdir():
+            gitdir = admin / "gitdir"
+            if gitdir.exists() and gitdir.read_text().strip().startswith(ours):
+                candidates += [admin / "index.lock", admin / "HEAD.lock", admin / "MERGE_HEAD.lock"]
+    heads = common / "refs" / "heads"
+    if heads.is_dir():
+        candidates += [p for p in heads.rglob("*.lock")
+                       if str(p.relative_to(heads)).startswith((f"campaign/{topic}", f"node/{topic}/"))]
+    found = [p for p in candidates if p.exists()]
+    for p in found:
+        p.unlink()
+    return found
+
+
+def repair(ctx: Context) -> None:
+    """Reconcile the journal's announced effects with git; journal and show every repair."""
+    c = ctx.campaign
+    for path in stale_git_locks(ctx):
+        _repaired(ctx, "stale-lock", f"removed a stale git lock {path}")
+    for path in sweep_temp_files(ctx.layout.ledger / "state" / c.topic):
+        _repaired(ctx, "temp-file", f"removed a leftover temp file {path.name}")
+    git.git(ctx.root, "worktree", "prune")
+    integ = ctx.layout.integration(c.topic)
+    if integ.exists() and not (integ / ".git").exists():
+        import shutil
+        shutil.rmtree(integ)
+        _repaired(ctx, "integration", f"removed a half-created integration worktree {integ}")
+    if (integ / ".git").exists() and git.git(integ, "rev-parse", "-q", "--verify", "MERGE_HEAD", check=False):
+        git.merge_abort(integ)
+        _repaired(ctx, "merge-abort", "aborted a merge left in progress in the integration worktree")
+    if (integ / ".git").exists() and git.has_changes(integ):
+        git.git(integ, "reset", "-q", "--hard", "HEAD")
+        git.git(integ, "clean", "-q", "-fd")
+        _repaired(ctx, "integration-reset", "cleared uncommitted changes in the integration worktree")
+    for ns in c.nodes.values():
+        if ns.status == DISPATCHED and not ns.freeze and not handwork.is_human(ctx.dag, ns.id):
+            _reconcile_worker(ctx, ns)
+        elif ns.status in (LANDED, DISPATCHED) and ns.worktree and not (ctx.root / ns.worktree).exists() \
+                and git.branch_exists(ctx.root, ns.branch):
+            git.worktree_add(ctx.root, ctx.root / ns.worktree, ns.branch, "", new_branch=False)
+            _repaired(ctx, "worktree", f"{ns.id}: worktree {ns.worktree} was missing; recreated from {ns.branch}")
+
+
+def _reconcile_worker(ctx: Context, ns) -> None:
+    """A worker the dead runner was waiting for: use its result if it finished, else stop it and retry."""
+    from orchestrate.workers.local import WorkOutcome
+    from orchestrate.workers.returns import returned
+    entries = ctx.recorder.read()
+    result = spawn = None
+    for e in entries:
+        cx = e["context"]
+        if e["kind"] == "result" and cx.get("node") == ns.id and cx.get("attempt") == ns.attempt:
+            if cx.get("effect") == "worker-start":
+                result = cx
+            elif cx.get("effect") == "worker-spawn":
+                spawn = cx
+    if result is not None:
+        outcome = WorkOutcome(ns.id, ns.attempt, result["rc"], result.get("seconds", 0.0), result.get("timed_out", False),
+                              result.get("log", ""), result.get("freeze"), result.get("freeze_error", ""))
+        _repaired(ctx, "worker-result", f"{ns.id}: the worker of attempt {ns.attempt} had finished (rc {outcome.rc})")
+        returned(ctx, outcome, journal_result=False)
+        return
+    if spawn is not None and _ours(spawn["pid"], ctx.topic, ns.id):
+        proc.kill_group(spawn["pid"])
+        _repaired(ctx, "worker-kill", f"{ns.id}: stopped worker process group {spawn['pid']} left by the dead runner")
+    _repaired(ctx, "worker-retry", f"{ns.id}: attempt {ns.attempt} was cut off; it runs again as a new attempt")
+    from orchestrate.workers.launch import start
+    start(ctx, ns.id, ctx.campaign.tip)
+
+
+def _ours(pid: int, topic: str, node: str) -> bool:
+    """Is `pid` still the worker we started (not a reused pid)?"""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return proc.group_alive(pid)
+    return f"ORCH_TOPIC={topic}".encode() in env and f"ORCH_NODE={node}".encode() in env
+
+
+def _repaired(ctx: Context, what: str, message: str) -> None:
+    ctx.emit("repair", {"repair": what, "message": message}, **REPAIR)
+    ctx.out.always(f"repair: {message}")
+
+
+def pick(layout: Layout, topic: str | None) -> str:
+    if topic:
+        return topic
+    flying = sorted(set(topics.in_flight(layout.ledger)) | set(_unopened(layout)))
+    if not flying:
+        raise UsageError("no campaign is in flight", hint="`orchestrate status` shows the last one")
+    if len(flying) > 1:
+        raise UsageError(f"several campaigns are in flight: {', '.join(flying)}", hint="pass --topic")
+    return flying[0]
+
+
+
+
+def _unopened(layout: Layout) -> list[str]:
+    """Topics whose journal holds an `open` entry that a crash kept out of the recorder's log."""
+    found = []
+    for line in git.lines(layout.ledger, "status", "--porcelain=v1", "--untracked-files=all", "--", "state"):
+        path = line[3:]
+        if path.endswith("/journal.jsonl") and path.count("/") == 2:
+            topic = path.split("/")[1]
+            if b'"kind":"open"' in (layout.ledger / path).read_bytes():
+                found.append(topic)
+    return found

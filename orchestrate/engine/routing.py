@@ -1,0 +1,121 @@
+"""Which nodes of a layer run: conditional edges decided on their source's recorded outcome, and `join`.
+
+At the start of each layer (seeds-other §5), for every pending node in natural id order and each
+incoming ordering edge in edge-id order: a SKIPPED source means not taken; a static edge from an
+accepted source is taken; a conditional edge is decided by its `when:` over the source's recorded
+status, outputs, gate exit codes and rework count and the campaign's params. Each decision is
+journalled once (`edge_eval`, with the inputs it read) and never evaluated again, also on resume.
+`join: all` needs every incoming edge taken, `join: any` one; otherwise the node is SKIPPED, which
+its own successors then see. A condition that cannot be evaluated halts the run naming the edge;
+it is never silently false.
+"""
+from __future__ import annotations
+
+from orchestrate.dag.condition import ConditionError, ConditionTypeError, compile_condition
+from orchestrate.recorder.campaign import ABANDONED, ACCEPTED, PENDING, SKIPPED
+
+
+class ConditionFailed(Exception):
+    """An edge's condition could not be evaluated; the message names the edge."""
+
+
+def decide(ctx) -> list[str]:
+    """Record the decisions of this layer's incoming edges; SKIP the nodes that will not run.
+    Returns the skipped node ids. Raises ConditionFailed or GuardrailCrashed (a halt, nothing is
+    dispatched) or Blocked (a seam)."""
+    from orchestrate.engine import guardrails
+    from orchestrate.workers import discovery
+    c, dag = ctx.campaign, ctx.dag
+    skipped = []
+    pending = [n for n in c.layer() if c.nodes[n].status == PENDING]
+    # on-demand nodes last: the crossings of the layer's regular nodes may enable them (seeds-other §5)
+    for node_id in sorted(pending, key=lambda n: dag.by_id[n].activation == "on_demand"):
+        node = dag.by_id[node_id]
+        if node.activation == "on_demand" and node_id not in c.enabled:
+            skipped.append(_skip(ctx, node_id, "on demand, and no reroute or fallback enabled it"))
+            continue
+        taken = []
+        for e in dag.incoming(node_id):
+            crossed = _taken(ctx, e)
+            if crossed and e.guardrails:  # a guardrail runs only on an edge that is taken (G9)
+                crossed = guardrails.cross(ctx, e)
+            taken.append((e, crossed))
+        runs = any(t for _, t in taken) if node.join == "any" else all(t for _, t in taken)
+        if taken and not runs:
+            why = ", ".join(f"{e.id} from {e.before}" for e, t in taken if not t)
+            skipped.append(_skip(ctx, node_id, f"join: {node.join}; edge(s) not taken: {why}"))
+            continue
+        try:
+            assigned = discovery.assign(ctx, node_id)
+        except discovery.NoWorker as exc:
+            raise ConditionFailed(str(exc)) from None
+        if not assigned:
+            skipped.append(node_id)
+    return skipped
+
+
+def _skip(ctx, node_id: str, why: str) -> str:
+    ctx.emit("node", {"node": node_id, "status": SKIPPED, "feedback": f"skipped ({why})"})
+    ctx.out.line(f"{node_id}: SKIPPED ({why})")
+    return node_id
+
+
+def _taken(ctx, edge) -> bool:
+    c = ctx.campaign
+    src = c.nodes.get(edge.before)
+    if src is None or src.status == SKIPPED:
+        return False
+    if edge.type != "conditional":
+        return src.status == ACCEPTED
+    if src.status not in (ACCEPTED, ABANDONED):
+        return False
+    recorded = c.edges.get(edge.id)
+    if recorded is not None:
+        if recorded.get("when") != edge.when:
+            ctx.out.always(f"warning: edge {edge.id} condition changed since it was evaluated (entry "
+                           f"{recorded.get('entry')}); the recorded decision stands; re-plan with a new node or "
+                           "topic to change it")
+        return bool(recorded["taken"])
+    result, inputs = _evaluate(ctx, edge, src)
+    ctx.emit("edge_eval", {"edge": edge.id, "from": edge.src, "to": edge.dst, "when": edge.when, "taken": result,
+                           "inputs": inputs}, source_type="decision",
+             derived_from=[src.settled_entry] if src.settled_entry else [])
+    ctx.out.line(f"edge {edge.id} ({edge.src} -> {edge.dst}): {'taken' if result else 'not taken'} "
+                 f"({', '.join(f'{k}={v!r}' for k, v in inputs.items())})")
+    return result
+
+
+def _evaluate(ctx, edge, src) -> tuple[bool, dict]:
+    dag = ctx.dag
+    node = dag.by_id[edge.src]
+    where = f"edge {edge.id} ({edge.src} -> {edge.dst})"
+    try:
+        cond = compile_condition(edge.when, outputs=node.outputs, params=dag.params,
+                                 gates=dag.effective_gates(edge.src), source=edge.src,
+                                 can_abandon=node.on_exhausted == "continue")
+        values = {}
+        for name in cond.names:
+            value = _value(name, src, dag.params)
+            if value is not _MISSING:
+                values[name] = value
+        return cond.evaluate(values)
+    except (ConditionError, ConditionTypeError) as exc:
+        raise ConditionFailed(f"{where}: {getattr(exc, 'message', None) or exc}; nothing was dispatched") from None
+
+
+_MISSING = object()
+
+
+def _value(name: str, src, params: dict):
+    parts = name.split(".")
+    if name == "src.status":
+        return src.status
+    if name == "src.rework_count":
+        return src.failures
+    if parts[:2] == ["src", "outputs"]:
+        return src.outputs.get(parts[2], _MISSING)
+    if parts[:2] == ["src", "gates"]:
+        return src.gate_rcs.get(parts[2], _MISSING)
+    if parts[0] == "params":
+        return params.get(parts[1], _MISSING)
+    return _MISSING

@@ -1,0 +1,193 @@
+"""Starting a campaign, and reading one back from its journal."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrate import git
+from orchestrate.engine.context import Context
+from orchestrate.engine.loop import drive
+from orchestrate.errors import UsageError
+from orchestrate.recorder import topics
+from orchestrate.recorder.campaign import Campaign
+from orchestrate.recorder.journal import Recorder
+from orchestrate.recorder.locate import load, project
+from orchestrate.recorder.lock import CampaignLock
+from orchestrate.recorder.paths import Layout
+from orchestrate.report.live import Reporter
+from orchestrate.workers.local import LocalExecutor
+
+if TYPE_CHECKING:
+    from orchestrate.workers.executors import Choice
+
+
+def read_answers(path: Path | None) -> dict:
+    """`--answers FILE`: {seam: choice | {choice, note} | [those...]}."""
+    if path is None:
+        return {}
+    import yaml
+
+    from orchestrate.dag.load import read_text
+    from orchestrate.seams.choices import CHOICES
+    try:
+        data = yaml.safe_load(read_text(path)) or {}
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path}: malformed YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict) or any(k not in CHOICES for k in data):
+        bad = [k for k in data if k not in CHOICES] if isinstance(data, dict) else ["(not a mapping)"]
+        raise UsageError(f"{path}: unknown seam(s) {', '.join(map(str, bad))}", hint=f"seams: {', '.join(CHOICES)}")
+    return {k: list(v) if isinstance(v, list) else v for k, v in data.items()}
+
+
+def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: str | None, jobs: int | None,
+                 quiet: bool, answers: Path | None = None, executor: Choice | None = None) -> int:
+    layout = project(cwd)
+    dag_file = (dag_path or layout.default_dag).resolve()
+    if not dag_file.exists():
+        raise UsageError(f"{dag_file}: no such DAG file", hint="create it, or pass --dag PATH")
+    replies = read_answers(answers)
+    name = _topic_of(dag_file, topic)
+    if name is None:  # invalid DAG: DERIVE halts before anything is written
+        return drive(Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None,
+                             executor=LocalExecutor(1), out=Reporter(quiet=quiet), topic_override=topic,
+                             mode_override=mode, answers=replies))
+    with CampaignLock(layout.scratch / "locks", name):
+        _refuse_reuse(layout, name)  # under the lock: a runner that just finished has left its branch
+        with _executor(layout, executor, jobs) as ex:
+            ctx = Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None, executor=ex,
+                          out=Reporter(quiet=quiet), topic_override=topic, mode_override=mode, answers=replies)
+            return drive(_hooked(ctx))
+
+
+def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int | None, quiet: bool,
+                    answers: Path | None = None, executor: Choice | None = None) -> int:
+    from orchestrate.engine import resume
+    layout = project(cwd)
+    name = resume.pick(layout, topic)
+    out = Reporter(quiet=quiet)
+    with CampaignLock(layout.scratch / "locks", name) as lock:
+        if lock.took_over:
+            out.always(f"notice: took over the lock of pid {lock.took_over.get('pid')} on "
+                       f"{lock.took_over.get('host')}, which is no longer running")
+        recorder = Recorder(layout.ledger, name).pin()
+        campaign = resume.rebuild(layout, recorder, from_log=from_log, warn=lambda m: out.always(f"warning: {m}"),
+                                  crashed=lock.took_over is not None)
+        with _executor(layout, executor, jobs) as ex:
+            ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=ex,
+                                  out=out, answers=read_answers(answers)))
+            ctx.reload_dag()
+            resume.repair(ctx)
+            if campaign.state in ("HALT", "PAUSE"):
+                campaign.state = _stopped_in(recorder, campaign.state)  # that state runs again: after a fix, or an answer
+            out.line(f"resuming campaign {name} in {campaign.state}")
+            return drive(ctx)
+
+
+def _stopped_in(recorder: Recorder, end: str) -> str:
+    for entry in reversed(recorder.read()):
+        if entry["kind"] == "transition" and entry["context"]["to"] == end:
+            return entry["context"]["from"]
+    return end
+
+
+def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str | None, note: str,
+           quiet: bool, edge: str | None = None) -> int:
+    """Record an answer to the open seam; final acceptance completes the campaign at once."""
+    from orchestrate.engine import resume
+    from orchestrate.seams import choices as seams
+    layout = project(cwd)
+    name = topic or _paused_topic(layout)
+    out = Reporter(quiet=quiet)
+    with CampaignLock(layout.scratch / "locks", name):
+        recorder = Recorder(layout.ledger, name).pin()
+        campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
+        seams.check_answer(campaign.seam, seam, choice)
+        if edge is not None and campaign.seam.get("edge") != edge:
+            raise UsageError(f"edge {edge} is not waiting at a guardrail (the open guardrail seam is on edge "
+                             f"{campaign.seam.get('edge')})", hint="`orchestrate status` shows it")
+        who = seams.who(layout.root, as_who)
+        ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=LocalExecutor(1), out=out))
+        ctx.reload_dag()
+        entry = seams.record(ctx, campaign.seam, choice, note, who, "human")
+        recorder.commit(f"{name}: decide {seam} {choice} ({who})")
+        out.always(f"recorded: {seam} {choice} by {who}, bound to {str(entry['context']['bound_to'])[:12]}")
+        if seam != "final-acceptance":
+            out.always(f"`orchestrate resume --topic {name}` applies it")
+            return 0
+        campaign.state = "SEAM"
+        rc = drive(ctx)
+        if choice == "accept" and rc == 0:
+            out.always(f"campaign {name} accepted at {campaign.tip[:12]}; merging {campaign.branch} into your "
+                       "branch, and pushing, stay yours to do")
+        return 0
+
+
+def rediscover(cwd: Path, node: str, *, topic: str | None, as_who: str | None, note: str, quiet: bool) -> int:
+    """Record that NODE's recorded worker resolution no longer stands: it is made again on resume."""
+    from orchestrate.engine import resume
+    from orchestrate.seams import choices as seams
+    from orchestrate.workers import discovery
+    layout = project(cwd)
+    name = resume.pick(layout, topic)
+    out = Reporter(quiet=quiet)
+    with CampaignLock(layout.scratch / "locks", name):
+        recorder = Recorder(layout.ledger, name).pin()
+        campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
+        who = seams.who(layout.root, as_who)
+        ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=LocalExecutor(1), out=out))
+        ctx.reload_dag()
+        dropped = discovery.forget(ctx, node, who, note)
+        recorder.commit(f"{name}: realign --rediscover {node} ({who})")
+        out.always(f"recorded: {node} will choose its worker again (it had {dropped['name']} {dropped['version']}); "
+                   f"`orchestrate resume --topic {name}` does it")
+        return 0
+
+
+def _paused_topic(layout: Layout) -> str:
+    waiting = []
+    for t in topics.lifecycle(layout.ledger):
+        c, _ = load(layout, t)
+        if c.seam:
+            waiting.append(t)
+    if len(waiting) == 1:
+        return waiting[0]
+    if not waiting:
+        raise UsageError("no campaign is waiting at a seam", hint="`orchestrate status` shows where it is")
+    raise UsageError(f"several campaigns wait at a seam: {', '.join(sorted(waiting))}", hint="pass --topic")
+
+
+@contextmanager
+def _executor(layout: Layout, choice: Choice | None, jobs: int | None):
+    """The chosen executor, closed (its cluster connection dropped) however the run ends."""
+    from orchestrate.workers import executors
+    ex = executors.build(layout, choice or executors.choose(layout, kind=None, scheduler=None, remote=None), jobs)
+    try:
+        yield ex
+    finally:
+        ex.close()
+
+
+def _hooked(ctx: Context) -> Context:
+    """Journal each worker's pid as it starts, so resume can stop a worker its dead runner left."""
+    def spawned(request, pid: int) -> None:
+        ctx.emit("result", {"effect": "worker-spawn", "node": request.node, "attempt": request.attempt, "pid": pid})
+    ctx.executor.on_spawn = spawned
+    return ctx
+
+
+def _topic_of(dag_file: Path, topic: str | None) -> str | None:
+    from orchestrate.dag.load import check_dag
+    dag, _ = check_dag(dag_file, topic=topic)
+    return dag.topic if dag is not None else None
+
+
+def _refuse_reuse(layout: Layout, topic: str) -> None:
+    """A topic names one campaign: refuse to start it twice (nothing is written yet)."""
+    opened = any(e["kind"] == "open" for e in Recorder(layout.ledger, topic).read())
+    if git.branch_exists(layout.root, f"campaign/{topic}") and opened:
+        hint = (f"`orchestrate resume --topic {topic}` continues it" if topic in topics.in_flight(layout.ledger)
+                else "choose another topic with --topic")
+        raise UsageError(f"campaign/{topic} already exists", hint=hint)
+
+

@@ -1,0 +1,282 @@
+"""The only module that speaks git: typed verbs over the git CLI.
+
+Mutations always go through the CLI (complete worktree and merge semantics, thread-safe by being a
+process per call). Every failure becomes a GitError naming the command and git's own last line.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from orchestrate import proc
+from orchestrate.errors import GitError, ProcError, UsageError
+
+_READ_ENV = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
+
+
+def git(repo: str | Path, *args: str, check: bool = True, env: dict[str, str] | None = None,
+        input: str | None = None, timeout: float | None = None) -> "proc.Completed":
+    from orchestrate import proc  # lazily: subprocess's import is most of what `status` would cost
+    merged = dict(_READ_ENV)
+    if env:
+        merged.update(env)
+    try:
+        done = proc.run(["git", "-C", str(repo), *args], env=merged, input=input, timeout=timeout)
+    except ProcError as exc:
+        raise GitError(exc.cmd, None, message=f"git is not installed or cannot start: {exc.message}") from exc
+    if check and not done:
+        raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
+    return done
+
+
+def out(repo: str | Path, *args: str, **kw) -> str:
+    return git(repo, *args, **kw).stdout.strip()
+
+
+def lines(repo: str | Path, *args: str, **kw) -> list[str]:
+    return [ln for ln in git(repo, *args, **kw).stdout.splitlines() if ln]
+
+
+# ---- repository discovery -------------------------------------------------------------------
+
+def toplevel(path: str | Path) -> Path:
+    """The top of the working tree containing `path`, or UsageError naming the fix."""
+    done = git(path, "rev-parse", "--show-toplevel", check=False)
+    if not done:
+        raise UsageError(f"{Path(path).resolve()} is not inside a git repository",
+                         hint="run from the project's checkout, or `git init` first")
+    return Path(done.stdout.strip())
+
+
+def main_worktree(path: str | Path) -> Path:
+    """The main checkout of the repository containing `path` (also when called from a linked worktree).
+
+    The ordinary layouts are read from the `.git` entries themselves (a process costs more than all of
+    `orchestrate status`'s own work); anything unusual is asked of git.
+    """
+    found = _main_worktree_from_files(Path(path))
+    if found is not None:
+        return found
+    done = git(path, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", check=False)
+    if not done:
+        toplevel(path)  # raises the one-line error naming the fix
+    top, common = (Path(x) for x in done.stdout.split("\n")[:2])
+    return common.parent if common.name == ".git" else top
+
+
+def _main_worktree_from_files(path: Path) -> Path | None:
+    import os
+    if any(v in os.environ for v in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES")):
+        return None
+    here = path.resolve()
+    for top in (here, *here.parents):
+        dot = top / ".git"
+        if dot.is_dir():
+            return top if (dot / "HEAD").is_file() and not (dot / "commondir").exists() else None
+        if dot.is_file():  # a linked worktree: `gitdir: <common>/worktrees/<name>`, whose commondir is `../..`
+            text = dot.read_text(errors="replace").strip()
+            if not text.startswith("gitdir: "):
+                return None
+            gitdir = (top / text[len("gitdir: "):]).resolve()
+            try:
+                common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+            except OSError:
+                return None
+            return common.parent if common.name == ".git" and (common / "HEAD").is_file() else None
+    return None
+
+
+def git_common_dir(repo: str | Path) -> Path:
+    return Path(out(repo, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+
+
+def is_repo_root(path: str | Path) -> bool:
+    p = Path(path)
+    if not (p / ".git").exists():
+        return False
+    done = git(p, "rev-parse", "--show-toplevel", check=False)
+    return bool(done) and Path(done.stdout.strip()).resolve() == p.resolve()
+
+
+# ---- refs and commits -------------------------------------------------------------------------
+
+def rev_parse(repo: str | Path, rev: str) -> str | None:
+    done = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+    return done.stdout.strip() if done else None
+
+
+def resolve(repo: str | Path, rev: str) -> str:
+    sha = rev_parse(repo, rev)
+    if sha is None:
+        raise UsageError(f"`{rev}` does not name a commit in {repo}", hint="check the ref with `git log`")
+    return sha
+
+
+def head_branch(repo: str | Path) -> str | None:
+    done = git(repo, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+    return done.stdout.strip() if done else None
+
+
+def branch_exists(repo: str | Path, branch: str) -> bool:
+    return bool(git(repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}", check=False))
+
+
+def refs(repo: str | Path, pattern: str) -> dict[str, str]:
+    """{refname: sha} for refs matching a for-each-ref pattern."""
+    result = {}
+    for ln in lines(repo, "for-each-ref", "--format=%(refname) %(objectname)", pattern):
+        name, sha = ln.rsplit(" ", 1)
+        result[name] = sha
+    return result
+
+
+def is_ancestor(repo: str | Path, ancestor: str, descendant: str) -> bool:
+    done = git(repo, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
+    if done.rc not in (0, 1):
+        raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
+    return done.rc == 0
+
+
+def create_branch(repo: str | Path, branch: str, start: str) -> None:
+    git(repo, "branch", "--no-track", branch, start)
+
+
+def update_ref(repo: str | Path, ref: str, new: str, old: str | None = None, *, reason: str = "") -> bool:
+    """Compare-and-swap a ref; False when `old` no longer matches (someone else moved it)."""
+    args = ["update-ref"] + (["-m", reason] if reason else []) + [ref, new] + ([old] if old is not None else [])
+    return bool(git(repo, *args, check=False))
+
+
+def commit_subjects(repo: str | Path, rev_range: str, *extra: str) -> list[tuple[str, str]]:
+    """[(sha, subject)] newest first."""
+    rows = []
+    for ln in lines(repo, "log", "--format=%H%x09%s", *extra, rev_range):
+        sha, _, subject = ln.partition("\t")
+        rows.append((sha, subject))
+    return rows
+
+
+def parents(repo: str | Path, sha: str) -> list[str]:
+    return out(repo, "rev-list", "--parents", "-n", "1", sha).split()[1:]
+
+
+# ---- changes ----------------------------------------------------------------------------------
+
+def changed_paths(repo: str | Path, base: str, head: str | None = None) -> list[tuple[str, str]]:
+    """[(status letter, path)] between two commits (or base and the working tree), renames split in two.
+
+    `--no-renames` reports a rename as a deletion plus an addition, so both its old and new path count.
+    """
+    args = ["diff", "--name-status", "--no-renames", "-z", base] + ([head] if head else [])
+    fields = git(repo, *args).stdout.split("\0")
+    pairs = []
+    for i in range(0, len(fields) - 1, 2):
+        if fields[i]:
+            pairs.append((fields[i][0], fields[i + 1]))
+    return pairs
+
+
+def status_porcelain(repo: str | Path) -> str:
+    return git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+
+
+def has_changes(repo: str | Path) -> bool:
+    return bool(status_porcelain(repo))
+
+
+def commit_all(repo: str | Path, message: str, *, env: dict[str, str] | None = None, allow_empty: bool = False) -> str:
+    git(repo, "add", "-A", env=env)
+    args = ["commit", "-q", "--no-verify", "-m", message] + (["--allow-empty"] if allow_empty else [])
+    git(repo, *args, env=env)
+    return out(repo, "rev-parse", "HEAD")
+
+
+def config_get(repo: str | Path, key: str) -> str | None:
+    done = git(repo, "config", "--get", key, check=False)
+    return done.stdout.strip() or None if done else None
+
+
+# ---- worktrees and merges ---------------------------------------------------------------------
+
+def worktree_add(repo: str | Path, path: str | Path, branch: str, start: str, *, new_branch: bool = True) -> None:
+    args = ["worktree", "add", "--quiet"] + (["-b", branch, str(path), start] if new_branch else [str(path), branch])
+    git(repo, *args)
+
+
+def worktree_add_detached(repo: str | Path, path: str | Path, start: str) -> None:
+    git(repo, "worktree", "add", "--quiet", "--detach", str(path), start)
+
+
+def worktree_remove(repo: str | Path, path: str | Path) -> None:
+    git(repo, "worktree", "remove", "--force", "--force", str(path), check=False)
+    git(repo, "worktree", "prune", check=False)
+
+
+def worktrees(repo: str | Path) -> list[dict[str, str]]:
+    entries, cur = [], {}
+    for ln in git(repo, "worktree", "list", "--porcelain").stdout.splitlines():
+        if not ln:
+            if cur:
+                entries.append(cur)
+            cur = {}
+            continue
+        key, _, value = ln.partition(" ")
+        cur[key] = value
+    if cur:
+        entries.append(cur)
+    return entries
+
+
+def merge_abort(worktree: str | Path) -> None:
+    git(worktree, "merge", "--abort", check=False)
+
+
+def conflicted_paths(worktree: str | Path) -> list[str]:
+    return lines(worktree, "diff", "--name-only", "--diff-filter=U")
+
+
+def init_repo(path: str | Path, branch: str = "main") -> None:
+    git(path, "init", "--quiet", f"--initial-branch={branch}")
+
+
+# ---- remotes (the Dask executor's only channel; nothing else pushes) ---------------------------
+
+def remote_head(repo: str | Path, remote: str, ref: str) -> str | None:
+    """The sha `ref` has on `remote`, or None when the remote lacks it."""
+    found = lines(repo, "ls-remote", "--", remote, ref)
+    exact = [ln.split("\t")[0] for ln in found if ln.split("\t")[-1] == ref]
+    return exact[0] if exact else None
+
+
+def fetch(repo: str | Path, remote: str, refspec: str) -> None:
+    """Fetch objects (and whatever `refspec` stores); FETCH_HEAD is left alone: it is shared state."""
+    git(repo, "fetch", "--quiet", "--no-write-fetch-head", "--no-tags", remote, refspec)
+
+
+def push(repo: str | Path, remote: str, src: str, ref: str, *, lease: str | None = None) -> None:
+    """Push `src` to `ref` on `remote`. With `lease`, the ref may be moved anywhere, but only while the
+    remote still has it at `lease` ("" = must not exist): never a blind force."""
+    args = ["push", "--quiet", "--no-verify"]
+    if lease is not None:
+        args.append(f"--force-with-lease={ref}:{lease}")
+    git(repo, *args, remote, f"{src}:{ref}")
+
+
+def identity_env(repo: str | Path) -> dict[str, str]:
+    """A committer identity for our own commits when the user has none configured."""
+    env = {}
+    if not config_get(repo, "user.name"):
+        env.update(GIT_AUTHOR_NAME="orchestrate", GIT_COMMITTER_NAME="orchestrate")
+    if not config_get(repo, "user.email"):
+        env.update(GIT_AUTHOR_EMAIL="orchestrate@localhost", GIT_COMMITTER_EMAIL="orchestrate@localhost")
+    return env
+
+
+def show_file(repo: str | Path, rev: str, path: str) -> str | None:
+    done = git(repo, "show", f"{rev}:{path}", check=False)
+    return done.stdout if done else None
+
+
+def files_in_commit(repo: str | Path, sha: str) -> list[str]:
+    return lines(repo, "diff-tree", "--root", "--no-commit-id", "--name-only", "-r", "--no-renames", sha)

@@ -1,0 +1,122 @@
+"""The only module that starts processes.
+
+Short commands (`run`) capture their output; long ones (`spawn`) get their own process group so a
+timeout or Ctrl-C can kill the whole tree, with stdin closed and output sent to a file, never to a
+pipe nobody reads.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import IO, Mapping, Sequence
+
+from orchestrate.errors import ProcError
+
+# Variables git sets for hooks; inherited, they would point our git calls at the wrong repository.
+_GIT_LEAKS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX",
+              "GIT_COMMON_DIR", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LEAKS}
+    env["GIT_TERMINAL_PROMPT"] = "0"  # never hang on a credential prompt
+    if extra:
+        env.update(extra)
+    return env
+
+
+@dataclass(frozen=True)
+class Completed:
+    cmd: tuple[str, ...]
+    rc: int
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+    def __bool__(self) -> bool:
+        return self.rc == 0 and not self.timed_out
+
+
+def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
+        timeout: float | None = None, check: bool = False, input: str | None = None) -> Completed:
+    """Run a short command to completion and capture its output.
+
+    A command that cannot start raises ProcError (never a pass); with `check`, so does a non-zero exit.
+    On timeout the whole process group is killed and `timed_out` is set (rc 124, like timeout(1)).
+    """
+    argv = [str(c) for c in cmd]
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), text=True, start_new_session=True,
+                                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, errors="replace")
+    except OSError as exc:
+        raise ProcError(argv, None, message=f"cannot start `{argv[0]}`: {exc.strerror or exc}") from exc
+    timed_out = False
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill_group(proc.pid)
+        out, err = proc.communicate()
+    except BaseException:
+        kill_group(proc.pid)
+        proc.wait()
+        raise
+    done = Completed(tuple(argv), 124 if timed_out else proc.returncode, out, err,
+                     time.monotonic() - started, timed_out)
+    if check and not done:
+        raise ProcError(argv, done.rc, out, err)
+    return done
+
+
+def run_shell(script: str, *, cwd: str | Path, env: Mapping[str, str] | None = None,
+              timeout: float | None = None) -> Completed:
+    """Run a check's command line with pipefail, so a failure early in a pipe is not lost.
+
+    bash when the machine has it (dash, Debian's /bin/sh, has no pipefail), else /bin/sh.
+    """
+    bash = _bash()
+    argv = [bash, "-o", "pipefail", "-c", script] if bash else ["/bin/sh", "-c", script]
+    return run(argv, cwd=cwd, env=env, timeout=timeout)
+
+
+@lru_cache(maxsize=1)
+def _bash() -> str | None:
+    return shutil.which("bash")
+
+
+def spawn(cmd: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log: IO[bytes]) -> subprocess.Popen:
+    """Start a long-running command in its own process group, stdin closed, output to `log`."""
+    argv = [str(c) for c in cmd]
+    try:
+        return subprocess.Popen(argv, cwd=cwd, env=clean_env(env), stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as exc:
+        raise ProcError(argv, None, message=f"cannot start `{argv[0]}`: {exc.strerror or exc}") from exc
+
+
+def kill_group(pid: int, grace: float = 0.0) -> None:
+    """SIGTERM then SIGKILL a whole process group; a group already gone is fine."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        if wait:
+            time.sleep(wait)
+
+
+def group_alive(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

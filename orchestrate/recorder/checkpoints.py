@@ -1,0 +1,107 @@
+"""Checkpoints: snapshots of a campaign's folded state that speed resume up; the journal stays the authority.
+
+Reading follows reference/seeds-other.md §3.7 exactly: a checkpoint that is not a JSON object is
+skipped with a warning; a missing schema_version reads as 1 with a warning; a greater version, or
+one that is not a plain integer, refuses; one that does not match the journal is ignored.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from orchestrate.atomic import write_atomic
+from orchestrate.errors import OrchestrateError
+from orchestrate.recorder.campaign import Campaign, apply
+
+SCHEMA_VERSION = 1
+KEEP = 10
+
+
+class CheckpointRefused(OrchestrateError):
+    """A checkpoint this version must not read: resume stops (exit 1) rather than guess."""
+
+
+def _pattern(topic: str) -> re.Pattern:
+    return re.compile(rf"^{re.escape(topic)}_\d{{8}}T\d{{6}}_\d{{6}}Z_[0-9a-f]{{8}}\.json$")
+
+
+def listing(folder: Path, topic: str) -> list[Path]:
+    """This topic's checkpoint files, oldest first (by the timestamp in the name, then the name)."""
+    if not folder.is_dir():
+        return []
+    pat = _pattern(topic)
+    return sorted((p for p in folder.iterdir() if pat.match(p.name)), key=lambda p: p.name[len(topic) + 1:])
+
+
+def write(folder: Path, campaign: Campaign, *, log_seq: int, log_entry_id: str, message: str) -> Path:
+    stamp = datetime.now(timezone.utc)
+    name = f"{campaign.topic}_{stamp.strftime('%Y%m%dT%H%M%S_%f')}Z_{os.urandom(4).hex()}.json"
+    body = {"schema_version": SCHEMA_VERSION, "checkpoint_id": name[:-5], "campaign": campaign.topic,
+            "message": message, "created_at": stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "log_seq": log_seq,
+            "log_entry_id": log_entry_id, "state": campaign.to_dict()}
+    path = folder / name
+    write_atomic(path, json.dumps(body, sort_keys=True))
+    for old in listing(folder, campaign.topic)[:-KEEP]:
+        old.unlink()
+    return path
+
+
+def read_version(path: Path, data: dict, warn: Callable[[str], None]) -> int:
+    if "schema_version" not in data:
+        warn(f"checkpoint {path.name} has no schema_version; reading it as version 1")
+        return 1
+    version = data["schema_version"]
+    if type(version) is int and version > SCHEMA_VERSION:
+        raise CheckpointRefused(
+            f"checkpoint {path.name} has schema_version {version}, but this orchestrate reads at most "
+            f"{SCHEMA_VERSION}", hint="upgrade orchestrate, or resume with --from-log to rebuild from the journal")
+    if type(version) is not int or version < 1:
+        raise CheckpointRefused(f"checkpoint {path.name}: invalid schema_version {version!r} "
+                                "(expected a positive integer)", hint="resume with --from-log")
+    return version
+
+
+def newest(folder: Path, topic: str, entry_id_at: Callable[[int], str | None],
+           warn: Callable[[str], None]) -> tuple[Campaign, int] | None:
+    """(state, log_seq) from the newest usable checkpoint, or None for a full replay."""
+    for path in reversed(listing(folder, topic)):
+        try:
+            data: Any = json.loads(path.read_text())
+        except (OSError, ValueError):
+            warn(f"checkpoint {path.name} is not valid JSON; ignoring it")
+            continue
+        if not isinstance(data, dict):
+            warn(f"checkpoint {path.name} is not a JSON object; ignoring it")
+            continue
+        read_version(path, data, warn)
+        seq, entry_id, state = data.get("log_seq"), data.get("log_entry_id"), data.get("state")
+        if data.get("campaign") != topic or not isinstance(seq, int) or not isinstance(state, dict):
+            warn(f"checkpoint {path.name} does not belong to campaign {topic}; replaying the journal")
+            return None
+        if entry_id_at(seq) != entry_id:
+            warn(f"checkpoint {path.name} does not match the journal at entry {seq}; replaying the journal")
+            return None
+        try:
+            return Campaign.from_dict(state), seq
+        except (TypeError, KeyError) as exc:
+            warn(f"checkpoint {path.name} cannot be read ({exc}); replaying the journal")
+            return None
+    return None
+
+
+def restore(folder: Path, topic: str, lines: list[bytes], warn: Callable[[str], None], *,
+            from_log: bool = False) -> tuple[Campaign, bool]:
+    """(state, whether a checkpoint was used): the newest checkpoint that matches the journal `lines`,
+    plus the lines after it; the whole journal when there is none, or with `from_log`."""
+    def entry_id_at(seq: int) -> str | None:
+        return json.loads(lines[seq - 1]).get("id") if 0 < seq <= len(lines) else None
+
+    found = None if from_log else newest(folder, topic, entry_id_at, warn)
+    campaign, start = found if found else (Campaign(), 0)
+    for raw in lines[start:]:
+        apply(campaign, json.loads(raw))
+    return campaign, found is not None

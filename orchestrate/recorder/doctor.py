@@ -1,0 +1,120 @@
+"""`orchestrate doctor`: a read-only audit of a campaign's journal (seeds-other §3.8, R7).
+
+The recorder refuses to write an entry that breaks a provenance rule, so a problem found here means the
+journal was edited by hand, written by another tool, or damaged. Each entry is checked for the eight
+provenance fields, a contiguous `seq`, a UTC `created_at`, a known `source_type`, a unique id and a
+list `derived_from`; then the lineage rules of `provenance.RULES` run over the whole journal. A torn
+last line is what a crash mid-append leaves (resume drops it), so it is a warning, not a problem.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from orchestrate.recorder import provenance
+
+
+@dataclass
+class Report:
+    journal: str
+    entries: int = 0
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"journal": self.journal, "entries": self.entries, "problems": self.problems,
+                "warnings": self.warnings, "ok": not self.problems}
+
+
+def audit(journal: Path) -> Report:
+    report = Report(str(journal))
+    name = journal.name
+    data = journal.read_bytes()
+    lines = data.split(b"\n")
+    torn = lines.pop() if lines else b""  # after the last newline: empty, or a torn append
+    if torn.strip():
+        report.warnings.append(f"{name}:{len(lines) + 1}: the last line is incomplete (a crash mid-append); "
+                               "resume drops it")
+    kept: list[tuple[int, dict]] = []  # (line, entry) for every entry with an id, for the lineage rules
+    seen: set[str] = set()
+    previous_seq = 0
+    for number, raw in enumerate(lines, 1):
+        where = f"{name}:{number}"
+        try:
+            entry = json.loads(raw)
+        except ValueError as exc:
+            report.problems.append(f"{where}: not a JSON object ({exc})")
+            continue
+        if not isinstance(entry, dict):
+            report.problems.append(f"{where}: not a JSON object")
+            continue
+        report.entries += 1
+        label = f"{where}: entry {entry.get('id', '(no id)')}"
+        missing = [f for f in provenance.FIELDS if f not in entry]
+        report.problems += [f"{label} has no {f}" for f in missing]
+        problems = _field_problems(entry, previous_seq, seen)
+        report.problems += [f"{label}: {p}" for p in problems]
+        if isinstance(entry.get("seq"), int) and not isinstance(entry["seq"], bool):
+            previous_seq = entry["seq"]
+        if isinstance(entry.get("id"), str):
+            seen.add(entry["id"])
+            kept.append((number, _for_lineage(entry, number)))
+    line_of = {id(e): n for n, e in kept}
+    for entry, problem in provenance.breaches([e for _, e in kept]):
+        report.problems.append(f"{name}:{line_of[id(entry)]}: {problem}")
+    return report
+
+
+def _for_lineage(entry: dict, number: int) -> dict:
+    """The entry as the lineage rules read it. A damaged field already has its own problem, so it is
+    made harmless here rather than dropping the entry: a later entry that cites it still finds it (no
+    false "does not exist"), and the rules never crash on a wrong type. Order is the line order, which
+    is the seq order of a sound journal."""
+    refs = entry.get("derived_from")
+    return {**entry, "seq": number, "kind": entry.get("kind") if isinstance(entry.get("kind"), str) else "",
+            "context": entry["context"] if isinstance(entry.get("context"), dict) else {},
+            "derived_from": [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else []}
+
+
+def _field_problems(entry: dict, previous_seq: int, seen: set[str]) -> list[str]:
+    found = []
+    seq = entry.get("seq")
+    if "seq" in entry and (not isinstance(seq, int) or isinstance(seq, bool) or seq != previous_seq + 1):
+        found.append(f"seq is {seq!r}, expected {previous_seq + 1}")
+    stamp = entry.get("created_at")
+    if "created_at" in entry and not _utc(stamp):
+        found.append(f"created_at {stamp!r} is not a UTC time ending in Z")
+    source_type = entry.get("source_type")
+    if "source_type" in entry and source_type not in provenance.SOURCE_TYPES:
+        found.append(f"unknown source_type {source_type!r}; valid values: {', '.join(provenance.SOURCE_TYPES)}")
+    refs = entry.get("derived_from")
+    if "derived_from" in entry and not isinstance(refs, list):
+        found.append("derived_from is not a list")
+    elif isinstance(refs, list) and (odd := [r for r in refs if not isinstance(r, str)]):
+        found.append(f"derived_from holds {', '.join(json.dumps(r) for r in odd)}, not entry ids")
+    if "context" in entry and not isinstance(entry["context"], dict):
+        found.append("context is not an object")
+    if "id" in entry and not isinstance(entry["id"], str):
+        found.append(f"id {json.dumps(entry['id'])} is not a string")
+    elif entry.get("id") in seen:
+        found.append("the id is used by an earlier entry")
+    return found
+
+
+def _utc(stamp: object) -> bool:
+    if not isinstance(stamp, str) or not stamp.endswith("Z"):
+        return False
+    try:
+        moment = datetime.fromisoformat(stamp[:-1])
+    except ValueError:
+        return False
+    return "T" in stamp and moment.tzinfo is None  # a time of day, and no other offset before the Z
+
+
+def render(report: Report) -> list[str]:
+    lines = [f"warning: {w}" for w in report.warnings] + report.problems
+    verdict = "no problems" if not report.problems else f"{len(report.problems)} problem(s)"
+    lines.append(f"{report.journal}: {report.entries} entries, {verdict}")
+    return lines

@@ -1,0 +1,56 @@
+"""`orchestrate init`: create the recorder (`.ledger/`, a nested git repository) from the template."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from orchestrate import git
+from orchestrate.atomic import write_atomic
+from orchestrate.errors import UsageError
+from orchestrate.recorder.paths import Layout
+from orchestrate.resources import shipped
+
+EXCLUDES = (".ledger/", ".scratch/")
+
+
+def init_project(cwd: Path) -> tuple[Layout, list[str]]:
+    """Create the recorder if it is missing and exclude it from the project; return what was done.
+
+    Idempotent: an existing recorder is left as it is. Never touches a tracked file of the project.
+    """
+    layout = Layout(git.main_worktree(cwd))
+    done: list[str] = []
+    ledger = layout.ledger
+    if git.is_repo_root(ledger):
+        if git.rev_parse(ledger, "HEAD") is None:
+            _first_commit(ledger)
+            done.append(f"made the first commit in {ledger}")
+    elif ledger.exists() and any(ledger.iterdir()):
+        raise UsageError(f"{ledger} exists and is not a recorder repository",
+                         hint="move it away, then run `orchestrate init` again")
+    else:
+        shutil.copytree(shipped("ledger-template"), ledger, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        git.init_repo(ledger)
+        _first_commit(ledger)
+        done.append(f"created the recorder {ledger}")
+    added = _exclude(layout.root)
+    if added:
+        done.append(f"added {', '.join(added)} to .git/info/exclude")
+    return layout, done
+
+
+def _first_commit(ledger: Path) -> None:
+    git.commit_all(ledger, "log: init recorder", env=git.identity_env(ledger), allow_empty=True)
+
+
+def _exclude(root: Path) -> list[str]:
+    exclude = git.git_common_dir(root) / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    text = exclude.read_text() if exclude.exists() else ""
+    present = {ln.strip() for ln in text.splitlines()}
+    missing = [e for e in EXCLUDES if e not in present and e.rstrip("/") not in present]
+    if missing:
+        prefix = "" if not text or text.endswith("\n") else "\n"
+        write_atomic(exclude, text + prefix + "".join(f"{m}\n" for m in missing))
+    return missing

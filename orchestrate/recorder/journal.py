@@ -1,0 +1,185 @@
+"""The recorder: the journal (the authority for resume) and one compare-and-swap commit per transition.
+
+Events are appended to `state/<topic>/journal.jsonl` as they happen (flushed and fsynced, so an
+intent is on disk before its effect). A transition commits the journal and the sketch with
+`git commit-tree` and moves the recorder branch with `update-ref <new> <old>`: if anyone else moved
+it, the commit is refused instead of interleaved.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from orchestrate import __version__, faults, git
+from orchestrate.errors import Concurrency, OrchestrateError
+
+ENGINE = f"orchestrate@{__version__}"
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Recorder:
+    def __init__(self, ledger: Path, topic: str) -> None:
+        self.ledger = ledger
+        self.topic = topic
+        self.journal = ledger / "state" / topic / "journal.jsonl"
+        self._ref: str | None = None
+        self._head: str | None = None
+        self.seq = 0  # position in the journal file, given when an entry is written
+        self.last_id = ""  # id of the last entry written to the file
+        self.counter = 0  # names entries as they are made, so held ones can be cited before they are written
+        self.held: list[dict[str, Any]] = []
+        self._identity: dict[str, str] | None = None
+        self._tree: str | None = None  # the tree of `head`, once this runner has committed
+        self.gates: dict[str, tuple] = {}  # gate entries made or read here: id -> (node, code), for R3
+        self._read_all = False
+
+    # Resolved on first use: reading a campaign back (status) never needs them.
+    @property
+    def ref(self) -> str:
+        if self._ref is None:
+            branch = git.head_branch(self.ledger)
+            if branch is None:
+                raise OrchestrateError(f"the recorder {self.ledger} is on a detached HEAD",
+                                       hint=f"check out its branch: git -C {self.ledger} switch main")
+            self._ref = f"refs/heads/{branch}"
+        return self._ref
+
+    @property
+    def head(self) -> str:
+        if self._head is None:
+            self._head = git.rev_parse(self.ledger, "HEAD") or ""
+        return self._head
+
+    @head.setter
+    def head(self, sha: str) -> None:
+        self._head = sha
+
+    def pin(self) -> "Recorder":
+        """A runner takes the recorder as it finds it: any later move by someone else fails its next commit."""
+        self._ref, self._head = None, None
+        _ = self.ref, self.head
+        return self
+
+    @property
+    def _env(self) -> dict[str, str]:
+        if self._identity is None:
+            self._identity = git.identity_env(self.ledger)
+        return self._identity
+
+    # ---- journal ------------------------------------------------------------------------------
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every complete journal entry, in order; a torn last line (a crash mid-write) is dropped."""
+        if not self.journal.exists():
+            return []
+        entries = []
+        with self.journal.open("rb") as fh:
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break
+                entries.append(json.loads(raw))
+        return entries
+
+    def resume_seq(self, entries: list[dict[str, Any]]) -> None:
+        self.seq = entries[-1]["seq"] if entries else 0
+        self.last_id = entries[-1]["id"] if entries else ""
+        self.counter = max((int(e["id"].rsplit(":", 1)[1]) for e in entries), default=0)
+        self.gates.update(_gate_refs(entries))
+        self._truncate_torn_tail()
+
+    def _truncate_torn_tail(self) -> None:
+        if not self.journal.exists():
+            return
+        data = self.journal.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with self.journal.open("r+b") as fh:
+                fh.truncate(data.rfind(b"\n") + 1)
+
+    def event(self, kind: str, context: dict[str, Any], *, source_entity: str = ENGINE,
+              source_type: str = "engine", derived_from: Iterable[str] = (), hold: bool = False) -> dict[str, Any]:
+        """A journal entry with its provenance; written now, or with `hold` at the next `flush`.
+        An entry that breaks a lineage rule is a bug: ProvenanceError, and nothing is written."""
+        from orchestrate.recorder.provenance import check_append
+        entry = {"id": f"{self.topic}:{self.counter + 1}", "created_at": now(),
+                 "source_entity": source_entity, "source_type": source_type, "kind": kind,
+                 "derived_from": list(derived_from), "context": context}
+        check_append(entry, self.topic, self.counter + 1, self._gate_of)
+        self.counter += 1
+        self.gates.update(_gate_refs([entry]))
+        if hold:
+            self.held.append(entry)
+        else:
+            self._write([entry])
+        return entry
+
+    def _gate_of(self, ref: str) -> tuple | None:
+        """A gate entry cited by a new one; resumed from a checkpoint, older entries are read on demand."""
+        if ref not in self.gates and not self._read_all:
+            self._read_all = True
+            self.gates.update(_gate_refs(self.read()))
+        return self.gates.get(ref)
+
+    def flush(self) -> None:
+        """Write the held entries (a state's bookkeeping) in one append."""
+        if self.held:
+            lines, self.held = self.held, []
+            self._write(lines)
+
+    def _write(self, entries: list[dict[str, Any]]) -> None:
+        lines = []
+        for entry in entries:
+            self.seq += 1
+            entry["seq"] = self.seq
+            self.last_id = entry["id"]
+            lines.append(json.dumps(entry, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+        self.journal.parent.mkdir(parents=True, exist_ok=True)
+        with self.journal.open("ab") as fh:
+            fh.write(b"".join(lines))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    # ---- commits ------------------------------------------------------------------------------
+
+    def commit(self, subject: str, body: str = "") -> str:
+        """Commit the recorder's files (held entries first) as one CAS step of the recorder branch."""
+        self.flush()
+        faults.reach("flush")
+        self._stage()
+        tree = git.out(self.ledger, "write-tree")
+        if self.head and tree == (self._tree or git.out(self.ledger, "rev-parse", f"{self.head}^{{tree}}")):
+            return self.head  # nothing changed
+        message = subject + (f"\n\n{body}" if body else "")
+        args = ["commit-tree", tree, "-m", message] + (["-p", self.head] if self.head else [])
+        sha = git.out(self.ledger, *args, env=self._env)
+        faults.reach("commit")
+        if not git.update_ref(self.ledger, self.ref, sha, self.head or "0" * 40, reason=subject):
+            raise self._moved()
+        self.head, self._tree = sha, tree  # `add -A` left the index at this tree: `git status` is clean
+        return sha
+
+    def _stage(self) -> None:
+        """`git add -A`; a file vanishing under it (an editor's temp file) is retried, not fatal."""
+        for attempt in range(5):
+            done = git.git(self.ledger, "add", "-A", "--", ".", env=self._env, check=False)
+            if done.rc == 0:
+                return
+            time.sleep(0.05 * (attempt + 1))
+        git.git(self.ledger, "add", "-A", "--", ".", env=self._env)
+
+    def _moved(self) -> Concurrency:
+        actual = git.rev_parse(self.ledger, self.ref) or "nothing"
+        who = git.out(self.ledger, "log", "-1", "--format=%an <%ae> at %cI: %s", actual) if actual != "nothing" else ""
+        return Concurrency(f"the recorder branch moved under this runner (expected {self.head[:12]}, found "
+                           f"{actual[:12]}{': ' + who if who else ''})",
+                           hint="another runner is writing this campaign; stop one of them")
+
+
+def _gate_refs(entries: Iterable[dict[str, Any]]) -> dict[str, tuple]:
+    return {e["id"]: (e["context"].get("node"), e["context"].get("code")) for e in entries if e["kind"] == "gate"}

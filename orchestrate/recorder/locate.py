@@ -1,0 +1,59 @@
+"""Finding the project's recorder and reading a campaign back from its journal (no engine imports)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrate import git
+from orchestrate.errors import UsageError
+from orchestrate.recorder import topics
+from orchestrate.recorder.campaign import Campaign, apply
+from orchestrate.recorder.journal import Recorder
+from orchestrate.recorder.paths import Layout
+
+
+def project(cwd: Path) -> Layout:
+    layout = Layout(git.main_worktree(cwd))
+    if not (layout.ledger / ".git").is_dir():
+        raise UsageError(f"no recorder at {layout.ledger}", hint="run `orchestrate init` first")
+    return layout
+
+
+def load(layout: Layout, topic: str) -> tuple[Campaign, Recorder]:
+    """Fold the topic's journal into its campaign state."""
+    recorder = Recorder(layout.ledger, topic)
+    entries = recorder.read()
+    if not entries:
+        raise UsageError(f"no campaign `{topic}` in {layout.ledger}",
+                         hint="`orchestrate status` lists the known topics")
+    campaign = Campaign()
+    for entry in entries:
+        apply(campaign, entry)
+    recorder.resume_seq(entries)
+    return campaign, recorder
+
+
+def peek(layout: Layout, topic: str) -> Campaign:
+    """The campaign state for reading only (`status`): the newest checkpoint that matches the journal,
+    plus the entries after it; nothing is repaired or written. Falls back to folding the whole journal."""
+    from orchestrate.recorder import checkpoints
+    journal = Recorder(layout.ledger, topic).journal
+    lines = journal.read_bytes().splitlines(keepends=True) if journal.exists() else []
+    if lines and not lines[-1].endswith(b"\n"):
+        lines.pop()  # torn by a crash mid-write: resume settles it; a reader ignores it
+    if not lines:
+        raise UsageError(f"no campaign `{topic}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
+    return checkpoints.restore(layout.checkpoints(topic), topic, lines, lambda _message: None)[0]
+
+
+def pick_topic(layout: Layout, topic: str | None, *, any_state: bool = False) -> str:
+    if topic:
+        return topic
+    flying = topics.in_flight(layout.ledger)
+    if len(flying) == 1:
+        return flying[0]
+    if len(flying) > 1:
+        raise UsageError(f"several campaigns are in flight: {', '.join(flying)}", hint="pass --topic")
+    known = topics.lifecycle(layout.ledger)
+    if any_state and known:
+        return next(iter(known))
+    raise UsageError("no campaign is in flight", hint="start one with `orchestrate run`")

@@ -1,0 +1,69 @@
+"""One runner per campaign: an flock (released by the kernel when its holder dies) plus holder details."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+
+from orchestrate.atomic import write_atomic
+from orchestrate.errors import Concurrency
+
+
+class CampaignLock:
+    def __init__(self, folder: Path, topic: str) -> None:
+        self.path = folder / f"{topic}.lock"
+        self.info = folder / f"{topic}.json"
+        self.topic = topic
+        self._lock = None
+        self.took_over: dict | None = None
+
+    def acquire(self) -> "CampaignLock":
+        from filelock import FileLock, Timeout
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.path), timeout=0, thread_local=False)
+        try:
+            lock.acquire()
+        except Timeout:
+            holder = self._holder() or {}
+            raise Concurrency(
+                f"campaign {self.topic} is being run by pid {holder.get('pid', '?')} on {holder.get('host', '?')} "
+                f"since {holder.get('started', '?')}", hint="wait for it, or stop it first") from None
+        previous = self._holder()
+        if previous and not _alive(previous):
+            self.took_over = previous  # its holder died: the kernel released the flock
+        self._lock = lock
+        write_atomic(self.info, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                            "started": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}))
+        return self
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self.info.unlink(missing_ok=True)
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> "CampaignLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def _holder(self) -> dict | None:
+        try:
+            return json.loads(self.info.read_text())
+        except (OSError, ValueError):
+            return None
+
+
+def _alive(holder: dict) -> bool:
+    if holder.get("host") != socket.gethostname():
+        return True  # cannot tell for another machine; the flock already said it is free
+    try:
+        os.kill(int(holder["pid"]), 0)
+    except (ProcessLookupError, ValueError, KeyError, TypeError):
+        return False
+    except PermissionError:
+        return True
+    return True

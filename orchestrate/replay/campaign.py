@@ -1,0 +1,124 @@
+"""`orchestrate replay --campaign TOPIC`: re-drive a recorded campaign and check it decides the same.
+
+A scratch clone of the project starts at the recorded baseline with the DAG as it was opened; every
+worker is replaced by a stand-in that reproduces the recorded attempt (its tree, exit code, freeze);
+recorded human answers are replayed from an answers file. The gate verdicts, merges and seams of the
+new run must come out as recorded: this is a regression test of the orchestrator itself.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shlex
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from orchestrate import git
+from orchestrate.errors import UsageError
+from orchestrate.workers.worktrees import branch_name
+
+KINDS = ("gate", "verdict", "merge", "seam")
+
+
+def facts(entries: list[dict]) -> list[tuple]:
+    """What a replay must reproduce, in order."""
+    out = []
+    for e in entries:
+        c = e["context"]
+        if e["kind"] == "gate":
+            out.append(("gate", c.get("node"), c["gate"], c["code"]))
+        elif e["kind"] == "verdict":
+            out.append(("verdict", c["node"], c["verdict"]))
+        elif e["kind"] == "merge":
+            out.append(("merge", c["node"]))
+        elif e["kind"] == "seam":
+            out.append(("seam", c["seam"], c.get("node")))
+    return out
+
+
+def _journal(ledger: Path, topic: str) -> list[dict]:
+    path = ledger / "state" / topic / "journal.jsonl"
+    if not path.exists():
+        raise UsageError(f"no recorded campaign `{topic}` in {ledger}", hint="check --campaign and --recorder")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _plan(repo: Path, topic: str, entries: list[dict]) -> dict:
+    plan: dict[str, dict] = {}
+    for e in entries:
+        c = e["context"]
+        if e["kind"] == "result" and c.get("effect") == "worker-start":
+            key = f"{c['node']}/{c['attempt']}"
+            step = plan.setdefault(key, {"runs": []})
+            step["runs"].append({"rc": c["rc"], "freeze": c.get("freeze"), "freeze_error": c.get("freeze_error")})
+    for key, step in plan.items():
+        node, attempt = key.split("/")
+        branch = branch_name(topic, node, int(attempt))
+        step["tree"] = git.out(repo, "rev-parse", f"refs/heads/{branch}^{{tree}}")
+    return plan
+
+
+def replay_campaign(cwd: Path, topic: str, recorder: Path | None, out=None) -> int:
+    out = out or sys.stdout
+    from orchestrate.engine.runner import run_campaign
+    from orchestrate.recorder.init import init_project
+    ledger = (recorder or git.main_worktree(cwd) / ".ledger").resolve()
+    repo = git.main_worktree(ledger.parent)
+    recorded = _journal(ledger, topic)
+    opened = next((e["context"] for e in recorded if e["kind"] == "open"), None)
+    if opened is None:
+        raise UsageError(f"campaign `{topic}` was never opened in {ledger}")
+    dag_rel = f"state/{topic}/dag.yaml"
+    first = git.lines(ledger, "log", "--reverse", "--format=%H", "--", dag_rel)
+    if not first:
+        raise UsageError(f"the recorder holds no DAG for `{topic}`")
+    dag = yaml.safe_load(git.show_file(ledger, first[0], dag_rel))
+    scratch = Path(tempfile.mkdtemp(prefix="orchestrate-run-replay-"))
+    try:
+        clone = scratch / "repo"
+        git.git(scratch, "clone", "--quiet", "--no-hardlinks", str(repo), str(clone))
+        git.git(clone, "switch", "--quiet", "-C", "replay-baseline", opened["baseline"])
+        plan_file = scratch / "plan" / "plan.json"
+        plan_file.parent.mkdir()
+        plan = _plan(repo, topic, recorded)
+        plan_file.write_text(json.dumps(plan))
+        command = f"{shlex.quote(sys.executable)} -m orchestrate.replay.stand_in {shlex.quote(str(plan_file))}"
+        dag["base"] = opened["baseline"]
+        dag["topic"] = f"{topic}-replay"
+        for node in dag.get("nodes", []):
+            node["worker"] = command
+        init_project(clone)  # the recorded node commits stay reachable through the clone's origin/* refs
+        dag_file = clone / ".ledger" / "state" / "dag.yaml"
+        dag_file.write_text(yaml.safe_dump(dag, sort_keys=False))
+        answers = scratch / "answers.yaml"
+        queued: dict[str, list] = {}
+        for e in recorded:
+            if e["kind"] == "decision" and e.get("source_type") not in ("policy",) and e["context"]["seam"] != "final-acceptance":
+                queued.setdefault(e["context"]["seam"], []).append({"choice": e["context"]["choice"],
+                                                                   "note": e["context"].get("note") or ""})
+        answers.write_text(yaml.safe_dump(queued))
+        with contextlib.redirect_stdout(io.StringIO()):  # the inner run's own report is not the replay's
+            run_campaign(clone, None, topic=None, mode=None, jobs=1, quiet=True, answers=answers)
+        replayed = _journal(clone / ".ledger", f"{topic}-replay")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    want, got = facts(recorded), facts(replayed)
+    for i, (a, b) in enumerate(zip(want, got)):
+        if a != b:
+            print(f"replay of campaign {topic} diverges at fact {i + 1}: recorded {a}, replayed {b}", file=out)
+            return 1
+    if len(want) != len(got):
+        extra = want[len(got)] if len(want) > len(got) else got[len(want)]
+        print(f"replay of campaign {topic} diverges after {min(len(want), len(got))} facts: "
+              f"{'the replay stopped before' if len(want) > len(got) else 'the replay went on with'} {extra}", file=out)
+        return 1
+    counts = {k: sum(1 for f in want if f[0] == k) for k in KINDS}
+    print(f"replay of campaign {topic} matches: {counts['gate']} gate verdict(s), {counts['verdict']} verdict(s), "
+          f"{counts['merge']} merge(s), {counts['seam']} seam(s)", file=out)
+    return 0
+

@@ -1,0 +1,2 @@
+"""Human seams: what each seam offers, how an answer is recorded and what it does, and the one place that
+asks a person anything."""

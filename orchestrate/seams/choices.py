@@ -1,0 +1,91 @@
+"""Human seams: what each offers, how an answer is recorded, and what an answer does to the campaign.
+
+An answer comes from `orchestrate decide`, an `--answers` file, the DAG's `policy:` block (autonomous
+mode, realignment only) or a prompt on a terminal. Whatever its source it is one `decision` entry
+saying who, when, which choice, the note, and the commit the gates judged.
+"""
+from __future__ import annotations
+
+from orchestrate import git
+from orchestrate.errors import UsageError
+from orchestrate.recorder.campaign import ACCEPTED, REWORK, SKIPPED
+
+CHOICES = {
+    "final-acceptance": ("accept", "reject"),
+    "reserved-halt": ("rework", "skip", "halt"),
+    "realignment": ("rework", "skip", "halt"),
+    "review-divergence": ("accept", "rework", "halt"),
+    "dag-amendment": ("accept", "halt"),
+    "guardrail": ("approve", "skip", "halt"),
+    "handwork": ("done", "skip", "halt"),
+}
+SEAMS = tuple(CHOICES)
+
+
+def who(repo, as_who: str | None) -> str:
+    if as_who:
+        return as_who
+    email = git.config_get(repo, "user.email")
+    if not email:
+        raise UsageError("set git config user.email (or pass --as NAME) so the decision can be attributed")
+    return email
+
+
+def check_answer(open_seam: dict | None, seam: str, choice: str) -> None:
+    """Refuse (exit 2, nothing written) an answer to a seam that is not open, or a choice it does not offer."""
+    if seam not in CHOICES:
+        from orchestrate.dag.schema import did_you_mean
+        raise UsageError(f"no seam named `{seam}`{did_you_mean(seam, CHOICES)}", hint=f"seams: {', '.join(SEAMS)}")
+    if not open_seam or open_seam.get("seam") != seam:
+        current = f"the open seam is {open_seam['seam']}" if open_seam else "no seam is open"
+        raise UsageError(f"seam {seam} is not open ({current})", hint="`orchestrate status` shows open seams")
+    if choice not in open_seam["choices"]:
+        raise UsageError(f"{choice} is not a choice at seam {seam}",
+                         hint=f"choose one of: {', '.join(open_seam['choices'])}")
+
+
+def record(ctx, seam: dict, choice: str, note: str, who_: str, source_type: str) -> dict:
+    entity = f"human:{who_}" if source_type == "human" else f"{source_type}:{who_}"
+    extra = {"edge": seam["edge"]} if seam.get("edge") else {}
+    return ctx.emit("decision", {"seam": seam["seam"], "node": seam.get("node"), **extra, "choice": choice, "note": note,
+                                 "who": who_, "bound_to": seam.get("bound_to"), "opened": seam.get("id"),
+                                 "gates": list(seam.get("gates", []))},
+                    source_entity=entity, source_type=source_type,
+                    derived_from=[seam["id"]] + list(seam.get("gates", [])))
+
+
+def details(seam: dict) -> list[str]:
+    """What the decision needs, for a prompt or for the pause message."""
+    lines = [f"seam {seam['seam']}" + (f" for node {seam['node']}" if seam.get("node") else "")
+             + f" (bound to {str(seam.get('bound_to') or '')[:12]})", f"  {seam.get('reason', '')}".rstrip()]
+    for extra in seam.get("show", []):
+        lines.append(f"  {extra}")
+    return lines
+
+
+def skip_with_dependents(ctx, node_id: str) -> list[str]:
+    """A skipped node's dependents cannot run without it: they are skipped too."""
+    dag = ctx.dag
+    after: dict[str, list[str]] = {}  # every ordering edge counts, not only depends_on
+    for e in dag.edges:
+        if e.orders:
+            after.setdefault(e.before, []).append(e.after)
+    skipped, todo = [], [node_id]
+    seen: set[str] = set()
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if ctx.campaign.nodes.get(n) and ctx.campaign.nodes[n].status != ACCEPTED:
+            ctx.emit("node", {"node": n, "status": SKIPPED})
+            skipped.append(n)
+        todo.extend(after.get(n, ()))
+    return skipped
+
+
+def rework(ctx, node_id: str, note: str, who_: str) -> None:
+    ctx.emit("node", {"node": node_id, "status": REWORK, "failures": 0, "freeze": None,
+                      "feedback": f"{who_} asked for another attempt: {note or '(no note)'}"})
+
+

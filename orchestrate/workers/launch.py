@@ -1,0 +1,57 @@
+"""Starting one worker attempt: worktree (unless the same attempt resumes), brief, environment, executor."""
+from __future__ import annotations
+
+from orchestrate.atomic import write_atomic
+from orchestrate.engine import plugin_gates as plugingates
+from orchestrate.recorder.campaign import DISPATCHED
+from orchestrate.workers import brief, discovery, handwork, worktrees
+from orchestrate.workers.local import WorkRequest
+
+
+def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None:
+    """Create the node's worktree (unless resuming the same attempt), write its brief, start its worker."""
+    c = ctx.campaign
+    ns = c.nodes[node_id]
+    node = ctx.dag.by_id[node_id]
+    command = discovery.command(ctx, node_id)  # before any effect: a vanished worker plugin changes nothing
+    if resume_attempt:
+        attempt, branch, path = ns.attempt, ns.branch, ctx.root / ns.worktree
+        base = ns.base
+    else:
+        attempt, branch, path = worktrees.create(ctx, node_id, ns.attempt + 1, base)
+    run_dir = ctx.layout.runs(c.topic) / node_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return_file = run_dir / f"return-{attempt}.json"
+    brief_path = run_dir / f"brief-{attempt}.md"
+    write_atomic(brief_path, brief.brief_text(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch,
+                                           base=base, return_file=return_file, brief_dir=ctx.brief_dir,
+                                           feedback=ns.feedback, checks=ctx.dag.effective_checks(node_id),
+                                           plugin_gates=tuple(g.name for g in plugingates.for_node(ctx.dag, node_id)),
+                                           related=_related(ctx.dag, node_id)))
+    env = brief.worker_env(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch, base=base,
+                           brief=brief_path, return_file=return_file)
+    ctx.emit("node", {"node": node_id, "status": DISPATCHED, "attempt": attempt, "branch": branch,
+                      "worktree": str(path.relative_to(ctx.root)), "base": base, "freeze": None, "rc": None})
+    if handwork.is_human(ctx.dag, node_id):
+        handwork.open_seam(ctx, node_id, worktree=path, branch=branch, brief=brief_path, return_file=return_file)
+        return
+    request = WorkRequest(node_id, attempt, command, path, env, run_dir / f"attempt-{attempt}.log",
+                          return_file, float(node.timeout))
+    ctx.emit("intent", {"effect": "worker-start", "node": node_id, "attempt": attempt, "command": command,
+                        "log": str(request.log)})
+    ctx.executor.start(request)
+    ctx.out.line(f"{node_id}: dispatched attempt {attempt} on {branch}")
+
+
+def _related(dag, node_id: str) -> tuple:
+    """Whose briefs this worker should read, each once: its LOOPS_WITH peers, then the spokes it COMPOSES."""
+    seen = {node_id}
+    found = []
+    pairs = [(p, "LOOPS_WITH peer, judged together with you") for p in dag.group_of(node_id)]
+    pairs += [(e.dst, "COMPOSES spoke, its gates also judge you") for e in dag.outgoing(node_id)
+              if e.predicate == "COMPOSES"]
+    for other, how in pairs:
+        if other not in seen:
+            seen.add(other)
+            found.append((dag.by_id[other], how))
+    return tuple(found)

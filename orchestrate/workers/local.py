@@ -1,0 +1,164 @@
+"""Running workers: requests, outcomes, freeze files and the local executor.
+
+A worker is a shell command run in its node's worktree, stdin closed, output to one log per
+attempt, in its own process group so a timeout or Ctrl-C kills everything it started.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from orchestrate import proc
+
+FREEZE_KINDS = {
+    "surface-exceed": {"paths"},
+    "refuted-premise": {"premise", "evidence"},
+    "reserved-halt": {"reason"},
+}
+
+
+@dataclass(frozen=True)
+class WorkRequest:
+    node: str
+    attempt: int
+    command: str
+    worktree: Path
+    env: dict[str, str]
+    log: Path
+    return_file: Path
+    timeout: float
+
+
+@dataclass(frozen=True)
+class WorkOutcome:
+    node: str
+    attempt: int
+    rc: int
+    seconds: float
+    timed_out: bool = False
+    log: str = ""
+    freeze: dict | None = None
+    freeze_error: str = ""
+
+    def __bool__(self) -> bool:
+        return self.rc == 0 and not self.timed_out and not self.freeze_error
+
+
+def read_freeze(path: Path) -> tuple[dict | None, str]:
+    """(freeze, error): a valid freeze object, or why the file is not one. No file: (None, '')."""
+    if not path.exists():
+        return None, ""
+    text = path.read_text(errors="replace").strip()
+    if not text:
+        return None, ""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"{path.name} is not JSON ({exc.msg} at line {exc.lineno})"
+    if not isinstance(data, dict) or data.get("freeze") not in FREEZE_KINDS:
+        kinds = ", ".join(FREEZE_KINDS)
+        return None, f"{path.name} must be an object with \"freeze\" one of {kinds}"
+    missing = FREEZE_KINDS[data["freeze"]] - set(data)
+    if missing:
+        return None, f"{path.name}: a {data['freeze']} freeze needs {', '.join(sorted(missing))}"
+    if data["freeze"] == "surface-exceed":
+        paths = data["paths"]
+        if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p for p in paths):
+            return None, f"{path.name}: \"paths\" must be a non-empty list of paths"
+    return data, ""
+
+
+class Executor(Protocol):
+    def start(self, request: WorkRequest) -> None: ...
+    def poll(self) -> list[WorkOutcome]: ...
+    def running(self) -> list[tuple[str, float]]: ...
+    def cancel_all(self) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass
+class _Running:
+    request: WorkRequest
+    popen: object
+    started: float
+    log_handle: object
+
+
+@dataclass
+class LocalExecutor:
+    """At most `jobs` workers at once; the rest wait in order."""
+
+    jobs: int
+    on_spawn: object = None  # called with (request, pid) so the pid is journalled before we wait on it
+    queue: list[WorkRequest] = field(default_factory=list)
+    live: dict[str, _Running] = field(default_factory=dict)
+
+    def start(self, request: WorkRequest) -> None:
+        self.queue.append(request)
+        self._fill()
+
+    def _fill(self) -> None:
+        while self.queue and len(self.live) < self.jobs:
+            req = self.queue.pop(0)
+            req.log.parent.mkdir(parents=True, exist_ok=True)
+            req.return_file.unlink(missing_ok=True)
+            handle = req.log.open("ab")
+            handle.write(f"# orchestrate: node {req.node} attempt {req.attempt}: {req.command}\n".encode())
+            handle.flush()
+            try:
+                popen = proc.spawn(["/bin/sh", "-c", req.command], cwd=req.worktree, env=req.env, log=handle)
+            except Exception:
+                handle.close()
+                raise
+            self.live[req.node] = _Running(req, popen, time.monotonic(), handle)
+            if self.on_spawn is not None:
+                self.on_spawn(req, popen.pid)
+
+    def poll(self) -> list[WorkOutcome]:
+        done = []
+        now = time.monotonic()
+        for node, run in list(self.live.items()):
+            rc = run.popen.poll()
+            timed_out = rc is None and now - run.started > run.request.timeout
+            if rc is None and not timed_out:
+                continue
+            if timed_out:
+                proc.kill_group(run.popen.pid, grace=0.2)
+                run.popen.wait()
+                run.log_handle.write(f"\n# orchestrate: killed after {run.request.timeout:g}s\n".encode())
+            else:
+                proc.kill_group(run.popen.pid)  # stray children of a finished worker die with it
+            run.log_handle.close()
+            freeze, error = read_freeze(run.request.return_file)
+            done.append(WorkOutcome(node, run.request.attempt, 124 if timed_out else rc,
+                                    time.monotonic() - run.started, timed_out, str(run.request.log),
+                                    freeze, error))
+            del self.live[node]
+        self._fill()
+        return done
+
+    def running(self) -> list[tuple[str, float]]:
+        now = time.monotonic()
+        return [(n, now - r.started) for n, r in self.live.items()] + [(q.node, 0.0) for q in self.queue]
+
+    def cancel_all(self) -> None:
+        self.queue.clear()
+        for run in self.live.values():
+            proc.kill_group(run.popen.pid)
+            try:
+                run.popen.wait(timeout=5)
+            except Exception:  # noqa: BLE001 - best effort while stopping
+                pass
+            run.log_handle.close()
+        self.live.clear()
+
+    def close(self) -> None:
+        """Nothing to let go of: the pool is this process's children, stopped by cancel_all."""
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))

@@ -1,0 +1,37 @@
+"""What happens when a worker attempt ends: its result journalled, leftovers committed, freeze read, status set."""
+from __future__ import annotations
+
+from orchestrate import git
+from orchestrate.recorder.campaign import LANDED
+
+
+def returned(ctx, outcome, *, journal_result: bool = True) -> None:
+    """Settle one finished attempt; `journal_result` is False when resume found the result already journalled."""
+    ns = ctx.campaign.nodes[outcome.node]
+    path = ctx.root / ns.worktree
+    if journal_result:
+        ctx.emit("result", {"effect": "worker-start", "node": outcome.node, "attempt": outcome.attempt,
+                            "rc": outcome.rc, "timed_out": outcome.timed_out, "seconds": round(outcome.seconds, 3),
+                            "log": outcome.log, "freeze": outcome.freeze, "freeze_error": outcome.freeze_error},
+                 source_entity=f"worker:{outcome.node}", source_type="worker")
+    if path.exists() and git.has_changes(path):
+        ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})
+        git.commit_all(path, f"node {outcome.node}: changes left uncommitted by the worker",
+                       env=git.identity_env(path))
+        ctx.emit("result", {"effect": "leftover-commit", "node": outcome.node})
+        ctx.out.line(f"{outcome.node}: committed changes the worker left uncommitted")
+    head = git.out(path, "rev-parse", "HEAD") if path.exists() else ns.base
+    update = {"node": outcome.node, "head": head, "rc": outcome.rc, "log": outcome.log,
+              "seconds": round(ns.seconds + outcome.seconds, 3)}
+    if outcome.freeze_error:
+        ctx.out.line(f"{outcome.node}: malformed freeze file: {outcome.freeze_error}")
+        update.update(status=LANDED, rc=2, feedback=f"node {outcome.node}: malformed freeze file: "
+                      f"{outcome.freeze_error}")
+    elif outcome.freeze:
+        update.update(freeze=outcome.freeze)
+        ctx.out.line(f"{outcome.node}: froze ({outcome.freeze['freeze']})")
+    else:
+        update.update(status=LANDED)
+        how = "timed out" if outcome.timed_out else f"exited {outcome.rc}"
+        ctx.out.line(f"{outcome.node}: worker {how} after {outcome.seconds:.1f}s")
+    ctx.emit("node", update)

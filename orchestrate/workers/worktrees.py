@@ -1,0 +1,55 @@
+"""Node branches and worktrees: naming, creation and removal, each effect journalled as intent and result.
+
+Attempt 1 of node D1 in topic t runs on `node/t/D1` in `.scratch/worktrees/t/D1`; a later attempt n
+gets `node/t/D1+n` and its own worktree, so no branch is ever moved or deleted before it is merged
+(`+` cannot appear in an id, so the names never collide).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrate import git
+
+
+def branch_name(topic: str, node: str, attempt: int) -> str:
+    return f"node/{topic}/{node}" + (f"+{attempt}" if attempt > 1 else "")
+
+
+def worktree_path(worktrees: Path, node: str, attempt: int) -> Path:
+    return worktrees / (node + (f"+{attempt}" if attempt > 1 else ""))
+
+
+def create(ctx, node: str, attempt: int, base: str) -> tuple[int, str, Path]:
+    """A fresh branch and worktree for `attempt`, or the next free attempt number if a crash used it."""
+    topic = ctx.topic
+    while True:
+        branch = branch_name(topic, node, attempt)
+        path = worktree_path(ctx.layout.worktrees(topic), node, attempt)
+        if not git.branch_exists(ctx.root, branch) and not path.exists():
+            break
+        attempt += 1
+    ctx.emit("intent", {"effect": "worktree-add", "node": node, "branch": branch, "path": str(path), "base": base})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git.worktree_add(ctx.root, path, branch, base)
+    ctx.emit("result", {"effect": "worktree-add", "node": node, "branch": branch, "path": str(path)})
+    return attempt, branch, path
+
+
+def remove(ctx, node: str, path: str) -> None:
+    if not path or not Path(path).exists():
+        return
+    ctx.emit("intent", {"effect": "worktree-remove", "node": node, "path": path})
+    git.worktree_remove(ctx.root, path)
+    ctx.emit("result", {"effect": "worktree-remove", "node": node, "path": path})
+
+
+def integration(ctx) -> Path:
+    """The one worktree where campaign/<topic> is checked out and merged into (never the user's)."""
+    path = ctx.layout.integration(ctx.topic)
+    if not (path / ".git").exists():
+        ctx.emit("intent", {"effect": "integration-add", "path": str(path), "branch": ctx.campaign.branch})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        git.git(ctx.root, "worktree", "prune")
+        git.worktree_add(ctx.root, path, ctx.campaign.branch, "", new_branch=False)
+        ctx.emit("result", {"effect": "integration-add", "path": str(path)})
+    return path
