@@ -17,8 +17,9 @@ _READ_ENV = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
 
 def git(repo: str | Path, *args: str, check: bool = True, env: dict[str, str] | None = None,
         input: str | None = None, timeout: float | None = None) -> "proc.Completed":
-    from orchestrate import proc  # lazily: subprocess's import is most of what `status` would cost
+    from orchestrate import inert, proc  # lazily: subprocess's import is most of what `status` would cost
     merged = dict(_READ_ENV)
+    merged.update(inert.env(Path(repo)))
     if env:
         merged.update(env)
     try:

@@ -1,0 +1,126 @@
+"""What keeps orchestrate's own git calls inert: no hook and no repository-configured program runs inside them.
+
+A worker can write `.git/config`, `.git/hooks/` and `.git/info/attributes` (without the sandbox), and
+orchestrate runs git in that repository while workers run, so every call of `orchestrate.git` carries
+config overrides (`GIT_CONFIG_COUNT`, which outranks every config file) that switch off what would run a
+program: hooks of every kind, fsmonitor, credential helpers, ssh and signing programs, pagers and editors,
+and each filter, diff and merge driver a config file defines. Drivers are found by reading the config
+files (no process): their names are what `.gitattributes` or `info/attributes` can point at.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+# Values git accepts as "nothing to run" (an empty diff.external or merge driver is an error, hence none).
+_FIXED = (
+    ("core.hooksPath", "/dev/null"),  # hooks are looked up under this folder: none exist there
+    ("core.fsmonitor", "false"),
+    ("core.sshCommand", "ssh"),  # a custom ssh for a Dask remote belongs in GIT_SSH_COMMAND
+    ("credential.helper", ""),  # an empty value empties the list of helpers
+    ("core.askPass", ""),
+    ("core.pager", "cat"),
+    ("core.editor", "true"),
+    ("sequence.editor", "true"),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("protocol.ext.allow", "never"),
+    ("submodule.recurse", "false"),
+    ("gc.auto", "0"),  # no background gc started by our commits while workers run
+    ("maintenance.auto", "false"),
+)
+# The built-in three-way text merge, spelled as a driver: what a path gets when its driver is neutralised.
+TEXT_MERGE = "git merge-file --marker-size=%L %A %O %B"
+_SECTION = re.compile(r'^\s*\[\s*(filter|diff|merge)\s+"((?:[^"\\]|\\.)*)"\s*\]', re.M | re.I)
+_OLD_SECTION = re.compile(r"^\s*\[\s*(filter|diff|merge)\.([^\]\s]+)\s*\]", re.M | re.I)
+_INCLUDE = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.M)
+_cache: dict[tuple, dict[str, str]] = {}
+
+
+def env(repo: str | Path) -> dict[str, str]:
+    """The `GIT_CONFIG_*` variables that make a git call in `repo` inert."""
+    pairs = list(_FIXED)
+    for kind, name in sorted(_drivers(Path(repo))):
+        if kind == "filter":
+            pairs += [(f"filter.{name}.clean", ""), (f"filter.{name}.smudge", ""),
+                      (f"filter.{name}.process", ""), (f"filter.{name}.required", "false")]
+        elif kind == "diff":
+            pairs += [(f"diff.{name}.textconv", ""), (f"diff.{name}.command", "")]
+        else:
+            pairs.append((f"merge.{name}.driver", TEXT_MERGE))
+    out = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_PAGER": "cat", "GIT_EDITOR": "true", "GIT_ASKPASS": "",
+           "SSH_ASKPASS": "", "GIT_TERMINAL_PROMPT": "0"}
+    for i, (key, value) in enumerate(pairs):
+        out[f"GIT_CONFIG_KEY_{i}"] = key
+        out[f"GIT_CONFIG_VALUE_{i}"] = value
+    return out
+
+
+def _drivers(repo: Path) -> set[tuple[str, str]]:
+    files = _config_files(repo)
+    key = tuple((str(f), *_stamp(f)) for f in files)
+    if key not in _cache:
+        found: set[tuple[str, str]] = set()
+        seen: set[Path] = set()
+        for f in files:
+            _scan(f, found, seen, depth=0)
+        if len(_cache) > 64:
+            _cache.clear()
+        _cache[key] = found  # type: ignore[assignment]
+    return _cache[key]  # type: ignore[return-value]
+
+
+def _scan(path: Path, found: set, seen: set, depth: int) -> None:
+    if depth > 10 or path in seen:
+        return
+    seen.add(path)
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return
+    found.update((k.lower(), n.replace('\\"', '"')) for k, n in _SECTION.findall(text))
+    found.update((k.lower(), n.lower()) for k, n in _OLD_SECTION.findall(text))
+    for target in _INCLUDE.findall(text):  # include.path and includeIf.*.path: follow them all
+        target = target.strip('"')
+        included = Path(os.path.expanduser(target))
+        _scan(included if included.is_absolute() else path.parent / included, found, seen, depth + 1)
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (0, -1)
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _config_files(repo: Path) -> list[Path]:
+    """The config files git would read for `repo`: system, global, the common dir's and the worktree's."""
+    home = Path(os.environ.get("HOME", "~")).expanduser()
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    files = [Path(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"),
+             Path(os.environ.get("GIT_CONFIG_GLOBAL") or home / ".gitconfig"), xdg / "git" / "config"]
+    gitdir = _gitdir(repo)
+    if gitdir is not None:
+        common = gitdir
+        if (gitdir / "commondir").is_file():
+            common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+        files += [common / "config", gitdir / "config.worktree"]
+    return files
+
+
+def _gitdir(repo: Path) -> Path | None:
+    for top in (repo, *repo.parents):
+        dot = top / ".git"
+        if dot.is_dir():
+            return dot
+        if dot.is_file():
+            text = dot.read_text(errors="replace").strip()
+            if text.startswith("gitdir: "):
+                target = Path(text[len("gitdir: "):])
+                return target if target.is_absolute() else (top / target).resolve()
+            return None
+        if (top / "HEAD").is_file() and (top / "objects").is_dir():  # a bare repository (a Dask remote)
+            return top
+    return None

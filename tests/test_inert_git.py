@@ -1,0 +1,91 @@
+"""Orchestrate's own git calls never run a hook or a program the repository's config names (DESIGN §14.2).
+
+A hostile worker plants every kind in the shared git dir and leaves its change uncommitted, so that
+orchestrate's own `add`, `commit`, `merge` and worktree calls are the next git to run there. Each planted
+program would leave a mark; none may.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrate import git
+from tests.engine_helpers import campaign_repo, statuses
+from tests.helpers import make_repo
+
+HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-merge-commit", "post-merge",
+         "post-checkout", "reference-transaction", "post-rewrite", "pre-auto-gc", "post-index-change")
+
+PLANT = r"""#!/bin/sh
+set -e
+common=$(git rev-parse --path-format=absolute --git-common-dir)
+marks="$MARKS"
+prog() { printf '#!/bin/sh\necho "%s" >> "%s/ran"\ncat\n' "$1" "$marks" > "$2"; chmod +x "$2"; }
+mkdir -p "$common/hooks" "$common/evil-hooks" "$common/info"
+for h in HOOKS; do prog "hook $h" "$common/hooks/$h"; prog "hooksPath $h" "$common/evil-hooks/$h"; done
+prog fsmonitor "$common/fsmon"; prog filter "$common/filt"; prog textconv "$common/tconv"
+prog merge-driver "$common/mdrv"; prog gpg "$common/gpg"; prog include-filter "$common/incf"
+git config core.hooksPath "$common/evil-hooks"
+git config core.fsmonitor "$common/fsmon"
+git config filter.evil.clean "$common/filt"; git config filter.evil.smudge "$common/filt"
+git config filter.evil.required true
+git config diff.evil.textconv "$common/tconv"
+git config merge.evil.driver "$common/mdrv %A"
+git config commit.gpgSign true; git config gpg.program "$common/gpg"
+printf '[filter "inc"]\n\tclean = %s\n\tsmudge = %s\n' "$common/incf" "$common/incf" > "$common/extra.cfg"
+git config include.path "$common/extra.cfg"
+printf '* filter=evil diff=evil merge=evil\n*.txt filter=inc\n' > "$common/info/attributes"
+echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr AB ab).txt"
+""".replace("HOOKS", " ".join(HOOKS))
+
+DAG = """\
+topic: inert
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, file_surface: [a.txt], discipline: sh}
+  - {id: B, depends_on: [A], file_surface: [b.txt], discipline: sh}
+"""
+
+
+def test_nothing_planted_runs_inside_orchestrates_git(tmp_path, orch, monkeypatch):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("MARKS", str(marks))
+    repo = campaign_repo(tmp_path, DAG, PLANT)
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc in (0, 1, 75), result.err
+    assert not (marks / "ran").exists(), (marks / "ran").read_text()
+    assert "A" in statuses(repo, orch, "inert")
+
+
+def test_each_git_verb_is_inert_with_every_kind_planted(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    repo = make_repo(tmp_path / "r", {"f.txt": "one\n"})
+    common = repo / ".git"
+    (common / "hooks").mkdir(exist_ok=True)
+    for name in ("mark", *HOOKS):
+        script = common / "hooks" / name
+        script.write_text(f'#!/bin/sh\necho "{name}" >> "{marks}/ran"\ncat\n')
+        script.chmod(0o755)
+    mark = common / "hooks" / "mark"
+    for key, value in (("core.fsmonitor", str(mark)), ("filter.x.clean", str(mark)), ("filter.x.smudge", str(mark)),
+                       ("filter.x.required", "true"), ("diff.x.textconv", str(mark)),
+                       ("merge.x.driver", f"{mark} %A"), ("commit.gpgSign", "true"), ("gpg.program", str(mark))):
+        repo.git("config", key, value)
+    (common / "info").mkdir(exist_ok=True)
+    (common / "info" / "attributes").write_text("* filter=x diff=x merge=x\n")
+    base = git.out(repo, "rev-parse", "HEAD")
+    git.git(repo, "checkout", "-q", "-b", "side")
+    (repo / "f.txt").write_text("one\ntwo\n")
+    git.commit_all(repo, "side")
+    git.git(repo, "checkout", "-q", "main")
+    (repo / "f.txt").write_text("zero\none\n")
+    git.commit_all(repo, "main")
+    git.git(repo, "merge", "--no-ff", "--no-edit", "side")
+    wt = tmp_path / "wt"
+    git.worktree_add(repo, wt, "node", base)
+    git.changed_paths(repo, base, "HEAD")
+    git.git(repo, "diff", "--stat", base, "HEAD")
+    git.worktree_remove(repo, wt)
+    assert not (marks / "ran").exists(), (marks / "ran").read_text()
+    assert Path(repo / "f.txt").read_text() == "zero\none\ntwo\n"  # the built-in text merge did the merge
