@@ -67,6 +67,10 @@ class Halted(OrchestrateError):
     exit_code = ExitCode.FAILED
 
 
+class ForeignWrite(Halted):
+    """Something other than the engine wrote where only the engine writes (the recorder's journal)."""
+
+
 class Concurrency(OrchestrateError):
     exit_code = ExitCode.CONCURRENCY
 

@@ -35,6 +35,8 @@ class Context:
     audited_merges: int = 0  # how many merges that audit covered
     checkpointed: int = 0  # the journal entry the last checkpoint covers
     gate_plugins: dict | None = None  # the gate plugins the DAG names, loaded on first use
+    watch: object = None  # workers.fingerprint.Fingerprint taken before this layer's workers started
+    blamed: dict = field(default_factory=dict)  # node -> what it changed outside its node, while running
 
     @property
     def root(self) -> Path:

@@ -47,6 +47,9 @@ def drive(ctx: Context) -> int:
             ctx.recorder.commit(f"{ctx.topic}: interrupted in {state.value}")
         raise Interrupted(f"interrupted in {state.value}; workers stopped",
                           hint="`orchestrate resume` continues from here") from None
+    except Exception:  # a halt raised mid-state (a foreign write, a bug): no worker outlives the runner
+        ctx.executor.cancel_all()
+        raise
     finally:
         ctx.out.stop_live()
     return _finish(ctx, state)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from orchestrate import __version__, faults, git
-from orchestrate.errors import Concurrency, OrchestrateError
+from orchestrate.errors import Concurrency, ForeignWrite, OrchestrateError
 
 ENGINE = f"orchestrate@{__version__}"
 
@@ -39,6 +39,8 @@ class Recorder:
         self._tree: str | None = None  # the tree of `head`, once this runner has committed
         self.gates: dict[str, tuple] = {}  # gate entries made or read here: id -> (node, code), for R3
         self._read_all = False
+        self._size: int | None = None  # the journal's length after this runner's last write
+        self.suspects = lambda: []  # the engine names the nodes whose workers were running (a foreign write)
 
     # Resolved on first use: reading a campaign back (status) never needs them.
     @property
@@ -140,18 +142,41 @@ class Recorder:
             self.last_id = entry["id"]
             lines.append(json.dumps(entry, sort_keys=True, separators=(",", ":")).encode() + b"\n")
         self.journal.parent.mkdir(parents=True, exist_ok=True)
+        self._refuse_foreign_lines()
+        payload = b"".join(lines)
         with self.journal.open("ab") as fh:
-            fh.write(b"".join(lines))
+            fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
+            expected, self._size = (self._size or 0) + len(payload), None
+        self._refuse_foreign_lines(expected)  # a line appended by someone else at the same moment
+
+    def _refuse_foreign_lines(self, expected: int | None = None) -> None:
+        """The journal is written by this runner alone: anything else found in it is never committed."""
+        size = self.journal.stat().st_size if self.journal.exists() else 0
+        expected = self._size if expected is None else expected
+        if expected is None or size == expected:
+            self._size = size
+        else:  # every later write and commit refuses too, until a person restores the journal
+            self._size = expected
+            who = ", ".join(self.suspects()) or "something other than this runner"
+            raise ForeignWrite(f"{self.journal}: changed behind the engine's back ({size - expected:+d} bytes "
+                               f"since its last write) while {who} ran; nothing of it was committed",
+                               hint=f"inspect it with `git -C {self.ledger} diff`, restore it with "
+                                    f"`git -C {self.ledger} checkout -- {self.journal.relative_to(self.ledger)}`, "
+                                    "then `orchestrate resume`")
 
     # ---- commits ------------------------------------------------------------------------------
 
     def commit(self, subject: str, body: str = "") -> str:
         """Commit the recorder's files (held entries first) as one CAS step of the recorder branch."""
         self.flush()
+        if self._size is not None:
+            self._refuse_foreign_lines()
         faults.reach("flush")
         self._stage()
+        if self._size is not None:  # a line appended while `add` ran may be in the index: refuse it too
+            self._refuse_foreign_lines()
         tree = git.out(self.ledger, "write-tree")
         if self.head and tree == (self._tree or git.out(self.ledger, "rev-parse", f"{self.head}^{{tree}}")):
             return self.head  # nothing changed

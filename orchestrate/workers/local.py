@@ -69,7 +69,26 @@ def read_freeze(path: Path) -> tuple[dict | None, str]:
         paths = data["paths"]
         if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p for p in paths):
             return None, f"{path.name}: \"paths\" must be a non-empty list of paths"
+        bad = [f"{p} ({why})" for p in paths if (why := request_problem(p))]
+        if bad:
+            return None, f"{path.name}: surface-exceed asks for paths no node may have: {'; '.join(bad)}"
     return data, ""
+
+
+# What no surface may ever cover: git's own folders, the recorder, orchestrate's scratch space.
+FORBIDDEN_ROOTS = (".ledger", ".scratch")
+
+
+def request_problem(path: str) -> str | None:
+    """Why a surface-exceed request may not be granted, or None: only paths inside the project, and never
+    the recorder, the scratch space or anything of git's."""
+    from orchestrate.dag import surface
+    if why := surface.token_problem(path):
+        return why.replace("surface tokens are", "requests are")
+    segments = path.rstrip("/").split("/")
+    if segments[0] in FORBIDDEN_ROOTS or any(s.lower() == ".git" for s in segments):
+        return "belongs to git, the recorder or orchestrate's scratch space"
+    return None
 
 
 class Executor(Protocol):

@@ -1,6 +1,8 @@
 """What happens when a worker attempt ends: its result journalled, leftovers committed, freeze read, status set."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from orchestrate import git
 from orchestrate.recorder.campaign import LANDED
 
@@ -14,6 +16,12 @@ def returned(ctx, outcome, *, journal_result: bool = True) -> None:
                             "rc": outcome.rc, "timed_out": outcome.timed_out, "seconds": round(outcome.seconds, 3),
                             "log": outcome.log, "freeze": outcome.freeze, "freeze_error": outcome.freeze_error},
                  source_entity=f"worker:{outcome.node}", source_type="worker")
+    lock = _index_lock(path)
+    if lock is not None:  # git would refuse every call here; the attempt failed, the run goes on
+        lock.unlink(missing_ok=True)
+        fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worker left git's index.lock behind "
+                "(a git command it started was killed or is still running); its attempt failed")
+        return
     if path.exists() and git.has_changes(path):
         ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})
         git.commit_all(path, f"node {outcome.node}: changes left uncommitted by the worker",
@@ -21,6 +29,10 @@ def returned(ctx, outcome, *, journal_result: bool = True) -> None:
         ctx.emit("result", {"effect": "leftover-commit", "node": outcome.node})
         ctx.out.line(f"{outcome.node}: committed changes the worker left uncommitted")
     head = git.out(path, "rev-parse", "HEAD") if path.exists() else ns.base
+    if head != ns.base and not git.is_ancestor(ctx.root, ns.base, head):
+        fail_attempt(ctx, outcome, head, f"node {outcome.node}: its head {head[:12]} does not contain its base "
+                f"{ns.base[:12]} (the branch was reset or replaced); its attempt failed")
+        return
     update = {"node": outcome.node, "head": head, "rc": outcome.rc, "log": outcome.log,
               "seconds": round(ns.seconds + outcome.seconds, 3)}
     if outcome.freeze_error:
@@ -35,3 +47,22 @@ def returned(ctx, outcome, *, journal_result: bool = True) -> None:
         how = "timed out" if outcome.timed_out else f"exited {outcome.rc}"
         ctx.out.line(f"{outcome.node}: worker {how} after {outcome.seconds:.1f}s")
     ctx.emit("node", update)
+
+
+def _index_lock(worktree: Path) -> Path | None:
+    """The worktree's index.lock, when one was left behind (its admin dir is named by the `.git` file)."""
+    dot = worktree / ".git"
+    if not dot.is_file():
+        return None
+    text = dot.read_text(errors="replace").strip()
+    admin = Path(text.removeprefix("gitdir: "))
+    lock = (admin if admin.is_absolute() else worktree / admin) / "index.lock"
+    return lock if lock.exists() else None
+
+
+def fail_attempt(ctx, outcome, head: str, why: str) -> None:
+    """A failed attempt the gates never see: reported against the node, judged as a non-zero exit."""
+    ns = ctx.campaign.nodes[outcome.node]
+    ctx.out.line(why)
+    ctx.emit("node", {"node": outcome.node, "head": head, "rc": 2, "log": outcome.log, "status": LANDED,
+                      "feedback": why, "seconds": round(ns.seconds + outcome.seconds, 3)})

@@ -5,12 +5,12 @@ import json
 import time
 
 from orchestrate import faults
-from orchestrate.engine import schedule
+from orchestrate.engine import schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import DISPATCHED
 from orchestrate.seams.choices import CHOICES
-from orchestrate.workers.returns import returned
+from orchestrate.workers.returns import fail_attempt, returned
 
 POLL_FIRST, POLL_MAX = 0.002, 0.1  # quick workers are noticed at once, long ones cost little
 
@@ -20,9 +20,13 @@ def handle(ctx: Context) -> Outcome:
     pause = POLL_FIRST
     while True:
         finished = ex.poll()
+        running = ex.running()
+        if finished:
+            watch.check(ctx, [o.node for o in finished], [n for n, _ in running])
         for outcome in finished:
             returned(ctx, outcome)
-        running = ex.running()
+            if outcome.node in ctx.blamed:
+                fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].head, ctx.blamed.pop(outcome.node))
         if not running:
             break
         ctx.out.running(running)

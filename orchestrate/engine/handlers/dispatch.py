@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gates import premise
-from orchestrate.engine import schedule
+from orchestrate.engine import schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED
@@ -29,6 +29,7 @@ def handle(ctx: Context) -> Outcome:
                 ctx.out.line(f"{node_id}: INVALIDATED before dispatch: {verdict.summary}")
                 ctx.subject = node_id
                 return Outcome.REFUTED_PREMISE
+    watch.arm(ctx)
     for node_id in nodes:
         start(ctx, node_id, head)
     ctx.subject = " ".join(nodes)

@@ -28,8 +28,7 @@ def handle(ctx: Context) -> Outcome:
             worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
             ctx.out.line(f"{m}: nothing to merge (the worker changed nothing); accepted at {c.tip[:12]}")
         return Outcome.MERGED
-    if all(git.is_ancestor(ctx.root, c.nodes[m].head, c.branch) for m in changed):  # merged before a crash
-        sha = git.out(ctx.root, "rev-parse", c.branch)
+    if (sha := _merged_before_crash(ctx, [c.nodes[m].head for m in changed])) is not None:
         for m in members:
             ns = c.nodes[m]
             ctx.emit("merge", {"node": m, "sha": sha, "branch": ns.branch, "head": ns.head},
@@ -38,10 +37,16 @@ def handle(ctx: Context) -> Outcome:
         ctx.out.always(f"repair: {ctx.subject} was merged ({sha[:12]}) before the runner stopped; recorded it")
         return Outcome.MERGED
     branches = [c.nodes[m].branch for m in changed]
+    if moved := _moved_after_judging(ctx, changed):
+        return _rework(ctx, moved, Verdict("adherence", 1, "FAIL: the branch moved after its head was judged: "
+                                           + "; ".join(_moved_text(ctx, m) for m in moved)))
+    heads = [c.nodes[m].head for m in changed]
     ctx.emit("intent", {"effect": "merge", "node": first, "nodes": members, "branch": " ".join(branches),
                         "head": " ".join(c.nodes[m].head for m in changed), "onto": c.tip})
     # A group lands as one octopus merge: all of it or none of it, and never a half-merged campaign branch.
-    done = git.git(integ, "merge", "--no-ff", "--no-commit", "--no-edit", *branches, check=False, env=env)
+    # The judged shas, never the branch names: a branch a worker (or its leftover child) moves after
+    # judging must not carry unjudged commits into the campaign.
+    done = git.git(integ, "merge", "--no-ff", "--no-commit", "--no-edit", *heads, check=False, env=env)
     if done.rc != 0:
         conflicts = git.conflicted_paths(integ)
         git.merge_abort(integ)
@@ -70,6 +75,29 @@ def handle(ctx: Context) -> Outcome:
         worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
     ctx.out.line(f"{ctx.subject}: merged into {c.branch} ({sha[:12]})")
     return Outcome.MERGED
+
+
+def _merged_before_crash(ctx: Context, heads: list[str]) -> str | None:
+    """The campaign head when a runner that died after committing this merge left it there: a merge commit
+    on the campaign's first-parent line since the tip whose parents are the tip's line plus exactly these
+    heads. An ancestor is not enough: a branch reset to before its base is an ancestor of everything."""
+    c = ctx.campaign
+    for line in git.lines(ctx.root, "rev-list", "--first-parent", "--parents", f"{c.tip}..{c.branch}"):
+        sha, *parents = line.split()
+        if len(parents) > 1 and sorted(parents[1:]) == sorted(heads):
+            return git.out(ctx.root, "rev-parse", c.branch)
+    return None
+
+
+def _moved_after_judging(ctx: Context, members: list[str]) -> list[str]:
+    c = ctx.campaign
+    return [m for m in members if git.rev_parse(ctx.root, c.nodes[m].branch) not in (c.nodes[m].head, None)]
+
+
+def _moved_text(ctx: Context, node_id: str) -> str:
+    ns = ctx.campaign.nodes[node_id]
+    now = git.rev_parse(ctx.root, ns.branch) or "?"
+    return f"{ns.branch} was judged at {ns.head[:12]} and now points at {now[:12]} (nothing of it was merged)"
 
 
 def _cites(ns) -> list[str]:

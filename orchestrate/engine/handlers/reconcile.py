@@ -83,7 +83,8 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
 
 
 def _worker_failed(ns) -> Verdict:
-    reason = ns.feedback if ns.rc == 2 and "freeze" in ns.feedback else (
+    stated = ns.rc == 2 and ("freeze" in ns.feedback or "its attempt failed" in ns.feedback)  # set by returns
+    reason = ns.feedback if stated else (
         "the worker timed out" if ns.rc == 124 else f"the worker exited {ns.rc}")
     return Verdict("worker", 1, f"FAIL: {reason}; log: {ns.log}")
 

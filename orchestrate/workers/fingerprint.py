@@ -1,0 +1,105 @@
+"""What a worker must leave alone, fingerprinted before workers run and compared when one returns.
+
+Without the sandbox a worker can write anywhere the user can. Around every worker the engine takes a
+fingerprint of the shared git dir (config, hooks/, info/, and every ref but the running nodes' own
+branches) and of the user's checkout (HEAD, branch, index, status). A difference is attributed to the
+nodes that were running; planted config, hooks and attributes are put back byte for byte, so nothing a
+worker planted survives in the user's `.git`. A change in the checkout is only reported: the user may be
+working there.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrate import git
+
+_WATCHED_FILES = ("config", "config.worktree", "packed-refs.orig")  # read whole, restored whole
+_WATCHED_DIRS = ("hooks", "info")
+
+
+@dataclass
+class Fingerprint:
+    common: Path
+    files: dict[str, bytes | None] = field(default_factory=dict)  # relative path -> content (None: absent)
+    refs: dict[str, str] = field(default_factory=dict)
+    checkout: dict[str, str] = field(default_factory=dict)
+
+
+def take(root: Path, own_refs: set[str]) -> Fingerprint:
+    """`own_refs`: the refs the running workers may move (their own node branches)."""
+    common = _common_dir(root)
+    fp = Fingerprint(common, files=take_files(common))
+    fp.refs = {name: sha for name, sha in git.refs(root, "refs").items() if name not in own_refs}
+    fp.checkout = _checkout(root)
+    return fp
+
+
+def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[str]]:
+    """(changes to the git dir, changes to the user's checkout), each a list of sentences."""
+    found = []
+    for name in sorted(set(before.files) | set(after.files)):
+        old, new = before.files.get(name), after.files.get(name)
+        if old != new:
+            what = "created" if old is None else "deleted" if new is None else "changed"
+            found.append(f".git/{name} was {what}")
+    for name in sorted(set(before.refs) | set(after.refs)):
+        old, new = before.refs.get(name), after.refs.get(name)
+        if old != new:
+            found.append(f"ref {name} " + ("was created" if old is None else "was deleted" if new is None
+                                           else f"moved {old[:12]} -> {new[:12]}"))
+    checkout = [f"the checkout's {k} changed" for k in sorted(before.checkout)
+                if before.checkout[k] != after.checkout.get(k)]
+    return found, checkout
+
+
+def restore(before: Fingerprint) -> list[str]:
+    """Put the watched files back as they were; returns what was put back. Refs are reported, not moved:
+    orchestrate never force-moves a ref."""
+    now = take_files(before.common)
+    put_back = []
+    for name in sorted(set(before.files) | set(now)):
+        old = before.files.get(name)
+        if now.get(name) == old:
+            continue
+        path = before.common / name
+        if old is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.unlink(missing_ok=True)  # a symlink planted in its place is replaced, not followed
+            path.write_bytes(old)
+        put_back.append(f".git/{name}")
+    return put_back
+
+
+def take_files(common: Path) -> dict[str, bytes | None]:
+    files = {name: _read(common / name) for name in _WATCHED_FILES}
+    for folder in _WATCHED_DIRS:
+        base = common / folder
+        if base.is_dir():
+            for path in sorted(p for p in base.rglob("*") if p.is_file() or p.is_symlink()):
+                files[str(path.relative_to(common))] = _read(path)
+    return files
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        if path.is_symlink():
+            return b"symlink:" + str(path.readlink()).encode()
+        return path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+
+
+def _checkout(root: Path) -> dict[str, str]:
+    index = root / ".git" / "index"
+    return {"HEAD": git.rev_parse(root, "HEAD") or "", "branch": git.head_branch(root) or "(detached)",
+            "index": hashlib.sha256(index.read_bytes()).hexdigest() if index.is_file() else "",
+            "status": hashlib.sha256(git.status_porcelain(root).encode()).hexdigest()}
+
+
+def _common_dir(root: Path) -> Path:
+    dot = root / ".git"
+    return dot if dot.is_dir() else git.git_common_dir(root)

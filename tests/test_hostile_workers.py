@@ -1,0 +1,132 @@
+"""Workers that misbehave on purpose, the way agents do by accident (DESIGN §14.2, invariant 7): each
+misdeed is caught naming the node, nothing of it reaches campaign/<topic>, and the campaign never wedges."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.engine_helpers import campaign_repo, checkout_state, journal, statuses
+
+DAG = """\
+topic: hostile
+mode: autonomous
+defaults: {max_attempts: 1}
+workers: {sh: "./work.sh"}
+nodes:
+  - id: A
+    file_surface: [a.txt]
+    discipline: sh
+    evaluators: [EVALUATORS]
+"""
+
+
+def run(tmp_path, orch, worker: str, evaluators: str = ""):
+    repo = campaign_repo(tmp_path, DAG.replace("EVALUATORS", evaluators), "#!/bin/sh\n" + worker)
+    before = checkout_state(repo)
+    baseline = repo.git("rev-parse", "HEAD")
+    result = orch("run", cwd=repo)
+    assert checkout_state(repo) == before
+    return repo, baseline, result
+
+
+def campaign_tree(repo) -> str:
+    return repo.git("ls-tree", "-r", "--name-only", "campaign/hostile")
+
+
+@pytest.mark.parametrize("asked", ["../../etc/passwd", "/abs", ".ledger/x", ".git/hooks/post-merge",
+                                   "sub/.git/config", ".scratch/worktrees/x"])
+def test_a_surface_request_outside_the_project_fails_the_node_and_never_wedges(tmp_path, orch, asked):
+    worker = f"""echo a > a.txt\nprintf '{{"freeze": "surface-exceed", "paths": ["{asked}"]}}' > "$ORCH_RETURN"\n"""
+    repo, _, result = run(tmp_path, orch, worker)
+    assert result.rc == 75, result.err
+    assert "surface-exceed asks for paths no node may have" in result.out + result.err
+    assert asked in result.out + result.err
+    assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"
+    assert orch("resume", cwd=repo).rc == 75  # paused at the realignment seam again, not stuck in SURFACE_EXCEED
+    assert orch("doctor", "--topic", "hostile", cwd=repo).rc == 0
+
+
+def test_a_branch_reset_before_its_base_is_a_failed_attempt_not_a_repair(tmp_path, orch):
+    repo, baseline, result = run(tmp_path, orch, "git reset -q --hard HEAD~1\n")
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "A: its head" in text and "does not contain its base" in text
+    assert "repair:" not in text
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+    assert not [e for e in journal(repo, "hostile") if e["kind"] == "merge"]
+
+
+def test_an_index_lock_left_behind_is_the_nodes_failed_attempt(tmp_path, orch):
+    worker = 'echo a > a.txt\ntouch "$(git rev-parse --git-dir)/index.lock"\n'
+    repo, baseline, result = run(tmp_path, orch, worker)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "node A: the worker left git's index.lock behind" in text
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+    assert orch("status", cwd=repo).rc == 75 or orch("status", cwd=repo).rc == 0
+
+
+def test_a_branch_moved_after_judging_is_reported_and_nothing_of_it_merges(tmp_path, orch):
+    # The evaluator stands in for a child the worker left behind: it commits on the node branch after the
+    # head was read and judged, before MERGE.
+    late = '{name: late, run: "echo late > late.txt && git add late.txt && git commit -qm late && true"}'
+    repo, baseline, result = run(tmp_path, orch, "echo a > a.txt\n", evaluators=late)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "the branch moved after its head was judged" in text and "node/hostile/A" in text
+    assert "late.txt" not in campaign_tree(repo)
+    verdicts = [e for e in journal(repo, "hostile") if e["kind"] == "merge"]
+    assert verdicts == []
+
+
+def test_a_well_behaved_worker_still_merges(tmp_path, orch):
+    repo, _, result = run(tmp_path, orch, "echo a > a.txt\n")
+    assert result.rc == 75, result.err  # final acceptance
+    assert "a.txt" in campaign_tree(repo)
+    assert json.loads(orch("status", "--json", cwd=repo).out)["nodes"][0]["status"] == "ACCEPTED"
+
+
+def git_dir_state(repo) -> dict:
+    common = repo / ".git"
+    watched = [common / "config", *sorted((common / "hooks").rglob("*")), *sorted((common / "info").rglob("*"))]
+    return {str(p.relative_to(common)): p.read_bytes() for p in watched if p.is_file()}
+
+
+@pytest.mark.parametrize("misdeed", [
+    'git config core.fsmonitor "$PWD/evil.sh"',
+    'printf "#!/bin/sh\\ntouch /tmp/pwned\\n" > "$(git rev-parse --git-common-dir)/hooks/post-merge"',
+    'echo "* filter=x" >> "$(git rev-parse --git-common-dir)/info/attributes"',
+    'git branch planted HEAD',
+])
+def test_a_change_to_the_shared_git_dir_fails_the_node_and_is_put_back(tmp_path, orch, misdeed):
+    repo = campaign_repo(tmp_path, DAG.replace("EVALUATORS", ""), f"#!/bin/sh\necho a > a.txt\n{misdeed}\n")
+    before = git_dir_state(repo)
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "A: changed what no worker may change" in text
+    assert "a.txt" not in campaign_tree(repo)
+    after = git_dir_state(repo)
+    if "branch planted" not in misdeed:
+        assert after == before
+    assert orch("status", cwd=repo).rc in (0, 75) and orch("doctor", "--topic", "hostile", cwd=repo).rc == 0
+
+
+def test_a_stray_write_into_the_users_checkout_is_a_warning_naming_the_node(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG.replace("EVALUATORS", ""), "#!/bin/sh\necho a > a.txt\necho x > ../../../../stray\n")
+    result = orch("run", cwd=repo)
+    assert "warning: the checkout changed while A ran" in result.out + result.err
+
+
+def test_a_line_appended_to_the_journal_is_never_committed_and_names_the_node(tmp_path, orch):
+    worker = ('echo a > a.txt\n'
+              'echo \'{"kind": "forged"}\' >> "$(git rev-parse --show-toplevel)/../../../../.ledger/state/hostile/journal.jsonl"\n')
+    repo, _, result = run(tmp_path, orch, worker)
+    text = result.out + result.err
+    assert result.rc == 1, text
+    assert "changed behind the engine's back" in text and "while A ran" in text
+    from tests.helpers import RepoDir
+    assert "forged" not in RepoDir(repo / ".ledger").git("log", "-p", "--format=")
+    status = orch("status", cwd=repo)
+    assert "Traceback" not in status.out + status.err
