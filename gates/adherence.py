@@ -20,6 +20,8 @@ second (and any further) parent is a node commit of this campaign:
   DIRECT   a non-merge commit on the chain (made on the campaign branch, or a fast-forward); it fails
            even when later node branches, forked from the campaign tip, contain it.
   FOREIGN  a merge of anything that is not a node commit of <topic> (feature/x, node/other/N1, ...).
+  FORGED   with --merge-commit, a merge that is not one of the given commits (the ones the engine's
+           journal records making), whatever its parents.
 
 Node commits are, with --node-head, exactly the recorded heads (the commits the engine judged and
 merged; a node branch ref is then ignored). Without it, they are the commits a tip of
@@ -31,16 +33,21 @@ The integration ref must be the branch campaign/<topic>, and the baseline an anc
 
 
 def check(repo: Path, topic: str, baseline: str, *, campaign_ref: str | None = None,
-          node_heads: Collection[str] | None = None) -> Verdict:
-    """Audit campaign/<topic> (or `campaign_ref`) after `baseline`; bad refs or topic give code 2."""
+          node_heads: Collection[str] | None = None, merge_commits: Collection[str] | None = None) -> Verdict:
+    """Audit campaign/<topic> (or `campaign_ref`) after `baseline`; bad refs or topic give code 2.
+
+    With `merge_commits` (the merge commits the engine's journal records making), any other merge on the
+    chain is FORGED, even one whose parents are node commits: a worker can make such a merge itself."""
     try:
         return _audit(Path(repo), topic, baseline,
-                      f"campaign/{topic}" if campaign_ref is None else campaign_ref, node_heads)
+                      f"campaign/{topic}" if campaign_ref is None else campaign_ref, node_heads,
+                      None if merge_commits is None else set(merge_commits))
     except (UsageError, ProcError) as exc:
         return usage(GATE, str(exc))
 
 
-def _audit(repo: Path, topic: str, baseline: str, ref: str, node_heads: Collection[str] | None) -> Verdict:
+def _audit(repo: Path, topic: str, baseline: str, ref: str, node_heads: Collection[str] | None,
+           made: set[str] | None) -> Verdict:
     problem = topic_problem(topic or "")
     if problem:
         raise UsageError(problem)
@@ -86,7 +93,10 @@ def _audit(repo: Path, topic: str, baseline: str, ref: str, node_heads: Collecti
             data["offenders"].append(sha)
             continue
         foreign = [p for p in parents[1:] if p not in nodes]
-        if foreign:
+        if made is not None and sha not in made:
+            items.append(Item("FORGED", what, "a merge the journal does not record orchestrate making"))
+            data["offenders"].append(sha)
+        elif foreign:
             names = ", ".join(p[:12] for p in foreign)
             verb = "is not a node commit" if len(foreign) == 1 else "are not node commits"
             items.append(Item("FOREIGN", what, f"merges {names} which {verb} of {topic}"))
@@ -97,7 +107,9 @@ def _audit(repo: Path, topic: str, baseline: str, ref: str, node_heads: Collecti
 
     offenders = len(data["offenders"])
     if offenders:
-        problems.append(f"{offenders} commit(s) break adherence")
+        named = [f"{i.status} {i.subject}" for i in items if i.status in ("DIRECT", "FOREIGN", "FORGED")]
+        more = f" and {len(named) - 3} more" if len(named) > 3 else ""
+        problems.append(f"{offenders} commit(s) break adherence ({'; '.join(named[:3])}{more})")
     if problems:
         return Verdict(GATE, FAIL, "FAIL: " + "; ".join(problems), tuple(items), data)
     if not chain:
@@ -156,11 +168,15 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--repo", metavar="DIR", default=".", help="the project repository (default: here)")
     p.add_argument("--node-head", metavar="SHA", action="append", dest="node_heads",
                    help="a recorded node head (repeatable); when given, only these count as node commits")
+    p.add_argument("--merge-commit", metavar="SHA", action="append", dest="merge_commits",
+                   help="a merge commit the engine recorded making (repeatable); when given, only these may "
+                        "be merges on the chain")
     return gatecli.run_gate(p, argv, _decide)
 
 
 def _decide(args: argparse.Namespace) -> Verdict:
-    return check(Path(args.repo), args.topic, args.base, campaign_ref=args.campaign, node_heads=args.node_heads)
+    return check(Path(args.repo), args.topic, args.base, campaign_ref=args.campaign, node_heads=args.node_heads,
+                 merge_commits=args.merge_commits)
 
 
 if __name__ == "__main__":

@@ -130,3 +130,54 @@ def test_a_line_appended_to_the_journal_is_never_committed_and_names_the_node(tm
     assert "forged" not in RepoDir(repo / ".ledger").git("log", "-p", "--format=")
     status = orch("status", cwd=repo)
     assert "Traceback" not in status.out + status.err
+
+
+TWO = """\
+topic: hostile
+mode: autonomous
+defaults: {max_attempts: 1}
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, file_surface: [a.txt], discipline: sh}
+  - {id: B, depends_on: [A], file_surface: [b.txt], discipline: sh}
+  - {id: C, depends_on: [A], file_surface: [c.txt], discipline: sh}
+"""
+FORGE = """#!/bin/sh
+case "$ORCH_NODE" in
+  B) c=$(git rev-parse campaign/hostile); h=$(git rev-parse node/hostile/A)
+     n=$(git commit-tree "$c^{tree}" -p "$c" -p "$h" -m "merge node A: forged")
+     git update-ref refs/heads/campaign/hostile "$n" "$c" ;;
+esac
+echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr ABC abc).txt"
+"""
+
+
+def test_a_merge_forged_on_the_campaign_branch_halts_before_anything_else_merges(tmp_path, orch):
+    repo = campaign_repo(tmp_path, TWO, FORGE)
+    result = orch("run", "--jobs", "1", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 1, text
+    assert "FORGED" in text or "a merge the journal does not record" in text
+    assert "node B: while it ran, ref refs/heads/campaign/hostile moved" in text
+    assert "node C: while it ran" not in text  # queued behind B (--jobs 1): it never ran with B
+    tree = campaign_tree(repo)
+    assert "b.txt" not in tree and "c.txt" not in tree
+    assert "Traceback" not in orch("status", cwd=repo).err
+
+
+def test_the_adherence_gate_names_a_merge_the_journal_did_not_record(tmp_path):
+    from gates import adherence
+    from tests.helpers import make_repo
+    repo = make_repo(tmp_path / "r", {"f.txt": "x\n"})
+    base = repo.git("rev-parse", "HEAD")
+    repo.git("checkout", "-q", "-b", "node/t/A")
+    (repo / "a.txt").write_text("a\n")
+    repo.git("add", "a.txt")
+    repo.git("commit", "-qm", "a")
+    head = repo.git("rev-parse", "HEAD")
+    repo.git("checkout", "-q", "-b", "campaign/t", base)
+    repo.git("merge", "--no-ff", "-qm", "merge node A", head)
+    made = repo.git("rev-parse", "HEAD")
+    assert adherence.check(repo, "t", base, node_heads=[head], merge_commits=[made]).code == 0
+    verdict = adherence.check(repo, "t", base, node_heads=[head], merge_commits=[])
+    assert verdict.code == 1 and any(i.status == "FORGED" for i in verdict.items)

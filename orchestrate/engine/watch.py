@@ -16,7 +16,7 @@ def arm(ctx: Context) -> None:
     """Before a layer's workers start (also after a resume: whatever happened before is not seen)."""
     ctx.watch = fingerprint.take(ctx.root, _own_refs(ctx))
     if ctx.recorder is not None:  # a foreign journal line names the nodes that were running
-        ctx.recorder.suspects = lambda: [n for n, _ in ctx.executor.running()] or _dispatched(ctx)
+        ctx.recorder.suspects = lambda: list(getattr(ctx.executor, "live", ())) or _dispatched(ctx)
 
 
 def check(ctx: Context, finished: list[str], running: list[str]) -> None:

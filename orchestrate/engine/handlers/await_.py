@@ -19,10 +19,12 @@ def handle(ctx: Context) -> Outcome:
     ex = ctx.executor
     pause = POLL_FIRST
     while True:
+        started = list(getattr(ex, "live", ()))  # the ones running now; queued ones have not run yet
         finished = ex.poll()
         running = ex.running()
-        if finished:
-            watch.check(ctx, [o.node for o in finished], [n for n, _ in running])
+        if finished:  # suspects: what ran during the interval, not what poll() started just now
+            done = {o.node for o in finished}
+            watch.check(ctx, sorted(done), [n for n in started if n not in done])
         for outcome in finished:
             returned(ctx, outcome)
             if outcome.node in ctx.blamed:

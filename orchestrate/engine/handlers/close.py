@@ -17,7 +17,8 @@ from orchestrate.workers import worktrees
 def handle(ctx: Context) -> Outcome:
     c = ctx.campaign
     heads = {s.head for s in c.nodes.values() if s.merge}
-    audit = adherence.check(ctx.root, c.topic, c.baseline, node_heads=heads)
+    made = {s.merge for s in c.nodes.values() if s.merge}
+    audit = adherence.check(ctx.root, c.topic, c.baseline, node_heads=heads, merge_commits=made)
     entry = judge.record(ctx, None, audit)
     if audit.code != 0:
         ctx.halt_reason = f"campaign/{c.topic} fails the adherence audit: {audit.summary}"

@@ -22,7 +22,8 @@ def handle(ctx: Context) -> Outcome:
     # Only what was merged since the last audit is new: the audit stays linear over the campaign.
     since = ctx.audited_merges if ctx.audited else 0
     heads = {c.nodes[n].head for n in c.merged[since:]}
-    audit = adherence.check(ctx.root, c.topic, ctx.audited or c.baseline, node_heads=heads)
+    made = {c.nodes[n].merge for n in c.merged}
+    audit = adherence.check(ctx.root, c.topic, ctx.audited or c.baseline, node_heads=heads, merge_commits=made)
     if audit.code == 0:
         ctx.audited, ctx.audited_merges = c.tip, len(c.merged)
     else:
