@@ -181,3 +181,20 @@ def test_the_adherence_gate_names_a_merge_the_journal_did_not_record(tmp_path):
     assert adherence.check(repo, "t", base, node_heads=[head], merge_commits=[made]).code == 0
     verdict = adherence.check(repo, "t", base, node_heads=[head], merge_commits=[])
     assert verdict.code == 1 and any(i.status == "FORGED" for i in verdict.items)
+
+
+def test_a_surface_widened_in_the_campaigns_dag_is_never_honoured_without_the_seam(tmp_path, orch):
+    widen = ('dag="$(git rev-parse --show-toplevel)/../../../../.ledger/state/dag.yaml"\n'
+             'grep -q x.txt "$dag" || sed -i "s/file_surface: \\[a.txt\\]/file_surface: [a.txt, x.txt]/" "$dag"\n'
+             'echo a > a.txt\necho x > x.txt\n')
+    repo = campaign_repo(tmp_path, DAG.replace("    file_surface: [a.txt]", "    file_surface: [a.txt]")
+                         .replace("EVALUATORS", ""), "#!/bin/sh\n" + widen)
+    assert "file_surface: [a.txt]" in (repo / ".ledger/state/dag.yaml").read_text()
+    first = orch("run", cwd=repo)
+    assert first.rc == 75, first.err
+    assert "x.txt" in (repo / ".ledger/state/dag.yaml").read_text()  # the worker did widen it
+    assert orch("decide", "realignment", "rework", "--as", "p@example.com", cwd=repo).rc == 0
+    again = orch("resume", cwd=repo)
+    assert again.rc == 75, again.err
+    assert "x.txt" not in campaign_tree(repo)
+    assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"

@@ -6,7 +6,7 @@ import yaml
 from orchestrate.atomic import write_atomic
 from orchestrate.dag import yamlfile
 from orchestrate.engine.context import file_hash
-from orchestrate.errors import DagInvalid
+from orchestrate.errors import DagInvalid, Halted
 
 
 def _plain(value):
@@ -24,6 +24,10 @@ def amend_node(ctx, node_id: str, reason: str, *, add_surface: list[str] | None 
     An amendment that would make the DAG invalid is not written; DagInvalid says why.
     """
     path = ctx.dag_file
+    if ctx.campaign.dag_hash and file_hash(path) != ctx.campaign.dag_hash:
+        raise Halted(f"{path} changed outside the engine while the campaign ran, so it cannot be amended now",
+                     hint="restore it from the recorder (`git -C .ledger diff` shows the edit); a person's "
+                          "edit of the plan is settled by the dag-amendment seam at the next layer boundary")
     data, _ = yamlfile.load(path.read_text(), str(path))
     data = _plain(data)
     for raw in data["nodes"]:
@@ -38,10 +42,10 @@ def amend_node(ctx, node_id: str, reason: str, *, add_surface: list[str] | None 
     old_text = path.read_text()
     write_atomic(path, new_text)
     try:
-        dag = ctx.reload_dag()
+        dag = ctx.reload_dag(edited=True)
     except DagInvalid:
         write_atomic(path, old_text)
-        ctx.reload_dag()
+        ctx.reload_dag(edited=True)
         raise
     ctx.emit("dag", {"node": node_id, "reason": reason, "add_surface": add_surface or [],
                      "serialize": serialize, "expect": {str(k): v for k, v in (expect or {}).items()}})

@@ -67,8 +67,21 @@ class Context:
     def dag_file(self) -> Path:
         return Path(self.campaign.dag_path)
 
-    def reload_dag(self) -> Dag:
-        self.dag = load_dag(self.dag_file, topic=self.campaign.topic, brief_dir=self.brief_dir)
+    def reload_dag(self, *, edited: bool = False) -> Dag:
+        """The plan as recorded. A DAG file edited behind the engine's back (a worker widening its own
+        surface) is never honoured here: only the dag-amendment seam or the engine's own amendment
+        (`edited=True`) adopt an edit; until then the recorded version is read from the recorder."""
+        path = self.dag_file
+        if not edited and self.campaign.dag_hash and file_hash(path) != self.campaign.dag_hash:
+            recorded = recorded_text(self.layout.ledger, path, self.campaign.dag_hash)
+            if recorded is not None:
+                import tempfile
+                with tempfile.TemporaryDirectory() as tmp:
+                    copy = Path(tmp) / path.name
+                    copy.write_bytes(recorded)
+                    self.dag = load_dag(copy, topic=self.campaign.topic, brief_dir=self.brief_dir or path.parent)
+                return self.dag
+        self.dag = load_dag(path, topic=self.campaign.topic, brief_dir=self.brief_dir)
         return self.dag
 
     @property
@@ -78,3 +91,17 @@ class Context:
 
 def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def recorded_text(ledger: Path, path: Path, digest: str) -> bytes | None:
+    """The content of `path` the recorder committed with this sha256, newest first; None when none has it."""
+    try:
+        rel = str(path.resolve().relative_to(ledger.resolve()))
+    except ValueError:
+        return None
+    from orchestrate import git
+    for sha in git.lines(ledger, "log", "--format=%H", "--", rel):
+        done = git.git(ledger, "show", f"{sha}:{rel}", check=False)
+        if done and hashlib.sha256(done.stdout.encode()).hexdigest() == digest:
+            return done.stdout.encode()
+    return None

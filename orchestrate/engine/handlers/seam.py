@@ -100,7 +100,7 @@ def _apply(ctx: Context, d: dict) -> Outcome:
         return Outcome.SKIP
     if seam == "dag-amendment":
         try:
-            dag = ctx.reload_dag()
+            dag = ctx.reload_dag(edited=True)
         except DagInvalid as exc:
             ctx.halt_reason = "the amended DAG is invalid:\n" + "\n".join(f"  {p}" for p in exc.problems)
             ctx.emit("halt", {"reason": ctx.halt_reason}, derived_from=[d["id"]])
