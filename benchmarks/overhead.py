@@ -4,7 +4,9 @@ commit, `merge --no-ff` in an integration worktree, worktree remove; plus one co
 repository per transition, as the recorder does).
 
 Run by hand: .venv/bin/python benchmarks/overhead.py [--sizes 16,64,256] [--layers 4]
-Target: ratio <= 1.5 at every N, and per-node cost flat in N.
+Target: ratio <= 1.5 at every N, and per-node cost flat in N. The engine runs twice per size, with workers
+outside the sandbox (`sandbox: none`, the ratio against the by-hand script) and inside it (`sandbox: bwrap`,
+when bubblewrap works here), and the sandbox's cost per node is printed against the first.
 """
 from __future__ import annotations
 
@@ -38,11 +40,11 @@ def repo_with(root: Path, name: str) -> Path:
     return repo
 
 
-def engine(root: Path, n: int, layers: int) -> float:
-    repo = repo_with(root, f"engine-{n}")
+def engine(root: Path, n: int, layers: int, sandbox: str = "none") -> float:
+    repo = repo_with(root, f"engine-{n}-{sandbox}")
     sh(repo, str(BIN / "orchestrate"), "init")
     per = max(1, n // layers)
-    lines = ["topic: over", "workers: {sh: ./work.sh}", "nodes:"]
+    lines = ["topic: over", f"defaults: {{sandbox: {sandbox}}}", "workers: {sh: ./work.sh}", "nodes:"]
     for i in range(n):
         dep = f"N{i - per}" if i >= per else ""
         lines.append(f"  - {{id: N{i}, depends_on: [{dep}], file_surface: [N{i}.txt], discipline: sh}}")
@@ -83,13 +85,20 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--dir", default=None, help="where to build the repositories (e.g. /dev/shm for tmpfs)")
     a = ap.parse_args()
-    print(f"{'nodes':>6} {'orchestrate':>12} {'by hand':>9} {'ratio':>6} {'per node':>9}  target <= 1.5")
+    from orchestrate.workers import sandbox
+    boxed = sandbox.probe() is None
+    print(f"{'nodes':>6} {'orchestrate':>12} {'by hand':>9} {'ratio':>6} {'per node':>9}  target <= 1.5"
+          + (f"  {'sandboxed':>10} {'vs none':>8} {'+per node':>10}" if boxed else "  (no sandbox here)"))
     for n in (int(x) for x in a.sizes.split(",")):
         with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
             hand = by_hand(Path(tmp), n)
             ours = engine(Path(tmp), n, a.layers)
-        print(f"{n:>6} {ours:>11.2f}s {hand:>8.2f}s {ours / hand:>6.2f} {1000 * ours / n:>7.0f}ms  "
-              f"{'PASS' if ours / hand <= 1.5 else 'MISS'}")
+            jailed = engine(Path(tmp), n, a.layers, "bwrap") if boxed else None
+        line = (f"{n:>6} {ours:>11.2f}s {hand:>8.2f}s {ours / hand:>6.2f} {1000 * ours / n:>7.0f}ms  "
+                f"{'PASS' if ours / hand <= 1.5 else 'MISS'}")
+        if jailed is not None:
+            line += f"  {jailed:>9.2f}s {jailed / ours:>8.2f} {1000 * (jailed - ours) / n:>8.0f}ms"
+        print(line)
 
 
 if __name__ == "__main__":

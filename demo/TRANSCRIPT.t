@@ -1,6 +1,18 @@
-The demo campaign, step by step. `orchestrate replay demo/TRANSCRIPT.t` runs every command below in a
-scratch directory and checks its output and exit code (cram format: `[N]` is a non-zero exit code,
-`(re)` and `(glob)` mark lines that vary from run to run).
+The demo campaign, step by step. `orchestrate replay demo/TRANSCRIPT.t` (or `prysk`, or `cram`, with
+`orchestrate` on the PATH) runs every command below in a scratch directory and checks its output and
+exit code (cram format: `[N]` is a non-zero exit code, `(re)` and `(glob)` mark lines that vary from
+run to run).
+
+Everything the campaign needs from its surroundings is set up here: a home of its own with a git
+identity and `main` as the default branch, no system git configuration, and plain uncoloured output:
+
+  $ export HOME="$PWD/home" GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1 TERM=dumb CI=true
+  $ unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_CONFIG_GLOBAL XDG_CONFIG_HOME ORCH_TOPIC ORCH_NODE
+  $ unset GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL
+  $ mkdir -p "$HOME"
+  $ git config --global user.name "Replay Person"
+  $ git config --global user.email replay@example.com
+  $ git config --global init.defaultBranch main
 
 A fresh project with the demo's scripted workers, and its recorder:
 

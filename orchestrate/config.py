@@ -1,4 +1,4 @@
-"""`<ledger>/config.yaml`: one reader for all its sections (coherence, executor), so a file that cannot
+"""`<ledger>/config.yaml`: one reader for all its sections (coherence, executor, notify), so a file that cannot
 be read or parsed is reported the same way whichever part of orchestrate reads it."""
 from __future__ import annotations
 
@@ -37,3 +37,65 @@ def read(ledger: Path | None, name: str) -> Section:
     if not isinstance(data, dict):
         raise UsageError(f"{path}: expected a mapping of settings at the top, got {type(data).__name__}")
     return Section(path, data.get(name), data.key_line(name) if name in data else 0)
+
+
+NOTIFY_EVENTS = ("seam", "halt", "done", "verdict")
+NOTIFY_KEYS = ("run", "events", "timeout")
+NOTIFY_TIMEOUT = 10.0  # seconds: long enough for a webhook, short enough that the end of a run never waits long
+
+
+@dataclass(frozen=True)
+class NotifyCommand:
+    run: str  # a shell command line
+    events: tuple[str, ...] = ("seam", "halt", "done")  # verdicts are many: only on request
+    timeout: float = NOTIFY_TIMEOUT
+
+
+def notify(ledger: Path | None) -> list[NotifyCommand]:
+    """The `notify:` section: a command, or a list of commands and {run, events, timeout} mappings."""
+    found = read(ledger, "notify")
+    value = found.value
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [_notify_command(found, "notify", found.line, value)]
+    if not isinstance(value, list):
+        raise found.error("notify", found.line, "expected a command, or a list of commands")
+    return [_notify_item(found, value, i) for i in range(len(value))]
+
+
+def _notify_item(found: Section, items: list, i: int) -> NotifyCommand:
+    item, where = items[i], f"notify[{i}]"
+    line = items.item_line(i) if hasattr(items, "item_line") else found.line
+    if isinstance(item, str):
+        return _notify_command(found, where, line, item)
+    if not isinstance(item, dict):
+        raise found.error(where, line, "expected a command, or a mapping of run, events and timeout")
+    for key in item:
+        if key not in NOTIFY_KEYS:
+            raise found.error(f"{where}.{key}", _key_line(item, key, line), f"unknown key; keys: {', '.join(NOTIFY_KEYS)}")
+    if "run" not in item:
+        raise found.error(where, line, "no `run:`: the command to run")
+    command = _notify_command(found, f"{where}.run", _key_line(item, "run", line), item["run"])
+    events = item.get("events", list(command.events))
+    events = [events] if isinstance(events, str) else events
+    at = _key_line(item, "events", line)
+    if not isinstance(events, list) or not events:
+        raise found.error(f"{where}.events", at, f"expected a list of events out of {', '.join(NOTIFY_EVENTS)}")
+    for event in events:
+        if event not in NOTIFY_EVENTS:
+            raise found.error(f"{where}.events", at, f"unknown event `{event}`; events: {', '.join(NOTIFY_EVENTS)}")
+    timeout = item.get("timeout", NOTIFY_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise found.error(f"{where}.timeout", _key_line(item, "timeout", line), "expected a number of seconds above 0")
+    return NotifyCommand(command.run, tuple(dict.fromkeys(events)), float(timeout))
+
+
+def _notify_command(found: Section, where: str, line: int, command: object) -> NotifyCommand:
+    if not isinstance(command, str) or not command.strip():
+        raise found.error(where, line, "expected a command line")
+    return NotifyCommand(command)
+
+
+def _key_line(mapping: dict, key: str, default: int) -> int:
+    return mapping.key_line(key) if hasattr(mapping, "key_line") and key in mapping else default

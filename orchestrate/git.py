@@ -281,3 +281,44 @@ def show_file(repo: str | Path, rev: str, path: str) -> str | None:
 
 def files_in_commit(repo: str | Path, sha: str) -> list[str]:
     return lines(repo, "diff-tree", "--root", "--no-commit-id", "--name-only", "-r", "--no-renames", sha)
+
+
+# ---- objects from a sandboxed worker's private store ---------------------------------------------
+
+def index_pack_into(repo: str | Path, pack: Path, dest: Path) -> None:
+    """Verify every object of `pack` (index-pack refuses a corrupt one) and add pack and index to `dest`."""
+    import shutil
+    idx = pack.with_suffix(".idx")
+    git(repo, "index-pack", "-o", str(idx), str(pack))
+    dest.mkdir(parents=True, exist_ok=True)
+    for part in (pack, idx):
+        if not (dest / part.name).exists():
+            shutil.copyfile(part, dest / f".{part.name}.tmp")
+            (dest / f".{part.name}.tmp").replace(dest / part.name)
+
+
+def admin_dir(worktree: str | Path) -> Path | None:
+    """A linked worktree's own folder in the common git dir (HEAD, index, logs), from its `.git` file."""
+    dot = Path(worktree) / ".git"
+    if not dot.is_file():
+        return None
+    text = dot.read_text(errors="replace").strip().removeprefix("gitdir: ")
+    path = Path(text)
+    return path if path.is_absolute() else (Path(worktree) / path).resolve()
+
+
+# ---- campaign life: several topics on one recorder, and cleaning up after ended campaigns ---------
+
+def trailer_values(repo: str | Path, rev_range: str, key: str) -> list[str]:
+    """The `key:` trailer of each commit in `rev_range`, newest first ("" for a commit without one)."""
+    out_ = git(repo, "log", f"--format=%(trailers:key={key},valueonly,separator=%x2C)%x00", rev_range).stdout
+    return [chunk.strip() for chunk in out_.split("\0")[:-1]]
+
+
+def delete_branch(repo: str | Path, branch: str, sha: str) -> bool:
+    """Delete refs/heads/`branch` only while it still points at `sha`; False when it moved."""
+    return bool(git(repo, "update-ref", "-d", f"refs/heads/{branch}", sha, check=False))
+
+
+def worktree_prune(repo: str | Path) -> None:
+    git(repo, "worktree", "prune")

@@ -120,3 +120,61 @@ def group_alive(pid: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def kill_tagged(tags: Mapping[str, str]) -> list[int]:
+    """SIGKILL every process whose environment carries all of `tags` (a worker's ORCH_TOPIC, ORCH_NODE,
+    ORCH_ATTEMPT): what a worker left running in a session or process group of its own (`setsid`,
+    double forks) still inherits them. Returns the pids killed. Linux only; elsewhere nothing is found."""
+    wanted = {f"{k}={v}".encode() for k, v in tags.items()}
+    killed = []
+    me = os.getpid()
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return killed
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                env = set(fh.read().split(b"\0"))
+        except OSError:  # gone, or not ours to read
+            continue
+        if wanted <= env:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed
+
+
+@dataclass(frozen=True)
+class Merged:
+    rc: int
+    output: bytes  # stdout and stderr interleaved, as the bytes arrived
+    timed_out: bool = False
+
+
+def run_merged(cmd: Sequence[str], *, stdin: bytes, cwd: str | Path, env: Mapping[str, str] | None = None,
+               timeout: float | None = None) -> Merged:
+    """Feed `stdin` to a command and capture stdout and stderr as one stream of bytes, undecoded:
+    a transcript's shell reads its script this way, and its output must survive byte for byte."""
+    argv = [str(c) for c in cmd]
+    try:
+        child = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), start_new_session=True,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    except OSError as exc:
+        raise ProcError(argv, None, message=f"cannot start `{argv[0]}`: {exc.strerror or exc}") from exc
+    try:
+        out, _ = child.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(child.pid)
+        out, _ = child.communicate()
+        return Merged(124, out, True)
+    except BaseException:
+        kill_group(child.pid)
+        child.wait()
+        raise
+    return Merged(child.returncode, out)

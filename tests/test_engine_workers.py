@@ -111,7 +111,7 @@ def test_a_terminal_gets_a_live_line_per_running_node_and_a_pipe_gets_no_cursor_
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     child = pexpect.spawn(sys.executable, ["-m", "orchestrate", "run"], cwd=str(repo), env=env, encoding="utf-8",
                           timeout=60)
-    child.expect(r"running N1\s+\d+\.\ds")
+    child.expect(r"N1\s+running\s+\d+\.\ds")
     child.expect(r"decide \(accept, reject, pause\)")
     child.sendeof()
     child.expect(pexpect.EOF)

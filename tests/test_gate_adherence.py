@@ -104,7 +104,7 @@ def test_8_4_a_campaign_started_at_a_node_tip_fails(repo):
     v = adherence.check(repo, "test", base)
     assert v.code == 1
     assert [(i.status, i.subject[:12]) for i in v.items] == [("DIRECT", alpha[:12]), ("OK", good[:12])]
-    assert v.summary == "FAIL: 1 commit(s) break adherence"
+    assert v.summary.startswith("FAIL: 1 commit(s) break adherence (")
 
 
 def test_8_4_a_true_octopus_of_node_commits_passes(repo):
@@ -137,7 +137,7 @@ def test_8_4_b_fast_forward_fails(repo):
     v = adherence.check(repo, "ff", base)
     assert v.code == 1
     assert statuses(v) == ["DIRECT", "DIRECT"]
-    assert v.summary == "FAIL: 2 commit(s) break adherence"
+    assert v.summary.startswith("FAIL: 2 commit(s) break adherence (")
 
 
 def test_8_4_c_direct_bypass_fails(repo):
@@ -249,7 +249,7 @@ def test_a_merged_foreign_branch_fails(repo):
     merge(repo, "feature/x", message="merge feature x")
     v = adherence.check(repo, "t", base)
     assert v.code == 1 and statuses(v) == ["OK", "FOREIGN"]
-    assert v.summary == "FAIL: 1 commit(s) break adherence"
+    assert v.summary.startswith("FAIL: 1 commit(s) break adherence (")
 
 
 @pytest.mark.parametrize("other", ["node/othertopic/N1", "node/t2/N1", "node/N1"])
@@ -356,7 +356,7 @@ def test_cli_exit_codes_and_lines(repo, orch):
     r = orch("gate", "adherence", "--topic", "t", "--base", base, "--repo", repo)
     assert r.rc == 1
     assert f"DIRECT     {flat[:12]}  direct: flat  <- not a merge" in r.out
-    assert r.out.splitlines()[-1] == "FAIL: 1 commit(s) break adherence"
+    assert r.out.splitlines()[-1].startswith("FAIL: 1 commit(s) break adherence (")
     r = orch("gate", "adherence", "--topic", "t", "--base", base, "--campaign", "main", "--repo", repo)
     assert r.rc == 1
     r = orch("gate", "adherence", "--topic", "t", "--base", base, "--repo", repo, "--json")

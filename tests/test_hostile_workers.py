@@ -1,5 +1,7 @@
 """Workers that misbehave on purpose, the way agents do by accident (DESIGN §14.2, invariant 7): each
-misdeed is caught naming the node, nothing of it reaches campaign/<topic>, and the campaign never wedges."""
+misdeed is caught naming the node, nothing of it reaches campaign/<topic>, the user's `.git` is left as it
+was, and the campaign never wedges. Every test runs twice: in the bubblewrap sandbox (where most misdeeds
+fail at once: the paths are read-only) and with `sandbox: none` (where orchestrate must detect them)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +13,7 @@ from tests.engine_helpers import campaign_repo, checkout_state, journal, statuse
 DAG = """\
 topic: hostile
 mode: autonomous
-defaults: {max_attempts: 1}
+defaults: {max_attempts: 1, sandbox: MODE}
 workers: {sh: "./work.sh"}
 nodes:
   - id: A
@@ -21,8 +23,21 @@ nodes:
 """
 
 
-def run(tmp_path, orch, worker: str, evaluators: str = ""):
-    repo = campaign_repo(tmp_path, DAG.replace("EVALUATORS", evaluators), "#!/bin/sh\n" + worker)
+@pytest.fixture(params=["bwrap", "none"])
+def mode(request):
+    if request.param == "bwrap":
+        from orchestrate.workers import sandbox
+        if (why := sandbox.probe()) is not None:
+            pytest.skip(f"no sandbox here: {why}")
+    return request.param
+
+
+def dag(mode: str, evaluators: str = "", template: str = DAG) -> str:
+    return template.replace("EVALUATORS", evaluators).replace("MODE", mode)
+
+
+def run(tmp_path, orch, worker: str, mode: str, evaluators: str = ""):
+    repo = campaign_repo(tmp_path, dag(mode, evaluators), "#!/bin/sh\n" + worker)
     before = checkout_state(repo)
     baseline = repo.git("rev-parse", "HEAD")
     result = orch("run", cwd=repo)
@@ -36,9 +51,9 @@ def campaign_tree(repo) -> str:
 
 @pytest.mark.parametrize("asked", ["../../etc/passwd", "/abs", ".ledger/x", ".git/hooks/post-merge",
                                    "sub/.git/config", ".scratch/worktrees/x"])
-def test_a_surface_request_outside_the_project_fails_the_node_and_never_wedges(tmp_path, orch, asked):
+def test_a_surface_request_outside_the_project_fails_the_node_and_never_wedges(tmp_path, orch, asked, mode):
     worker = f"""echo a > a.txt\nprintf '{{"freeze": "surface-exceed", "paths": ["{asked}"]}}' > "$ORCH_RETURN"\n"""
-    repo, _, result = run(tmp_path, orch, worker)
+    repo, _, result = run(tmp_path, orch, worker, mode)
     assert result.rc == 75, result.err
     assert "surface-exceed asks for paths no node may have" in result.out + result.err
     assert asked in result.out + result.err
@@ -47,8 +62,8 @@ def test_a_surface_request_outside_the_project_fails_the_node_and_never_wedges(t
     assert orch("doctor", "--topic", "hostile", cwd=repo).rc == 0
 
 
-def test_a_branch_reset_before_its_base_is_a_failed_attempt_not_a_repair(tmp_path, orch):
-    repo, baseline, result = run(tmp_path, orch, "git reset -q --hard HEAD~1\n")
+def test_a_branch_reset_before_its_base_is_a_failed_attempt_not_a_repair(tmp_path, orch, mode):
+    repo, baseline, result = run(tmp_path, orch, "git reset -q --hard HEAD~1\n", mode)
     text = result.out + result.err
     assert result.rc == 75, text
     assert "A: its head" in text and "does not contain its base" in text
@@ -57,9 +72,9 @@ def test_a_branch_reset_before_its_base_is_a_failed_attempt_not_a_repair(tmp_pat
     assert not [e for e in journal(repo, "hostile") if e["kind"] == "merge"]
 
 
-def test_an_index_lock_left_behind_is_the_nodes_failed_attempt(tmp_path, orch):
+def test_an_index_lock_left_behind_is_the_nodes_failed_attempt(tmp_path, orch, mode):
     worker = 'echo a > a.txt\ntouch "$(git rev-parse --git-dir)/index.lock"\n'
-    repo, baseline, result = run(tmp_path, orch, worker)
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
     text = result.out + result.err
     assert result.rc == 75, text
     assert "node A: the worker left git's index.lock behind" in text
@@ -67,11 +82,12 @@ def test_an_index_lock_left_behind_is_the_nodes_failed_attempt(tmp_path, orch):
     assert orch("status", cwd=repo).rc == 75 or orch("status", cwd=repo).rc == 0
 
 
-def test_a_branch_moved_after_judging_is_reported_and_nothing_of_it_merges(tmp_path, orch):
+def test_a_branch_moved_after_judging_is_reported_and_nothing_of_it_merges(tmp_path, orch, mode):
     # The evaluator stands in for a child the worker left behind: it commits on the node branch after the
     # head was read and judged, before MERGE.
-    late = '{name: late, run: "echo late > late.txt && git add late.txt && git commit -qm late && true"}'
-    repo, baseline, result = run(tmp_path, orch, "echo a > a.txt\n", evaluators=late)
+    late = ('{name: late, run: "echo late > late.txt && git add late.txt && c=$(git commit-tree $(git write-tree) '
+            '-p HEAD -m late) && git update-ref refs/heads/node/hostile/A $c && git reset -q"}')
+    repo, baseline, result = run(tmp_path, orch, "echo a > a.txt\n", mode, evaluators=late)
     text = result.out + result.err
     assert result.rc == 75, text
     assert "the branch moved after its head was judged" in text and "node/hostile/A" in text
@@ -80,11 +96,15 @@ def test_a_branch_moved_after_judging_is_reported_and_nothing_of_it_merges(tmp_p
     assert verdicts == []
 
 
-def test_a_well_behaved_worker_still_merges(tmp_path, orch):
-    repo, _, result = run(tmp_path, orch, "echo a > a.txt\n")
+def test_a_well_behaved_worker_still_merges(tmp_path, orch, mode):
+    repo, _, result = run(tmp_path, orch, "echo a > a.txt\n", mode)
     assert result.rc == 75, result.err  # final acceptance
     assert "a.txt" in campaign_tree(repo)
     assert json.loads(orch("status", "--json", cwd=repo).out)["nodes"][0]["status"] == "ACCEPTED"
+
+
+def attempt_log(repo) -> str:
+    return (repo / ".scratch" / "runs" / "hostile" / "A" / "attempt-1.log").read_text()
 
 
 def git_dir_state(repo) -> dict:
@@ -99,13 +119,16 @@ def git_dir_state(repo) -> dict:
     'echo "* filter=x" >> "$(git rev-parse --git-common-dir)/info/attributes"',
     'git branch planted HEAD',
 ])
-def test_a_change_to_the_shared_git_dir_fails_the_node_and_is_put_back(tmp_path, orch, misdeed):
-    repo = campaign_repo(tmp_path, DAG.replace("EVALUATORS", ""), f"#!/bin/sh\necho a > a.txt\n{misdeed}\n")
+def test_a_change_to_the_shared_git_dir_fails_the_node_and_is_put_back(tmp_path, orch, misdeed, mode):
+    repo = campaign_repo(tmp_path, dag(mode), f"#!/bin/sh\necho a > a.txt\n{misdeed}\n")
     before = git_dir_state(repo)
     result = orch("run", cwd=repo)
     text = result.out + result.err
     assert result.rc == 75, text
-    assert "A: changed what no worker may change" in text
+    if mode == "none":
+        assert "A: changed what no worker may change" in text
+    else:
+        assert "Read-only file system" in attempt_log(repo) or "read-only" in attempt_log(repo).lower()
     assert "a.txt" not in campaign_tree(repo)
     after = git_dir_state(repo)
     if "branch planted" not in misdeed:
@@ -113,19 +136,27 @@ def test_a_change_to_the_shared_git_dir_fails_the_node_and_is_put_back(tmp_path,
     assert orch("status", cwd=repo).rc in (0, 75) and orch("doctor", "--topic", "hostile", cwd=repo).rc == 0
 
 
-def test_a_stray_write_into_the_users_checkout_is_a_warning_naming_the_node(tmp_path, orch):
-    repo = campaign_repo(tmp_path, DAG.replace("EVALUATORS", ""), "#!/bin/sh\necho a > a.txt\necho x > ../../../../stray\n")
+def test_a_stray_write_into_the_users_checkout_is_a_warning_naming_the_node(tmp_path, orch, mode):
+    repo = campaign_repo(tmp_path, dag(mode), "#!/bin/sh\necho a > a.txt\necho x > ../../../../stray\n")
     result = orch("run", cwd=repo)
-    assert "warning: the checkout changed while A ran" in result.out + result.err
+    if mode == "none":
+        assert "warning: the checkout changed while A ran" in result.out + result.err
+    else:
+        assert not (repo / "stray").exists()
+        assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"  # the refused write failed the worker
 
 
-def test_a_line_appended_to_the_journal_is_never_committed_and_names_the_node(tmp_path, orch):
+def test_a_line_appended_to_the_journal_is_never_committed_and_names_the_node(tmp_path, orch, mode):
     worker = ('echo a > a.txt\n'
               'echo \'{"kind": "forged"}\' >> "$(git rev-parse --show-toplevel)/../../../../.ledger/state/hostile/journal.jsonl"\n')
-    repo, _, result = run(tmp_path, orch, worker)
+    repo, _, result = run(tmp_path, orch, worker, mode)
     text = result.out + result.err
-    assert result.rc == 1, text
-    assert "changed behind the engine's back" in text and "while A ran" in text
+    if mode == "none":
+        assert result.rc == 1, text
+        assert "changed behind the engine's back" in text and "while A ran" in text
+    else:
+        assert result.rc == 75, text
+        assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"
     from tests.helpers import RepoDir
     assert "forged" not in RepoDir(repo / ".ledger").git("log", "-p", "--format=")
     status = orch("status", cwd=repo)
@@ -135,7 +166,7 @@ def test_a_line_appended_to_the_journal_is_never_committed_and_names_the_node(tm
 TWO = """\
 topic: hostile
 mode: autonomous
-defaults: {max_attempts: 1}
+defaults: {max_attempts: 1, sandbox: MODE}
 workers: {sh: "./work.sh"}
 nodes:
   - {id: A, file_surface: [a.txt], discipline: sh}
@@ -152,16 +183,22 @@ echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr ABC abc).txt"
 """
 
 
-def test_a_merge_forged_on_the_campaign_branch_halts_before_anything_else_merges(tmp_path, orch):
-    repo = campaign_repo(tmp_path, TWO, FORGE)
+def test_a_merge_forged_on_the_campaign_branch_halts_before_anything_else_merges(tmp_path, orch, mode):
+    repo = campaign_repo(tmp_path, dag(mode, template=TWO), FORGE)
     result = orch("run", "--jobs", "1", cwd=repo)
     text = result.out + result.err
-    assert result.rc == 1, text
-    assert "FORGED" in text or "a merge the journal does not record" in text
-    assert "node B: while it ran, ref refs/heads/campaign/hostile moved" in text
-    assert "node C: while it ran" not in text  # queued behind B (--jobs 1): it never ran with B
-    tree = campaign_tree(repo)
-    assert "b.txt" not in tree and "c.txt" not in tree
+    if mode == "none":
+        assert repo.git("log", "-1", "--format=%s", "campaign/hostile") == "merge node A: forged"  # nothing after
+        assert result.rc == 1, text
+        assert "FORGED" in text or "a merge the journal does not record" in text
+        assert "node B: while it ran, ref refs/heads/campaign/hostile moved" in text
+        assert "node C: while it ran" not in text  # queued behind B (--jobs 1): it never ran with B
+        tree = campaign_tree(repo)
+        assert "b.txt" not in tree and "c.txt" not in tree
+    else:  # the shared refs are read-only: the forgery never happened, the campaign went on
+        assert result.rc == 75, text
+        assert "forged" not in repo.git("log", "--format=%s", "campaign/hostile")
+        assert not repo.git("log", "--format=%H", "--merges", "--grep=forged", "--all")
     assert "Traceback" not in orch("status", cwd=repo).err
 
 
@@ -183,18 +220,67 @@ def test_the_adherence_gate_names_a_merge_the_journal_did_not_record(tmp_path):
     assert verdict.code == 1 and any(i.status == "FORGED" for i in verdict.items)
 
 
-def test_a_surface_widened_in_the_campaigns_dag_is_never_honoured_without_the_seam(tmp_path, orch):
+def test_a_surface_widened_in_the_campaigns_dag_is_never_honoured_without_the_seam(tmp_path, orch, mode):
     widen = ('dag="$(git rev-parse --show-toplevel)/../../../../.ledger/state/dag.yaml"\n'
              'grep -q x.txt "$dag" || sed -i "s/file_surface: \\[a.txt\\]/file_surface: [a.txt, x.txt]/" "$dag"\n'
              'echo a > a.txt\necho x > x.txt\n')
-    repo = campaign_repo(tmp_path, DAG.replace("    file_surface: [a.txt]", "    file_surface: [a.txt]")
-                         .replace("EVALUATORS", ""), "#!/bin/sh\n" + widen)
+    repo = campaign_repo(tmp_path, dag(mode), "#!/bin/sh\n" + widen)
     assert "file_surface: [a.txt]" in (repo / ".ledger/state/dag.yaml").read_text()
     first = orch("run", cwd=repo)
     assert first.rc == 75, first.err
-    assert "x.txt" in (repo / ".ledger/state/dag.yaml").read_text()  # the worker did widen it
+    assert ("x.txt" in (repo / ".ledger/state/dag.yaml").read_text()) == (mode == "none")  # it widened it
     assert orch("decide", "realignment", "rework", "--as", "p@example.com", cwd=repo).rc == 0
     again = orch("resume", cwd=repo)
     assert again.rc == 75, again.err
     assert "x.txt" not in campaign_tree(repo)
     assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"
+
+
+def test_children_started_with_setsid_do_not_outlive_the_attempt(tmp_path, orch, mode):
+    # Unusual durations mark the children: inside the sandbox their pids are the PID namespace's own.
+    worker = "echo a > a.txt\nsetsid sleep 4242 &\n(sleep 4243 &)\n"
+    repo, _, result = run(tmp_path, orch, worker, mode)
+    assert result.rc == 75, result.out + result.err
+    assert running_with(("sleep", "4242")) == [] and running_with(("sleep", "4243")) == []
+
+
+def running_with(argv: tuple[str, ...]) -> list[int]:
+    import os
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = tuple(a.decode(errors="replace") for a in fh.read().split(b"\0") if a)
+        except OSError:
+            continue
+        if cmd == argv:
+            found.append(int(pid))
+    return found
+
+
+SIBLINGS = """\
+topic: hostile
+mode: autonomous
+defaults: {max_attempts: 1, sandbox: MODE}
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, file_surface: [a.txt], discipline: sh}
+  - {id: B, file_surface: [b.txt], discipline: sh}
+"""
+INTO_SIBLING = """#!/bin/sh
+case "$ORCH_NODE" in
+  A) echo a > a.txt; until [ -d ../B ]; do sleep 0.01; done; echo planted > ../B/planted.txt ;;
+  B) echo b > b.txt ;;
+esac
+"""
+
+
+def test_a_write_into_a_running_siblings_worktree_is_refused(tmp_path, orch, mode):
+    if mode == "none":
+        pytest.skip("without the sandbox a write into a sibling's worktree cannot be told from the sibling's own")
+    repo = campaign_repo(tmp_path, dag(mode, template=SIBLINGS), INTO_SIBLING)
+    result = orch("run", "--jobs", "2", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert "planted.txt" not in campaign_tree(repo)
+    got = statuses(repo, orch, "hostile")
+    assert got["B"] in ("LANDED", "ACCEPTED") and got["A"] != "ACCEPTED"  # the innocent sibling is never blamed

@@ -40,7 +40,7 @@ ONE = """\
 topic: {topic}
 mode: {mode}
 workers: {{sh: "./work.sh"}}
-defaults: {{max_attempts: {attempts}}}
+defaults: {{max_attempts: {attempts}, sandbox: {sandbox}}}
 {extra}
 nodes:
   - {{id: N1, title: one, depends_on: [], file_surface: [n1.txt], discipline: sh{node_extra}}}
@@ -53,9 +53,10 @@ echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr N n).txt" && git add -A && git com
 """
 
 
-def make(tmp_path, worker=OK_WORKER, *, topic="t", mode="interactive", attempts=2, extra="", node_extra=""):
+def make(tmp_path, worker=OK_WORKER, *, topic="t", mode="interactive", attempts=2, extra="", node_extra="",
+         sandbox="auto"):
     return campaign_repo(tmp_path, ONE.format(topic=topic, mode=mode, attempts=attempts, extra=extra,
-                                              node_extra=node_extra), worker)
+                                              node_extra=node_extra, sandbox=sandbox), worker)
 
 
 @pytest.mark.parametrize("stdin_closed", [False, True], ids=["stdin-devnull", "stdin-closed"])
@@ -159,7 +160,8 @@ echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr N n).txt" && git add -A && git com
 
 
 def test_dag_amendment_is_shown_and_accepting_it_continues(tmp_path):
-    repo = make(tmp_path, EDITS_DAG)
+    # The worker stands in for a person editing the plan mid-run: in the sandbox it could not.
+    repo = make(tmp_path, EDITS_DAG, sandbox="none")
     run = cli(repo, "run")
     assert run.returncode == 75 and "seam dag-amendment" in run.stdout
     assert "changed node N2" in run.stdout

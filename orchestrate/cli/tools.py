@@ -40,29 +40,39 @@ def demo(directory: Path | None, red: bool, jobs: int | None, quiet: bool) -> in
 
 
 @cli.command()
-@click.argument("path", required=False, type=click.Path(path_type=Path))
-@click.option("--update", is_flag=True, help="Rewrite the transcript's expectations with the actual output.")
-@click.option("--campaign", "topic", help="Replay the recorded campaign TOPIC instead of a transcript.")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--update", is_flag=True, help="Rewrite each failing transcript to the actual output.")
+@click.option("--campaign", "topic", help="Replay the recorded campaign TOPIC instead of transcripts.")
 @click.option("--recorder", type=click.Path(file_okay=False, path_type=Path),
               help="With --campaign: the recorder holding it (default: .ledger of this repository).")
-def replay(path: Path | None, update: bool, topic: str | None, recorder: Path | None) -> int:
-    """Replay a transcript, or a recorded campaign.
+def replay(paths: tuple[Path, ...], update: bool, topic: str | None, recorder: Path | None) -> int:
+    """Replay transcripts, or a recorded campaign.
 
-    PATH: a cram-style .t file. Its commands run in one shell in a scratch directory with a normalised
-    environment (NO_COLOR, TZ=UTC, LC_ALL=C, a fixed git identity and commit dates, CI=true); each
-    command's output and exit code must match. A mismatch prints a unified diff.
+    PATHS: cram-style .t files, or folders (every *.t below them, hidden ones left out). Each runs
+    with cram's semantics (prysk's where they differ): its commands in one /bin/sh, in
+    $CRAMTMP/<file name>, with the caller's environment and LANG, LC_ALL, LANGUAGE=C, TZ=GMT, CDPATH,
+    COLUMNS=80, GREP_OPTIONS reset; TESTDIR, TESTFILE, TMPDIR set. A failing file prints a unified
+    diff; a shell exiting 80, or an empty file, is skipped. The last line counts them:
+    `N passed, N failed, N skipped`. --update rewrites each failing file (unless a command did not
+    run) so that cram and prysk pass it: output that is not printable UTF-8 as (esc) escapes, a last
+    line without a newline as (no-eol).
 
     --campaign TOPIC: re-drive the recorded campaign in a scratch clone, every worker replaced by its
     recorded commits (no worker runs); each gate verdict, merge and seam must come out as recorded.
-    A divergence names the first fact that differs. Exit 0 when everything matches, 1 otherwise.
+    A divergence names the first fact that differs.
+
+    Exit 0 when nothing failed, 1 when something did, 2 when a path is missing, binary or not a
+    transcript (nothing runs then).
     """
     if topic:
+        if paths:
+            raise UsageError("give transcript PATHS or --campaign TOPIC, not both")
         from orchestrate.replay.campaign import replay_campaign
         return replay_campaign(Path.cwd(), topic, recorder)
-    if path is None:
-        raise UsageError("give a transcript PATH, or --campaign TOPIC")
-    from orchestrate.replay.transcript import replay as replay_transcript
-    return replay_transcript(path, update=update)
+    if not paths:
+        raise UsageError("give a transcript PATH (or a folder of them), or --campaign TOPIC")
+    from orchestrate.replay.transcript import replay as replay_transcripts
+    return replay_transcripts(list(paths), update=update)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True},

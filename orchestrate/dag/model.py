@@ -12,6 +12,7 @@ ACTIVATIONS = ("always", "on_demand")
 JOINS = ("all", "any")
 ON_EXHAUSTED = ("halt", "continue")
 WORKER_KINDS = ("human",)
+SANDBOXES = ("auto", "bwrap", "none")
 COMMAND_PLUGIN = "command"  # the one gate plugin built in: a shell command, like an inline evaluator
 # Names the implicit contracts use; a declared gate with one of them would be ambiguous in a verdict.
 RESERVED_GATES = ("outputs-present", "payload-present")
@@ -64,6 +65,7 @@ class Node:
     max_rework: int | None = None
     on_exhausted: str = "halt"  # continue: ABANDONED after max_rework instead of halting
     worker_spec: dict | None = None  # `worker: {capabilities: [...]}` or `{kind: human}`
+    sandbox: str | None = None  # auto | bwrap | none; None: `.ledger/config.yaml`'s, else auto
 
 
 @dataclass(frozen=True)

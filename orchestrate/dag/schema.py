@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from orchestrate.dag.model import ACTIVATIONS, JOINS, ON_EXHAUSTED
+from orchestrate.dag.model import ACTIVATIONS, JOINS, ON_EXHAUSTED, SANDBOXES
 from orchestrate.dag.yamlfile import Mapping, Problem, Sequence
 
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -32,6 +32,19 @@ def is_int(v: object) -> str | None:
 
 def is_pos_int(v: object) -> str | None:
     return is_int(v) or (None if v > 0 else "must be a positive number")  # type: ignore[operator]
+
+
+def bounded(low: int, high: int, unit: str = "") -> Checker:
+    """A whole number in low..high: larger values (`timeout: 99999999999999999999`) overflow what uses them."""
+    def check(v: object) -> str | None:
+        if is_int(v):
+            return is_int(v)
+        return None if low <= v <= high else f"must be {low}{unit} to {high:,}{unit}, got {v:,}"  # type: ignore[operator]
+    return check
+
+
+is_timeout = bounded(1, 7 * 24 * 3600, " s")  # one second to seven days
+is_count = bounded(1, 100)  # attempts and reworks
 
 
 def is_str_list(v: object) -> str | None:
@@ -67,18 +80,20 @@ NODE_FIELDS: dict[str, tuple[Checker, bool]] = {
     "file_surface": (is_str_list, True), "discipline": (is_text, False), "worker": (None, False),
     "brief": (is_str, False), "brief_file": (is_text, False), "evaluators": (None, False),
     "tripwires": (None, False), "serialize": (is_bool, False), "complete": (is_bool, False),
-    "mitigates": (is_str_list, False), "timeout": (is_pos_int, False), "max_attempts": (is_pos_int, False),
+    "mitigates": (is_str_list, False), "timeout": (is_timeout, False), "max_attempts": (is_count, False),
     "outputs": (is_str_list, False), "activation": (is_text, False), "join": (is_text, False),
-    "max_rework": (is_pos_int, False), "on_exhausted": (is_text, False)}
+    "max_rework": (is_count, False), "on_exhausted": (is_text, False), "sandbox": (is_text, False)}
 # Closed sets of node fields: (field, allowed values, what a value is called in the message).
 NODE_ENUMS = (("activation", ACTIVATIONS, "an activation"), ("join", JOINS, "a join"),
+              ("sandbox", SANDBOXES, "a sandbox setting"),
               ("on_exhausted", ON_EXHAUSTED, "an on_exhausted"))
 TOP_FIELDS: dict[str, tuple[Checker | None, bool]] = {
     "schema_version": (is_int, False), "campaign": (is_text, False), "params": (None, False),
     "gates": (None, False), "topic": (is_text, False), "base": (is_text, False), "mode": (is_text, False), "defaults": (None, False),
     "workers": (None, False), "checks": (None, False), "nodes": (None, True), "edges": (None, False),
     "policy": (None, False)}
-DEFAULT_FIELDS: dict[str, tuple[Checker, bool]] = {"timeout": (is_pos_int, False), "max_attempts": (is_pos_int, False)}
+DEFAULT_FIELDS: dict[str, tuple[Checker, bool]] = {"timeout": (is_timeout, False), "max_attempts": (is_count, False),
+                                                   "sandbox": (is_text, False)}
 
 
 def did_you_mean(word: str, choices) -> str:

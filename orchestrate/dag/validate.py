@@ -11,6 +11,7 @@ from orchestrate.dag.model import (
     DEFAULT_TIMEOUT,
     MODES,
     RESERVED_GATES,
+    SANDBOXES,
     SCHEMA_VERSIONS,
     WORKER_KINDS,
     Check,
@@ -73,6 +74,9 @@ def validate(data: object, file: str, *, topic: str | None = None,
         defaults = Mapping()
     else:
         rep.fields(defaults, DEFAULT_FIELDS, "defaults")
+        if isinstance(defaults.get("sandbox"), str) and defaults["sandbox"] not in SANDBOXES:
+            rep.add(defaults.key_line("sandbox"), "defaults.sandbox", "enum",
+                    f"`{defaults['sandbox']}` is not a sandbox setting: use {' or '.join(SANDBOXES)}")
 
     workers = data.get("workers") or Mapping()
     if not isinstance(workers, Mapping):
@@ -356,7 +360,8 @@ def _node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Map
         max_attempts=raw.get("max_attempts", defaults.get("max_attempts", DEFAULT_MAX_ATTEMPTS)),
         line=raw.line, plugin_gates=tuple(plugin_gates), outputs=tuple(raw.get("outputs") or ()),
         activation=raw.get("activation", "always"), join=raw.get("join", "all"),
-        max_rework=raw.get("max_rework"), on_exhausted=raw.get("on_exhausted", "halt"), worker_spec=worker_spec)
+        max_rework=raw.get("max_rework"), on_exhausted=raw.get("on_exhausted", "halt"), worker_spec=worker_spec,
+        sandbox=raw.get("sandbox", defaults.get("sandbox")))
 
 
 def _outcome_fields(rep: Report, raw: Mapping, where: str) -> None:

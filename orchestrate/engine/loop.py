@@ -5,12 +5,15 @@ interruption and exits 130; `orchestrate resume` continues from the journal.
 """
 from __future__ import annotations
 
+from orchestrate.engine import schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.handlers import HANDLERS
 from orchestrate.engine.states import TERMINAL, State
 from orchestrate.engine.table import next_state
-from orchestrate.errors import ExitCode, Interrupted
+from orchestrate.errors import ExitCode, Interrupted, OrchestrateError
 from orchestrate.recorder import checkpoints, sketch
+from orchestrate.recorder.campaign import LANDED
+from orchestrate.report.notify import Notifier, decide_commands
 from orchestrate.seams import choices as seams
 
 # A checkpoint holds the whole state, so writing one per merge would make a campaign quadratic; one
@@ -19,12 +22,22 @@ CHECKPOINT_EVERY = 200
 
 
 def drive(ctx: Context) -> int:
+    ctx.out.notifier = Notifier.from_config(ctx.layout)  # a typo in `notify:` stops the run before it starts
+    try:
+        return _finish(ctx, _walk(ctx))
+    finally:
+        ctx.out.wait_notifiers()  # after the final line: a slow notifier delays the exit, never the news
+
+
+def _walk(ctx: Context) -> State:
     state = State(ctx.campaign.state)
     try:
         while state not in TERMINAL:
+            ctx.out.state(state.value, ctx.campaign, ctx.layout.runs(ctx.topic), _focus(ctx, state))
             outcome = HANDLERS[state](ctx)
             nxt = next_state(state, outcome)
             detail, ctx.subject = ctx.subject, ""
+            verdicts = [e["context"] for e in ctx.recorder.held if e["kind"] == "verdict"] if ctx.recorder else []
             if ctx.recorder is not None:
                 subject = detail if detail.startswith("log: ") else (
                     f"{ctx.topic}: {state.value} {outcome.value} -> {nxt.value}" + (f" ({detail})" if detail else ""))
@@ -36,6 +49,7 @@ def drive(ctx: Context) -> int:
                                        - ctx.checkpointed >= CHECKPOINT_EVERY):
                     _checkpoint(ctx, f"{state.value} -> {nxt.value}")
                 ctx.recorder.commit(subject)
+                _notify(ctx, nxt, verdicts)
             ctx.out.line(f"{state.value} -> {nxt.value} ({outcome.value}{': ' + detail if detail else ''})")
             state = nxt
     except KeyboardInterrupt:
@@ -47,12 +61,36 @@ def drive(ctx: Context) -> int:
             ctx.recorder.commit(f"{ctx.topic}: interrupted in {state.value}")
         raise Interrupted(f"interrupted in {state.value}; workers stopped",
                           hint="`orchestrate resume` continues from here") from None
-    except Exception:  # a halt raised mid-state (a foreign write, a bug): no worker outlives the runner
+    except Exception as exc:  # a halt raised mid-state (a foreign write, a bug): no worker outlives the runner
         ctx.executor.cancel_all()
+        if isinstance(exc, OrchestrateError) and ctx.recorder is not None:
+            ctx.out.notify("halt", ctx.topic, message=f"{ctx.topic}: halted in {state.value}: {exc}")
         raise
     finally:
         ctx.out.stop_live()
-    return _finish(ctx, state)
+    return state
+
+
+def _focus(ctx: Context, state: State) -> list[str]:
+    """The node, or LOOPS_WITH group, that RECONCILE is about to judge or MERGE to merge."""
+    if state not in (State.RECONCILE, State.MERGE) or ctx.dag is None:
+        return []
+    ready = schedule.landed(ctx)
+    return [m for m in ctx.dag.group_of(ready[0]) if ctx.campaign.nodes[m].status == LANDED] if ready else []
+
+
+def _notify(ctx: Context, nxt: State, verdicts: list[dict]) -> None:
+    """The notifications a recorded transition calls for: each verdict, a pause at a seam, a halt, done."""
+    c = ctx.campaign
+    for v in verdicts:
+        ctx.out.notify("verdict", c.topic, node=v["node"], verdict=v["verdict"])
+    if nxt is State.PAUSE and c.seam:
+        ctx.out.notify("seam", c.topic, seam=c.seam)
+    elif nxt is State.HALT:
+        reason = (ctx.halt_reason or c.halt).splitlines()
+        ctx.out.notify("halt", c.topic, message=f"{c.topic}: halted" + (f": {reason[0]}" if reason else ""))
+    elif nxt is State.DONE:
+        ctx.out.notify("done", c.topic, message=f"{c.topic}: campaign done, {c.branch} at {c.tip[:12]}")
 
 
 def _checkpoint(ctx: Context, message: str) -> None:
@@ -83,8 +121,8 @@ def _finish(ctx: Context, state: State) -> int:
     seam = c.seam or {}
     ctx.out.always("paused at " + "\n".join(seams.details(seam)))
     ctx.out.always("answer it with one of:")
-    for choice in seam.get("choices", []):
-        ctx.out.always(f"  orchestrate decide {seam.get('seam')} {choice} --topic {c.topic} --note \"...\"")
+    for command in decide_commands(c.topic, seam):
+        ctx.out.always(f"  {command}")
     if seam.get("seam") != "final-acceptance":
         ctx.out.always(f"then: orchestrate resume --topic {c.topic}")
     return ExitCode.PAUSED

@@ -34,6 +34,7 @@ class NodeState:
     gate_rcs: dict = field(default_factory=dict)  # gate name -> exit code of its latest run
     accept_entry: str = ""  # the accept verdict its merge cites
     settled_entry: str = ""  # the entry that made it ACCEPTED or ABANDONED, which edge decisions cite
+    objects: str = ""  # a sandboxed attempt's private object store (empty: not sandboxed)
 
 
 @dataclass

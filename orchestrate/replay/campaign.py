@@ -83,8 +83,8 @@ def replay_campaign(cwd: Path, topic: str, recorder: Path | None, out=None) -> i
         clone = scratch / "repo"
         git.git(scratch, "clone", "--quiet", "--no-hardlinks", str(repo), str(clone))
         git.git(clone, "switch", "--quiet", "-C", "replay-baseline", opened["baseline"])
-        plan_file = scratch / "plan" / "plan.json"
-        plan_file.parent.mkdir()
+        plan_file = clone / ".scratch" / "replay" / "plan.json"  # inside the project: a sandboxed worker sees it
+        plan_file.parent.mkdir(parents=True)
         plan = _plan(repo, topic, recorded)
         plan_file.write_text(json.dumps(plan))
         command = f"{shlex.quote(sys.executable)} -m orchestrate.replay.stand_in {shlex.quote(str(plan_file))}"

@@ -21,7 +21,8 @@ def main() -> int:
     if step is None:
         print(f"replay: the recording has no attempt {key}", file=sys.stderr)
         return 2
-    counter = plan_file.with_name(key.replace("/", "-") + ".runs")
+    # Next to its return file: the one folder of the node's own a sandboxed worker may write.
+    counter = Path(os.environ["ORCH_RETURN"]).parent / ("replay-" + key.replace("/", "-") + ".runs")
     n = int(counter.read_text()) if counter.exists() else 0
     counter.write_text(str(n + 1))
     runs = step["runs"]
@@ -33,8 +34,11 @@ def main() -> int:
         Path(os.environ["ORCH_RETURN"]).write_text(run["raw_freeze"] if "raw_freeze" in run else "{}")
         return 0
     here = Path.cwd()
-    git.git(here, "read-tree", "-u", "--reset", step["tree"])
-    git.git(here, "commit", "-q", "--allow-empty", "--no-verify", "-m", f"replay of {key}")
+    # In the sandbox new objects go to the attempt's private store, named by these (which the git
+    # module otherwise drops from a child's environment as leaks from a calling git).
+    store = {k: os.environ[k] for k in ("GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES") if k in os.environ}
+    git.git(here, "read-tree", "-u", "--reset", step["tree"], env=store)
+    git.git(here, "commit", "-q", "--allow-empty", "--no-verify", "-m", f"replay of {key}", env=store)
     return int(run.get("rc") or 0)
 
 

@@ -1,173 +1,193 @@
-"""Transcripts that re-check themselves: a cram-compatible subset.
+"""Transcripts that re-check themselves, with cram's semantics (prysk's where the two differ).
 
-A `.t` file is prose (unindented lines) and commands: `  $ cmd` (continued by `  > more`), followed
-by the expected output, two spaces in; a last line `  [N]` gives a non-zero exit code. An expected
-line ending in ` (re)` is a regular expression, ` (glob)` a glob (`*`, `?`), for lines that vary.
-All commands run in one shell, in a scratch directory, with a normalised environment, so state
-(cd, variables, files) carries from one command to the next.
+`replay` takes files and directories (every `*.t` below, hidden ones left out, in sorted order),
+refuses up front what is not a transcript, and runs each one in `$CRAMTMP/<file name>` with its
+commands read by one `/bin/sh` (transcript_parse). It prints a diff per failing file and a summary
+line; `--update` rewrites a failing file to the actual output, in a form cram and prysk both pass.
 """
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import os
-import re
 import shutil
 import sys
 import tempfile
-import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from orchestrate import proc
+from orchestrate.errors import ExitCode, UsageError
+from orchestrate.replay.transcript_match import matches, writable
+from orchestrate.replay.transcript_parse import (
+    COMMAND,
+    INDENT,
+    Out,
+    Parsed,
+    parse,
+    rebuild,
+)
 
-INDENT = "  "
+SHELL = "/bin/sh"
+SKIP = 80  # a transcript whose shell exits 80 is skipped, as in cram
 
 
 @dataclass
-class Step:
-    line: int  # where the command starts in the file (1-based)
-    command: list[str]
-    expected: list[str] = field(default_factory=list)
-    rc: int = 0
+class Outcome:
+    verdict: str  # passed, failed or skipped
+    why: str = ""  # for a skip: empty, or exit 80
+    new: list[bytes] = field(default_factory=list)  # the file as the output says it should read
+    notes: list[str] = field(default_factory=list)  # lines that explain a failure
+    updatable: bool = True  # every command ran, so `new` keeps them all
 
 
-@dataclass
-class Transcript:
-    lines: list[str]  # the file, split, for rewriting
-    steps: list[Step]
-    spans: list[tuple[int, int]]  # per step: first and last+1 file line of its expected block
+def collect(paths: Sequence[Path]) -> list[Path]:
+    """The transcripts named, directories expanded as cram expands them, each once."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            below = sorted(p for p in path.rglob("*.t")
+                           if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            if not below:
+                raise UsageError(f"{path}: no transcript (*.t) in this directory", hint="give a .t file or a folder holding some")
+            found += below
+        elif path.exists():
+            found.append(path)
+        else:
+            raise UsageError(f"{path}: no such transcript", hint="give a .t file or a folder of them")
+    unique: dict[Path, Path] = {}
+    for path in found:
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
 
 
-def parse(text: str) -> Transcript:
-    lines = text.splitlines()
-    steps: list[Step] = []
-    spans: list[tuple[int, int]] = []
-    i = 0
-    while i < len(lines):
-        ln = lines[i]
-        if not ln.startswith(INDENT + "$ "):
-            i += 1
-            continue
-        step = Step(i + 1, [ln[len(INDENT) + 2:]])
-        i += 1
-        while i < len(lines) and lines[i].startswith(INDENT + "> "):
-            step.command.append(lines[i][len(INDENT) + 2:])
-            i += 1
-        start = i
-        while i < len(lines) and lines[i].startswith(INDENT) and not lines[i].startswith(INDENT + "$ "):
-            step.expected.append(lines[i][len(INDENT):])
-            i += 1
-        if step.expected and re.fullmatch(r"\[\d+\]", step.expected[-1]):
-            step.rc = int(step.expected.pop()[1:-1])
-        steps.append(step)
-        spans.append((start, i))
-    return Transcript(lines, steps, spans)
+def read(path: Path) -> bytes:
+    """The file's bytes, when it is a transcript at all (an empty file is one, and is skipped)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it: {exc.strerror or exc}", hint="give a readable .t file") from exc
+    if b"\0" in data:
+        raise UsageError(f"{path}:1: a binary file, not a transcript", hint="give a cram-style .t file")
+    if data and not any(line.startswith(COMMAND) for line in data.split(b"\n")):
+        raise UsageError(f"{path}:1: not a transcript: no command line in it",
+                         hint="a command is indented two spaces: `  $ echo hi`")
+    return data
 
 
-def matches(expected: str, actual: str) -> bool:
-    if expected == actual:
-        return True
-    if expected.endswith(" (re)"):
-        try:
-            return re.fullmatch(expected[:-5], actual) is not None
-        except re.error:
-            return False
-    if expected.endswith(" (glob)"):
-        return fnmatch.fnmatchcase(actual, expected[:-7])
-    if expected.endswith(" (esc)"):
-        return expected[:-6].encode().decode("unicode_escape") == actual
-    return False
+def environment(root: Path, path: Path) -> dict[str, str]:
+    """cram's: the caller's environment with a few variables reset, and the test's own locations.
 
-
-def environment(scratch: Path, testdir: Path) -> dict[str, str]:
-    """Fixed identity, dates, locale and colours, so every run prints the same thing."""
-    stamp = "2026-01-01T00:00:00Z"
-    path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"])
-    env = {k: v for k, v in os.environ.items() if k in ("SYSTEMROOT",)}
-    env.update(PATH=path, HOME=str(scratch / "home"), TMPDIR=str(scratch / "tmp"), NO_COLOR="1", TERM="dumb",
-               TZ="UTC", LC_ALL="C", LANG="C", CI="true", TESTDIR=str(testdir), CRAMTMP=str(scratch),
-               GIT_AUTHOR_NAME="Replay Person", GIT_AUTHOR_EMAIL="replay@example.com",
-               GIT_COMMITTER_NAME="Replay Person", GIT_COMMITTER_EMAIL="replay@example.com",
-               GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp, GIT_CONFIG_NOSYSTEM="1", PYTHONDONTWRITEBYTECODE="1")
+    The folder of the running interpreter goes at the end of PATH, so this installation's
+    `orchestrate` is found where the caller's PATH has none, and shadows nothing that it has."""
+    tmp = str(root / "tmp")
+    env = {"TMPDIR": tmp, "TEMP": tmp, "TMP": tmp, "CRAMTMP": str(root), "PRYSK_TEMP": str(root),
+           "TESTDIR": str(path.resolve().parent), "TESTFILE": path.resolve().name, "TESTSHELL": SHELL,
+           "LANG": "C", "LC_ALL": "C", "LANGUAGE": "C", "TZ": "GMT", "CDPATH": "", "COLUMNS": "80", "GREP_OPTIONS": ""}
+    here = str(Path(sys.executable).parent)
+    search = os.environ.get("PATH", "")
+    env["PATH"] = search if here in search.split(os.pathsep) else os.pathsep.join(filter(None, [search, here]))
     return env
 
 
-def run(path: Path, *, timeout: float = 600) -> tuple[list[list[str]], list[int]]:
-    """Run every command of the transcript; (output lines per step, exit code per step)."""
-    t = parse(path.read_text())
-    scratch = Path(tempfile.mkdtemp(prefix="orchestrate-replay-"))
-    try:
-        (scratch / "home").mkdir()
-        (scratch / "tmp").mkdir()
-        (scratch / "home" / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[user]\n"
-                                                      "\tname = Replay Person\n\temail = replay@example.com\n")
-        salt = f"ORCHESTRATE-REPLAY-{uuid.uuid4().hex}"
-        script = []
-        for n, step in enumerate(t.steps):
-            script.append("\n".join(step.command))
-            script.append(f'echo "{salt} {n} $?"')
-        work = scratch / "work"
-        work.mkdir()
-        done = proc.run(["/bin/sh", "-c", "exec 2>&1\n" + "\n".join(script) + "\n"], cwd=work,
-                        env=environment(scratch, path.resolve().parent), timeout=timeout)
-        outputs: list[list[str]] = [[] for _ in t.steps]
-        codes = [-1] * len(t.steps)
-        current: list[str] = []
-        for line in done.stdout.splitlines():
-            if line.startswith(salt + " "):
-                _, n, rc = line.split(" ")
-                outputs[int(n)], codes[int(n)] = current, int(rc)
-                current = []
-            elif salt in line:  # output without a final newline runs into the marker
-                before, rest = line.split(salt, 1)
-                _, n, rc = rest.split(" ")
-                outputs[int(n)], codes[int(n)] = current + [before], int(rc)
-                current = []
-            else:
-                current.append(line)
-        return outputs, codes
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+def run(path: Path, data: bytes, work: Path, root: Path, *, timeout: float = 600) -> Outcome:
+    """Run one transcript in `work` (a fresh folder) and judge it."""
+    if not data:
+        return Outcome("skipped", "empty")
+    parsed = parse(data)
+    done = proc.run_merged([SHELL, "-"], stdin=parsed.script, cwd=work, env=environment(root, path), timeout=timeout)
+    if done.timed_out:
+        return Outcome("failed", notes=[f"{path}: timed out after {timeout:g}s"], updatable=False)
+    rebuilt = rebuild(parsed, done.output, done.rc, str(root / "tmp").encode())
+    if rebuilt.skipped:
+        return Outcome("skipped", f"exit {SKIP}")
+    shown = [INDENT + o.text if o.owner is not None else o.text for o in rebuilt.lines]
+    old = [line[:-1] for line in parsed.lines]
+    if len(old) == len(shown) and all(matches(e, a) for e, a in zip(old, shown)):
+        return Outcome("passed")
+    outcome = Outcome("failed", new=_rewrite(parsed, rebuilt.lines))
+    outcome.notes = _stripped_continuations(path, old)
+    if rebuilt.ended_at is not None:
+        later = [c for c in parsed.commands if c > rebuilt.ended_at]
+        where = f"{path}:{rebuilt.ended_at + 1}: the shell ended during this command" if rebuilt.ended_at >= 0 \
+            else f"{path}: the shell ended before the first command"
+        outcome.notes.append(where + f" (exit {done.rc})" + (f"; {len(later)} later command(s) did not run" if later else ""))
+        outcome.updatable = not later
+    return outcome
 
 
-def compare(path: Path, outputs: list[list[str]], codes: list[int]) -> tuple[str, list[str]]:
-    """(the file as it would be with the actual outputs, keeping matching patterns; its lines)."""
-    t = parse(path.read_text())
-    new = list(t.lines)
-    for (start, end), step, out, rc in reversed(list(zip(t.spans, t.steps, outputs, codes))):
-        block = []
-        for k, actual in enumerate(out):
-            expected = step.expected[k] if k < len(step.expected) else None
-            block.append(INDENT + (expected if expected is not None and matches(expected, actual) else actual))
-        if rc == -1:
-            block.append(INDENT + "(this command did not run: an earlier one ended the shell)")
-        elif rc:
-            block.append(f"{INDENT}[{rc}]")
-        new[start:end] = block
-    text = "\n".join(new) + ("\n" if path.read_text().endswith("\n") else "")
-    return text, new
+def _rewrite(parsed: Parsed, lines: list[Out]) -> list[bytes]:
+    """The actual transcript, keeping each expected line (a pattern, an escape) that still matches the
+    output line in its place, and writing the rest as cram and prysk both read them back."""
+    new, seen = [], {}
+    for o in lines:
+        if o.owner is None:
+            new.append(o.text)
+            continue
+        k = seen[o.owner] = seen.get(o.owner, -1) + 1
+        expected = parsed.expected.get(o.owner, [])
+        kept = parsed.lines[expected[k]][:-1] if k < len(expected) else None
+        new.append(kept if kept is not None and matches(kept, INDENT + o.text) else INDENT + writable(o.raw, o.text))
+    return new
 
 
-def replay(path: Path, *, update: bool = False, out=None) -> int:
-    """0 when every command printed what the transcript expects; else 1 with a unified diff."""
+def _stripped_continuations(path: Path, lines: list[bytes]) -> list[str]:
+    return [f"{path}:{i + 1}: `{line.decode()}` has no space after it, so it is expected output, not a "
+            f"{'continuation' if line.endswith(b'>') else 'command'} (did an editor strip a trailing space?)"
+            for i, line in enumerate(lines) if line in (INDENT + b">", INDENT + b"$")]
+
+
+def _diff(path: Path, old: list[bytes], new: list[bytes]) -> str:
+    def text(lines: list[bytes]) -> list[str]:
+        return [line.decode("utf-8", "backslashreplace") + "\n" for line in lines]
+    return "".join(difflib.unified_diff(text(old), text(new), fromfile=str(path), tofile=f"{path} (actual)"))
+
+
+def replay(paths: Path | Sequence[Path], *, update: bool = False, out: IO[str] | None = None,
+           timeout: float = 600) -> int:
+    """Replay transcripts: 0 when none failed (skipped ones do not fail), 1 otherwise."""
     out = out or sys.stdout
-    if not path.is_file():
-        from orchestrate.errors import UsageError
-        raise UsageError(f"{path}: no such transcript", hint="give a .t file")
-    outputs, codes = run(path)
-    actual_text, _ = compare(path, outputs, codes)
-    original = path.read_text()
-    n = len(parse(original).steps)
-    if actual_text == original:
-        print(f"{path}: {n} command(s), all match", file=out)
-        return 0
-    diff = difflib.unified_diff(original.splitlines(True), actual_text.splitlines(True),
-                                fromfile=str(path), tofile=f"{path} (actual)")
-    out.write("".join(diff))
-    if update:
-        path.write_text(actual_text)
-        print(f"{path}: expectations updated", file=out)
-        return 0
-    print(f"{path}: mismatch (run with --update to accept the actual output)", file=out)
-    return 1
+    files = collect([paths] if isinstance(paths, Path) else list(paths))
+    contents = [read(f) for f in files]  # every file refused before any runs
+    counts = {"passed": 0, "failed": 0, "skipped": 0, "updated": 0}
+    root = Path(tempfile.mkdtemp(prefix="orchestrate-replay-"))
+    try:
+        (root / "tmp").mkdir()
+        names: set[str] = set()
+        for n, (path, data) in enumerate(zip(files, contents)):
+            name = path.name if path.name not in names else f"{path.name}-{n}"
+            names.add(name)
+            (root / name).mkdir()
+            outcome = run(path, data, root / name, root, timeout=timeout)
+            counts[outcome.verdict] += 1
+            _report(path, data, outcome, update, counts, out)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    summary = f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+    print(summary + (f", {counts['updated']} updated" if counts["updated"] else ""), file=out)
+    return ExitCode.FAILED if counts["failed"] else ExitCode.OK
+
+
+def _report(path: Path, data: bytes, outcome: Outcome, update: bool, counts: dict[str, int], out: IO[str]) -> None:
+    if outcome.verdict == "passed":
+        print(f"{path}: passed", file=out)
+        return
+    if outcome.verdict == "skipped":
+        print(f"{path}: skipped ({outcome.why})", file=out)
+        return
+    old = [line[:-1] for line in parse(data).lines]
+    if outcome.new:
+        out.write(_diff(path, old, outcome.new))
+    for note in outcome.notes:
+        print(note, file=out)
+    if update and outcome.updatable and outcome.new:
+        path.write_bytes(b"".join(line + b"\n" for line in outcome.new))
+        counts["failed"] -= 1
+        counts["passed"] += 1
+        counts["updated"] += 1
+        print(f"{path}: updated to the actual output", file=out)
+    elif update:
+        print(f"{path}: failed, not updated: not every command ran", file=out)
+    else:
+        print(f"{path}: failed (run with --update to accept the actual output)", file=out)

@@ -4,8 +4,8 @@ from __future__ import annotations
 from orchestrate.atomic import write_atomic
 from orchestrate.engine import plugin_gates as plugingates
 from orchestrate.recorder.campaign import DISPATCHED
-from orchestrate.workers import brief, discovery, handwork, worktrees
-from orchestrate.workers.local import WorkRequest
+from orchestrate.workers import brief, containment, discovery, handwork, worktrees
+from orchestrate.workers.local import LocalExecutor, WorkRequest
 
 
 def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None:
@@ -14,13 +14,17 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None
     ns = c.nodes[node_id]
     node = ctx.dag.by_id[node_id]
     command = discovery.command(ctx, node_id)  # before any effect: a vanished worker plugin changes nothing
+    human = handwork.is_human(ctx.dag, node_id)
+    jailed = not human and isinstance(ctx.executor, LocalExecutor) and containment.enabled(ctx, node)
     if resume_attempt:
         attempt, branch, path = ns.attempt, ns.branch, ctx.root / ns.worktree
         base = ns.base
+        jailed = jailed and bool(ns.objects)  # a resumed attempt keeps the way it started
     else:
-        attempt, branch, path = worktrees.create(ctx, node_id, ns.attempt + 1, base)
+        attempt, branch, path = worktrees.create(ctx, node_id, ns.attempt + 1, base, detached=jailed)
     run_dir = ctx.layout.runs(c.topic) / node_id
     run_dir.mkdir(parents=True, exist_ok=True)
+    jail = containment.jail(ctx, node_id, attempt, path, run_dir) if jailed else None
     return_file = run_dir / f"return-{attempt}.json"
     brief_path = run_dir / f"brief-{attempt}.md"
     write_atomic(brief_path, brief.brief_text(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch,
@@ -30,13 +34,17 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None
                                            related=_related(ctx.dag, node_id)))
     env = brief.worker_env(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch, base=base,
                            brief=brief_path, return_file=return_file)
+    if jail is not None:
+        env.update(jail.env)
     ctx.emit("node", {"node": node_id, "status": DISPATCHED, "attempt": attempt, "branch": branch,
-                      "worktree": str(path.relative_to(ctx.root)), "base": base, "freeze": None, "rc": None})
-    if handwork.is_human(ctx.dag, node_id):
+                      "worktree": str(path.relative_to(ctx.root)), "base": base, "freeze": None, "rc": None,
+                      "objects": jail.objects if jail else ""})
+    if human:
         handwork.open_seam(ctx, node_id, worktree=path, branch=branch, brief=brief_path, return_file=return_file)
         return
     request = WorkRequest(node_id, attempt, command, path, env, run_dir / f"attempt-{attempt}.log",
-                          return_file, float(node.timeout))
+                          return_file, float(node.timeout), sandbox=jail.writable if jail else None,
+                          readable=jail.readable if jail else ())
     ctx.emit("intent", {"effect": "worker-start", "node": node_id, "attempt": attempt, "command": command,
                         "log": str(request.log)})
     ctx.executor.start(request)

@@ -31,6 +31,8 @@ class WorkRequest:
     log: Path
     return_file: Path
     timeout: float
+    sandbox: tuple[str, ...] | None = None  # the writable paths when the attempt runs in the sandbox
+    readable: tuple[str, ...] = ()  # read-only there (the project, when it lives under the private /tmp)
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,11 @@ class LocalExecutor:
             handle.write(f"# orchestrate: node {req.node} attempt {req.attempt}: {req.command}\n".encode())
             handle.flush()
             try:
-                popen = proc.spawn(["/bin/sh", "-c", req.command], cwd=req.worktree, env=req.env, log=handle)
+                argv = ["/bin/sh", "-c", req.command]
+                if req.sandbox is not None:
+                    from orchestrate.workers import sandbox
+                    argv = sandbox.wrap(argv, cwd=req.worktree, writable=req.sandbox, readable=req.readable)
+                popen = proc.spawn(argv, cwd=req.worktree, env=req.env, log=handle)
             except Exception:
                 handle.close()
                 raise
@@ -151,6 +157,7 @@ class LocalExecutor:
                 run.log_handle.write(f"\n# orchestrate: killed after {run.request.timeout:g}s\n".encode())
             else:
                 proc.kill_group(run.popen.pid)  # stray children of a finished worker die with it
+            proc.kill_tagged(_tags(run.request))  # and those that left its process group (setsid)
             run.log_handle.close()
             freeze, error = read_freeze(run.request.return_file)
             done.append(WorkOutcome(node, run.request.attempt, 124 if timed_out else rc,
@@ -168,6 +175,7 @@ class LocalExecutor:
         self.queue.clear()
         for run in self.live.values():
             proc.kill_group(run.popen.pid)
+            proc.kill_tagged(_tags(run.request))
             try:
                 run.popen.wait(timeout=5)
             except Exception:  # noqa: BLE001 - best effort while stopping
@@ -181,3 +189,8 @@ class LocalExecutor:
 
 def default_jobs() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def _tags(request: WorkRequest) -> dict[str, str]:
+    """What every process of this attempt carries in its environment."""
+    return {k: request.env[k] for k in ("ORCH_TOPIC", "ORCH_NODE", "ORCH_ATTEMPT") if k in request.env}

@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrate import git
+from orchestrate.workers import containment
+from orchestrate.workers.private_objects import BadObject
 from orchestrate.recorder.campaign import LANDED
 
 
@@ -16,6 +18,12 @@ def returned(ctx, outcome, *, journal_result: bool = True) -> None:
                             "rc": outcome.rc, "timed_out": outcome.timed_out, "seconds": round(outcome.seconds, 3),
                             "log": outcome.log, "freeze": outcome.freeze, "freeze_error": outcome.freeze_error},
                  source_entity=f"worker:{outcome.node}", source_type="worker")
+    if ns.objects and path.exists():  # a sandboxed attempt: its objects are its own until brought in
+        try:
+            containment.settle(ctx, ns)
+        except BadObject as exc:
+            fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: {exc.message}; its attempt failed")
+            return
     lock = _index_lock(path)
     if lock is not None:  # git would refuse every call here; the attempt failed, the run goes on
         lock.unlink(missing_ok=True)
@@ -33,6 +41,8 @@ def returned(ctx, outcome, *, journal_result: bool = True) -> None:
         fail_attempt(ctx, outcome, head, f"node {outcome.node}: its head {head[:12]} does not contain its base "
                 f"{ns.base[:12]} (the branch was reset or replaced); its attempt failed")
         return
+    if ns.objects and head != ns.base and git.rev_parse(ctx.root, ns.branch) == ns.base:
+        git.update_ref(ctx.root, f"refs/heads/{ns.branch}", head, ns.base, reason=f"node {outcome.node} returned")
     update = {"node": outcome.node, "head": head, "rc": outcome.rc, "log": outcome.log,
               "seconds": round(ns.seconds + outcome.seconds, 3)}
     if outcome.freeze_error:

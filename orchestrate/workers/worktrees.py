@@ -19,8 +19,11 @@ def worktree_path(worktrees: Path, node: str, attempt: int) -> Path:
     return worktrees / (node + (f"+{attempt}" if attempt > 1 else ""))
 
 
-def create(ctx, node: str, attempt: int, base: str) -> tuple[int, str, Path]:
-    """A fresh branch and worktree for `attempt`, or the next free attempt number if a crash used it."""
+def create(ctx, node: str, attempt: int, base: str, *, detached: bool = False) -> tuple[int, str, Path]:
+    """A fresh branch and worktree for `attempt`, or the next free attempt number if a crash used it.
+
+    `detached`: the worktree's HEAD holds the commits and the branch stays at `base` until orchestrate
+    moves it after the worker returns: a sandboxed worker cannot write the shared refs."""
     topic = ctx.topic
     while True:
         branch = branch_name(topic, node, attempt)
@@ -30,7 +33,11 @@ def create(ctx, node: str, attempt: int, base: str) -> tuple[int, str, Path]:
         attempt += 1
     ctx.emit("intent", {"effect": "worktree-add", "node": node, "branch": branch, "path": str(path), "base": base})
     path.parent.mkdir(parents=True, exist_ok=True)
-    git.worktree_add(ctx.root, path, branch, base)
+    if detached:
+        git.create_branch(ctx.root, branch, base)
+        git.worktree_add_detached(ctx.root, path, base)
+    else:
+        git.worktree_add(ctx.root, path, branch, base)
     ctx.emit("result", {"effect": "worktree-add", "node": node, "branch": branch, "path": str(path)})
     return attempt, branch, path
 

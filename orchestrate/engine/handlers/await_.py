@@ -31,11 +31,10 @@ def handle(ctx: Context) -> Outcome:
                 fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].head, ctx.blamed.pop(outcome.node))
         if not running:
             break
-        ctx.out.running(running)
+        ctx.out.running(running, queued=[r.node for r in getattr(ex, "queue", ())])
         faults.reach("poll")
         pause = POLL_FIRST if finished else min(pause * 2, POLL_MAX)
         time.sleep(pause)
-    ctx.out.stop_live()
     frozen = [n for n in ctx.campaign.layer() if ctx.campaign.nodes[n].status == DISPATCHED
               and ctx.campaign.nodes[n].freeze]
     kinds = {ctx.campaign.nodes[n].freeze["freeze"] for n in frozen}

@@ -49,6 +49,7 @@ def _answer(ctx: Context) -> tuple[str, str, str, str] | None:
         if who is None:
             ctx.out.always("cannot record an answer: set `git config user.email`; pausing instead")
             return None
+        ctx.out.notify("seam", ctx.topic, seam=seam)  # whoever is away from this terminal is needed here
         asked = prompt.ask(seam)
         if asked is not None:
             return asked[0], asked[1], who, "human"

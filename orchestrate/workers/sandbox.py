@@ -1,0 +1,174 @@
+"""The bubblewrap sandbox a worker runs in (DESIGN §14.2): the whole file system read-only, only the
+paths it is given writable, a private /tmp, and a PID namespace so nothing it started outlives it.
+
+`probe()` says whether bubblewrap works here, `wrap()` builds the command line, `resolve()` turns the
+`sandbox: auto|bwrap|none` setting into a yes or no.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from orchestrate import proc
+from orchestrate.errors import ProcError, UsageError
+
+MODES = ("auto", "bwrap", "none")
+PROBE_TIMEOUT = 30.0  # a first bwrap on a cold, loaded machine; a working one takes milliseconds
+
+# What §14.2 asks for: the worker's processes die with its command (PID namespace) and with the runner
+# (--die-with-parent); --new-session keeps it from pushing keystrokes into the runner's terminal.
+_CORE = ("--unshare-pid", "--die-with-parent", "--new-session")
+# Tighter, and no ordinary tool misses what they take away. Run as root, bwrap keeps every capability
+# unless told otherwise, and CAP_SYS_ADMIN can simply remount / read-write: drop them all. Private
+# System V IPC, host name and cgroup view cost nothing.
+_HARDENING = ("--cap-drop", "ALL", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+# A user namespace of its own lets bwrap forbid nested ones, so the worker cannot build a new mount
+# namespace to rearrange what it sees. --disable-userns is bwrap >= 0.8; older ones run the tier below.
+_NO_NESTED_USERNS = ("--unshare-user", "--disable-userns")
+_TIERS = (_CORE + _HARDENING + _NO_NESTED_USERNS, _CORE + _HARDENING)
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Runs inside the sandbox: start the command with only the kept variables (names are checked above,
+# values stay quoted, so nothing is split or globbed).
+_ENV_FILTER = 'exec env -i {pairs} "$@"'
+
+
+class SandboxUnavailable(UsageError):
+    """`sandbox: bwrap` was asked for and bubblewrap does not work on this machine."""
+
+
+_lock = threading.Lock()
+_probed: tuple[tuple[str, ...], str | None] | None = None  # (options, reason), once per process
+_warned = False
+
+
+def probe() -> str | None:
+    """None when bubblewrap works here, else one line saying why not. Runs bwrap at most once per process."""
+    return _probe()[1]
+
+
+def reset() -> None:
+    """Forget the probe and the warning, so the next call looks again (after installing bubblewrap)."""
+    global _probed, _warned
+    with _lock:
+        _probed, _warned = None, False
+
+
+def resolve(setting: str | None, warn: Callable[[str], None]) -> bool:
+    """Whether to sandbox workers under `setting` (None means `auto`).
+
+    `bwrap` without a working bubblewrap is an error; `auto` without one runs unsandboxed and calls
+    `warn(reason)` once per process.
+    """
+    global _warned
+    mode = setting or "auto"
+    if mode not in MODES:
+        raise UsageError(f"sandbox: unknown value {mode!r}", hint="use one of auto, bwrap, none")
+    if mode == "none":
+        return False
+    reason = probe()
+    if reason is None:
+        return True
+    if mode == "bwrap":
+        raise SandboxUnavailable(f"sandbox: bwrap is required but bubblewrap does not work here: {reason}",
+                                 hint="fix that, or set sandbox: auto or none")
+    with _lock:
+        first, _warned = not _warned, True
+    if first:
+        warn(reason)
+    return False
+
+
+def wrap(argv: Sequence[str], *, cwd: str | Path, writable: Iterable[str | Path],
+         readable: Iterable[str | Path] = (), env_keep: Iterable[str] | None = None) -> list[str]:
+    """The command line that runs `argv` in a sandbox.
+
+    Everything is read-only, /tmp is private and empty, each `writable` path is writable at its own
+    path (created when missing), each `readable` one read-only: that is how a path under /tmp (a
+    repository, a HOME) stays visible, or how part of a writable tree stays read-only; the deeper
+    path wins. With `env_keep`, the command sees only the variables named there.
+    """
+    out = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path, rw in _binds(writable, readable):
+        out += ["--bind" if rw else "--ro-bind", path, path]
+    out += ["--chdir", str(Path(cwd).resolve()), *_options()]
+    if env_keep is not None:
+        out += ["--", "/bin/sh", "-c", _ENV_FILTER.format(pairs=_pairs(env_keep)), "sh"]
+    else:
+        out.append("--")
+    return out + [str(a) for a in argv]
+
+
+def _binds(writable: Iterable[str | Path], readable: Iterable[str | Path]) -> list[tuple[str, bool]]:
+    """Paths to bind, parents before children so a deeper bind is not hidden by a shallower one."""
+    chosen: dict[Path, bool] = {}
+    for path in readable:
+        chosen.setdefault(Path(path).resolve(), False)
+    for path in writable:
+        target = Path(path).resolve()
+        target.mkdir(parents=True, exist_ok=True)  # a configured cache may not exist yet
+        chosen[target] = True
+    return [(str(p), rw) for p, rw in sorted(chosen.items(), key=lambda item: (len(item[0].parts), item[0]))]
+
+
+def _pairs(names: Iterable[str]) -> str:
+    pairs = []
+    for name in names:
+        if not _ENV_NAME.match(name):
+            raise UsageError(f"sandbox: {name!r} is not an environment variable name",
+                             hint="use letters, digits and underscores")
+        pairs.append(f'${{{name}+"{name}=${name}"}}')
+    return " ".join(pairs)
+
+
+def _options() -> tuple[str, ...]:
+    return _probe()[0]
+
+
+def _probe() -> tuple[tuple[str, ...], str | None]:
+    global _probed
+    with _lock:
+        if _probed is None:
+            _probed = _look()
+        return _probed
+
+
+def _look() -> tuple[tuple[str, ...], str | None]:
+    """Run `true` under each tier of options, tightest first; the first that works is the one used."""
+    if shutil.which("bwrap") is None:
+        return _TIERS[0], "bubblewrap is not installed (no `bwrap` on PATH)"
+    scratch = Path(tempfile.mkdtemp(prefix="orchestrate-probe-"))
+    reason = ""
+    try:
+        for options in _TIERS:
+            argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+                    "--bind", str(scratch), str(scratch), "--chdir", str(scratch), *options, "--", "true"]
+            try:
+                done = proc.run(argv, cwd=scratch, timeout=PROBE_TIMEOUT)
+            except ProcError as exc:
+                return _TIERS[0], f"bwrap cannot start: {exc.message}"
+            if done:
+                return options, None
+            said = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+            reason = said[-1] if said else ("timed out" if done.timed_out else f"exited {done.rc}")
+    finally:
+        scratch.rmdir()
+    off = userns_off()
+    return _TIERS[0], f"user namespaces are off ({off}): {reason}" if off else f"bwrap failed: {reason}"
+
+
+def userns_off(proc_sys: Path = Path("/proc/sys")) -> str | None:
+    """The kernel setting that forbids unprivileged user namespaces, if one does."""
+    for rel, off in (("user/max_user_namespaces", "0"), ("kernel/unprivileged_userns_clone", "0"),
+                     ("kernel/apparmor_restrict_unprivileged_userns", "1")):
+        try:
+            value = (proc_sys / rel).read_text().strip()
+        except OSError:
+            continue
+        if value == off:
+            return f"{rel.replace('/', '.')} = {value}"
+    return None
