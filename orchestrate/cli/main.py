@@ -9,6 +9,7 @@ import click
 
 from orchestrate import __version__
 from orchestrate.cli import audit, campaign, plan, tools  # noqa: F401  (each registers its commands)
+from orchestrate.cli import report  # noqa: F401  (`report` and `graph`)
 from orchestrate.cli.app import cli
 from orchestrate.errors import ExitCode, OrchestrateError
 

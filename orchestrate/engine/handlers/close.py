@@ -10,6 +10,7 @@ from orchestrate.engine import judge
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder import sketch
+from orchestrate.report import html as report_html
 from orchestrate.seams.choices import CHOICES
 from orchestrate.workers import worktrees
 
@@ -30,6 +31,8 @@ def handle(ctx: Context) -> Outcome:
         sketch.set_status(path, "CLOSE")
         ctx.emit("close", {"tip": c.tip, "merged": list(c.merged)}, derived_from=[entry["id"]])
         ctx.recorder.commit(f"log: close {c.topic} retrospective")
+    # Written from the committed journal, not from memory; the transition's commit records the file.
+    report_html.write(ctx.layout, c.topic)
     verdict = close_check.check(ctx.layout.ledger, c.topic)
     entry = judge.record(ctx, None, verdict)
     if verdict.code != 0:

@@ -1,0 +1,84 @@
+"""Commands that draw a campaign: `report` (one self-contained HTML file) and `graph` (Mermaid, DOT, text).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from orchestrate.cli.app import cli
+from orchestrate.errors import ExitCode, UsageError
+
+
+@cli.command()
+@click.option("--topic", help="Campaign topic (default: the one in flight, else the only one).")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the HTML (default: .ledger/log/<date>-<topic>.html, beside the sketch).")
+def report(topic: str | None, output: Path | None) -> int:
+    """Write the campaign's report: one self-contained HTML file (no network, no script) with the DAG
+    coloured by status, a timeline of every attempt (queued, running, judging, merging; reworks and
+    seams marked; the critical path outlined; makespan against its lower bound), every node's gate
+    verdicts, surface, merge and diffstat, seams and decisions, and links to its logs.
+
+    Works for a finished campaign and for one in flight; CLOSE writes it by itself. Reads only the
+    recorder and git. Prints the file's path. Exit 0, 2 for an unknown campaign.
+    """
+    from orchestrate.recorder.locate import pick_topic, project
+    from orchestrate.report import html
+    layout = project(Path.cwd())
+    path = html.write(layout, pick_topic(layout, topic, any_state=True), output)
+    click.echo(str(path))
+    return ExitCode.OK
+
+
+@cli.command()
+@click.option("--dag", "dag_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Draw this DAG file (no statuses).")
+@click.option("--topic", help="Draw this campaign's DAG with its nodes' statuses (default: the DAG at "
+                              ".ledger/state/dag.yaml without statuses, or the campaign in flight).")
+@click.option("--format", "fmt", type=click.Choice(["mermaid", "dot", "text"]), default="text", show_default=True,
+              help="mermaid: starts with `flowchart`, pastes into GitHub Markdown; dot: Graphviz; text: the terminal.")
+def graph(dag_path: Path | None, topic: str | None, fmt: str) -> int:
+    """Print the DAG: layers as columns, edges with their predicate (conditional edges as taken, untaken or
+    undecided), LOOPS_WITH groups; for a campaign, each node's status as a word in its label (`D1 accepted`).
+
+    Exit 0, 1 for an invalid DAG, 2 for an unreadable file or an unknown campaign.
+    """
+    from orchestrate.report import graph_export
+    from orchestrate.report.shape import shape
+    if dag_path is not None and topic:
+        raise UsageError("--dag and --topic name two different graphs", hint="pass one of them")
+    status, decided = None, None
+    if dag_path is None:
+        dag, status, decided, name = _campaign_or_default(topic)
+    else:
+        from orchestrate.dag.load import load_dag
+        dag = load_dag(dag_path)
+        name = dag.topic
+    picture = shape(dag, decided)
+    if fmt == "mermaid":
+        click.echo(graph_export.mermaid(picture, status), nl=False)
+    elif fmt == "dot":
+        click.echo(graph_export.dot(picture, status, name), nl=False)
+    else:
+        click.echo(graph_export.text(picture, status), nl=False)
+    return ExitCode.OK
+
+
+def _campaign_or_default(topic: str | None):
+    """(dag, statuses, edge decisions, name): a named or in-flight campaign, else the default DAG."""
+    from orchestrate.dag.load import load_dag
+    from orchestrate.recorder import topics
+    from orchestrate.recorder.locate import project
+    from orchestrate.report import html
+    layout = project(Path.cwd())
+    if topic is None:
+        flying = topics.in_flight(layout.ledger)
+        if len(flying) > 1:
+            raise UsageError(f"several campaigns are in flight: {', '.join(flying)}", hint="pass --topic")
+        if not flying:
+            dag = load_dag(layout.default_dag)
+            return dag, None, None, dag.topic
+        topic = flying[0]
+    data = html.collect(layout, topic)
+    return data.dag, html.statuses(data.campaign, data.dag), data.campaign.edges, topic

@@ -1,0 +1,157 @@
+"""A campaign's history read back from its journal: every attempt of every node as timed phases
+(queued, running, judging, merging), its gate verdicts, seams and decisions.
+
+Only the journal is read, never the engine's memory: the report of a finished campaign and of one in
+flight come from the same entries. Times are seconds since the campaign's first entry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+PHASES = ("queued", "running", "judging", "merging")
+# Statuses that end whatever phase a node was in (its attempt is over, or it will never run).
+ENDING = {"REWORK": "rework", "INVALIDATED": "invalidated", "ABANDONED": "abandoned", "SKIPPED": "skipped",
+          "PENDING": "rescheduled"}
+
+
+def seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp).timestamp()
+
+
+@dataclass
+class Span:
+    phase: str
+    start: float
+    end: float | None = None  # None: still in this phase when the journal ends
+
+    def length(self, now: float) -> float:
+        return (self.end if self.end is not None else now) - self.start
+
+
+@dataclass
+class Attempt:
+    node: str
+    number: int
+    spans: list[Span] = field(default_factory=list)
+    outcome: str = ""  # accept, rework, merged, invalidated, ... ; empty while in flight
+    logs: list[str] = field(default_factory=list)
+    worker_rc: int | None = None
+    worker_seconds: float | None = None
+
+
+@dataclass
+class History:
+    topic: str
+    start: float
+    end: float
+    attempts: list[Attempt] = field(default_factory=list)
+    gates: dict[str, list[dict]] = field(default_factory=dict)  # node -> its gate entries, in order
+    seams: list[dict] = field(default_factory=list)  # {seam, node, at, reason, choices, decided}
+    merges: dict[str, dict] = field(default_factory=dict)  # node -> context of its newest merge entry
+    escalations: int = 0
+    closed_at: float | None = None
+
+    def of(self, node: str) -> list[Attempt]:
+        return [a for a in self.attempts if a.node == node]
+
+    @property
+    def makespan(self) -> float:
+        spans = [s for a in self.attempts for s in a.spans]
+        if not spans:
+            return 0.0
+        return max(s.end if s.end is not None else self.end for s in spans) - min(s.start for s in spans)
+
+
+class _Reader:
+    """Folds entries in time order; `current` maps node -> its attempt that has not ended yet."""
+
+    def __init__(self, history: History) -> None:
+        self.h = history
+        self.current: dict[str, Attempt] = {}
+
+    def at(self, entry: dict) -> float:
+        return seconds(entry["created_at"]) - self.h.start
+
+    def enter(self, node: str, phase: str | None, t: float) -> None:
+        attempt = self.current.get(node)
+        if attempt is None:
+            return
+        if attempt.spans and attempt.spans[-1].end is None:
+            attempt.spans[-1].end = max(t, attempt.spans[-1].start)
+        if phase:
+            attempt.spans.append(Span(phase, t))
+
+    def finish(self, node: str, outcome: str, t: float) -> None:
+        if node in self.current:
+            self.enter(node, None, t)
+            self.current.pop(node).outcome = outcome
+
+    def entry(self, e: dict) -> None:
+        kind, cx, t = e["kind"], e.get("context", {}), self.at(e)
+        node = cx.get("node")
+        if kind == "node" and node:
+            self.status(node, cx, t)
+        elif kind == "result" and cx.get("effect") == "worker-spawn" and node in self.current:
+            self.enter(node, "running", t)
+        elif kind == "result" and cx.get("effect") == "worker-start" and node in self.current:
+            attempt = self.current[node]
+            attempt.worker_rc, attempt.worker_seconds = cx.get("rc"), cx.get("seconds")
+            self.enter(node, None, t)
+        elif kind == "intent" and cx.get("effect") == "worker-start" and node in self.current:
+            log = cx.get("log")
+            if log and log not in self.current[node].logs:
+                self.current[node].logs.append(log)
+        elif kind == "verdict" and node:
+            if cx.get("verdict") == "accept":
+                self.enter(node, "merging", t)
+            else:
+                self.finish(node, cx.get("verdict", ""), t)
+        elif kind == "merge" and node:
+            self.h.merges[node] = cx
+            self.finish(node, "merged", t)
+        elif kind == "gate" and node:
+            self.h.gates.setdefault(node, []).append({**cx, "at": t, "id": e["id"], "by": e.get("source_entity")})
+        elif kind == "seam":
+            self.h.seams.append({"seam": cx.get("seam"), "node": node, "at": t, "reason": cx.get("reason", ""),
+                                 "choices": list(cx.get("choices", [])), "id": e["id"], "decided": None})
+            self.h.escalations += cx.get("seam") == "realignment"
+        elif kind == "decision":
+            for seam in reversed(self.h.seams):
+                if seam["id"] == cx.get("opened") or (seam["decided"] is None and seam["seam"] == cx.get("seam")):
+                    seam["decided"] = {"choice": cx.get("choice"), "who": cx.get("who") or e.get("source_entity"),
+                                       "note": cx.get("note", ""), "at": t, "how": e.get("source_type")}
+                    break
+        elif kind == "close":
+            self.h.closed_at = t
+
+    def status(self, node: str, cx: dict, t: float) -> None:
+        status = cx.get("status")
+        if status == "DISPATCHED":
+            number = int(cx.get("attempt") or 1)
+            attempt = self.current.get(node)
+            if attempt is None or attempt.number != number:  # a resumed worker (WIDEN) keeps its attempt
+                if attempt is not None:
+                    self.finish(node, "superseded", t)
+                attempt = Attempt(node, number)
+                self.h.attempts.append(attempt)
+                self.current[node] = attempt
+            self.enter(node, "queued", t)
+        elif status == "LANDED":
+            self.enter(node, "judging", t)
+        elif status in ENDING:
+            self.finish(node, ENDING[status], t)
+
+
+def read(topic: str, entries: list[dict]) -> History:
+    """The history of a campaign from its journal entries (in file order)."""
+    if not entries:
+        return History(topic, 0.0, 0.0)
+    start = min(seconds(e["created_at"]) for e in entries)
+    end = max(seconds(e["created_at"]) for e in entries) - start
+    history = History(topic, start, end)
+    reader = _Reader(history)
+    # Held entries are written at the next commit, after the effects they precede: time orders them.
+    for e in sorted(entries, key=lambda e: (e["created_at"], e.get("seq", 0))):
+        reader.entry(e)
+    return history

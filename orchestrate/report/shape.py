@@ -1,0 +1,105 @@
+"""The DAG as a picture and as a schedule: columns, rows, edge kinds and the critical path (networkx).
+
+Shared by the HTML report and `orchestrate graph`. networkx is imported inside the functions so the
+CLI starts without it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from orchestrate.dag.graph import natural_key, natural_sorted
+
+
+@dataclass
+class Link:
+    src: str
+    dst: str
+    predicate: str
+    kind: str  # static, taken, untaken, undecided (conditional), discovery
+    edge_id: str
+    label: str = ""
+
+
+@dataclass
+class Shape:
+    columns: list[list[str]]  # node ids (and `plugin:NAME` boxes) per column, top to bottom
+    links: list[Link]
+    groups: list[tuple[str, ...]]
+    plugins: list[str] = field(default_factory=list)
+
+    def position(self) -> dict[str, tuple[int, int]]:
+        return {n: (k, row) for k, column in enumerate(self.columns) for row, n in enumerate(column)}
+
+
+def links(dag, decided: dict | None = None) -> list[Link]:
+    """Every edge of the plan, with how a campaign decided its condition (`decided`: edge id -> record)."""
+    decided = decided or {}
+    found = []
+    for e in dag.edges:
+        if e.type == "conditional":
+            record = decided.get(e.id)
+            kind = "undecided" if record is None else ("taken" if record.get("taken") else "untaken")
+        else:
+            kind = e.type
+        label = e.predicate if e.index is not None else ""  # the depends_on short form is plain ordering
+        if e.type == "conditional":
+            label = f"{e.predicate} {kind}: when {e.when}"
+        elif e.payload:
+            label = f"{e.predicate} {', '.join(e.payload)}"
+        # ordering edges point from what runs first (a COMPOSES spoke) to what waits for it
+        found.append(Link(e.before if e.orders else e.src, e.after if e.orders else e.dst, e.predicate, kind,
+                          e.id, label))
+    return found
+
+
+def shape(dag, decided: dict | None = None) -> Shape:
+    """Columns are Kahn generations of the ordering edges (LOOPS_WITH groups share one); within a column,
+    nodes follow the mean row of their predecessors, group members side by side."""
+    import networkx as nx
+    every = links(dag, decided)
+    g = nx.DiGraph()
+    g.add_nodes_from(n.id for n in dag.nodes)
+    for node, deps in dag.layer_deps().items():
+        g.add_edges_from((d, node) for d in deps if d in g)
+    plugins = natural_sorted({link.dst for link in every if link.predicate == "EXTENDS"})
+    for link in every:
+        if link.predicate == "EXTENDS":
+            g.add_edge(link.src, link.dst)  # the plugin box sits right of the node it extends
+    group_of = {m: i for i, grp in enumerate(dag.groups()) for m in grp}
+    columns: list[list[str]] = []
+    row: dict[str, float] = {}
+    for generation in nx.topological_generations(g):
+        centre = {}
+        for n in generation:
+            preds = [row[p] for p in g.predecessors(n) if p in row]
+            centre[n] = sum(preds) / len(preds) if preds else 0.0
+        pull = {}  # a group sits where its best-placed member would: its members stay side by side
+        for n in generation:
+            if n in group_of:
+                pull[group_of[n]] = min(pull.get(group_of[n], centre[n]), centre[n])
+        column = sorted(generation, key=lambda n: (pull.get(group_of.get(n), centre[n]), group_of.get(n, -1),
+                                                   natural_key(n)))
+        row.update((n, float(i)) for i, n in enumerate(column))
+        columns.append(column)
+    return Shape(columns, every, dag.groups(), plugins)
+
+
+def critical_path(dag, weight: dict[str, float]) -> tuple[list[str], float]:
+    """The heaviest chain of ordering edges, a node weighing `weight[node]` (its time in the campaign)."""
+    import networkx as nx
+    g = nx.DiGraph()
+    g.add_nodes_from(n.id for n in dag.nodes)
+    for node, deps in dag.deps().items():
+        g.add_edges_from((d, node) for d in deps if d in g)
+    best: dict[str, tuple[float, str | None]] = {}
+    for n in nx.topological_sort(g):
+        before = max(((best[p][0], p) for p in g.predecessors(n)), default=(0.0, None))
+        best[n] = (before[0] + weight.get(n, 0.0), before[1])
+    if not best:
+        return [], 0.0
+    end = max(natural_sorted(best), key=lambda n: best[n][0])  # the first of equals, in id order
+    path, cursor = [], end
+    while cursor is not None:
+        path.append(cursor)
+        cursor = best[cursor][1]
+    return path[::-1], best[end][0]
