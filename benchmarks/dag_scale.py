@@ -1,10 +1,13 @@
 """Validate + layer DAGs of 1k, 10k and 100k nodes; print time, peak memory and a ratio to plain parsing.
 
-Run by hand: .venv/bin/python benchmarks/dag_scale.py [--sizes 1000,10000,100000]
+Run by hand: .venv/bin/python benchmarks/dag_scale.py [--sizes 1000,10000,100000] [--shapes layered,deep]
+Shapes: `layered` is wide layers each depending on the one before (shallow); `deep` gives every node up
+to three dependencies among the 300 nodes before it, so ancestry runs thousands of layers deep.
 Each measurement runs in a fresh process so memory figures (peak RSS) do not mix. The baseline, measured in the
 same run on the same file, is the parser alone (PyYAML's C loader for YAML, `json` for the same DAG
 written as JSON): the floor any validator reading that format pays.
-Targets (2-core machine): 10k nodes < 1 s, 100k < 10 s, peak memory < 1 GB.
+Targets (2-core machine), for every shape: 10k nodes < 1 s as JSON and < 2 s as YAML, 100k < 10 s as JSON;
+peak memory < 1 GB.
 """
 from __future__ import annotations
 
@@ -19,11 +22,33 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def write(path: Path, nodes: list[dict]) -> None:
+    """The same DAG as flow-style YAML (one node a line) and as JSON beside it."""
+    lines = ["topic: scale", "workers: {core: \"true\"}", "nodes:"]
+    for node in nodes:
+        extra = ", serialize: true" if node.get("serialize") else ""
+        lines.append(f"  - {{id: {node['id']}, depends_on: [{', '.join(node['depends_on'])}], file_surface: "
+                     f"[{', '.join(json.dumps(s) for s in node['file_surface'])}], discipline: core{extra}}}")
+    path.write_text("\n".join(lines) + "\n")
+    path.with_suffix(".json").write_text(json.dumps({"topic": "scale", "workers": {"core": "true"}, "nodes": nodes}))
+
+
+def generate_deep(n: int, path: Path, seed: int = 7) -> None:
+    """Each node depends on up to three of the 300 nodes before it; a directory or a file surface of its own."""
+    rng = random.Random(seed)
+    nodes = []
+    for i in range(n):
+        window = range(max(0, i - 300), i)
+        deps = [f"N{d}" for d in sorted(rng.sample(window, min(len(window), rng.randint(1, 3))))] if i else []
+        surface = [f"pkg{i}/"] if rng.random() < 0.5 else [f"src{i // 10}/mod{i}.py"]
+        nodes.append({"id": f"N{i}", "depends_on": deps, "file_surface": surface, "discipline": "core"})
+    write(path, nodes)
+
+
 def generate(n: int, path: Path, seed: int = 7) -> None:
     """Layers of 50-200 nodes, 1-3 dependencies on the layer before; surfaces of packages, files and
     globs; a shared changelog touched by a chain of ordered nodes; doc globs owned by serialize nodes."""
     rng = random.Random(seed)
-    lines = ["topic: scale", "workers: {core: \"true\"}", "nodes:"]
     nodes: list[dict] = []
     previous: list[str] = []
     i = 0
@@ -41,7 +66,7 @@ def generate(n: int, path: Path, seed: int = 7) -> None:
                 surface = [f"pkg{i}/mod{rng.randint(0, 9)}.py", f"tests/pkg{i}/test_mod.py"]
             else:
                 surface = [f"docs/area{i}/*.md"]
-            extra = ""
+            serialize = False
             if i % 97 == 0:  # the changelog: every such node depends on the previous one, so they are ordered
                 surface.append("CHANGELOG.md")
                 if chain_last:
@@ -49,16 +74,16 @@ def generate(n: int, path: Path, seed: int = 7) -> None:
                 chain_last = node
             if i % 211 == 0:
                 surface.append("docs/*.md")
-                extra = ", serialize: true"
-            lines.append(f"  - {{id: {node}, depends_on: [{', '.join(deps)}], file_surface: "
-                         f"[{', '.join(json.dumps(s) for s in surface)}], discipline: core{extra}}}")
+                serialize = True
             nodes.append({"id": node, "depends_on": deps, "file_surface": surface, "discipline": "core",
-                          **({"serialize": True} if extra else {})})
+                          **({"serialize": True} if serialize else {})})
             layer.append(node)
             i += 1
         previous = layer
-    path.write_text("\n".join(lines) + "\n")
-    path.with_suffix(".json").write_text(json.dumps({"topic": "scale", "workers": {"core": "true"}, "nodes": nodes}))
+    write(path, nodes)
+
+
+SHAPES = {"layered": generate, "deep": generate_deep}
 
 
 PROBE = r"""
@@ -99,23 +124,24 @@ def measure(path: Path, mode: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated, of: {', '.join(SHAPES)}")
     args = ap.parse_args()
-    targets = {10000: 1.0, 100000: 10.0}
-    print(f"{'nodes':>8} {'format':>6} {'validate+layers':>16} {'parse only':>11} {'ratio':>6} {'peak rss':>9} "
+    targets = {("json", 10000): 1.0, ("yaml", 10000): 2.0, ("json", 100000): 10.0}
+    print(f"{'shape':>8} {'nodes':>8} {'format':>6} {'validate+layers':>16} {'parse only':>11} {'ratio':>6} {'peak rss':>9} "
           f"{'layers':>7}  target")
     with tempfile.TemporaryDirectory() as tmp:
-        for n in (int(x) for x in args.sizes.split(",")):
-            path = Path(tmp) / f"dag{n}.yaml"
-            generate(n, path)
+        for shape, n in ((s, int(x)) for s in args.shapes.split(",") for x in args.sizes.split(",")):
+            path = Path(tmp) / f"{shape}{n}.yaml"
+            SHAPES[shape](n, path)
             for fmt, file in (("yaml", path), ("json", path.with_suffix(".json"))):
                 base = measure(file, "baseline")
                 full = measure(file, "full")
-                target = targets.get(n)
+                target = targets.get((fmt, n))
                 verdict = ""
                 if target:
                     ok = full["seconds"] < target and full["rss"] < 1 << 30
                     verdict = f"< {target:g}s, < 1 GB: {'PASS' if ok else 'MISS'}"
-                print(f"{n:>8} {fmt:>6} {full['seconds']:>15.2f}s {base['seconds']:>10.2f}s "
+                print(f"{shape:>8} {n:>8} {fmt:>6} {full['seconds']:>15.2f}s {base['seconds']:>10.2f}s "
                       f"{full['seconds'] / base['seconds']:>6.2f} {full['rss'] / 2**20:>7.0f}MB {full['layers']:>7}  {verdict}")
 
 

@@ -48,12 +48,12 @@ The campaign runs until D4's premise goes stale (D2 asked for demo/c.txt, which 
   then: orchestrate resume --topic demo
   [75]
   $ orchestrate status
-  campaign demo: PAUSE, layer 2 of 2, tip [0-9a-f]{12} on campaign/demo \(interactive\) (re)
+  campaign demo: PAUSE, layer 1 \(layers 0-1\), tip [0-9a-f]{12} on campaign/demo \(interactive\) (re)
     L0 D1           ACCEPTED    attempt 1
     L1 D2           ACCEPTED    attempt 1
     L1 D3           ACCEPTED    attempt 2
     L1 D4           INVALIDATED attempt 0  <- seam realignment: INVALIDATED: node D4 has 1 stale premise(s); realign before dispatch
-  open seam realignment: INVALIDATED: node D4 has 1 stale premise(s); realign before dispatch (choices: rework, skip, halt)
+  open seam realignment: INVALIDATED: node D4 has 1 stale premise(s); realign before dispatch (node D4; choices: rework, skip, halt)
 
 A person decides that D4 goes ahead; resume applies it, and the campaign closes:
 

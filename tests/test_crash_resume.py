@@ -91,6 +91,7 @@ def crash_points(commits: int) -> list[str]:
     return points
 
 
+@pytest.mark.timeout(1200)  # some 50 full runs, each with sandboxed workers: minutes on a loaded 2-core machine
 def test_every_crash_point_resumes_to_the_same_campaign(template, reference, tmp_path):
     expected, commits = reference
     points = crash_points(commits)

@@ -79,3 +79,69 @@ def test_a_token_overlaps_itself(a):
 @given(st.lists(SEGMENTS, min_size=1, max_size=3).map("/".join), paths)
 def test_a_plain_token_covers_exactly_itself_and_what_is_under_it(token, path):
     assert covers(token, path) == (path == token or path.startswith(token + "/"))
+
+
+# Globs follow git's pathspec `:(glob)` magic; these cases were read off `git ls-files` (git 2.39). A `**`
+# right after the literal prefix spans directories (`src/a**`): git strips that prefix before wildmatch.
+GIT_COVERS = [
+    ("[^a]", "b", True), ("[^a]", "^", True), ("[^a]", "a", False), ("[!a]", "^", True), ("[!a]", "!", True),
+    ("[!a]", "a", False), ("[]a]", "]", True), ("[!]a]", "b", True), ("[a-c]", "b", True), ("[c-a]", "b", False),
+    ("[[:digit:]]x", "7x", True), ("[[:digit:]]x", "ax", False), ("a\\*b", "a*b", True), ("a\\*b", "axb", False),
+    ("a\\*b2", "a*b2/y", False), ("src/a**", "src/a/x", True), ("src/a**", "src/abc", True),
+    ("[!a]**", "b/c", False), ("x/**", "x", False), ("src/a**/c", "src/ab/c", True),
+    ("src/a**/c", "src/a/b/c", True), ("src/a**c", "src/ab/c", False), ("src**/c", "src/a/b2/c", True),
+    ("src/**c", "src/a/c", False), ("src/**", "src", False), ("**/y", "y", True), ("src/**/y", "src/y", True),
+    ("src/**/y", "src/a/b/y", True), ("*", "a/b", False), ("[d", "[d/x", True), ("a[", "a[", True),
+    ("a[", "a[b", False), ("***", "a/b/c", True), ("src/***", "src/a/b", True),
+]
+
+
+@pytest.mark.parametrize("token,path,expected", GIT_COVERS)
+def test_globs_cover_what_git_lists(token, path, expected):
+    assert covers(token, path) is expected
+
+
+@pytest.mark.parametrize("token,fragment", [
+    ("src\\x.py", "escapes no glob character"), ("[/a]b", "inside `[...]`"), ("a\\", "backslash"),
+    ("[[:foo:]].txt", "unknown character class"),
+])
+def test_tokens_that_git_would_read_otherwise(token, fragment):
+    assert fragment in token_problem(token)
+
+
+@pytest.mark.parametrize("token", ["a\\*b", "\\[x\\]", "[[:alpha:]]*", "[!a]", "[^a]/**"])
+def test_escaped_and_negated_tokens_are_valid(token):
+    assert token_problem(token) is None
+
+
+TOP_FILES = ["a", "b", "ab", "^", "!", "*", "[", "-", ".x", "a]", "a*b"]
+DIRS = ["d", "da", "d*", "[d"]
+UNDER = ["a", "b", "^", "ab", "e/a", "e/b"]
+GIT_FILES = TOP_FILES + [f"{d}/{f}" for d in DIRS for f in UNDER]
+ATOMS = st.sampled_from(["a", "b", "d", "e", "*", "?", "**", "[ab]", "[!a]", "[^a]", "[a-b]", "[]a]", "[!]a]",
+                         "\\*", "\\[", "^", "!", "[[:alpha:]]", "[", "-", "]", "***"])
+GIT_PATTERNS = st.lists(st.lists(ATOMS, min_size=1, max_size=3).map("".join), min_size=1, max_size=3).map("/".join)
+
+
+def test_globs_match_exactly_what_git_ls_files_lists(repo):
+    """Against git itself: every generated token covers exactly the files `git ls-files ':(glob)TOKEN'` lists."""
+    repo.write({f: "x\n" for f in GIT_FILES})
+    repo.git("add", "-A")
+    tracked = repo.git("ls-files", "-z").strip("\0").split("\0")
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(GIT_PATTERNS)
+    def agrees(token):
+        if token_problem(token) is not None:
+            return
+        listed = {p for p in repo.git("ls-files", "-z", "--", f":(glob){token}").split("\0") if p}
+        assert {p for p in tracked if covers(token, p)} == listed, token
+
+    agrees()
+
+
+@settings(max_examples=500, deadline=None)
+@given(GIT_PATTERNS, GIT_PATTERNS, st.sampled_from(GIT_FILES))
+def test_tokens_git_would_both_list_a_file_for_overlap(a, b, path):
+    if token_problem(a) is None and token_problem(b) is None and covers(a, path) and covers(b, path):
+        assert overlap(a, b), (a, b, path)

@@ -1,5 +1,5 @@
-"""Commands on a campaign: `init`, `run`, `resume`, `status`, and the answers a person gives (`decide`,
-`approve`, `skip`, `realign`).
+"""Commands on a campaign: `init`, `run`, `resume`, `status`, the answers a person gives (`decide`,
+`approve`, `skip`, `realign`), and ending one (`abandon`, `clean`).
 """
 from __future__ import annotations
 
@@ -35,9 +35,11 @@ def init() -> int:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only results, seams and errors.")
 @answers_option
+@click.option("--interactive/--no-interactive", default=None,
+              help="Ask at seams or never ask (default: ask when stdin is a terminal and CI is unset).")
 @executor_options
 def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | None, quiet: bool,
-        answers: Path | None, executor) -> int:
+        answers: Path | None, interactive: bool | None, executor) -> int:
     """Run a campaign to its end or to a human seam.
 
     Validates the DAG (an invalid one exits 1 before anything is written), creates campaign/<topic>
@@ -52,7 +54,7 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
     """
     from orchestrate.engine.runner import run_campaign
     return run_campaign(Path.cwd(), dag_path, topic=topic, mode=mode, jobs=jobs, quiet=quiet, answers=answers,
-                        executor=executor)
+                        executor=executor, interactive=interactive)
 
 
 @cli.command()
@@ -61,8 +63,11 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only results, seams, repairs and errors.")
 @answers_option
+@click.option("--interactive/--no-interactive", default=None,
+              help="Ask at seams or never ask (default: ask when stdin is a terminal and CI is unset).")
 @executor_options
-def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, answers: Path | None, executor) -> int:
+def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, answers: Path | None,
+           interactive: bool | None, executor) -> int:
     """Continue the in-flight campaign after a crash, a Ctrl-C, a halt or a pause.
 
     Rebuilds the state from the newest valid checkpoint plus the journal after it, reconciles it with
@@ -71,7 +76,7 @@ def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, ans
     """
     from orchestrate.engine.runner import resume_campaign
     return resume_campaign(Path.cwd(), topic=topic, from_log=from_log, jobs=jobs, quiet=quiet, answers=answers,
-                           executor=executor)
+                           executor=executor, interactive=interactive)
 
 
 @cli.command()
@@ -152,4 +157,52 @@ def status(topic: str | None, as_json: bool) -> int:
     node waits."""
     from orchestrate.report.status import show
     print(show(Path.cwd(), topic, as_json))
+    return ExitCode.OK
+
+
+@cli.command()
+@click.option("--topic", help="Campaign topic (default: the one in flight).")
+@click.option("--as", "as_who", metavar="WHO", help="Who decides (default: git config user.email).")
+@click.option("--note", required=True, help="Why the campaign ends here (recorded).")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
+def abandon(topic: str | None, as_who: str | None, note: str, quiet: bool) -> int:
+    """End a campaign for good, as a recorded human decision: who (git config user.email, or --as),
+    when, and --note. Its branches and worktrees stay; `resume` no longer picks it, and
+    `orchestrate clean` may then remove what it left. Exit 0; 2 (nothing written) for a campaign that
+    has already ended or without --note; 4 while a runner holds it.
+    """
+    from orchestrate.engine.abandon import abandon as end
+    return end(Path.cwd(), topic=topic, as_who=as_who, note=note, quiet=quiet)
+
+
+@cli.command()
+@click.option("--topic", help="One ended campaign (default: every ended campaign).")
+@click.option("--dry-run", is_flag=True, help="List what would be removed, remove nothing.")
+@json_option
+def clean(topic: str | None, dry_run: bool, as_json: bool) -> int:
+    """Remove the worktrees and the merged node branches of ended (closed or abandoned) campaigns.
+
+    A node branch whose head is not merged into campaign/<topic> is kept and listed, and so is a
+    worktree with uncommitted changes. campaign/<topic> itself is never touched. Exit 0; 2 when
+    --topic names a campaign still in flight.
+    """
+    import json
+
+    from orchestrate.recorder import clean as cleaning
+    from orchestrate.recorder.locate import project
+    layout = project(Path.cwd())
+    names = cleaning.ended(layout, topic)
+    todo = cleaning.plan(layout, names)
+    done = [] if dry_run else cleaning.apply(layout, todo)
+    if as_json:
+        click.echo(json.dumps({"topics": names, "dry_run": dry_run, **todo.to_json(), "done": done}, indent=2))
+        return ExitCode.OK
+    verb = "would remove" if dry_run else "removed"
+    for line in ([f"{verb} worktree {w}" for w in todo.worktrees] + [f"{verb} branch {b}" for b in todo.branches]
+                 if dry_run else done):
+        click.echo(line)
+    for what, why in todo.kept.items():
+        click.echo(f"kept {what}: {why}")
+    if not (todo.worktrees or todo.branches or todo.kept):
+        click.echo("nothing to clean" + (f" for {', '.join(names)}" if names else ": no campaign has ended"))
     return ExitCode.OK

@@ -1,5 +1,6 @@
 """The one error boundary: every command runs inside `main()`, which turns our errors into one line and
-an exit code of DESIGN §10, and anything else into a traceback and exit 70.
+an exit code of DESIGN §10, and anything else into a traceback and exit 70. A reader of stdout that
+goes away (`| head`) is a normal end of output, never an error: the command goes on with the log only.
 """
 from __future__ import annotations
 
@@ -8,8 +9,14 @@ import sys
 import click
 
 from orchestrate import __version__
-from orchestrate.cli import audit, campaign, plan, tools  # noqa: F401  (each registers its commands)
-from orchestrate.cli import report  # noqa: F401  (`report` and `graph`)
+from orchestrate.cli import (  # noqa: F401  (each registers its commands)
+    audit,
+    campaign,
+    pipe,
+    plan,
+    report,  # noqa: F401  (`report` and `graph`)
+    tools,
+)
 from orchestrate.cli.app import cli
 from orchestrate.errors import ExitCode, OrchestrateError
 
@@ -23,6 +30,11 @@ def _report_bug(exc: BaseException) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """The one error boundary: expected failures print one line; a bug prints a traceback (70)."""
+    with pipe.guarded():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         rc = cli.main(args=argv, prog_name="orchestrate", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -36,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     except OrchestrateError as exc:
         _print_error(exc)
         return exc.exit_code
+    except BrokenPipeError:  # a reader gone before `_Stdout` could see it (stderr, a child's pipe): not a bug
+        return ExitCode.OK
     except Exception as exc:  # noqa: BLE001 - the boundary: anything else is a bug
         _report_bug(exc)
         return ExitCode.INTERNAL

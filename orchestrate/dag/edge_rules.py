@@ -40,7 +40,7 @@ def check(rep: Report, raw_edges: object, line: int, nodes: list[Node], node_lin
     layer_deps = contract(deps, groups)
     if not on_cycle:
         on_cycle = _group_ordering(rep, deps, layer_deps, groups, usable)
-    effective = {n: effective_gates(n, by_id, usable, groups) for n in by_id}
+    effective = effective_gates(by_id, usable, groups)
     _semantics(rep, usable, by_id, layer_deps, effective, params, gates)
     exempt = {frozenset((e.dst, e.fallback)) for e in usable if e.fallback}
     exempt |= {frozenset((e.dst, e.guardrails["reroute_target"])) for e in usable

@@ -34,7 +34,7 @@ def check_dag(path: str | Path, *, topic: str | None = None,
     file = str(path)
     text = read_text(path)
     data, problems = yamlfile.load(text, file)
-    if data is None:
+    if data is None and problems:  # unparsable; no data at all (an empty file) is validate's to report
         return None, problems
     dag, more = validate(data, file, topic=topic, brief_dir=brief_dir)
     if more and getattr(data, "fast", False):  # read as JSON, without lines: read again to point at them

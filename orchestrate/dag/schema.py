@@ -74,7 +74,8 @@ GATE_FIELDS: dict[str, tuple[Checker | None, bool]] = {"plugin": (is_text, True)
 COMMAND_GATE_FIELDS: dict[str, tuple[Checker | None, bool]] = {
     "plugin": (is_text, True), "run": (is_text, True), "timeout": (is_pos_int, False), "review": (is_bool, False)}
 WORKER_SPEC_FIELDS: dict[str, tuple[Checker | None, bool]] = {
-    "capabilities": (is_str_list, False), "kind": (is_text, False), "fallback_worker": (is_text, False)}
+    "capabilities": (is_str_list, False), "kind": (is_text, False), "fallback_worker": (is_text, False),
+    "agent": (is_text, False), "model": (is_text, False), "args": (is_str_list, False)}
 NODE_FIELDS: dict[str, tuple[Checker, bool]] = {
     "id": (None, True), "title": (is_str, False), "depends_on": (is_str_list, False),
     "file_surface": (is_str_list, True), "discipline": (is_text, False), "worker": (None, False),

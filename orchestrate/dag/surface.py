@@ -1,21 +1,31 @@
-"""Surface semantics: which paths a token covers, and whether two tokens can collide.
+r"""Surface semantics: which paths a token covers, and whether two tokens can collide.
 
 The only module that answers these questions; DAG validation, authorisation, collision checks and
 reconcile honesty all call it, so the contract and the gates cannot disagree.
 
 A token is a repo-relative POSIX path, optionally a glob. A plain token covers the path it names and
 everything under it (`docs` and `docs/` both cover `docs/x.md`, neither covers `docsx/y.md`). A glob
-covers the paths it matches segment by segment: `*`, `?` and `[...]` stay inside one segment, a whole
-`**` segment spans any number of segments (zero included); so `src/*` covers `src/a` but not
+follows git's pathspec `:(glob)` magic (wildmatch with WM_PATHNAME), so a token means what it means to
+`git ls-files ':(glob)TOKEN'`: `*`, `?` and `[...]` never match `/`; `[!a]` and `[^a]` both negate;
+`[[:alpha:]]` names a class; a `**` between slashes (or leading `**/`, trailing `/**`) spans any
+number of directories, elsewhere `**` is `*` except at the very end, where it spans `/` too;
+a backslash makes the next glob character literal (`a\*b` covers only `a*b`). As in git, a glob's
+own text is also compared literally first (`[d` covers `[d/x`). So `src/*` covers `src/a` but not
 `src/a/b.py`, and `src/**` covers both. A glob ending in `/` names directories and covers what is
-under them too (`pkg*/` covers `pkg1/x.py`).
+under them too (`pkg*/` covers `pkg1/x.py`): git would list nothing for it, since it lists files.
 """
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
+import re
 from functools import lru_cache
 
-_GLOB_CHARS = frozenset("*?[")
+_GLOB_CHARS = frozenset("*?[\\")
+_ESCAPABLE = frozenset("*?[]\\!^-:")  # what a backslash may make literal; anything else looks like a Windows path
+_CLASSES = {"alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "blank": " \t", "cntrl": "\x00-\x1f\x7f",
+            "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~", "punct": "!-/:-@\\[-`{-~",
+            "space": " \t\n\r\f\v", "upper": "A-Z", "xdigit": "0-9A-Fa-f"}  # C locale, as git
+_BAD_ESCAPE = re.compile(r"\\[^" + re.escape("".join(sorted(_ESCAPABLE))) + "]")
+_CLASS_NAME = re.compile(r"\[:([a-z]*):\]")
 
 
 def is_glob(token: str) -> bool:
@@ -28,8 +38,9 @@ def token_problem(token: object) -> str | None:
         return f"a surface token must be a string, not {type(token).__name__}"
     if not token.strip():
         return "empty surface token"
-    if "\\" in token:
-        return f"`{token}` contains a backslash; write POSIX paths with `/`"
+    if "\\" in token and (token.endswith("\\") or _BAD_ESCAPE.search(token)):
+        return (f"`{token}` contains a backslash that escapes no glob character; write POSIX paths with `/` "
+                "(a backslash only makes `*`, `?`, `[`, `]` or `\\` literal)")
     if token.startswith("/"):
         return f"`{token}` is absolute; surface tokens are relative to the repository root"
     segments = token.rstrip("/").split("/")
@@ -39,12 +50,47 @@ def token_problem(token: object) -> str | None:
         return f"`{token}` is not a normalised path (empty or `.` segment)"
     if token != token.strip():
         return f"`{token}` has leading or trailing white space"
+    if "[:" in token and (bad := _CLASS_NAME.search(token)):
+        if bad.group(1) not in _CLASSES:
+            return (f"`{token}` names the unknown character class `[:{bad.group(1)}:]`, which git matches with "
+                    f"nothing; classes: {', '.join(_CLASSES)}")
+    if "[" in token and _slash_in_class(token):
+        return (f"`{token}` has a `/` inside `[...]`: git never matches `/` with a class, and the token does "
+                "not split into directories the way it reads; write one class per path segment")
     return None
+
+
+def _slash_in_class(token: str) -> bool:
+    i = 0
+    while i < len(token):
+        if token[i] == "\\":
+            i += 2
+        elif token[i] == "[" and (parsed := _bracket(token, i)) is not None:
+            if "/" in token[i:parsed[1]]:
+                return True
+            i = parsed[1]
+        else:
+            i += 1
+    return False
+
+
+def _first_special(pattern: str) -> int:
+    return next((i for i, ch in enumerate(pattern) if ch in _GLOB_CHARS), len(pattern))
 
 
 @lru_cache(maxsize=65536)
 def _segments(token: str) -> tuple[str, ...]:
-    return tuple(token.rstrip("/").split("/"))
+    """The token's segments, for comparing two tokens. A `**` right after the literal prefix but inside a
+    segment (`src/a**`, `src**/c`) spans directories in git: read it, more widely, as that segment's head
+    followed by `*` and then anything (`src/a*/**`)."""
+    t = token.rstrip("/")
+    segs = t.split("/")
+    f = _first_special(t)
+    if t.startswith("**", f) and f > 0 and t[f - 1] != "/":
+        k = t.count("/", 0, f)
+        head = t[:f].rsplit("/", 1)[-1]
+        segs = segs[:k] + [head + "*", "**"]
+    return tuple("**" if len(seg) >= 2 and not seg.strip("*") else seg for seg in segs)
 
 
 def literal_prefix(token: str) -> tuple[str, ...]:
@@ -61,32 +107,117 @@ def covers(token: str, path: str) -> bool:
     """Does `token` grant `path` (a concrete file or directory path)?"""
     t = token.rstrip("/")
     p = path.rstrip("/")
+    if p == t or p.startswith(t + "/"):  # git compares a pathspec's text literally before matching it
+        return True
     if not is_glob(t):
-        return p == t or p.startswith(t + "/")
-    return _match(_segments(t), tuple(p.split("/")), _open_ended(token))
+        return False
+    rx = _regex(t)
+    if rx is None:
+        return False
+    if rx.fullmatch(p):
+        return True
+    if _open_ended(token):
+        cut = p.find("/")
+        while cut != -1:
+            if rx.fullmatch(p[:cut]):
+                return True
+            cut = p.find("/", cut + 1)
+    return False
+
+
+@lru_cache(maxsize=65536)
+def _regex(pattern: str) -> re.Pattern | None:
+    """`pattern` as git's wildmatch (WM_PATHNAME) reads it, as a regex over a whole path; None when git
+    would match nothing at all (an unclosed or unknown character class)."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    first_special = _first_special(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            if i + 1 >= n:
+                return None
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "*":
+            j = i
+            while j < n and pattern[j] == "*":
+                j += 1
+            # git strips the literal prefix before wildmatch, so a `**` right after it counts as leading
+            at_start = i == 0 or pattern[i - 1] == "/" or i == first_special
+            if j - i >= 2 and at_start and j < n and pattern[j] == "/":
+                out.append("(?:.*/)?")  # `**/`: zero or more whole directories
+                j += 1
+            elif j - i >= 2 and at_start and j == n:
+                out.append(".*")
+            else:
+                out.append("[^/]*")
+            i = j
+        elif ch == "[":
+            parsed = _bracket(pattern, i)
+            if parsed is None:
+                return None
+            out.append(parsed[0])
+            i = parsed[1]
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def _bracket(pattern: str, start: int) -> tuple[str, int] | None:
+    """The regex for the class opening at `start` and the index after it; None if git matches nothing."""
+    i, n = start + 1, len(pattern)
+    negate = i < n and pattern[i] in "!^"
+    i += negate
+    items: list[str] = []
+    first = True
+    prev: str | None = None
+    while i < n and (pattern[i] != "]" or first):
+        first = False
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < n:
+            ch = pattern[i + 1]
+            i += 1
+        elif ch == "[" and pattern.startswith("[:", i):
+            end = pattern.find(":]", i + 2)
+            if end != -1:
+                name = pattern[i + 2:end]
+                if name not in _CLASSES:
+                    return None
+                items.append(_CLASSES[name])
+                prev = None
+                i = end + 2
+                continue
+        elif ch == "-" and prev is not None and i + 1 < n and pattern[i + 1] != "]":
+            hi = pattern[i + 1]
+            i += 1
+            if hi == "\\" and i + 1 < n:
+                hi = pattern[i + 1]
+                i += 1
+            items.pop()
+            if prev <= hi:
+                items.append(f"{re.escape(prev)}-{re.escape(hi)}")
+            prev = None
+            i += 1
+            continue
+        items.append(re.escape(ch))
+        prev = ch
+        i += 1
+    if i >= n:
+        return None
+    body = "".join(items)
+    if negate:
+        return f"[^/{body}]", i + 1
+    return (f"(?!/)[{body}]" if body else "(?!)"), i + 1
 
 
 def _open_ended(token: str) -> bool:
     """Does the token also cover what lies under what it names? Plain paths and globs ending in `/` do."""
     return not is_glob(token) or token.endswith("/")
-
-
-def _match(pattern: tuple[str, ...], parts: tuple[str, ...], open_ended: bool) -> bool:
-    """True when `pattern` matches all of `parts` (or, open-ended, a leading run of them)."""
-    memo: dict[tuple[int, int], bool] = {}
-
-    def go(i: int, j: int) -> bool:
-        key = (i, j)
-        if key not in memo:
-            if i == len(pattern):
-                memo[key] = j == len(parts) or open_ended
-            elif pattern[i] == "**":
-                memo[key] = go(i + 1, j) or (j < len(parts) and go(i, j + 1))
-            else:
-                memo[key] = j < len(parts) and fnmatchcase(parts[j], pattern[i]) and go(i + 1, j + 1)
-        return memo[key]
-
-    return go(0, 0)
 
 
 def overlap(a: str, b: str) -> bool:
@@ -132,9 +263,9 @@ def _segments_meet(x: str, y: str) -> bool:
     if not gx and not gy:
         return x == y
     if not gy:
-        return fnmatchcase(y, x)
+        return covers(x, y)
     if not gx:
-        return fnmatchcase(x, y)
+        return covers(y, x)
     px, py = _literal_head(x), _literal_head(y)
     if not (px.startswith(py) or py.startswith(px)):
         return False

@@ -4,32 +4,15 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from orchestrate.dag import edge_rules, graph, surface
-from orchestrate.dag.model import (
-    COMMAND_PLUGIN,
-    DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_TIMEOUT,
-    MODES,
-    RESERVED_GATES,
-    SANDBOXES,
-    SCHEMA_VERSIONS,
-    WORKER_KINDS,
-    Check,
-    Dag,
-    Node,
-    Tripwire,
-)
+from orchestrate.dag import edge_rules, graph, node_rules
+from orchestrate.dag.model import COMMAND_PLUGIN, MODES, RESERVED_GATES, SANDBOXES, SCHEMA_VERSIONS, Dag, Node
 from orchestrate.dag.schema import (
     CHECK_FIELDS,
     COMMAND_GATE_FIELDS,
     DEFAULT_FIELDS,
-    NODE_ENUMS,
-    NODE_FIELDS,
     POLICY_CASES,
     POLICY_RULE_FIELDS,
     TOP_FIELDS,
-    TRIPWIRE_FIELDS,
-    WORKER_SPEC_FIELDS,
     Report,
     checks_of,
     did_you_mean,
@@ -40,11 +23,17 @@ from orchestrate.dag.schema import (
 )
 from orchestrate.dag.yamlfile import Mapping, Problem, Sequence
 
+EMPTY = ("the DAG has no nodes: the file is empty or holds only comments; add a `nodes:` list, e.g. "
+         "`nodes: [{id: A, file_surface: [a.txt], worker: ./work.sh}]`")
+
 
 def validate(data: object, file: str, *, topic: str | None = None,
              brief_dir: Path | None = None) -> tuple[Dag | None, list[Problem]]:
     """Check every rule of the DAG contract; return the model when there is no problem."""
     rep = Report(file)
+    if data is None:
+        rep.add(1, "", "empty", EMPTY)
+        return None, rep.problems
     if not isinstance(data, Mapping):
         rep.add(getattr(data, "line", 1) or 1, "", "type",
                 f"the DAG must be a mapping with a `nodes:` list, got {kind_of(data)}")
@@ -103,6 +92,7 @@ def validate(data: object, file: str, *, topic: str | None = None,
     raw_edges = data.get("edges") if isinstance(data.get("edges"), Sequence) else ()
     # a discovery edge's target gets its worker from a plugin: its discipline needs no `workers:` entry
     discovered = {e.get("to") for e in raw_edges if isinstance(e, Mapping) and e.get("type") == "discovery"}
+    sound: set[str] = set()  # nodes whose own fields have no problem
     for i, raw in enumerate(nodes_raw):
         where = f"nodes[{i}]"
         if not isinstance(raw, Mapping):
@@ -110,8 +100,8 @@ def validate(data: object, file: str, *, topic: str | None = None,
             continue
         if isinstance(raw.get("id"), str):
             declared.add(raw["id"])
-        node = _node(rep, raw, where, workers, defaults, base_dir, gates,
-                     has_workers="workers" in data and raw.get("id") not in discovered)
+        node, ok = node_rules.node(rep, raw, where, workers, defaults, base_dir, gates,
+                                   has_workers="workers" in data and raw.get("id") not in discovered)
         if node is None:
             continue
         where = f"nodes.{node.id}"
@@ -122,6 +112,8 @@ def validate(data: object, file: str, *, topic: str | None = None,
         first_line[node.id] = raw.key_line("id")
         node_lines[node.id] = raw
         nodes.append(node)
+        if ok:
+            sound.add(node.id)
 
     by_id = {n.id: n for n in nodes}
     for n in nodes:
@@ -132,17 +124,19 @@ def validate(data: object, file: str, *, topic: str | None = None,
             if dep in seen:
                 rep.add(line, f"nodes.{n.id}.depends_on", "duplicate-dependency", f"`{dep}` is listed twice")
             seen.add(dep)
-            if dep not in by_id and dep not in first_line:
+            if dep not in by_id and dep not in declared:  # a declared id that is unreadable is reported there
                 rep.add(line, f"nodes.{n.id}.depends_on", "dangling",
                         f"`{dep}` is not a node of this DAG{did_you_mean(dep, by_id)}")
-    nodes = [replace(n, depends_on=tuple(d for d in dict.fromkeys(n.depends_on) if d in by_id)) for n in nodes]
+    nodes = [_with_deps(n, tuple(d for d in dict.fromkeys(n.depends_on) if d in by_id)) for n in nodes]
     model = edge_rules.check(rep, data.get("edges"), data.key_line("edges"), nodes, node_lines,
                           declared, params, gates)
     # Every ordering predecessor becomes part of depends_on, so code reading a node alone sees them all.
-    nodes = [replace(n, depends_on=model.deps[n.id]) for n in nodes]
+    nodes = [_with_deps(n, model.deps[n.id]) for n in nodes]
     by_id = {n.id: n for n in nodes}
+    # A node whose `serialize` or `complete` is unreadable may or may not take part: leave it out.
     surfaces = {n.id: n.file_surface for n in nodes
-                if not n.serialize and not n.complete and n.id not in model.on_cycle}
+                if not n.serialize and not n.complete and n.id not in model.on_cycle
+                and (n.id in sound or _flags_readable(node_lines[n.id]))}
     for a, b, pairs in graph.surface_conflicts(surfaces, model.layer_deps, exempt=model.exempt):
         tokens = ", ".join(f"`{x}`" if x == y else f"`{x}` ~ `{y}`" for x, y in pairs)
         rep.add(node_lines[b].key_line("file_surface"), f"nodes.{b}.file_surface", "surface-conflict",
@@ -151,14 +145,18 @@ def validate(data: object, file: str, *, topic: str | None = None,
     if rep.problems:
         return None, sorted(rep.problems, key=lambda p: (p.line, p.field))
     return Dag(path=file, topic=str(topic_value), base=str(data.get("base", "HEAD")), mode=str(mode),
-               workers=dict(workers), checks=tuple(_check(c) for c in checks),
+               workers=dict(workers), checks=tuple(node_rules.check_of(c) for c in checks),
                nodes=tuple(nodes), by_id=by_id, policy=policy, edges=tuple(model.edges), params=params,
                gates=gates, _groups=tuple(model.groups), _layer_deps=model.layer_deps,
                _effective=model.effective), []
 
 
-def _check(raw: Mapping) -> Check:
-    return Check(raw["name"], raw["run"], raw.get("timeout"), raw.get("review", False))
+def _with_deps(node: Node, deps: tuple[str, ...]) -> Node:
+    return node if deps == node.depends_on else replace(node, depends_on=deps)  # replace() is slow at 100k
+
+
+def _flags_readable(raw: Mapping) -> bool:
+    return all(isinstance(raw.get(key, False), bool) for key in ("serialize", "complete"))
 
 
 def _policy(rep: Report, value: object, line: int) -> dict:
@@ -239,149 +237,3 @@ def _gates(rep: Report, value: object, line: int) -> dict[str, dict]:
         if len(rep.problems) == before:
             out[name] = dict(spec)
     return out
-
-
-def _evaluators(rep: Report, value: object, line: int, where: str, gates: dict) -> tuple[list[Check], list[str]]:
-    """Inline `{name, run}` evaluators and references to `gates:` instances, in the order written.
-
-    A reference to a `command` gate becomes an ordinary Check, so the engine runs it like an inline one;
-    any other plugin's gate is kept by name for the plugin layer.
-    """
-    if value is None:
-        return [], []
-    if not isinstance(value, Sequence):
-        rep.add(line, where, "type", f"expected a list, got {kind_of(value)}")
-        return [], []
-    names = [v["name"] for v in value if isinstance(v, Mapping) and isinstance(v.get("name"), str)]
-    checks, plugin_gates, seen = [], [], set()
-    for i, item in enumerate(value):
-        loc = f"{where}[{i}]"
-        if isinstance(item, Mapping):
-            before = len(rep.problems)
-            rep.fields(item, CHECK_FIELDS, loc)
-            if len(rep.problems) == before:
-                checks.append(_check(item))
-            name = item.get("name")
-        elif isinstance(item, str):
-            name = item
-            if item not in gates:
-                known = sorted(set(gates) | set(names))
-                rep.add(value.item_line(i), loc, "unknown-gate",
-                        f"unknown gate '{item}' (known: {', '.join(known) or 'none'})")
-            elif gates[item]["plugin"] == COMMAND_PLUGIN:
-                g = gates[item]
-                checks.append(Check(item, g["run"], g.get("timeout"), g.get("review", False)))
-            else:
-                plugin_gates.append(item)
-        else:
-            rep.add(value.item_line(i), loc, "type",
-                    f"expected a gate name or a mapping like {{name: ..., run: ...}}, got {kind_of(item)}")
-            continue
-        if name in seen:
-            rep.add(value.item_line(i), loc, "duplicate-gate", f"gate '{name}' is listed twice")
-        seen.add(name)
-    return checks, plugin_gates
-
-
-def _worker(rep: Report, raw: Mapping, where: str) -> tuple[str | None, dict | None]:
-    """`worker:` a command line, or a mapping asking for a capability match or a person."""
-    value = raw.get("worker")
-    if value is None or isinstance(value, str):
-        if isinstance(value, str) and not value.strip():
-            rep.add(raw.key_line("worker"), f"{where}.worker", "type", "must not be empty")
-        return value, None
-    if not isinstance(value, Mapping):
-        rep.add(raw.key_line("worker"), f"{where}.worker", "type",
-                f"expected a command, {{capabilities: [...]}} or {{kind: human}}, got {kind_of(value)}")
-        return None, None
-    loc = f"{where}.worker"
-    rep.fields(value, WORKER_SPEC_FIELDS, loc)
-    if ("capabilities" in value) == ("kind" in value):
-        rep.add(value.line, loc, "exclusive", "give exactly one of `capabilities` or `kind`")
-    kind = value.get("kind")
-    if isinstance(kind, str) and kind not in WORKER_KINDS:
-        rep.add(value.key_line("kind"), f"{loc}.kind", "enum", f"`{kind}` is not a worker kind: use {', '.join(WORKER_KINDS)}")
-    if value.get("capabilities") == []:
-        rep.add(value.key_line("capabilities"), f"{loc}.capabilities", "missing", "list at least one capability")
-    return None, dict(value)
-
-
-def _node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapping, base_dir: Path,
-          gates: dict | None = None, has_workers: bool = True) -> Node | None:
-    before = len(rep.problems)
-    gates = gates or {}
-    node_id = raw.get("id")
-    if "id" in raw:
-        why = id_problem(node_id)
-        if why:
-            rep.add(raw.key_line("id"), f"{where}.id", "id", why)
-            node_id = None
-        else:
-            where = f"nodes.{node_id}"
-    rep.fields(raw, NODE_FIELDS, where)
-    for j, token in enumerate(raw.get("file_surface") or ()):
-        why = surface.token_problem(token)
-        if why and isinstance(raw["file_surface"], Sequence):
-            rep.add(raw["file_surface"].item_line(j), f"{where}.file_surface", "surface-token", why)
-    for j, dep in enumerate(raw.get("depends_on") or ()):
-        if isinstance(raw["depends_on"], Sequence) and (why := id_problem(dep)) and isinstance(dep, bool):
-            rep.add(raw["depends_on"].item_line(j), f"{where}.depends_on", "id", why)
-    evaluators, plugin_gates = _evaluators(rep, raw.get("evaluators"), raw.key_line("evaluators"),
-                                           f"{where}.evaluators", gates)
-    tripwires = checks_of(rep, raw.get("tripwires"), raw.key_line("tripwires"), f"{where}.tripwires", TRIPWIRE_FIELDS)
-    if "brief" in raw and "brief_file" in raw:
-        rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "exclusive", "give `brief` or `brief_file`, not both")
-    elif isinstance(raw.get("brief_file"), str) and not (base_dir / raw["brief_file"]).is_file():
-        rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "missing-file",
-                f"`{raw['brief_file']}` does not exist (paths are relative to the DAG file's folder)")
-    _outcome_fields(rep, raw, where)
-    worker, worker_spec = _worker(rep, raw, where)
-    discipline = raw.get("discipline") if isinstance(raw.get("discipline"), str) else None
-    if worker is None and worker_spec is None and not raw.get("complete"):
-        if discipline is None:
-            rep.add(raw.line, where, "no-worker",
-                    "no worker: set `worker:` or a `discipline:` that `workers:` maps to a command")
-        # Without any `workers:` section a discipline is a routing label the run resolves (worker plugins).
-        elif discipline not in workers and has_workers:
-            rep.add(raw.key_line("discipline"), f"{where}.discipline", "unknown-discipline",
-                    f"`{discipline}` is not under `workers:`{did_you_mean(discipline, workers)}")
-    if len(rep.problems) != before or node_id is None:
-        return None
-    return Node(
-        id=node_id, title=raw.get("title") or node_id, depends_on=tuple(raw.get("depends_on") or ()),
-        file_surface=tuple(raw["file_surface"]),
-        worker=worker or (None if worker_spec else workers.get(discipline or "")),
-        discipline=discipline, brief=raw.get("brief") or "", brief_file=raw.get("brief_file"),
-        evaluators=tuple(evaluators),
-        tripwires=tuple(Tripwire(t["run"], t.get("expect", 0), t.get("why", ""), t.get("timeout")) for t in tripwires),
-        serialize=raw.get("serialize") is True, complete=raw.get("complete") is True,
-        mitigates=tuple(raw.get("mitigates") or ()),
-        timeout=raw.get("timeout", defaults.get("timeout", DEFAULT_TIMEOUT)),
-        max_attempts=raw.get("max_attempts", defaults.get("max_attempts", DEFAULT_MAX_ATTEMPTS)),
-        line=raw.line, plugin_gates=tuple(plugin_gates), outputs=tuple(raw.get("outputs") or ()),
-        activation=raw.get("activation", "always"), join=raw.get("join", "all"),
-        max_rework=raw.get("max_rework"), on_exhausted=raw.get("on_exhausted", "halt"), worker_spec=worker_spec,
-        sandbox=raw.get("sandbox", defaults.get("sandbox")))
-
-
-def _outcome_fields(rep: Report, raw: Mapping, where: str) -> None:
-    """activation, join, on_exhausted (closed sets), outputs (readable names) and the ABANDONED opt-in."""
-    for key, allowed, called in NODE_ENUMS:
-        value = raw.get(key)
-        if isinstance(value, str) and value not in allowed:
-            rep.add(raw.key_line(key), f"{where}.{key}", "enum",
-                    f"`{value}` is not {called}: use {' or '.join(allowed)}")
-    outputs = raw.get("outputs")
-    if isinstance(outputs, list):
-        seen = set()
-        for j, key in enumerate(outputs):
-            line = outputs.item_line(j) if isinstance(outputs, Sequence) else raw.line
-            if isinstance(key, str) and not key.isidentifier():
-                rep.add(line, f"{where}.outputs", "type",
-                        f"`{key}` cannot be read as src.outputs.<key>: use letters, digits and `_`")
-            elif key in seen:
-                rep.add(line, f"{where}.outputs", "duplicate", f"`{key}` is listed twice")
-            seen.add(key)
-    if raw.get("on_exhausted") == "continue" and "max_rework" not in raw:
-        rep.add(raw.key_line("on_exhausted"), f"{where}.on_exhausted", "missing",
-                "on_exhausted: continue needs max_rework: N (how many reworks before ABANDONED)")

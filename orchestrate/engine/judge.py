@@ -26,6 +26,26 @@ def next_verdict(node, failures: int) -> str:
     return "escalate" if failures >= node.max_attempts else "rework"
 
 
+def budget(node) -> int:
+    """How many failed attempts the node may have before it escalates (or, opted in, is abandoned)."""
+    return node.max_rework + 1 if node.on_exhausted == "continue" else node.max_attempts
+
+
+def attempt_text(attempt: int, failures: int, allowed: int) -> str:
+    """`attempt 2 of 3`; after a person's rework the failures count again from zero while the attempt
+    number goes on, so both are said rather than `attempt 2 of 1`."""
+    if attempt == failures:
+        return f"attempt {attempt} of {allowed}"
+    return f"attempt {attempt}; failure {failures} of {allowed} allowed since the last rework"
+
+
+def spent_text(attempt: int, failures: int, allowed: int) -> str:
+    """Why a node escalates, for the realignment seam."""
+    if attempt == failures:
+        return f"attempts spent ({failures} of {allowed})"
+    return f"attempts spent ({failures} of {allowed} since the last rework, {attempt} in all)"
+
+
 def abandon(ctx, node_id: str, failures: int, feedback: str, derived_from=()) -> None:
     """Give the node up for good: ABANDONED is terminal, its worktree goes, its branch stays to read."""
     from orchestrate.recorder.campaign import ABANDONED

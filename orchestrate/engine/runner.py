@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from orchestrate import git
 from orchestrate.engine.context import Context
 from orchestrate.engine.loop import drive
-from orchestrate.errors import UsageError
+from orchestrate.errors import Halted, UsageError
 from orchestrate.recorder import topics
 from orchestrate.recorder.campaign import Campaign
 from orchestrate.recorder.journal import Recorder
@@ -41,7 +41,10 @@ def read_answers(path: Path | None) -> dict:
 
 
 def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: str | None, jobs: int | None,
-                 quiet: bool, answers: Path | None = None, executor: Choice | None = None) -> int:
+                 quiet: bool, answers: Path | None = None, executor: Choice | None = None,
+                 interactive: bool | None = None) -> int:
+    from orchestrate.seams import prompt
+    prompt.force(interactive)
     layout = project(cwd)
     dag_file = (dag_path or layout.default_dag).resolve()
     if not dag_file.exists():
@@ -61,8 +64,11 @@ def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: s
 
 
 def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int | None, quiet: bool,
-                    answers: Path | None = None, executor: Choice | None = None) -> int:
-    from orchestrate.engine import resume
+                    answers: Path | None = None, executor: Choice | None = None,
+                    interactive: bool | None = None) -> int:
+    from orchestrate.engine import abandon, resume
+    from orchestrate.seams import prompt
+    prompt.force(interactive)
     layout = project(cwd)
     name = resume.pick(layout, topic)
     out = Reporter(quiet=quiet)
@@ -73,6 +79,10 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=from_log, warn=lambda m: out.always(f"warning: {m}"),
                                   crashed=lock.took_over is not None)
+        if campaign.closed:
+            abandon.refuse_resume(recorder)
+        if campaign.state == "HALT":
+            _refuse_answered_halt(recorder, campaign)
         with _executor(layout, executor, jobs) as ex:
             ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=ex,
                                   out=out, answers=read_answers(answers)))
@@ -82,6 +92,17 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
                 campaign.state = _stopped_in(recorder, campaign.state)  # that state runs again: after a fix, or an answer
             out.line(f"resuming campaign {name} in {campaign.state}")
             return drive(ctx)
+
+
+def _refuse_answered_halt(recorder: Recorder, campaign: Campaign) -> None:
+    """A halt a person chose at a seam (or a refused final acceptance) stands: running its state again
+    would find no seam to settle. Say so, and how to end the campaign; nothing is written."""
+    if _stopped_in(recorder, "HALT") != "SEAM" or campaign.seam is not None or campaign.decision is not None:
+        return
+    name = recorder.topic
+    raise Halted(f"campaign {name} is halted: {campaign.halt or 'a seam was answered halt'}",
+                 hint=f"that was a person's answer, which resume does not undo: `orchestrate abandon --topic {name} "
+                      f"--note WHY` ends it (its branches are kept); `orchestrate run --topic NEW` starts again")
 
 
 def _stopped_in(recorder: Recorder, end: str) -> str:

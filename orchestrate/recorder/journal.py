@@ -18,6 +18,7 @@ from orchestrate import __version__, faults, git
 from orchestrate.errors import Concurrency, ForeignWrite, OrchestrateError
 
 ENGINE = f"orchestrate@{__version__}"
+TOPIC_TRAILER = "Orchestrate-Topic"  # names the campaign of each recorder commit: other topics' are built on
 
 
 def now() -> str:
@@ -169,34 +170,63 @@ class Recorder:
     # ---- commits ------------------------------------------------------------------------------
 
     def commit(self, subject: str, body: str = "") -> str:
-        """Commit the recorder's files (held entries first) as one CAS step of the recorder branch."""
+        """Commit the recorder's files (held entries first) as one CAS step of the recorder branch.
+
+        Under the recorder-wide lock, so runners of other topics commit one at a time; their commits since
+        this runner's last one are built on, a commit of this topic by anyone else is refused."""
+        from orchestrate.recorder.lock import RecorderLock
         self.flush()
         if self._size is not None:
             self._refuse_foreign_lines()
         faults.reach("flush")
-        self._stage()
-        if self._size is not None:  # a line appended while `add` ran may be in the index: refuse it too
-            self._refuse_foreign_lines()
-        tree = git.out(self.ledger, "write-tree")
-        if self.head and tree == (self._tree or git.out(self.ledger, "rev-parse", f"{self.head}^{{tree}}")):
-            return self.head  # nothing changed
-        message = subject + (f"\n\n{body}" if body else "")
-        args = ["commit-tree", tree, "-m", message] + (["-p", self.head] if self.head else [])
-        sha = git.out(self.ledger, *args, env=self._env)
-        faults.reach("commit")
-        if not git.update_ref(self.ledger, self.ref, sha, self.head or "0" * 40, reason=subject):
+        with RecorderLock(self.ledger):
+            followed = self._follow()
+            self._stage()
+            if self._size is not None:  # a line appended while `add` ran may be in the index: refuse it too
+                self._refuse_foreign_lines()
+            tree = git.out(self.ledger, "write-tree")
+            if not followed and self.head and tree == (self._tree or git.out(self.ledger, "rev-parse",
+                                                                              f"{self.head}^{{tree}}")):
+                return self.head  # nothing changed (after another topic's commit, this one's subject still counts)
+            message = subject + (f"\n\n{body}" if body else "") + f"\n\n{TOPIC_TRAILER}: {self.topic}"
+            args = ["commit-tree", tree, "-m", message] + (["-p", self.head] if self.head else [])
+            sha = git.out(self.ledger, *args, env=self._env)
+            faults.reach("commit")
+            if not git.update_ref(self.ledger, self.ref, sha, self.head or "0" * 40, reason=subject):
+                raise self._moved()
+            self.head, self._tree = sha, tree  # `add -A` left the index at this tree: `git status` is clean
+            return sha
+
+    def _follow(self) -> bool:
+        """Build on what runners of other topics committed since this runner's last commit; a move that is
+        not a descendant, or that holds a commit of this topic (or one that names no topic), is refused."""
+        actual = git.rev_parse(self.ledger, self.ref)
+        if not self.head or actual == self.head:
+            return False
+        if actual is None or not git.is_ancestor(self.ledger, self.head, actual):
             raise self._moved()
-        self.head, self._tree = sha, tree  # `add -A` left the index at this tree: `git status` is clean
-        return sha
+        topics = git.trailer_values(self.ledger, f"{self.head}..{actual}", TOPIC_TRAILER)
+        if any(t in ("", self.topic) for t in topics):
+            raise self._moved()
+        self.head, self._tree = actual, None
+        return True
 
     def _stage(self) -> None:
-        """`git add -A`; a file vanishing under it (an editor's temp file) is retried, not fatal."""
+        """`git add -A` of all but other campaigns' files (each runner commits its own; one left half-written
+        in another's commit would make that one's next commit look empty); a file vanishing under it (an
+        editor's temp file) is retried, not fatal."""
+        spec = [".", *self._others()]
         for attempt in range(5):
-            done = git.git(self.ledger, "add", "-A", "--", ".", env=self._env, check=False)
+            done = git.git(self.ledger, "add", "-A", "--", *spec, env=self._env, check=False)
             if done.rc == 0:
                 return
             time.sleep(0.05 * (attempt + 1))
-        git.git(self.ledger, "add", "-A", "--", ".", env=self._env)
+        git.git(self.ledger, "add", "-A", "--", *spec, env=self._env)
+
+    def _others(self) -> list[str]:
+        state = self.ledger / "state"
+        others = [p.name for p in state.iterdir() if p.is_dir() and p.name != self.topic] if state.is_dir() else []
+        return [spec for o in others for spec in (f":(exclude,literal)state/{o}", f":(exclude,glob)log/????-??-??-{o}.md")]
 
     def _moved(self) -> Concurrency:
         actual = git.rev_parse(self.ledger, self.ref) or "nothing"

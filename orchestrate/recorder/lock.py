@@ -1,4 +1,5 @@
-"""One runner per campaign: an flock (released by the kernel when its holder dies) plus holder details."""
+"""One runner per campaign: an flock (released by the kernel when its holder dies) plus holder details;
+and one recorder commit at a time, whatever the campaign."""
 from __future__ import annotations
 
 import json
@@ -67,3 +68,31 @@ def _alive(holder: dict) -> bool:
     except PermissionError:
         return True
     return True
+
+
+class RecorderLock:
+    """Every runner's recorder commits, whatever its topic, one at a time: they share one index and one
+    branch. Held only around a commit (milliseconds), never while workers run."""
+
+    WAIT = 300.0  # seconds; a commit takes milliseconds, so this is only reached when a holder is wedged
+
+    def __init__(self, ledger: Path) -> None:
+        self.path = ledger.parent / ".scratch" / "locks" / "recorder.lock"
+        self._lock = None
+
+    def __enter__(self) -> "RecorderLock":
+        from filelock import FileLock, Timeout
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.path), timeout=self.WAIT, thread_local=False, is_singleton=False)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise Concurrency(f"the recorder lock {self.path} was held for more than {self.WAIT:.0f}s",
+                              hint="a runner is wedged in a recorder commit: stop it, then resume") from None
+        self._lock = lock
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None

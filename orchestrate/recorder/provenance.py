@@ -55,10 +55,42 @@ class Chain:
     steps: list[dict] = field(default_factory=list)  # the node's status changes and decisions, in order
     problems: list[str] = field(default_factory=list)
     recorder_commit: str | None = None
+    usage: list[dict] = field(default_factory=list)  # one row per attempt that reported usage (or a bad file)
 
     def to_json(self) -> dict:
         return {"node": self.node, "merge": self.merge, "verdict": self.verdict, "gates": self.gates,
-                "steps": self.steps, "problems": self.problems, "recorder_commit": self.recorder_commit}
+                "steps": self.steps, "problems": self.problems, "recorder_commit": self.recorder_commit,
+                "usage": {"attempts": self.usage, "total": usage_total(self.usage)}}
+
+
+def usage_rows(entries: list[dict], node: str | None = None) -> list[dict]:
+    """What each attempt reported to $ORCH_USAGE, from its journalled result: {node, attempt, usage | error}."""
+    rows = []
+    for e in entries:
+        cx = e["context"]
+        if e["kind"] != "result" or cx.get("effect") != "worker-start" or (node and cx.get("node") != node):
+            continue
+        if isinstance(cx.get("usage"), dict):
+            rows.append({"node": cx.get("node"), "attempt": cx.get("attempt"), "usage": cx["usage"]})
+        elif cx.get("usage_error"):
+            rows.append({"node": cx.get("node"), "attempt": cx.get("attempt"), "error": cx["usage_error"]})
+    return rows
+
+
+def usage_total(rows: list[dict]) -> dict:
+    total = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+    for row in rows:
+        for key in total:
+            total[key] += row.get("usage", {}).get(key, 0)
+    total["cost_usd"] = round(total["cost_usd"], 6)
+    return total
+
+
+def usage_text(usage: dict) -> str:
+    """`1200 in / 300 out tokens, $0.0420 (model)`: the one way usage is written for a person."""
+    model = f" ({usage['model']})" if usage.get("model") else ""
+    return (f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out tokens, "
+            f"${usage.get('cost_usd', 0):.4f}{model}")
 
 
 def _accept_cites_a_passing_gate(e: dict, by_id: dict) -> str | None:
@@ -157,6 +189,7 @@ def chain(entries: list[dict], node: str) -> Chain:
                     and (e["kind"] != "node" or "status" in e["context"])]
     relevant = [e for e in (result.merge, result.verdict) if e] + result.gates + result.steps
     result.problems += [p for e in relevant for rule in RULES if (p := rule(e, by_id))]
+    result.usage = usage_rows(entries, node)
     return result
 
 
@@ -192,5 +225,10 @@ def render(c: Chain) -> list[str]:
         else:
             lines.append(f"  {s['created_at']} decision {cx.get('seam')} {cx.get('choice')} by {cx.get('who')} "
                          f"({s['source_type']}, entry {s['id']})")
+    for row in c.usage:
+        said = usage_text(row["usage"]) if "usage" in row else f"malformed usage file: {row['error']}"
+        lines.append(f"  usage attempt {row['attempt']}: {said}")
+    if c.usage:
+        lines.append(f"  usage total: {usage_text(usage_total(c.usage))}")
     lines += [f"lineage problem: {p}" for p in c.problems]
     return lines

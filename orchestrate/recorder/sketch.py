@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 
 from orchestrate.atomic import write_atomic
+from orchestrate.recorder.provenance import usage_text, usage_total
 
 
 def path_for(ledger: Path, topic: str, opened: str | None = None) -> Path:
@@ -39,3 +40,20 @@ def set_status(path: Path, status: str) -> None:
 def append(path: Path, section: str) -> None:
     """Add a section at the end (the whole file is rewritten atomically: a crash never leaves half of it)."""
     write_atomic(path, path.read_text() + "\n" + section.rstrip() + "\n")
+
+
+def usage_section(rows: list[dict]) -> str:
+    """The retrospective's "Usage" section: every attempt that reported usage, each node's sum, the total;
+    "" when no worker reported any (a campaign of shell commands has nothing to say here)."""
+    if not rows:
+        return ""
+    lines = ["## Usage", "", "| node | attempt | usage |", "|---|---|---|"]
+    nodes: dict[str, list[dict]] = {}
+    for row in rows:
+        nodes.setdefault(row["node"], []).append(row)
+        said = usage_text(row["usage"]) if "usage" in row else "malformed usage file (warning)"
+        lines.append(f"| {row['node']} | {row['attempt']} | {said} |")
+    for node, mine in nodes.items():
+        lines.append(f"| {node} | all | {usage_text(usage_total(mine))} |")
+    lines += ["", f"Campaign total: {usage_text(usage_total(rows))}.", ""]
+    return "\n".join(lines)

@@ -1,20 +1,104 @@
-"""`orchestrate status`: the layer, every node's status and attempt, open seams, and why nodes wait."""
+"""`orchestrate status`: the layer, every node's status and attempt, open seams, why nodes wait, whether a
+runner is alive, and the other campaigns the recorder knows.
+
+Layers are counted from 0 everywhere status prints, as in its JSON, `orchestrate layers` and the log.
+"""
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 from orchestrate.recorder.campaign import Campaign
 
+RESTING = ("PAUSE", "HALT", "DONE")  # states a runner leaves the campaign in when it exits on purpose
+
 
 def show(cwd: Path, topic: str | None, as_json: bool) -> str:
     """The text `orchestrate status` prints; also reached without the CLI framework (see entry.py)."""
-    from orchestrate.recorder.locate import peek, pick_topic, project
+    from orchestrate.recorder.locate import peek, project
     layout = project(cwd)
-    data = summary(peek(layout, pick_topic(layout, topic, any_state=True)))
+    known = campaigns(layout.ledger)
+    chosen = topic or _primary(known)
+    data = summary(peek(layout, chosen))
+    data["runner"] = runner(layout.scratch / "locks", chosen, data["state"], data["closed"])
+    data["last_entry"] = _last_entry_time(layout.journal(chosen))
+    data["others"] = [c for c in known if c["topic"] != chosen]
     if as_json:
-        import json
         return json.dumps(data, indent=2)
     return "\n".join(render(data))
+
+
+def campaigns(ledger: Path) -> list[dict]:
+    """Every campaign the recorder has opened, newest first: {topic, lifecycle (open|close), opened}."""
+    from orchestrate.recorder import topics
+    found = [{"topic": t, "lifecycle": mark, "opened": _first_entry_time(ledger / "state" / t / "journal.jsonl")}
+             for t, mark in topics.lifecycle(ledger).items()]
+    return sorted(found, key=lambda c: (c["opened"], c["topic"]), reverse=True)
+
+
+def _primary(known: list[dict]) -> str:
+    """The newest campaign in flight, else the newest of all."""
+    from orchestrate.errors import UsageError
+    if not known:
+        raise UsageError("no campaign is in flight", hint="start one with `orchestrate run`")
+    flying = [c for c in known if c["lifecycle"] == "open"]
+    return (flying or known)[0]["topic"]
+
+
+def _first_entry_time(journal: Path) -> str:
+    try:
+        with journal.open("rb") as fh:
+            return json.loads(fh.readline()).get("created_at", "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def _last_entry_time(journal: Path) -> str:
+    """The time of the journal's last complete entry: when the campaign last recorded a step."""
+    try:
+        with journal.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 65536))
+            lines = fh.read().split(b"\n")
+    except OSError:
+        return ""
+    for line in reversed(lines[1:] if len(lines) > 1 else lines):
+        try:
+            return json.loads(line).get("created_at", "")
+        except (ValueError, AttributeError):
+            continue
+    return ""
+
+
+def runner(locks: Path, topic: str, state: str, closed: bool) -> dict:
+    """Who holds the campaign: the lock's holder details (pid, host, since) and whether it is alive.
+
+    The holder file is written by the runner under its flock and removed when it exits; one left
+    behind by a runner that was killed names a pid that is gone.
+    """
+    from orchestrate.recorder.lock import CampaignLock
+    try:
+        holder = json.loads(CampaignLock(locks, topic).info.read_text())
+    except (OSError, ValueError):
+        holder = None
+    if isinstance(holder, dict):
+        return {**holder, "alive": _alive(holder), "resume": not _alive(holder)}
+    return {"pid": None, "host": None, "started": None, "alive": False,
+            "resume": state not in RESTING and not (closed and state == "DONE")}
+
+
+def _alive(holder: dict) -> bool:
+    import socket
+    if holder.get("host") != socket.gethostname():
+        return True  # another machine's pid cannot be checked from here: trust its lock
+    try:
+        os.kill(int(holder["pid"]), 0)
+    except (ProcessLookupError, ValueError, KeyError, TypeError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def summary(c: Campaign) -> dict:
@@ -33,13 +117,15 @@ def summary(c: Campaign) -> dict:
 
 
 def waiting_reason(c: Campaign, node: str, k: int) -> str:
+    """One line for the node's row; a seam's whole reason is printed by its `open seam` line."""
     s = c.nodes[node]
     if s.status == "ACCEPTED":
         return c.enabled.get(node, "")
     if s.status in ("SKIPPED", "ABANDONED"):
         return s.feedback.splitlines()[0] if s.feedback else ""
     if c.seam and c.seam.get("node") == node:
-        return f"seam {c.seam['seam']}: {c.seam.get('reason', '')}"
+        reason = c.seam.get("reason", "")
+        return f"seam {c.seam['seam']}: {reason.splitlines()[0] if reason else ''}"
     if s.status == "INVALIDATED":
         return f"stale premise: {s.feedback}"
     if s.status == "REWORK":
@@ -53,18 +139,51 @@ def waiting_reason(c: Campaign, node: str, k: int) -> str:
     return ""
 
 
+def _layer_text(k: int, count: int) -> str:
+    if count == 0:
+        return "no layers"
+    return f"layer {min(k, count - 1)} (layers 0-{count - 1})"
+
+
+def _indented(head: str, text: str) -> list[str]:
+    first, *rest = (text or "").splitlines() or [""]
+    return [f"{head}{first}"] + [f"    {line}" for line in rest]
+
+
 def render(data: dict) -> list[str]:
-    lines = [f"campaign {data['topic']}: {data['state']}, layer {data['layer'] + 1} of {data['layer_count']}, "
+    lines = [f"campaign {data['topic']}: {data['state']}, {_layer_text(data['layer'], data['layer_count'])}, "
              f"tip {data['tip'][:12]} on {data['branch']} ({data['mode']})"]
+    lines += _runner_lines(data.get("runner"), data.get("last_entry", ""))
     if data["halt"]:
-        lines.append(f"halted: {data['halt'].splitlines()[0]}")
+        lines += _indented("halted: ", data["halt"])
     for n in data["nodes"]:
         why = f"  <- {n['waiting']}" if n["waiting"] else ""
         lines.append(f"  L{n['layer']} {n['id']:<12} {n['status']:<11} attempt {n['attempt']}{why}")
     for seam in data["seams"]:
-        lines.append(f"open seam {seam['seam']}: {seam.get('reason', '')} (choices: {', '.join(seam['choices'])})")
+        node = f"node {seam['node']}; " if seam.get("node") else ""
+        block = _indented(f"open seam {seam['seam']}: ", seam.get("reason", ""))
+        block[0] += f" ({node}choices: {', '.join(seam['choices'])})"
+        lines += block
     for flag in data.get("flags", []):
         lines.append(f"warning: {flag}")
     if data["accepted"]:
         lines.append("accepted")
+    for other in data.get("others", []):
+        state = "in flight" if other["lifecycle"] == "open" else "closed"
+        lines.append(f"other campaign {other['topic']}: {state}, opened {other['opened'] or '?'} "
+                     f"(`orchestrate status --topic {other['topic']}`)")
     return lines
+
+
+def _runner_lines(who: dict | None, last: str) -> list[str]:
+    if not who:
+        return []
+    since = f"; last step recorded {last}" if last else ""
+    if who["alive"]:
+        return [f"runner: pid {who['pid']} on {who['host']}, since {who['started']}{since}"]
+    if who["pid"] is not None:
+        return [f"no runner is alive (pid {who['pid']} on {who['host']} is gone){since}; "
+                "`orchestrate resume` continues"]
+    if who["resume"]:
+        return [f"no runner is alive{since}; `orchestrate resume` continues"]
+    return []

@@ -9,8 +9,19 @@ import click
 from orchestrate.seams import choices as seams
 
 
+_forced: bool | None = None  # --interactive / --no-interactive: the person's word beats detection
+
+
+def force(flag: bool | None) -> None:
+    global _forced
+    _forced = flag
+
+
 def interactive() -> bool:
-    """A person can answer: stdin is a terminal and CI is not set (stdin may be None under CI)."""
+    """A person can answer: --interactive, or stdin is a terminal and CI is not set (stdin may be None
+    under CI); never with --no-interactive."""
+    if _forced is not None:
+        return _forced and sys.stdin is not None
     return sys.stdin is not None and sys.stdin.isatty() and not os.environ.get("CI")
 
 

@@ -70,7 +70,13 @@ def worker_env(node: Node, *, topic: str, attempt: int, worktree: Path, branch: 
         "ORCH_WORKTREE": str(worktree), "ORCH_BRANCH": branch, "ORCH_BASE": base,
         "ORCH_BRIEF": str(brief), "ORCH_SURFACE": "\n".join(node.file_surface), "ORCH_RETURN": str(return_file),
         "ORCH_OUTPUTS": str(outputs_path(return_file.parent, attempt)),
+        "ORCH_USAGE": str(usage_path(return_file.parent, attempt)),
     }
+
+
+def usage_path(run_dir: Path, attempt: int) -> Path:
+    """Where a worker may report what it spent: `{"usage": {...}}`, read and journalled after the attempt."""
+    return run_dir / f"usage-{attempt}.json"
 
 
 def outputs_path(run_dir: Path, attempt: int) -> Path:

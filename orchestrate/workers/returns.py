@@ -1,10 +1,12 @@
 """What happens when a worker attempt ends: its result journalled, leftovers committed, freeze read, status set."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from orchestrate import git
 from orchestrate.workers import containment
+from orchestrate.workers.brief import usage_path
 from orchestrate.workers.private_objects import BadObject
 from orchestrate.recorder.campaign import LANDED
 
@@ -16,7 +18,8 @@ def returned(ctx, outcome, *, journal_result: bool = True) -> None:
     if journal_result:
         ctx.emit("result", {"effect": "worker-start", "node": outcome.node, "attempt": outcome.attempt,
                             "rc": outcome.rc, "timed_out": outcome.timed_out, "seconds": round(outcome.seconds, 3),
-                            "log": outcome.log, "freeze": outcome.freeze, "freeze_error": outcome.freeze_error},
+                            "log": outcome.log, "freeze": outcome.freeze, "freeze_error": outcome.freeze_error,
+                            **reported_usage(ctx, outcome)},
                  source_entity=f"worker:{outcome.node}", source_type="worker")
     if ns.objects and path.exists():  # a sandboxed attempt: its objects are its own until brought in
         try:
@@ -76,3 +79,27 @@ def fail_attempt(ctx, outcome, head: str, why: str) -> None:
     ctx.out.line(why)
     ctx.emit("node", {"node": outcome.node, "head": head, "rc": 2, "log": outcome.log, "status": LANDED,
                       "feedback": why, "seconds": round(ns.seconds + outcome.seconds, 3)})
+
+
+USAGE_KEYS = {"input_tokens": int, "output_tokens": int, "cost_usd": (int, float), "model": str}
+
+
+def reported_usage(ctx, outcome) -> dict:
+    """{"usage": {...}} from the attempt's $ORCH_USAGE file, {"usage_error": why} for a malformed one (a warning
+    against the node, never a failed attempt: usage is bookkeeping, not evidence), {} when none was written."""
+    path = usage_path(Path(outcome.log).parent, outcome.attempt)
+    try:
+        usage = json.loads(path.read_text(encoding="utf-8"))["usage"]
+        clean = {k: usage[k] for k in USAGE_KEYS if k in usage}
+        bad = [k for k, v in clean.items() if not isinstance(v, USAGE_KEYS[k]) or isinstance(v, bool)
+               or (k != "model" and v < 0)]
+        if not isinstance(usage, dict) or bad or not clean:
+            raise ValueError(f"bad {', '.join(bad)}" if bad else "no known key")
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        why = f"{path.name}: expected {{\"usage\": {{\"input_tokens\": N, \"output_tokens\": N, \"cost_usd\": X, " \
+              f"\"model\": \"...\"}}}} ({type(exc).__name__}: {exc})"
+        ctx.out.line(f"{outcome.node}: warning: malformed usage file {why}")
+        return {"usage_error": why}
+    return {"usage": clean}

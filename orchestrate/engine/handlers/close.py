@@ -9,7 +9,7 @@ from orchestrate import git
 from orchestrate.engine import judge
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
-from orchestrate.recorder import sketch
+from orchestrate.recorder import provenance, sketch
 from orchestrate.report import html as report_html
 from orchestrate.seams.choices import CHOICES
 from orchestrate.workers import worktrees
@@ -85,4 +85,5 @@ def retrospective(ctx: Context) -> str:
         f"Campaign `{c.topic}` merged {len(c.merged)} node(s) into `{c.branch}` in {len(c.layers)} layer(s); "
         f"baseline {c.baseline[:12]}, final tip {c.tip[:12]}.", "", *rows, "",
         "## Sufficiency Review", "", *[f"- {r}" for r in review], "",
+        sketch.usage_section(provenance.usage_rows(ctx.recorder.read())),
     ])

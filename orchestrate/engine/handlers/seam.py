@@ -16,6 +16,9 @@ from orchestrate.workers import handwork
 
 def handle(ctx: Context) -> Outcome:
     c = ctx.campaign
+    if c.decision is None and c.seam is None:  # its answer was applied already (a halt): nothing to settle
+        ctx.halt_reason = c.halt or "no seam is open and no answer waits to be applied"
+        return Outcome.HALTED
     if c.decision is None:
         answer = _answer(ctx)
         if answer is None:

@@ -1,0 +1,228 @@
+"""The checks of one node mapping: fields, surface tokens, evaluators, worker, outcome settings.
+
+`node(...)` returns the node whenever its id is readable, even when some field is wrong, so the
+checks over the whole graph (dangling dependencies, cycles, surface conflicts) still see it: one run of
+`validate` lists every problem, and none comes from a node that was dropped for an unrelated field.
+A wrong field is read as its default (a wrong surface token as absent) for those graph checks.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrate.dag import surface
+from orchestrate.dag.model import (
+    ACTIVATIONS,
+    COMMAND_PLUGIN,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_TIMEOUT,
+    JOINS,
+    ON_EXHAUSTED,
+    SANDBOXES,
+    WORKER_KINDS,
+    Check,
+    Node,
+    Tripwire,
+)
+from orchestrate.dag.schema import (
+    CHECK_FIELDS,
+    NODE_ENUMS,
+    NODE_FIELDS,
+    TRIPWIRE_FIELDS,
+    WORKER_SPEC_FIELDS,
+    Report,
+    checks_of,
+    did_you_mean,
+    id_problem,
+    is_count,
+    is_timeout,
+    kind_of,
+)
+from orchestrate.dag.yamlfile import Mapping, Sequence
+
+
+def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapping, base_dir: Path,
+         gates: dict | None = None, has_workers: bool = True) -> tuple[Node | None, bool]:
+    """(the node or None when its id is unreadable, whether it is free of problems)."""
+    before = len(rep.problems)
+    gates = gates or {}
+    node_id = raw.get("id")
+    if "id" in raw:
+        why = id_problem(node_id)
+        if why:
+            rep.add(raw.key_line("id"), f"{where}.id", "id", why)
+            node_id = None
+        else:
+            where = f"nodes.{node_id}"
+    rep.fields(raw, NODE_FIELDS, where)
+    tokens = raw.get("file_surface") if isinstance(raw.get("file_surface"), Sequence) else Sequence()
+    usable = []
+    for j, token in enumerate(tokens):
+        if why := surface.token_problem(token):
+            rep.add(tokens.item_line(j), f"{where}.file_surface", "surface-token", why)
+        else:
+            usable.append(token)
+    for j, dep in enumerate(raw.get("depends_on") or ()):
+        if isinstance(raw["depends_on"], Sequence) and (why := id_problem(dep)) and isinstance(dep, bool):
+            rep.add(raw["depends_on"].item_line(j), f"{where}.depends_on", "id", why)
+    evaluators, plugin_gates = _evaluators(rep, raw.get("evaluators"), raw.key_line("evaluators"),
+                                           f"{where}.evaluators", gates)
+    tripwires = checks_of(rep, raw.get("tripwires"), raw.key_line("tripwires"), f"{where}.tripwires", TRIPWIRE_FIELDS)
+    if "brief" in raw and "brief_file" in raw:
+        rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "exclusive", "give `brief` or `brief_file`, not both")
+    elif isinstance(raw.get("brief_file"), str) and not (base_dir / raw["brief_file"]).is_file():
+        rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "missing-file",
+                f"`{raw['brief_file']}` does not exist (paths are relative to the DAG file's folder)")
+    _outcome_fields(rep, raw, where)
+    worker, worker_spec = _worker(rep, raw, where)
+    discipline = raw.get("discipline") if isinstance(raw.get("discipline"), str) else None
+    if worker is None and worker_spec is None and not raw.get("complete"):
+        if discipline is None:
+            rep.add(raw.line, where, "no-worker",
+                    "no worker: set `worker:` or a `discipline:` that `workers:` maps to a command")
+        # Without any `workers:` section a discipline is a routing label the run resolves (worker plugins).
+        elif discipline not in workers and has_workers:
+            rep.add(raw.key_line("discipline"), f"{where}.discipline", "unknown-discipline",
+                    f"`{discipline}` is not under `workers:`{did_you_mean(discipline, workers)}")
+    if node_id is None:
+        return None, False
+
+    def valid(key: str, check, default):
+        value = raw.get(key, defaults.get(key, default))
+        return default if check(value) else value
+
+    def texts(key: str) -> tuple[str, ...]:
+        value = raw.get(key)
+        return tuple(x for x in value if isinstance(x, str)) if isinstance(value, list) else ()
+
+    def one_of(key: str, allowed: tuple[str, ...], default: str) -> str:
+        return raw[key] if raw.get(key) in allowed else default
+
+    max_rework = raw.get("max_rework")
+    built = Node(
+        id=node_id, title=raw["title"] if isinstance(raw.get("title"), str) and raw["title"] else node_id,
+        depends_on=texts("depends_on"),
+        file_surface=tuple(usable),
+        worker=worker or (None if worker_spec else workers.get(discipline or "")),
+        discipline=discipline, brief=raw["brief"] if isinstance(raw.get("brief"), str) else "",
+        brief_file=raw["brief_file"] if isinstance(raw.get("brief_file"), str) else None,
+        evaluators=tuple(evaluators),
+        tripwires=tuple(Tripwire(t["run"], t.get("expect", 0), t.get("why", ""), t.get("timeout")) for t in tripwires),
+        serialize=raw.get("serialize") is True, complete=raw.get("complete") is True,
+        mitigates=texts("mitigates"),
+        timeout=valid("timeout", is_timeout, DEFAULT_TIMEOUT),
+        max_attempts=valid("max_attempts", is_count, DEFAULT_MAX_ATTEMPTS),
+        line=raw.line, plugin_gates=tuple(plugin_gates),
+        outputs=tuple(k for k in texts("outputs") if k.isidentifier()),
+        activation=one_of("activation", ACTIVATIONS, "always"), join=one_of("join", JOINS, "all"),
+        max_rework=None if is_count(max_rework) else max_rework,
+        on_exhausted=one_of("on_exhausted", ON_EXHAUSTED, "halt"), worker_spec=worker_spec,
+        sandbox=raw["sandbox"] if raw.get("sandbox") in SANDBOXES else defaults.get("sandbox"))
+    return built, len(rep.problems) == before
+
+
+def check_of(raw: Mapping) -> Check:
+    return Check(raw["name"], raw["run"], raw.get("timeout"), raw.get("review", False))
+
+
+def _evaluators(rep: Report, value: object, line: int, where: str, gates: dict) -> tuple[list[Check], list[str]]:
+    """Inline `{name, run}` evaluators and references to `gates:` instances, in the order written.
+
+    A reference to a `command` gate becomes an ordinary Check, so the engine runs it like an inline one;
+    any other plugin's gate is kept by name for the plugin layer.
+    """
+    if value is None:
+        return [], []
+    if not isinstance(value, Sequence):
+        rep.add(line, where, "type", f"expected a list, got {kind_of(value)}")
+        return [], []
+    names = [v["name"] for v in value if isinstance(v, Mapping) and isinstance(v.get("name"), str)]
+    checks, plugin_gates, seen = [], [], set()
+    for i, item in enumerate(value):
+        loc = f"{where}[{i}]"
+        if isinstance(item, Mapping):
+            before = len(rep.problems)
+            rep.fields(item, CHECK_FIELDS, loc)
+            if len(rep.problems) == before:
+                checks.append(check_of(item))
+            name = item.get("name")
+        elif isinstance(item, str):
+            name = item
+            if item not in gates:
+                known = sorted(set(gates) | set(names))
+                rep.add(value.item_line(i), loc, "unknown-gate",
+                        f"unknown gate '{item}' (known: {', '.join(known) or 'none'})")
+            elif gates[item]["plugin"] == COMMAND_PLUGIN:
+                g = gates[item]
+                checks.append(Check(item, g["run"], g.get("timeout"), g.get("review", False)))
+            else:
+                plugin_gates.append(item)
+        else:
+            rep.add(value.item_line(i), loc, "type",
+                    f"expected a gate name or a mapping like {{name: ..., run: ...}}, got {kind_of(item)}")
+            continue
+        if name in seen:
+            rep.add(value.item_line(i), loc, "duplicate-gate", f"gate '{name}' is listed twice")
+        seen.add(name)
+    return checks, plugin_gates
+
+
+def _worker(rep: Report, raw: Mapping, where: str) -> tuple[str | None, dict | None]:
+    """`worker:` a command line, or a mapping naming a coding agent, asking for a capability match or a person."""
+    value = raw.get("worker")
+    if value is None or isinstance(value, str):
+        if isinstance(value, str) and not value.strip():
+            rep.add(raw.key_line("worker"), f"{where}.worker", "type", "must not be empty")
+        return value, None
+    if not isinstance(value, Mapping):
+        rep.add(raw.key_line("worker"), f"{where}.worker", "type",
+                f"expected a command, {{agent: NAME}}, {{capabilities: [...]}} or {{kind: human}}, "
+                f"got {kind_of(value)}")
+        return None, None
+    loc = f"{where}.worker"
+    rep.fields(value, WORKER_SPEC_FIELDS, loc)
+    if "agent" in value:  # a coding-agent preset: its runner is the node's command (workers/agents/run.py)
+        for key in ("capabilities", "kind", "fallback_worker"):
+            if key in value:
+                rep.add(value.key_line(key), f"{loc}.{key}", "exclusive", f"`agent` and `{key}` exclude each other")
+        agent, model, args = value.get("agent"), value.get("model"), value.get("args")
+        if not isinstance(agent, str) or not agent.strip():
+            return None, None
+        import shlex
+        import sys
+        line = [sys.executable, "-m", "orchestrate.workers.agents", agent]
+        line += ["--model", model] if isinstance(model, str) and model else []
+        line += ["--", *args] if isinstance(args, list) and args and all(isinstance(a, str) for a in args) else []
+        return shlex.join(line), dict(value)
+    if any(key in value for key in ("model", "args")):
+        rep.add(value.line, loc, "missing", "`model` and `args` belong to an agent: add `agent: NAME`")
+    if ("capabilities" in value) == ("kind" in value):
+        rep.add(value.line, loc, "exclusive", "give exactly one of `agent`, `capabilities` or `kind`")
+    kind = value.get("kind")
+    if isinstance(kind, str) and kind not in WORKER_KINDS:
+        rep.add(value.key_line("kind"), f"{loc}.kind", "enum", f"`{kind}` is not a worker kind: use {', '.join(WORKER_KINDS)}")
+    if value.get("capabilities") == []:
+        rep.add(value.key_line("capabilities"), f"{loc}.capabilities", "missing", "list at least one capability")
+    return None, dict(value)
+
+
+def _outcome_fields(rep: Report, raw: Mapping, where: str) -> None:
+    """activation, join, on_exhausted (closed sets), outputs (readable names) and the ABANDONED opt-in."""
+    for key, allowed, called in NODE_ENUMS:
+        value = raw.get(key)
+        if isinstance(value, str) and value not in allowed:
+            rep.add(raw.key_line(key), f"{where}.{key}", "enum",
+                    f"`{value}` is not {called}: use {' or '.join(allowed)}")
+    outputs = raw.get("outputs")
+    if isinstance(outputs, list):
+        seen = set()
+        for j, key in enumerate(outputs):
+            line = outputs.item_line(j) if isinstance(outputs, Sequence) else raw.line
+            if isinstance(key, str) and not key.isidentifier():
+                rep.add(line, f"{where}.outputs", "type",
+                        f"`{key}` cannot be read as src.outputs.<key>: use letters, digits and `_`")
+            elif key in seen:
+                rep.add(line, f"{where}.outputs", "duplicate", f"`{key}` is listed twice")
+            seen.add(key)
+    if raw.get("on_exhausted") == "continue" and "max_rework" not in raw:
+        rep.add(raw.key_line("on_exhausted"), f"{where}.on_exhausted", "missing",
+                "on_exhausted: continue needs max_rework: N (how many reworks before ABANDONED)")

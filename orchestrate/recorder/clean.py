@@ -1,0 +1,80 @@
+"""`orchestrate clean`: remove what ended campaigns left in the project (worktrees, node branches).
+
+Only campaigns the recorder says have ended (closed or abandoned). A node branch goes only when its head
+is merged into the campaign's branch; every other one is kept, and said so, because its head is
+recorded nowhere else. A worktree with uncommitted changes is kept too.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrate import git
+from orchestrate.errors import UsageError
+from orchestrate.recorder import topics
+from orchestrate.recorder.paths import Layout
+
+
+@dataclass
+class Plan:
+    worktrees: list[str] = field(default_factory=list)
+    branches: dict[str, str] = field(default_factory=dict)  # branch -> sha, each merged
+    kept: dict[str, str] = field(default_factory=dict)  # branch or worktree -> why it stays
+
+    def to_json(self) -> dict:
+        return {"worktrees": self.worktrees, "branches": self.branches, "kept": self.kept}
+
+
+def ended(layout: Layout, topic: str | None) -> list[str]:
+    marks = topics.lifecycle(layout.ledger)
+    if topic is None:
+        return sorted(t for t, mark in marks.items() if mark == "close")
+    if marks.get(topic) != "close":
+        state = "is still in flight" if marks.get(topic) == "open" else "is not a campaign of this recorder"
+        raise UsageError(f"campaign {topic} {state}: clean removes only what ended campaigns left",
+                         hint=f"`orchestrate abandon --topic {topic} --note WHY` ends it first")
+    return [topic]
+
+
+def plan(layout: Layout, names: list[str]) -> Plan:
+    p = Plan()
+    root = layout.root
+    listed = git.worktrees(root)
+    busy: set[str] = set()  # branches checked out in a worktree that stays
+    for t in names:
+        mine = [str(layout.worktrees(t)) + os.sep, str(layout.integration(t))]
+        for entry in listed:
+            path = entry["worktree"]
+            if not (path.startswith(mine[0]) or path == mine[1]):
+                continue
+            if Path(path).is_dir() and git.status_porcelain(path).strip():
+                p.kept[path] = "worktree with uncommitted changes"
+                busy.add(entry.get("branch", "").removeprefix("refs/heads/"))
+            else:
+                p.worktrees.append(path)
+        campaign = git.rev_parse(root, f"refs/heads/campaign/{t}")
+        for ref, sha in sorted(git.refs(root, f"refs/heads/node/{t}/").items()):
+            branch = ref.removeprefix("refs/heads/")
+            if branch in busy:
+                p.kept[branch] = "checked out in a worktree that is kept"
+            elif campaign and git.is_ancestor(root, sha, campaign):
+                p.branches[branch] = sha
+            else:
+                p.kept[branch] = f"unmerged head {sha[:12]} (not in campaign/{t})"
+    return p
+
+
+def apply(layout: Layout, p: Plan) -> list[str]:
+    """Remove what the plan lists; a branch that moved since it was judged merged is kept."""
+    done = []
+    for path in p.worktrees:
+        git.worktree_remove(layout.root, path)
+        done.append(f"removed worktree {path}")
+    git.worktree_prune(layout.root)
+    for branch, sha in p.branches.items():
+        if git.delete_branch(layout.root, branch, sha):
+            done.append(f"deleted branch {branch} (merged at {sha[:12]})")
+        else:
+            p.kept[branch] = "moved while clean ran"
+    return done

@@ -1,0 +1,153 @@
+"""Every recorded state resumes or ends cleanly: a halt answer, abandon, clean, bounds, a closed stdout."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.engine_helpers import campaign_repo, journal
+
+WORKER = r"""#!/bin/sh
+set -eu
+case "$ORCH_NODE" in
+  A) mkdir -p a && echo A > a/one.txt && git add -A && git commit -qm A ;;
+  B) mkdir -p b && echo B > b/one.txt && git add -A && git commit -qm B ;;
+esac
+"""
+DAG = """\
+topic: life
+workers: {sh: "./work.sh"}
+defaults: {max_attempts: 1, timeout: 60}
+nodes:
+  - {id: A, title: alpha, depends_on: [], file_surface: [a/], discipline: sh}
+  - {id: B, title: bravo, depends_on: [], file_surface: [b/], discipline: sh,
+     evaluators: [{name: never, run: "false"}]}
+"""
+ORCH = [sys.executable, "-c", "import sys; from orchestrate.cli.main import main; sys.exit(main())"]
+
+
+@pytest.fixture
+def life(tmp_path):
+    return campaign_repo(tmp_path, DAG, WORKER)
+
+
+def _paused_at_realignment(life, orch):
+    r = orch("run", "--no-interactive", cwd=life)
+    assert r.rc == 75, r.err
+    return r
+
+
+def test_resume_after_a_halt_answer_says_halted_every_time_and_never_crashes(life, orch):
+    _paused_at_realignment(life, orch)
+    assert orch("decide", "realignment", "halt", "--note", "not now", cwd=life).rc == 0
+    assert orch("resume", cwd=life).rc == 1
+    before = journal(life, "life")
+    for _ in range(2):
+        again = orch("resume", cwd=life)
+        assert again.rc == 1
+        assert "campaign life is halted" in again.err and "orchestrate abandon" in again.err
+        assert "Traceback" not in again.err
+    assert journal(life, "life") == before  # saying so writes nothing
+
+
+def test_interactive_flag_asks_even_without_a_terminal(life, orch, monkeypatch):
+    import io
+    monkeypatch.setattr(sys, "stdin", io.StringIO("halt\nenough\n"))
+    r = orch("run", "--interactive", cwd=life)
+    assert r.rc == 1
+    decided = [e for e in journal(life, "life") if e["kind"] == "decision"]
+    assert [(d["context"]["choice"], d["context"]["note"], d["source_type"]) for d in decided] == [
+        ("halt", "enough", "human")]
+
+
+def test_abandon_ends_the_campaign_and_clean_keeps_unmerged_heads(life, orch):
+    _paused_at_realignment(life, orch)
+    assert orch("abandon", "--note", "", cwd=life).rc == 2  # a reason is required; nothing written
+    done = orch("abandon", "--as", "lead@example.com", "--note", "superseded", cwd=life)
+    assert done.rc == 0, done.err
+    entries = journal(life, "life")
+    assert [(e["kind"], e["source_type"]) for e in entries[-2:]] == [("abandon", "human"), ("close", "engine")]
+    assert entries[-2]["context"]["who"] == "lead@example.com"
+    assert "no campaign is in flight" in orch("resume", cwd=life).err
+    refused = orch("resume", "--topic", "life", cwd=life)
+    assert refused.rc == 1 and "abandoned by lead@example.com" in refused.err
+    branches = set(life.git("for-each-ref", "--format=%(refname:short)", "refs/heads/node/life/").split())
+    assert branches == {"node/life/A", "node/life/B"}
+    dry = orch("clean", "--dry-run", "--json", cwd=life)
+    import json
+    plan = json.loads(dry.out)
+    assert set(plan["branches"]) == {"node/life/A"} and "node/life/B" in plan["kept"]
+    assert set(life.git("for-each-ref", "--format=%(refname:short)", "refs/heads/node/life/").split()) == branches
+    assert orch("clean", cwd=life).rc == 0
+    assert life.git("for-each-ref", "--format=%(refname:short)", "refs/heads/node/life/").split() == ["node/life/B"]
+    assert not [w for w in life.git("worktree", "list").splitlines() if "/.scratch/" in w]
+    assert life.git("rev-parse", "--verify", "campaign/life")  # the campaign's own branch is never touched
+
+
+def test_clean_refuses_a_campaign_in_flight(life, orch):
+    _paused_at_realignment(life, orch)
+    r = orch("clean", "--topic", "life", cwd=life)
+    assert r.rc == 2 and "still in flight" in r.err
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("timeout", "99999999999999999999", "must be 1 s to 604,800 s"),
+    ("timeout", "0", "must be 1 s to 604,800 s"),
+    ("max_attempts", "101", "must be 1 to 100"),
+    ("max_rework", "1000", "must be 1 to 100"),
+])
+def test_absurd_values_are_refused_at_validation(life, orch, field, value, message):
+    dag = life / "bad.yaml"
+    dag.write_text(DAG.replace("discipline: sh}", f"discipline: sh, {field}: {value}}}", 1))
+    r = orch("validate", "--dag", dag, cwd=life)
+    assert r.rc == 1 and message in r.out + r.err
+    assert orch("run", "--dag", dag, cwd=life).rc == 1  # refused before anything is written, no OverflowError
+
+
+def test_a_closed_stdout_neither_breaks_the_run_nor_prints_a_traceback(life):
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line: `orchestrate run | head -0`
+    done = subprocess.run(ORCH + ["run", "--no-interactive"], cwd=life, stdout=write, stderr=subprocess.PIPE,
+                          text=True)
+    os.close(write)
+    assert done.returncode == 75, done.stderr  # it went on to the seam, a recorded state
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+    assert journal(life, "life")[-1]["kind"] in ("transition", "seam", "checkpoint")
+    read, write = os.pipe()
+    os.close(read)
+    shown = subprocess.run(ORCH + ["status", "--topic", "life"], cwd=life, stdout=write, stderr=subprocess.PIPE,
+                           text=True)
+    os.close(write)
+    assert shown.returncode == 0 and shown.stderr == ""
+
+
+def test_attempt_messages_say_the_truth_after_a_rework():
+    from orchestrate.engine import judge
+    assert judge.attempt_text(2, 2, 3) == "attempt 2 of 3"
+    assert judge.attempt_text(2, 1, 1) == "attempt 2; failure 1 of 1 allowed since the last rework"
+    assert judge.spent_text(1, 1, 1) == "attempts spent (1 of 1)"
+    assert judge.spent_text(3, 1, 1) == "attempts spent (1 of 1 since the last rework, 3 in all)"
+
+
+@pytest.mark.parametrize("choice", ["rework", "skip", "halt"])
+def test_resume_after_each_realignment_answer_never_crashes(life, orch, choice):
+    _paused_at_realignment(life, orch)
+    assert orch("decide", "realignment", choice, "--note", "n", cwd=life).rc == 0
+    for _ in range(3):
+        r = orch("resume", "--no-interactive", "--topic", "life", cwd=life)
+        assert r.rc in (0, 1, 75), r.err
+        assert "Traceback" not in r.err and "internal error" not in r.err
+
+
+def test_resume_after_a_refused_final_acceptance_says_halted(life, orch):
+    passing = DAG.replace('discipline: sh,\n     evaluators: [{name: never, run: "false"}]}', "discipline: sh}")
+    assert passing != DAG
+    (life / ".ledger" / "state" / "dag.yaml").write_text(passing)
+    assert orch("run", "--no-interactive", cwd=life).rc == 75
+    assert orch("decide", "final-acceptance", "reject", "--note", "no", cwd=life).rc == 0
+    for _ in range(2):
+        r = orch("resume", "--topic", "life", cwd=life)
+        assert r.rc == 1 and "Traceback" not in r.err, r.err
+    assert "campaign life is halted" in r.err

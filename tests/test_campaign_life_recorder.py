@@ -1,0 +1,79 @@
+"""Several campaigns on one recorder: commits of other topics are built on, a move of one's own is refused."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from orchestrate.errors import Concurrency
+from orchestrate.recorder.journal import Recorder
+from tests.engine_helpers import campaign_repo
+
+COMMITTER = r"""
+import sys
+from pathlib import Path
+from orchestrate.recorder.journal import Recorder
+ledger, topic, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+r = Recorder(ledger, topic).pin()
+for i in range(n):
+    r.event("note", {"i": i})
+    r.commit(f"{topic}: step {i}")
+"""
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return campaign_repo(tmp_path, "nodes: []\n", "#!/bin/sh\n")
+
+
+@pytest.mark.parametrize("round_", range(5))
+def test_three_runners_of_three_topics_commit_at_once_and_none_is_refused(repo, round_):
+    ledger = repo / ".ledger"
+    procs = [subprocess.Popen([sys.executable, "-c", COMMITTER, str(ledger), t, "8"], stderr=subprocess.PIPE,
+                              text=True) for t in ("ta", "tb", "tc")]
+    errors = [(p.wait(), p.communicate()[1]) for p in procs]
+    assert [rc for rc, _ in errors] == [0, 0, 0], errors
+    subjects = subprocess.run(["git", "-C", str(ledger), "log", "--format=%s"], capture_output=True,
+                              text=True, check=True).stdout.splitlines()
+    for t in ("ta", "tb", "tc"):
+        assert [s for s in subjects if s.startswith(f"{t}:")] == [f"{t}: step {i}" for i in reversed(range(8))]
+        committed = subprocess.run(["git", "-C", str(ledger), "show", f"HEAD:state/{t}/journal.jsonl"],
+                                   capture_output=True, text=True, check=True).stdout
+        assert committed == (ledger / "state" / t / "journal.jsonl").read_text()
+    assert subprocess.run(["git", "-C", str(ledger), "status", "--porcelain"], capture_output=True,
+                          text=True).stdout == ""
+
+
+def test_a_commit_of_another_topic_is_built_on(repo):
+    ledger = repo / ".ledger"
+    a, b = Recorder(ledger, "ta").pin(), Recorder(ledger, "tb").pin()
+    a.event("note", {"x": 1})
+    first = a.commit("ta: one")
+    b.event("note", {"y": 1})
+    b_sha = b.commit("tb: one")  # b was pinned before a's commit: it follows it
+    a.event("note", {"x": 2})
+    second = a.commit("ta: two")
+    parents = subprocess.run(["git", "-C", str(ledger), "rev-parse", f"{second}^", f"{b_sha}^"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert parents == [b_sha, first]
+
+
+def test_a_move_by_another_runner_of_the_same_topic_is_refused(repo):
+    ledger = repo / ".ledger"
+    one, two = Recorder(ledger, "ta").pin(), Recorder(ledger, "ta").pin()
+    one.event("note", {"x": 1})
+    one.commit("ta: one")
+    two.resume_seq(one.read())
+    two.event("note", {"x": 2})
+    with pytest.raises(Concurrency, match="moved under this runner"):
+        two.commit("ta: two")
+
+
+def test_a_commit_made_by_hand_is_refused_too(repo):
+    ledger = repo / ".ledger"
+    r = Recorder(ledger, "ta").pin()
+    subprocess.run(["git", "-C", str(ledger), "commit", "-q", "--allow-empty", "-m", "by hand"], check=True)
+    r.event("note", {"x": 1})
+    with pytest.raises(Concurrency, match="by hand"):
+        r.commit("ta: one")

@@ -1,0 +1,132 @@
+"""What `status` says: layers counted from 0 throughout, each seam named with its node and its whole
+reason, every campaign listed newest first, and whether the runner holding the campaign is alive."""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from orchestrate.report.status import render
+from tests.engine_helpers import campaign_repo
+
+TWO_LAYERS = """\
+topic: {topic}
+workers: {{sh: "./work.sh"}}
+nodes:
+  - {{id: A, file_surface: [a.txt], discipline: sh}}
+  - {{id: B, depends_on: [A], file_surface: [b.txt], discipline: sh}}
+"""
+# A writes outside its surface: the run pauses at a surface-exceed seam on A while B waits in layer 1.
+STRAY = "#!/bin/sh\necho x > a.txt\n[ \"$ORCH_NODE\" = A ] && echo y > stray.txt\nexit 0\n"
+HONEST = "#!/bin/sh\necho \"$ORCH_NODE\" > \"$(echo $ORCH_NODE | tr AB ab).txt\"\n"
+
+
+def status(orch, repo: Path, *args: str) -> tuple[str, dict]:
+    text = orch("status", *args, cwd=repo)
+    assert text.rc == 0, text.err
+    return text.out, json.loads(orch("status", "--json", *args, cwd=repo).out)
+
+
+def test_layers_are_counted_from_0_in_the_header_rows_reasons_and_json(tmp_path, orch):
+    repo = campaign_repo(tmp_path, TWO_LAYERS.format(topic="count"), STRAY)
+    assert orch("run", "--quiet", "--no-interactive", cwd=repo).rc == 75
+    text, data = status(orch, repo)
+    assert data["layer"] == 0 and data["layer_count"] == 2
+    header = text.splitlines()[0]
+    assert ", layer 0 (layers 0-1), " in header
+    rows = {n["id"]: n["layer"] for n in data["nodes"]}
+    assert rows == {"A": 0, "B": 1}
+    assert re.search(r"^  L0 A ", text, re.M) and re.search(r"^  L1 B .*layer 1 starts after layer 0 is merged$",
+                                                               text, re.M)
+    assert not re.search(r"layer 2\b", text)  # nothing counts from 1
+
+
+def test_the_open_seam_line_names_its_node_and_the_whole_reason(tmp_path, orch):
+    repo = campaign_repo(tmp_path, TWO_LAYERS.format(topic="seamy"), STRAY)
+    assert orch("run", "--quiet", "--no-interactive", cwd=repo).rc == 75
+    text, data = status(orch, repo)
+    [seam] = data["seams"]
+    assert seam["node"] == "A"
+    line = next(ln for ln in text.splitlines() if ln.startswith("open seam "))
+    choices = ", ".join(seam["choices"])
+    assert line.startswith(f"open seam {seam['seam']}: ") and line.endswith(f" (node A; choices: {choices})")
+    # a reason of several lines is printed whole, under the seam's line; the node's row keeps one line
+    data["seams"] = [{**seam, "reason": "first line\nsecond line\nthird line"}]
+    shown = render(data)
+    at = next(i for i, ln in enumerate(shown) if ln.startswith("open seam "))
+    assert shown[at:at + 3] == [f"open seam {seam['seam']}: first line (node A; choices: {choices})",
+                                "    second line", "    third line"]
+
+
+def test_several_campaigns_are_all_listed_newest_first(tmp_path, orch):
+    dags = {f"{t}.yaml": TWO_LAYERS.format(topic=t) for t in ("zeta", "alpha", "mid")}
+    repo = campaign_repo(tmp_path, "nodes: []\n", HONEST, dags)
+    for topic in ("zeta", "alpha", "mid"):  # opened in this order: mid is the newest, zeta the oldest
+        assert orch("run", "--quiet", "--no-interactive", "--dag", repo / f"{topic}.yaml", cwd=repo).rc == 75
+    text, data = status(orch, repo)
+    assert data["topic"] == "mid"
+    assert [o["topic"] for o in data["others"]] == ["alpha", "zeta"]
+    others = [ln for ln in text.splitlines() if ln.startswith("other campaign ")]
+    assert [ln.split()[2].rstrip(":") for ln in others] == ["alpha", "zeta"]
+    assert all("`orchestrate status --topic " in ln for ln in others)
+    picked, _ = status(orch, repo, "--topic", "zeta")
+    assert picked.startswith("campaign zeta: ") and "other campaign mid: " in picked
+
+
+BLOCKING = """\
+#!/bin/sh
+touch {marks}/started
+while [ ! -f {marks}/release ]; do sleep 0.05; done
+echo done > a.txt
+"""
+
+
+def _wait_for(path: Path, proc: subprocess.Popen) -> None:
+    """Until the worker has started; the runner exiting first is a failure, not a wait."""
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"the runner exited with {proc.returncode}: {proc.stderr.read()}")
+        try:
+            proc.wait(timeout=0.05)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def test_a_runner_killed_with_sigkill_is_reported_as_gone(tmp_path, orch):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    # no sandbox: the worker must see the marks folder outside its working copy
+    repo = campaign_repo(tmp_path, "topic: held\nworkers: {sh: ./work.sh}\nnodes:\n"
+                         "  - {id: A, file_surface: [a.txt], discipline: sh, sandbox: none}\n",
+                         BLOCKING.format(marks=marks))
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrate", "run", "--quiet", "--no-interactive"], cwd=repo,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(marks / "started", proc)
+        live, data = status(orch, repo)
+        assert data["runner"]["alive"] is True and data["runner"]["pid"] == proc.pid
+        assert f"runner: pid {proc.pid} on " in live and "no runner is alive" not in live
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        (marks / "release").touch()  # the orphaned worker ends
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+    dead, data = status(orch, repo)
+    assert data["runner"]["alive"] is False and data["runner"]["resume"] is True
+    assert f"no runner is alive (pid {proc.pid} on " in dead
+    assert "`orchestrate resume` continues" in dead
+    assert data["last_entry"] and data["last_entry"] in dead
+
+
+def test_a_paused_campaign_needs_no_runner(tmp_path, orch):
+    repo = campaign_repo(tmp_path, TWO_LAYERS.format(topic="rest"), HONEST)
+    assert orch("run", "--quiet", "--no-interactive", cwd=repo).rc == 75
+    text, data = status(orch, repo)
+    assert data["state"] == "PAUSE" and data["runner"]["alive"] is False and data["runner"]["resume"] is False
+    assert "runner" not in text and "no runner is alive" not in text

@@ -1,0 +1,118 @@
+"""`validate` lists every problem in one pass and none that is false; an empty DAG is one clear problem."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from orchestrate.dag.load import check_dag
+from tests.engine_helpers import campaign_repo
+
+# A valid DAG: A fans out to B and C, D joins them and composes E (E before D; D is judged by E's gate too).
+VALID = """\
+workers: {sh: "true"}
+nodes:
+  - {id: A, file_surface: [a.txt], discipline: sh}
+  - {id: B, depends_on: [A], file_surface: [src/b/], discipline: sh}
+  - {id: C, depends_on: [A], file_surface: ["docs/*.md"], discipline: sh}
+  - {id: D, depends_on: [B, C], file_surface: [a.txt], discipline: sh}
+  - {id: E, file_surface: [e.txt], discipline: sh, evaluators: [{name: unit, run: "true"}]}
+edges:
+  - {id: e1, from: D, to: E, predicate: COMPOSES}
+"""
+FAULTS = {  # a wrong field, and the code validation must give it
+    "token": (", file_surface: [\"/abs\"]", "surface-token"),
+    "timeout": (", timeout: 0", "type"),
+    "title": (", title: [x]", "type"),
+    "unknown-key": (", colour: red", "unknown-key"),
+    "activation": (", activation: sometimes", "enum"),
+    "class": (", file_surface: [\"[[:word:]]\"]", "surface-token"),
+}
+
+
+def _with_fault(node: str, fault: str) -> tuple[str, int]:
+    text, _ = FAULTS[fault]
+    lines = VALID.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith(f"  - {{id: {node},"))
+    line = lines[at]
+    if "file_surface" in text:  # replace the node's surface rather than giving the key twice
+        start = line.index(", file_surface: ")
+        end = line.index("]", start) + 1
+        line = line[:start] + line[end:]
+    lines[at] = line[:line.rindex("}")] + text + line[line.rindex("}"):]
+    return "\n".join(lines) + "\n", at + 1
+
+
+def test_the_valid_base_is_valid(tmp_path):
+    path = tmp_path / "dag.yaml"
+    path.write_text(VALID)
+    dag, problems = check_dag(path)
+    assert problems == [] and dag is not None
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+@pytest.mark.parametrize("node", ["A", "B", "C", "D", "E"])
+def test_one_wrong_field_gives_one_problem_and_no_false_one(tmp_path, node, fault):
+    """Whichever node has the fault, the graph checks still see that node: nothing else is reported."""
+    text, line = _with_fault(node, fault)
+    path = tmp_path / "dag.yaml"
+    path.write_text(text)
+    dag, problems = check_dag(path)
+    assert dag is None
+    assert [(p.line, p.code) for p in problems] == [(line, FAULTS[fault][1])], problems
+
+
+DAG_WITH_EVERYTHING = """\
+workers: {sh: "true"}
+nodes:
+  - {id: N1, file_surface: [a.txt], discipline: sh}
+  - {id: N2, depends_on: [N1], file_surface: ["src\\\\win.py"], discipline: sh}
+  - {id: N3, depends_on: [N2, N9], file_surface: [c.txt], discipline: sh}
+  - {id: N4, depends_on: [N5], file_surface: [d.txt], discipline: sh, max_attempts: lots}
+  - {id: N5, depends_on: [N4], file_surface: [e.txt], discipline: sh}
+edges:
+  - {id: t1, from: N2, to: N6, predicate: TRIGGERS}
+"""
+
+
+def test_validate_lists_node_graph_and_edge_problems_in_one_run(tmp_path, orch):
+    path = tmp_path / "dag.yaml"
+    path.write_text(DAG_WITH_EVERYTHING)
+    plain = orch("validate", "--dag", path)
+    assert plain.rc == 1
+    out = plain.out
+    assert f"{path}:4: nodes.N2.file_surface: `src\\win.py` contains a backslash" in out
+    assert f"{path}:5: nodes.N3.depends_on: `N9` is not a node of this DAG" in out
+    assert "`N2` is not a node" not in out  # N2 has a wrong field, but it is a node
+    assert "dependency cycle N4 -> N5 -> N4" in out
+    assert f"{path}:6: nodes.N4.max_attempts:" in out
+    assert "N6" in out and "N2` is not" not in out  # the edge's unknown end is named, its known end is not
+    listed = json.loads(orch("validate", "--dag", path, "--json").out)
+    assert {p["code"] for p in listed} >= {"surface-token", "dangling", "cycle", "type"}
+    assert len(listed) == len(plain.out.splitlines())
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# nothing here yet\n", "---\n# only a comment\n"])
+def test_an_empty_or_comment_only_dag_is_one_clear_problem(tmp_path, orch, text):
+    path = tmp_path / "dag.yaml"
+    path.write_text(text)
+    plain = orch("validate", "--dag", path)
+    assert plain.rc == 1
+    assert plain.out.startswith(f"{path}:1: the DAG has no nodes:")
+    assert "invalid: 1 problem(s)" in plain.err
+    as_json = orch("validate", "--dag", path, "--json")
+    assert as_json.rc == 1
+    [problem] = json.loads(as_json.out)
+    assert (problem["line"], problem["code"], problem["file"]) == (1, "empty", str(path))
+    assert problem["message"].startswith("the DAG has no nodes")
+
+
+def test_run_on_an_empty_dag_says_why(tmp_path, orch):
+    repo = campaign_repo(tmp_path, "# to be written\n", "#!/bin/sh\n")
+    before = repo.git("for-each-ref")
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 1
+    said = result.out + result.err
+    assert "dag.yaml:1: the DAG has no nodes" in said
+    assert "is invalid; nothing was written" in said
+    assert repo.git("for-each-ref") == before
