@@ -69,6 +69,7 @@ CASES: dict[str, tuple[str, str]] = {
     "caller-path": ("  $ tool-on-my-path\n  found\n", "passed"),
     "caller-home": ('  $ test "$HOME" = "$CALLER_HOME" && echo same\n  same\n', "passed"),
     "tmpdir-shown": ('  $ echo "$TMPDIR/x"\n  $TMPDIR/x\n', "passed"),
+    "cramtmp-unset": ('  $ echo "[${CRAMTMP-unset}] [${PRYSK_TEMP:+set}]"\n  [unset] [set]\n', "passed"),
     "dollar-line": ("  $ echo '$ x'\n  \\x24 x (esc)\n", "passed"),
     "literal-annotations": ("  $ echo 'x (re)'; echo 'y (esc)'\n  x (re)\n  y (esc)\n", "passed"),
 }
@@ -82,6 +83,8 @@ def _environment(tmp_path: Path) -> dict[str, str]:
     tool.chmod(0o755)
     env = dict(os.environ, PATH=os.pathsep.join([str(BIN), str(tools), os.environ.get("PATH", "")]),
                CALLER_HOME=os.environ["HOME"])
+    for name in ("CRAMTMP", "PRYSK_TEMP"):  # a caller's value would pass through to every tool
+        env.pop(name, None)
     return env
 
 
@@ -137,6 +140,12 @@ TO_UPDATE: dict[str, tuple[str, str]] = {
     "carriage-return": ("  $ printf 'a\\rb\\n'\n", "  a\\r (no-eol) (esc)\n  b\n"),
     "ends-the-shell": ("  $ echo hi; exit 3\n", "  hi (no-eol)\n"),
     "literal-annotations": ("  $ echo 'x (re)'; echo 'y (esc)'; echo 'z (glob)'\n", "  x (re)\n  y (esc)\n  z (glob)\n"),
+    # prysk shows the path of $TMPDIR as `$TMPDIR`, cram as it is (in its own cramtests-* folder)
+    "tmpdir": ('  $ echo "$TMPDIR/x"; echo "$TMPDIR"\n',
+               "  (?:\\$TMPDIR|/.+/cramtests-[^/]+/tmp)/x (re)\n  (?:\\$TMPDIR|/.+/cramtests-[^/]+/tmp) (re)\n"),
+    "tmpdir-printable-utf8": ("  $ printf '\\342\\230\\272 %s\\n' \"$TMPDIR\"\n", None),  # cram escapes it, prysk not
+    "tmpdir-no-break-space": ("  $ printf '> %s\\302\\240\\n' \"$TMPDIR\"\n", None),
+    "tmpdir-control": ("  $ printf '\\033%s\\\\' \"$TMPDIR\"\n", None),
 }
 
 
@@ -161,6 +170,42 @@ def test_update_writes_files_that_prysk_and_cram_pass(tmp_path):
     cram = subprocess.run([str(BIN / "cram"), "-v", "cases"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           errors="replace", check=False)
     assert cram.returncode == 0, cram.stdout
+
+
+def _cram(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    if shutil.which("cram", path=str(BIN)) is None:
+        pytest.skip("cram is not installed beside this interpreter")
+    return subprocess.run([str(BIN / "cram"), *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          errors="replace", check=False)
+
+
+# where cram's verdict differs from prysk's (replay follows prysk): the scratch folder's variable is
+# CRAMTMP in cram and PRYSK_TEMP in prysk, and cram shows the path of $TMPDIR as it is
+CRAM_DIFFERS = {"cwd": "failed", "tmpdir-shown": "failed", "cramtmp-unset": "failed"}
+
+
+def test_cram_differs_from_prysk_only_where_the_readme_says(tmp_path):
+    _write(tmp_path / "cases", CASES)
+    cram = _cram(["-q", "-v", "cases"], _environment(tmp_path), tmp_path)
+    cram_says = _verdicts(cram.stdout, r"^cases/(\S+)\.t: (passed|failed|skipped|empty)$")
+    assert cram_says == {name: CRAM_DIFFERS.get(name, verdict) for name, (_, verdict) in CASES.items()}, cram.stdout
+
+
+def test_what_replay_refuses_and_what_the_tools_do_with_it(tmp_path):
+    """A file with no command passes under both tools (there is nothing to check); replay refuses it.
+    A glob ending in a lone backslash stops both tools with a traceback; replay refuses it in one line."""
+    env = _environment(tmp_path)
+    (tmp_path / "prose.t").write_text("Only prose, no command.\n")
+    (tmp_path / "glob.t").write_text("  $ echo 'a\\'\n  a\\ (glob)\n")
+    assert _prysk(["prose.t"], env, tmp_path).returncode == 0
+    assert _cram(["prose.t"], env, tmp_path).returncode == 0
+    for tool in (_prysk(["glob.t"], env, tmp_path), _cram(["glob.t"], env, tmp_path)):
+        assert tool.returncode == 1 and "IndexError" in tool.stderr, tool.stderr
+    for name, says in (("prose.t", "prose.t:1: not a transcript: no command line in it"),
+                       ("glob.t", "glob.t:2: this ` (glob)` line ends in a lone backslash")):
+        ours = _orchestrate([str(tmp_path / name)], env, tmp_path)
+        assert (ours.returncode, ours.stdout, ours.stderr.count("\n")) == (2, "", 1), ours.stderr
+        assert ours.stderr.startswith(f"orchestrate: error: {tmp_path / name}:") and says in ours.stderr
 
 
 def test_the_demo_transcript_passes_under_prysk(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrate.replay.transcript_match import escape, matches, writable
+from orchestrate.replay.transcript_match import escape, matches, unreadable, writable
 
 
 def _t(folder, name: str, text: bytes | str):
@@ -95,10 +95,12 @@ def test_the_shells_syntax_error_is_shown_and_a_stripped_continuation_named(tmp_
     assert f"{t}:1: the shell ended during this command" in result.out
 
 
-def test_the_work_folder_and_variables_are_crams(tmp_path, orch, monkeypatch):
+def test_the_work_folder_and_variables_are_prysks(tmp_path, orch, monkeypatch):
     monkeypatch.setenv("REPLAY_FROM_CALLER", "kept")
+    monkeypatch.setenv("CRAMTMP", "the-callers")  # prysk leaves cram's variable alone, and so does replay
     t = _t(tmp_path / "deep", "env.t",
-           '  $ basename "$PWD"; test "$(dirname "$PWD")" = "$CRAMTMP" && echo in-cramtmp\n  env.t\n  in-cramtmp\n'
+           '  $ basename "$PWD"; test "$(dirname "$PWD")" = "$PRYSK_TEMP" && echo in-prysk-temp\n  env.t\n'
+           '  in-prysk-temp\n  $ echo "$CRAMTMP"\n  the-callers\n'
            '  $ echo "$TESTFILE $REPLAY_FROM_CALLER $TZ"; test "$TESTDIR" = "$TESTDIR_WANTED" || echo no\n'
            "  env.t kept GMT\n")
     monkeypatch.setenv("TESTDIR_WANTED", str(t.parent.resolve()))
@@ -110,7 +112,8 @@ def test_the_work_folder_and_variables_are_crams(tmp_path, orch, monkeypatch):
     (b"  a\\*b\\?c\\\\d (glob)", b"  a*b?c\\d", True),
     (b"  a\\*b (glob)", b"  axb", False),
     (b"  f?o* (glob)", b"  foo.bar", True),
-    (b"  end\\ (glob)", b"  end\\", True),  # a backslash at the end is itself
+    (b"  end\\ (glob)", b"  end\\", False),  # a lone backslash at the end: replay refuses the file
+    (b"  end\\\\ (glob)", b"  end\\", True),
     (b"  abc\\d+ (re)", b"  abc12", True),
     (b"  ^abc\\d+$ (re)", b"  abc12", False),  # the pattern includes the indent
     (b"  abc (re)", b"  abcd", False),
@@ -134,6 +137,41 @@ def test_escapes_follow_prysk_and_writes_pass_both_tools():
     pattern = writable(nbsp, escape(nbsp))
     assert pattern.endswith(b" (re)")
     assert matches(b"  " + pattern, b"  " + escape(nbsp)) and matches(b"  " + pattern, b"  a\\xc2\\xa0 (esc)")
+
+
+@pytest.mark.parametrize("line, why", [
+    (b"  end\\ (glob)", "ends in a lone backslash"),
+    (b"  a\\\\\\ (glob)", "ends in a lone backslash"),
+    (b"  end\\ (esc)", "cannot be decoded"),
+    (b"  bad\\x4 (esc)", "cannot be decoded"),
+    (b"  fine\\\\ (glob)", None),
+    (b"  end\\ (re)", None),
+])
+def test_lines_cram_and_prysk_cannot_read(line, why):
+    assert (unreadable(line) is None) if why is None else (why in unreadable(line))
+
+
+def test_a_line_cram_and_prysk_cannot_read_is_refused_before_anything_runs(tmp_path, orch):
+    marker = tmp_path / "ran"
+    t = _t(tmp_path, "g.t", f"  $ touch {marker}\n  $ echo 'a\\'\n  a\\ (glob)\n")
+    result = orch("replay", t, "--update")
+    assert result.rc == 2 and result.out == "" and not marker.exists() and result.err.count("\n") == 1
+    assert result.err.startswith(f"orchestrate: error: {t}:3: this ` (glob)` line ends in a lone backslash; ")
+    assert "write `\\\\` for a backslash" in result.err
+
+
+def test_update_writes_the_tmpdir_path_as_a_pattern_both_tools_accept():
+    tmpdir = b"/tmp/orchestrate-replay-x/tmp"
+    for raw in (tmpdir + b"/x", b"\xe2\x98\xba " + tmpdir, b"\xc2\xa0" + tmpdir + b"\\", b"> " + tmpdir):
+        prysk = escape(raw).replace(tmpdir, b"$TMPDIR")
+        cram_tmp = b"/var/tmp/cramtests-ab_c1/tmp"
+        cram = raw.replace(tmpdir, cram_tmp)
+        cram = cram if cram.isascii() and b"\\" not in cram else b"".join(
+            b"\\\\" if b == 0x5C else bytes([b]) if 0x20 <= b < 0x7F else b"\\x%02x" % b for b in cram) + b" (esc)"
+        line = b"  " + writable(raw, prysk, tmpdir)
+        assert line.endswith(b" (re)") and not line.startswith((b"  $ ", b"  > ")), line
+        assert matches(line, b"  " + prysk) and matches(line, b"  " + cram), (line, cram)
+        assert not matches(line, b"  " + cram.replace(b"cramtests-", b"elsewhere-"))
 
 
 def test_this_installations_folder_is_appended_to_the_callers_path(tmp_path, orch, monkeypatch):

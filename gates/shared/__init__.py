@@ -1,2 +1,5 @@
-"""What the gates share and nothing else imports from the engine side: the Verdict record, the common
-main(), and markdown link parsing."""
+"""What the gates share: the Verdict record, the common main(), markdown link parsing and coherence's
+project checks. The engine imports the Verdict from here too.
+
+May use: the kernel of `orchestrate`, as every gate.
+"""

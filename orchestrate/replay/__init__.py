@@ -1,1 +1,5 @@
-"""Replay: cram-style transcripts, a recorded campaign re-driven with stand-in workers, and the demo."""
+"""Replay: cram-style transcripts (with prysk's semantics), a recorded campaign re-driven with stand-in
+workers, and the demo.
+
+May use: everything below the CLI (it drives the engine as the CLI does).
+"""

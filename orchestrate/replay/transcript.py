@@ -1,9 +1,10 @@
 """Transcripts that re-check themselves, with cram's semantics (prysk's where the two differ).
 
 `replay` takes files and directories (every `*.t` below, hidden ones left out, in sorted order),
-refuses up front what is not a transcript, and runs each one in `$CRAMTMP/<file name>` with its
-commands read by one `/bin/sh` (transcript_parse). It prints a diff per failing file and a summary
-line; `--update` rewrites a failing file to the actual output, in a form cram and prysk both pass.
+refuses up front what is not a transcript (or has a line cram and prysk cannot read), and runs each
+one in `$PRYSK_TEMP/<file name>` with its commands read by one `/bin/sh` (transcript_parse). It
+prints a diff per failing file and a summary line; `--update` rewrites a failing file to the actual
+output, in a form cram and prysk both pass.
 """
 from __future__ import annotations
 
@@ -19,14 +20,16 @@ from typing import IO
 
 from orchestrate import proc
 from orchestrate.errors import ExitCode, UsageError
-from orchestrate.replay.transcript_match import matches, writable
+from orchestrate.replay.transcript_match import matches, unreadable, writable
 from orchestrate.replay.transcript_parse import (
     COMMAND,
+    CONTINUATION,
     INDENT,
     Out,
     Parsed,
     parse,
     rebuild,
+    split_lines,
 )
 
 SHELL = "/bin/sh"
@@ -73,16 +76,22 @@ def read(path: Path) -> bytes:
     if data and not any(line.startswith(COMMAND) for line in data.split(b"\n")):
         raise UsageError(f"{path}:1: not a transcript: no command line in it",
                          hint="a command is indented two spaces: `  $ echo hi`")
+    for n, line in enumerate(split_lines(data), 1):
+        expected = line.startswith(INDENT) and not line.startswith((COMMAND, CONTINUATION))
+        if expected and (why := unreadable(line[:-1])):
+            raise UsageError(f"{path}:{n}: {why}; cram and prysk stop on it with a traceback",
+                             hint="write `\\\\` for a backslash, `\\xHH` for a byte in an (esc) line")
     return data
 
 
 def environment(root: Path, path: Path) -> dict[str, str]:
-    """cram's: the caller's environment with a few variables reset, and the test's own locations.
+    """prysk's: the caller's environment with a few variables reset, and the test's own locations.
+    `PRYSK_TEMP` names the scratch folder; `CRAMTMP` is cram's name for it, which prysk does not set.
 
     The folder of the running interpreter goes at the end of PATH, so this installation's
     `orchestrate` is found where the caller's PATH has none, and shadows nothing that it has."""
     tmp = str(root / "tmp")
-    env = {"TMPDIR": tmp, "TEMP": tmp, "TMP": tmp, "CRAMTMP": str(root), "PRYSK_TEMP": str(root),
+    env = {"TMPDIR": tmp, "TEMP": tmp, "TMP": tmp, "PRYSK_TEMP": str(root),
            "TESTDIR": str(path.resolve().parent), "TESTFILE": path.resolve().name, "TESTSHELL": SHELL,
            "LANG": "C", "LC_ALL": "C", "LANGUAGE": "C", "TZ": "GMT", "CDPATH": "", "COLUMNS": "80", "GREP_OPTIONS": ""}
     here = str(Path(sys.executable).parent)
@@ -106,7 +115,7 @@ def run(path: Path, data: bytes, work: Path, root: Path, *, timeout: float = 600
     old = [line[:-1] for line in parsed.lines]
     if len(old) == len(shown) and all(matches(e, a) for e, a in zip(old, shown)):
         return Outcome("passed")
-    outcome = Outcome("failed", new=_rewrite(parsed, rebuilt.lines))
+    outcome = Outcome("failed", new=_rewrite(parsed, rebuilt.lines, str(root / "tmp").encode()))
     outcome.notes = _stripped_continuations(path, old)
     if rebuilt.ended_at is not None:
         later = [c for c in parsed.commands if c > rebuilt.ended_at]
@@ -117,7 +126,7 @@ def run(path: Path, data: bytes, work: Path, root: Path, *, timeout: float = 600
     return outcome
 
 
-def _rewrite(parsed: Parsed, lines: list[Out]) -> list[bytes]:
+def _rewrite(parsed: Parsed, lines: list[Out], tmpdir: bytes) -> list[bytes]:
     """The actual transcript, keeping each expected line (a pattern, an escape) that still matches the
     output line in its place, and writing the rest as cram and prysk both read them back."""
     new, seen = [], {}
@@ -128,7 +137,7 @@ def _rewrite(parsed: Parsed, lines: list[Out]) -> list[bytes]:
         k = seen[o.owner] = seen.get(o.owner, -1) + 1
         expected = parsed.expected.get(o.owner, [])
         kept = parsed.lines[expected[k]][:-1] if k < len(expected) else None
-        new.append(kept if kept is not None and matches(kept, INDENT + o.text) else INDENT + writable(o.raw, o.text))
+        new.append(kept if kept is not None and matches(kept, INDENT + o.text) else INDENT + writable(o.raw, o.text, tmpdir))
     return new
 
 

@@ -1,4 +1,8 @@
-"""HANDLERS: the only place states meet code. Each handler does its state's work and returns an Outcome."""
+"""HANDLERS: the only place states meet code. Each handler does its state's work and returns an Outcome.
+
+May use: the engine's context, states and helpers, and every room below the engine; never another
+handler, the loop, the runner or the CLI.
+"""
 from __future__ import annotations
 
 from orchestrate.engine.handlers import (

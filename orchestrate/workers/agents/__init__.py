@@ -6,6 +6,8 @@ A node says `worker: {agent: NAME, model: ..., args: [...]}`; validation turns t
 also an ordinary worker plugin (`protocol_version`, `capabilities`, `command()`), so `orchestrate plugins`
 lists it and a third party ships its own the same way (an entry point in `orchestrate.workers` whose
 object subclasses `preset.Preset`).
+
+May use: the doors and dag, as the rest of workers/.
 """
 from __future__ import annotations
 
