@@ -19,6 +19,7 @@ from orchestrate.report.live import Reporter
 from orchestrate.report.progress import Progress, last_line
 from tests.engine_helpers import campaign_repo
 
+SGR = r"(?:\x1b\[[0-9;]*m)*"  # the live view colours each node's phase word
 HELD = "sh -c 'while [ ! -e RELEASE/{name} ]; do sleep 0.05; done'"
 DAG = f"""\
 topic: live
@@ -77,17 +78,18 @@ def test_on_a_terminal_the_header_counts_nodes_done_and_queued_nodes_show_as_que
             (release / name).touch()
 
     child.expect(re.escape("live | layer 1 of 2 | 0/4 done | 1 running | 2 queued | 0 judging"))
-    child.expect(r"A\s+running\s+\d+\.\ds\s+A is waiting for its release")
-    child.expect(r"B\s+queued")
+    child.expect(rf"A\s+{SGR}running{SGR}\s+\d+\.\ds\s+A is waiting for its release")
+    child.expect(rf"B\s+{SGR}queued")
     seen = child.logfile_read.getvalue()
-    assert not re.search(r"[BC]\s+running", seen), "a queued node was shown as running"
+    assert "\x1b[1;36mrunning" in seen  # the phase is coloured too
+    assert not re.search(rf"[BC]\s+{SGR}running", seen), "a queued node was shown as running"
     release_("A")
-    child.expect(r"B\s+running\s+\d+\.\ds\s+B is waiting for its release")
+    child.expect(rf"B\s+{SGR}running{SGR}\s+\d+\.\ds\s+B is waiting for its release")
     release_("B", "C")
     child.expect(r"\| 0 running \| 0 queued \| 1 judging \|")  # the evaluator of A holds RECONCILE
-    child.expect(r"A\s+judging\s+\d+\.\ds")
+    child.expect(rf"A\s+{SGR}judging{SGR}\s+\d+\.\ds")
     release_("judge-A")
-    child.expect(r"A\s+merging\s+\d+\.\ds")  # the campaign check holds MERGE
+    child.expect(rf"A\s+{SGR}merging{SGR}\s+\d+\.\ds")  # the campaign check holds MERGE
     release_("merge")
     child.expect(re.escape("live | layer 2 of 2 | 3/4 done | 1 running | 0 queued | 0 judging"))
     release_("D")
@@ -215,3 +217,19 @@ def test_the_log_tail_is_the_last_line_with_text_and_no_control_codes(tmp_path):
     log.write_bytes(b"fetching 10%\rfetching 60%\r\n")  # a progress bar: what the terminal would show last
     assert last_line(log) == "fetching 60%"
     assert last_line(tmp_path / "missing.log") == ""
+
+
+def test_the_progress_summary_keeps_its_pace_through_frequent_transitions(tmp_path):
+    """Nodes landing and being judged every few seconds must not restart the summary's interval: one
+    line per interval of polling, however many states the loop went through in between."""
+    clock, said = Clock(), io.StringIO()
+    out = Reporter(live=False, quiet=True, stream=said, clock=clock, summary_every=10.0)
+    c = _campaign({"A": DISPATCHED, "B": DISPATCHED}, [["A", "B"]])
+    for _ in range(13):  # polls at 0, 3, ..., 36 s, each followed by three states a second apart
+        out.running([("A", 1.0), ("B", 1.0)])
+        for state in ("RECONCILE", "CHECKPOINT", "DISPATCH"):
+            clock.now += 1
+            out.state(state, c, tmp_path)
+    lines = said.getvalue().splitlines()
+    assert len(lines) == 3 and all("progress: t layer 1 of 1, 0/2 done" in line for line in lines)
+    assert [line.split("elapsed ")[1] for line in lines] == ["12.0s", "24.0s", "36.0s"]

@@ -147,7 +147,7 @@ def test_the_section_reads_a_command_a_list_and_mappings(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("notify: ''\n", "config.yaml:1: notify: expected a command line"),
     ("notify: {run: x}\n", "config.yaml:1: notify: expected a command, or a list of commands"),
-    ("x: 1\nnotify:\n  - ok\n  - 12\n", "config.yaml:4: notify[1]: expected a command, or a mapping of run"),
+    ("# two notifiers\nnotify:\n  - ok\n  - 12\n", "config.yaml:4: notify[1]: expected a command, or a mapping of run"),
     ("notify:\n  - run: x\n    evnts: [seam]\n", "config.yaml:3: notify[0].evnts: unknown key; keys: run, events, timeout"),
     ("notify:\n  - {events: [seam]}\n", "config.yaml:2: notify[0]: no `run:`"),
     ("notify:\n  - run: x\n    events: [seam, verdit]\n",

@@ -105,6 +105,30 @@ def browse(page: Path, shot: Path, profile: Path) -> tuple[Dom, list[str]]:
     return Dom(dom.stdout), console
 
 
+MEASURE = """<script>
+const boxes = sel => [...document.querySelectorAll(sel)].map(e => e.getBoundingClientRect());
+const hit = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 &&
+                      Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5;
+const labels = boxes("#dag .edge-label"), nodes = boxes("#dag g.node rect");
+let pairs = 0, covered = 0;
+labels.forEach((a, i) => { labels.slice(i + 1).forEach(b => { pairs += hit(a, b); });
+                           nodes.forEach(n => { covered += hit(a, n); }); });
+document.body.dataset.labels = labels.length;
+document.body.dataset.overlaps = pairs;
+document.body.dataset.covered = covered;
+</script>"""
+
+
+def label_layout(page: Path, tmp_path: Path) -> dict:
+    """How the DAG's edge labels fall as Chromium lays them out: counted by a script added to a copy of the
+    report (the report itself has none)."""
+    probe = page.with_name("probe-" + page.name)
+    probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    dom, console = browse(probe, tmp_path / "probe.png", tmp_path / "profile")
+    assert console == []
+    return next(a for t, a in dom.elements if t == "body")
+
+
 def attempts_in(repo, topic: str) -> set[tuple[str, int]]:
     """(node, attempt) of every worker the journal says was started: what the timeline must show."""
     return {(e["context"]["node"], e["context"]["attempt"]) for e in journal(repo, topic)
@@ -185,9 +209,94 @@ def test_a_report_of_every_edge_kind_and_status_renders(tmp_path, site, orch):
     assert 'data-outcome="rework"' in text  # B's first attempt
     assert '<a href="../repo/.scratch/runs/rich/B/attempt-1.log">' in text  # relative to the report's folder
 
+    dom = Dom(text)
+    guard = dom.having("g", "guardrail")  # the warn guardrail on Q -> W, violated when crossed
+    assert [(g["data-edge"], g["data-action"], g["data-violated"]) for g in guard] == [("e7", "warn", "true")]
+    assert {a["data-phase"] for a in dom.having("rect", "phase")} == {"queued", "running", "landed", "judging",
+                                                                        "merging"}
+    seam = [a for a in dom.having("g", "seam")]
+    assert [(a["data-seam"], a["data-open"]) for a in seam] == [("realignment", "true")]
+    band = dom.having("rect", "seam-band")
+    assert len(band) == 1 and float(band[0]["width"]) >= 80  # the open seam is a band, not a hairline
+    b = text[text.index('<section id="node-B"'):]
+    b = b[:b.index("</section>")]
+    assert re.findall(r'<tr class="gate" data-attempt="(\d)"><td>\d</td><td>evaluators</td>', b) == ["1", "2"]
+    placed = label_layout(out, tmp_path)
+    assert int(placed["data-labels"]) >= 7  # not taken, taken, EXTENDS, PRODUCES, COMPOSES, LOOPS_WITH, guard
+    assert placed["data-overlaps"] == "0" and placed["data-covered"] == "0"
+
 
 def test_report_of_an_unknown_campaign_is_a_usage_error(tmp_path, orch):
     repo = campaign_repo(tmp_path, RICH_DAG, RICH_WORKER)
     result = orch("report", "--topic", "nope", cwd=repo)
     assert result.rc == 2
     assert "no campaign `nope`" in result.err
+
+
+USAGE_DAG = """\
+topic: spend
+workers: {sh: "./work.sh"}
+defaults: {max_attempts: 2}
+nodes:
+  - {id: N1, file_surface: [N1.txt], discipline: sh, evaluators: [{name: second, run: "grep -q 2 N1.txt"}]}
+  - {id: N2, depends_on: [N1], file_surface: [N2.txt], discipline: sh}
+"""
+USAGE_WORKER = r"""#!/bin/sh
+echo "$ORCH_ATTEMPT" > "$ORCH_NODE.txt"
+case "$ORCH_NODE" in
+  N1) printf '{"usage": {"input_tokens": %d, "output_tokens": 300, "cost_usd": 0.042, "model": "m-1"}}' \
+        "$((ORCH_ATTEMPT * 1000))" > "$ORCH_USAGE" ;;
+esac
+"""
+
+
+@needs_browser
+def test_the_report_shows_usage_per_attempt_per_node_and_in_total(tmp_path, orch):
+    repo = campaign_repo(tmp_path, USAGE_DAG, USAGE_WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75  # N1 reworked once (its evaluator wants attempt 2)
+    page = next((repo / ".ledger" / "log").glob("*-spend.html"))  # written at CLOSE
+
+    dom, console = browse(page, tmp_path / "spend.png", tmp_path / "profile")
+
+    assert console == []
+    per_attempt = [a["data-usage-attempt"] for a in dom.having("span", "usage") if "data-usage-attempt" in a]
+    assert per_attempt == ["1", "2"]  # N2 reported nothing: no usage of its own
+    node = [a["data-usage-node"] for a in dom.having("span", "usage") if "data-usage-node" in a]
+    assert node == ["N1"]
+    total = [a["data-usage-total"] for a in dom.having("span", "usage") if "data-usage-total" in a]
+    assert total == ["3000 in / 600 out tokens, $0.0840"]
+    text = page.read_text()
+    assert "1000 in / 300 out tokens, $0.0420 (m-1)" in text and "2000 in / 300 out tokens, $0.0420 (m-1)" in text
+    assert "over 2 attempt(s) that reported it" in text
+    assert "spread over 1 slot(s), the most workers that ran at once" in text  # the journal has no --jobs
+
+    from orchestrate.recorder.locate import project
+    from orchestrate.report import html
+    told = html.write(project(repo), "spend", tmp_path / "jobs.html", jobs=4).read_text()
+    assert "spread over 4 slot(s), the run's --jobs" in told
+
+
+def test_refresh_rewrites_the_closed_report_after_final_acceptance(tmp_path, orch):
+    from orchestrate.recorder.locate import project
+    from orchestrate.report import html
+    repo = campaign_repo(tmp_path, USAGE_DAG, USAGE_WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    page = next((repo / ".ledger" / "log").glob("????-??-??-spend.html"))
+    assert '<p class="muted">closed · report written' in page.read_text()  # CLOSE's, before the seam
+    assert orch("decide", "final-acceptance", "accept", "--note", "looks right", cwd=repo).rc == 0
+
+    assert html.refresh(project(repo), "spend") == page
+
+    text = page.read_text()
+    assert '<p class="muted">accepted by ' in text and "Open seam" not in text
+    assert re.search(r"seam final-acceptance at \+[\d.]+s: .* decided <b>accept</b> by .*: looks right", text)
+
+
+def test_refresh_leaves_a_campaign_that_has_not_closed_alone(tmp_path, orch):
+    from orchestrate.recorder.locate import project
+    from orchestrate.report import html
+    repo = campaign_repo(tmp_path, USAGE_DAG.replace("max_attempts: 2", "max_attempts: 1"), USAGE_WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75  # N1's one attempt fails: paused at realignment
+
+    assert html.refresh(project(repo), "spend") is None
+    assert not list((repo / ".ledger" / "log").glob("*.html"))

@@ -1,5 +1,5 @@
 """A campaign's history read back from its journal: every attempt of every node as timed phases
-(queued, running, judging, merging), its gate verdicts, seams and decisions.
+(queued, running, landed, judging, merging), its gate verdicts, seams and decisions.
 
 Only the journal is read, never the engine's memory: the report of a finished campaign and of one in
 flight come from the same entries. Times are seconds since the campaign's first entry.
@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-PHASES = ("queued", "running", "judging", "merging")
+PHASES = ("queued", "running", "landed", "judging", "merging")
+# Phases that wait rather than work: they count toward the makespan, never toward a node's work.
+WAITING = ("queued", "landed")
 # Statuses that end whatever phase a node was in (its attempt is over, or it will never run).
 ENDING = {"REWORK": "rework", "INVALIDATED": "invalidated", "ABANDONED": "abandoned", "SKIPPED": "skipped",
           "PENDING": "rescheduled"}
@@ -69,6 +71,9 @@ class _Reader:
     def __init__(self, history: History) -> None:
         self.h = history
         self.current: dict[str, Attempt] = {}
+        # RECONCILE judges one node (or group) per visit and records its gates with the verdict, so a
+        # node's judging began when the engine last entered RECONCILE; before that it waited, landed.
+        self.reconcile_at = 0.0
 
     def at(self, entry: dict) -> float:
         return seconds(entry["created_at"]) - self.h.start
@@ -97,12 +102,15 @@ class _Reader:
         elif kind == "result" and cx.get("effect") == "worker-start" and node in self.current:
             attempt = self.current[node]
             attempt.worker_rc, attempt.worker_seconds = cx.get("rc"), cx.get("seconds")
-            self.enter(node, None, t)
+            self.enter(node, "landed" if cx.get("rc") == 0 else None, t)  # its result is being collected
         elif kind == "intent" and cx.get("effect") == "worker-start" and node in self.current:
             log = cx.get("log")
             if log and log not in self.current[node].logs:
                 self.current[node].logs.append(log)
+        elif kind == "transition" and cx.get("to") == "RECONCILE":
+            self.reconcile_at = t
         elif kind == "verdict" and node:
+            self.judged(node)
             if cx.get("verdict") == "accept":
                 self.enter(node, "merging", t)
             else:
@@ -111,7 +119,9 @@ class _Reader:
             self.h.merges[node] = cx
             self.finish(node, "merged", t)
         elif kind == "gate" and node:
-            self.h.gates.setdefault(node, []).append({**cx, "at": t, "id": e["id"], "by": e.get("source_entity")})
+            mine = self.current.get(node) or next((a for a in reversed(self.h.attempts) if a.node == node), None)
+            self.h.gates.setdefault(node, []).append({**cx, "at": t, "id": e["id"], "by": e.get("source_entity"),
+                                                      "attempt": mine.number if mine else None})
         elif kind == "seam":
             self.h.seams.append({"seam": cx.get("seam"), "node": node, "at": t, "reason": cx.get("reason", ""),
                                  "choices": list(cx.get("choices", [])), "id": e["id"], "decided": None})
@@ -124,6 +134,15 @@ class _Reader:
                     break
         elif kind == "close":
             self.h.closed_at = t
+
+    def judged(self, node: str) -> None:
+        """Split a landed span where RECONCILE began on this node: waiting before, judging after."""
+        attempt = self.current.get(node)
+        last = attempt.spans[-1] if attempt and attempt.spans else None
+        if last is not None and last.phase == "landed" and last.end is None:
+            began = max(self.reconcile_at, last.start)
+            last.end = began
+            attempt.spans.append(Span("judging", began))
 
     def status(self, node: str, cx: dict, t: float) -> None:
         status = cx.get("status")
@@ -138,7 +157,9 @@ class _Reader:
                 self.current[node] = attempt
             self.enter(node, "queued", t)
         elif status == "LANDED":
-            self.enter(node, "judging", t)
+            last = self.current[node].spans[-1] if node in self.current and self.current[node].spans else None
+            if last is None or last.phase != "landed" or last.end is not None:  # not already waiting since its result
+                self.enter(node, "landed", t)
         elif status in ENDING:
             self.finish(node, ENDING[status], t)
 

@@ -39,6 +39,14 @@ class Data:
     entries: list[dict]
     dag: object  # orchestrate.dag.model.Dag: the campaign's own copy
     history: hist.History
+    usage: list[dict]  # provenance.usage_rows: what each attempt reported to $ORCH_USAGE
+    jobs: int | None = None  # the run's --jobs, when the journal recorded it
+
+
+def crossings(entries: list[dict]) -> dict[str, dict]:
+    """Edge id -> its newest guardrail check (action, violated, message), as the journal recorded it."""
+    return {e["context"]["edge"]: e["context"] for e in entries
+            if e["kind"] == "guardrail" and e["context"].get("edge")}
 
 
 def collect(layout: Layout, topic: str) -> Data:
@@ -54,7 +62,10 @@ def collect(layout: Layout, topic: str) -> Data:
     copy = layout.state(topic) / "dag.yaml"
     dag = load_dag(copy if copy.exists() else campaign.dag_path, topic=topic,
                    brief_dir=Path(campaign.brief_dir) if campaign.brief_dir else None)
-    return Data(layout, topic, campaign, entries, dag, hist.read(topic, entries))
+    from orchestrate.recorder.provenance import usage_rows
+    jobs = next((e["context"].get("jobs") for e in entries if e["kind"] == "open"), None)
+    return Data(layout, topic, campaign, entries, dag, hist.read(topic, entries), usage_rows(entries),
+                jobs if isinstance(jobs, int) and jobs > 0 else None)
 
 
 def statuses(campaign: Campaign, dag) -> dict[str, str]:
@@ -73,11 +84,29 @@ def default_path(data: Data) -> Path:
     return sketch.path_for(data.layout.ledger, data.topic, data.entries[0]["created_at"]).with_suffix(".html")
 
 
-def write(layout: Layout, topic: str, out: Path | None = None) -> Path:
-    """Render the report of `topic` and write it (atomically) to `out` or beside the sketch."""
+def write(layout: Layout, topic: str, out: Path | None = None, *, jobs: int | None = None) -> Path:
+    """Render the report of `topic` and write it (atomically) to `out` or beside the sketch. `jobs`, the
+    run's worker slots, bounds the makespan when the journal does not record them."""
     from orchestrate.atomic import write_atomic
     data = collect(layout, topic)
+    if jobs is not None:
+        data.jobs = jobs
     path = out if out is not None else default_path(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, render(data, path.parent))
+    return path
+
+
+def refresh(layout: Layout, topic: str) -> Path | None:
+    """Rewrite the committed report beside the sketch from the journal as it is now, once the campaign has
+    closed (CLOSE wrote the first one); None before that. Called after a decision that follows CLOSE (the
+    final-acceptance seam, accepted or refused), it reads only flushed entries: flush the recorder first,
+    and commit afterwards so the recorder holds the file that matches its journal."""
+    data = collect(layout, topic)
+    if not data.campaign.closed:
+        return None
+    from orchestrate.atomic import write_atomic
+    path = default_path(data)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, render(data, path.parent))
     return path
@@ -88,24 +117,27 @@ def render(data: Data, here: Path) -> str:
     status = statuses(c, dag)
     work = timeline.busy(h)
     path, critical = critical_path(dag, work)
-    bound = timeline.Bound(h.makespan, critical, sum(work.values()), timeline.peak_running(h), path)
+    bound = timeline.Bound(h.makespan, critical, sum(work.values()), data.jobs or timeline.peak_running(h), path,
+                           data.jobs is not None)
     picture = shape(dag, c.edges)
     order = [n for column in picture.columns for n in column if n not in picture.plugins]
     titles = {n.id: n.title for n in dag.nodes}
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    slots = "the run's --jobs" if bound.jobs_known else "the most workers that ran at once"
     body = [
         f"<h1>Campaign {escape(c.topic)}</h1>",
         f'<p class="muted">{escape(_state_line(c))} · report written {stamp} from the recorder</p>',
         _attention(c),
-        "<h2>DAG</h2>", f'<div class="figure">{svg_dag.render(picture, status, titles, path)}</div>',
+        "<h2>DAG</h2>",
+        f'<div class="figure">{svg_dag.render(picture, status, titles, path, crossings(data.entries))}</div>',
         svg_dag.legend(),
         "<h2>Timeline</h2>", f'<div class="figure">{timeline.render(h, order, path)}</div>', timeline.legend(),
         f"<p>Makespan <b>{timeline.duration(bound.makespan)}</b> against a lower bound of "
         f"<b>{timeline.duration(bound.lower)}</b>: the larger of the critical path "
         f"({' → '.join(map(escape, path)) or '-'}, {timeline.duration(bound.critical)} of work) and all work "
-        f"({timeline.duration(bound.work)}) spread over {bound.slots or 1} slot(s), the most workers that ran at "
-        f"once.</p>",
-        "<h2>Summary</h2>", _summary(data, status, bound),
+        f"({timeline.duration(bound.work)}) spread over {bound.slots or 1} slot(s), "
+        f"{slots}.</p>",
+        "<h2>Summary</h2>", _summary(data, status, bound), nodes_html.seams(h, None),
         "<h2>Nodes</h2>", *[nodes_html.section(data, n, status[n], here) for n in order],
     ]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -137,13 +169,26 @@ def _summary(data: Data, status: dict[str, str], bound: timeline.Bound) -> str:
             ("makespan", timeline.duration(bound.makespan)), ("lower bound", timeline.duration(bound.lower)),
             ("work", f"{timeline.duration(bound.work)} running, judging and merging"),
             ("recorded", f"{timeline.duration(h.end)} from the first journal entry to the last"
-                         + (f", closed at +{timeline.duration(h.closed_at)}" if h.closed_at is not None else ""))]
+                         + (f", closed at +{timeline.duration(h.closed_at)}" if h.closed_at is not None else "")),
+            ("usage", _usage(data.usage))]
     table = "<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
     flags = ""
     if c.flags:
         flags = "<p><b>Flags</b> (warn guardrails crossed):</p><ul>" + "".join(
             f"<li>{escape(str(f.get('message')))} (node {escape(str(f.get('node')))})</li>" for f in c.flags) + "</ul>"
     return table + flags
+
+
+def _usage(rows: list[dict]) -> str:
+    """The campaign's total of what workers reported, or why there is none."""
+    from orchestrate.recorder.provenance import usage_text, usage_total
+    good = [r for r in rows if "usage" in r]
+    bad = len(rows) - len(good)
+    if not good:
+        return "no worker reported usage" + (f" ({bad} malformed usage file(s))" if bad else "")
+    return (f'<span class="usage" data-usage-total="{escape(usage_text(usage_total(rows)))}">'
+            f"{escape(usage_text(usage_total(rows)))}</span> over {len(good)} attempt(s) that reported it"
+            + (f"; {bad} malformed usage file(s), not counted" if bad else ""))
 
 
 def _attention(c: Campaign) -> str:

@@ -8,6 +8,7 @@ recorder, not the screen, is the source of truth.
 """
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,9 @@ from orchestrate.recorder.campaign import Campaign
 from orchestrate.report.progress import Progress
 
 SUMMARY_EVERY = 30.0  # seconds between progress summaries off a terminal
+PHASE_STYLE = {"running": "bold cyan", "queued": "dim", "landed": "magenta", "judging": "yellow",
+               "merging": "green"}
+_PHASE_WORD = re.compile(r"\s+\S+\s+(\w+)")  # a node line: "  <node>  <phase> ..."
 
 
 class Reporter:
@@ -29,7 +33,7 @@ class Reporter:
         self.progress = Progress(clock)
         self.notifier = None  # report.notify.Notifier, set by the loop from `notify:` in the config
         self._clock, self._every = clock, summary_every
-        self._summary_at: float | None = None
+        self._summary_at: float | None = None  # when the last summary was printed (or the first poll)
         self._live = None
 
     def line(self, text: str) -> None:
@@ -49,7 +53,7 @@ class Reporter:
     def state(self, state: str, campaign: Campaign, runs: Path | None, focus: Iterable[str] = ()) -> None:
         """The loop enters `state`."""
         self.progress.state(state, campaign, runs, focus)
-        self._summary_at = None
+        # The summary's clock is not restarted here: in a run of short transitions it would never reach 30 s.
         self._warn_failed_notifiers()
         if state == "SEAM":  # a seam may ask a person: the prompt needs the terminal to itself
             self.stop_live()
@@ -98,7 +102,11 @@ class Reporter:
         body = Text(no_wrap=True, overflow="ellipsis")
         body.append(self.progress.header(), style="bold")
         for line in self.progress.node_lines():
-            body.append("\n" + line)
+            text = Text("\n" + line)
+            phase = _PHASE_WORD.match(line)
+            if phase and phase.group(1) in PHASE_STYLE:  # the word is there too: colour only helps the eye
+                text.stylize(PHASE_STYLE[phase.group(1)], phase.start(1) + 1, phase.end(1) + 1)
+            body.append_text(text)
         return body
 
     def stop_live(self) -> None:

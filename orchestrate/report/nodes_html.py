@@ -1,5 +1,6 @@
-"""One section of the HTML report per node: status, attempts and their phases, every gate verdict with
-the first lines of its output, surface, the diffstat of its merge, seams and decisions, log links."""
+"""One section of the HTML report per node: status, attempts and their phases (and the usage each
+reported), every gate verdict with its attempt and the first lines of its output, surface, the diffstat
+of its merge, seams and decisions, log links."""
 from __future__ import annotations
 
 import os
@@ -29,13 +30,19 @@ def section(data, node: str, status: str, here: Path) -> str:
         rows.append(("why", escape(state.feedback.splitlines()[0])))
     if node in c.enabled:
         rows.append(("enabled", escape(str(c.enabled[node]))))
+    mine = [r for r in data.usage if r["node"] == node and "usage" in r]
+    if mine:
+        from orchestrate.recorder.provenance import usage_text, usage_total
+        said = usage_text(usage_total(mine))
+        rows.append(("usage", f'<span class="usage" data-usage-node="{escape(node)}">{escape(said)}</span>'
+                              f" over {len(mine)} attempt(s)"))
     runs = relative(str(data.layout.runs(data.topic) / node), here, data.layout.root)
     rows.append(("logs", f'<a href="{escape(runs)}/">{escape(runs)}/</a>'))
     title = f" — {escape(spec.title)}" if spec and spec.title and spec.title != node else ""
     parts = [f'<section id="node-{escape(node)}" data-node="{escape(node)}" data-status="{status}">',
              f'<h3>{escape(node)}{title} <span class="status">{status.lower()}</span></h3>',
              "<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>",
-             _attempts(data, node, here), _gates(h.gates.get(node, [])), _seams(h, node), "</section>"]
+             _attempts(data, node, here), _gates(h.gates.get(node, [])), seams(h, node), "</section>"]
     return "\n".join(p for p in parts if p)
 
 
@@ -49,8 +56,14 @@ def _attempts(data, node: str, here: Path) -> str:
     attempts = data.history.of(node)
     if not attempts:
         return ""
-    rows = ["<tr><th>attempt</th><th>outcome</th><th>phases</th><th>worker</th><th>log</th></tr>"]
+    from orchestrate.recorder.provenance import usage_text
+    reported = {r["attempt"]: r for r in data.usage if r["node"] == node}
+    rows = ["<tr><th>attempt</th><th>outcome</th><th>phases</th><th>worker</th><th>usage</th><th>log</th></tr>"]
     for a in attempts:
+        row = reported.get(a.number)
+        usage = "" if row is None else (
+            f'<span class="usage" data-usage-attempt="{a.number}">{escape(usage_text(row["usage"]))}</span>'
+            if "usage" in row else f"malformed usage file: {escape(str(row['error']))}")
         phases = ", ".join(f"{s.phase} {duration(s.length(data.history.end))}" + ("" if s.end is not None else " …")
                            for s in a.spans)
         worker = "" if a.worker_rc is None else f"exit {a.worker_rc}" + (
@@ -58,25 +71,28 @@ def _attempts(data, node: str, here: Path) -> str:
         links = " ".join(f'<a href="{escape(relative(log, here, data.layout.root))}">{escape(Path(log).name)}</a>'
                          for log in a.logs)
         rows.append(f"<tr><td>{a.number}</td><td>{escape(a.outcome or 'in flight')}</td><td>{escape(phases)}</td>"
-                    f"<td>{escape(worker)}</td><td>{links}</td></tr>")
+                    f"<td>{escape(worker)}</td><td>{usage}</td><td>{links}</td></tr>")
     return "<table class=\"attempts\">" + "".join(rows) + "</table>"
 
 
 def _gates(entries: list[dict]) -> str:
     if not entries:
         return ""
-    rows = ["<tr><th>gate</th><th>verdict</th><th>by</th><th>output</th></tr>"]
+    rows = ["<tr><th>attempt</th><th>gate</th><th>verdict</th><th>by</th><th>output</th></tr>"]
     for g in entries:
         word = "pass" if g.get("code") == 0 else ("fail" if g.get("code") == 1 else f"exit {g.get('code')}")
         items = list(g.get("items") or [])[:FIRST_LINES]
         more = len(g.get("items") or []) - len(items) + int(g.get("more_items") or 0)
         text = "\n".join([str(g.get("summary", ""))] + items + ([f"… {more} more"] if more > 0 else []))
-        rows.append(f"<tr><td>{escape(str(g.get('gate')))}</td><td>{word} ({g.get('code')})</td>"
+        attempt = g.get("attempt")
+        rows.append(f'<tr class="gate" data-attempt="{attempt or ""}"><td>{attempt or "-"}</td>'
+                    f"<td>{escape(str(g.get('gate')))}</td><td>{word} ({g.get('code')})</td>"
                     f"<td>{escape(str(g.get('by') or ''))}</td><td><pre>{escape(text)}</pre></td></tr>")
     return "<table class=\"gates\">" + "".join(rows) + "</table>"
 
 
-def _seams(h, node: str) -> str:
+def seams(h, node: str | None) -> str:
+    """The seams opened on `node` (None: on the campaign, like final-acceptance) and how each was decided."""
     mine = [s for s in h.seams if s["node"] == node]
     if not mine:
         return ""

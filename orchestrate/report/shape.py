@@ -18,6 +18,7 @@ class Link:
     kind: str  # static, taken, untaken, undecided (conditional), discovery
     edge_id: str
     label: str = ""
+    guardrail: str = ""  # its guardrail's on_violation (warn, block, reroute); empty without one
 
 
 @dataclass
@@ -48,7 +49,7 @@ def links(dag, decided: dict | None = None) -> list[Link]:
             label = f"{e.predicate} {', '.join(e.payload)}"
         # ordering edges point from what runs first (a COMPOSES spoke) to what waits for it
         found.append(Link(e.before if e.orders else e.src, e.after if e.orders else e.dst, e.predicate, kind,
-                          e.id, label))
+                          e.id, label, str((e.guardrails or {}).get("on_violation") or "")))
     return found
 
 

@@ -1,14 +1,17 @@
-"""The timeline (Gantt) as an inline SVG: one row per node, one bar per attempt split into its phases,
-reworks and seams marked, the critical path outlined; and the makespan against its lower bound."""
+"""The timeline (Gantt) as an inline SVG: one row per node, one bar per attempt split into its phases
+(landed: back from its worker, waiting to be judged), reworks and seams marked (an open seam as a band
+to the chart's right edge), the critical path outlined; and the makespan against its lower bound."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from html import escape
 
-from orchestrate.report.history import History
+from orchestrate.report.history import WAITING, History
 
-PHASE_FILL = {"queued": "#dee2e6", "running": "#74c0fc", "judging": "#ffe066", "merging": "#8ce99a"}
+PHASE_FILL = {"queued": "#dee2e6", "running": "#74c0fc", "landed": "#c5f6fa", "judging": "#ffe066",
+              "merging": "#8ce99a"}
 LEFT, WIDTH, ROW, TOP = 130, 820, 26, 34
+OPEN_TAIL = 0.12  # of the width, kept right of the last event for a seam still open: a band, not a line
 
 
 @dataclass
@@ -16,8 +19,9 @@ class Bound:
     makespan: float
     critical: float  # the heaviest chain of work along ordering edges
     work: float  # every attempt's running, judging and merging time
-    slots: int  # the most attempts that ran at once
+    slots: int  # --jobs when the journal knows it, else the most attempts that ran at once
     path: list[str]
+    jobs_known: bool = False
 
     @property
     def lower(self) -> float:
@@ -25,10 +29,11 @@ class Bound:
 
 
 def busy(history: History) -> dict[str, float]:
-    """Seconds each node spent running, being judged or merged, over all its attempts (queueing excluded)."""
+    """Seconds each node spent running, being judged or merged, over all its attempts (waiting excluded)."""
     total: dict[str, float] = {}
     for a in history.attempts:
-        total[a.node] = total.get(a.node, 0.0) + sum(s.length(history.end) for s in a.spans if s.phase != "queued")
+        total[a.node] = total.get(a.node, 0.0) + sum(s.length(history.end) for s in a.spans
+                                                     if s.phase not in WAITING)
     return total
 
 
@@ -57,15 +62,17 @@ def render(history: History, order: list[str], critical: list[str]) -> str:
     span = max(t1 - t0, 1e-3)
     rows = {n: i for i, n in enumerate(order)}
     tall = TOP + ROW * max(len(order), 1) + 28
+    still_open = any(seam["decided"] is None for seam in history.seams)
+    plot = WIDTH * (1 - OPEN_TAIL) if still_open else WIDTH  # the tail is "from then on", not time
 
     def x(t: float) -> float:
-        return LEFT + (t - t0) / span * WIDTH
+        return LEFT + (t - t0) / span * plot
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" id="timeline" role="img" aria-labelledby="timeline-title" '
            f'width="{LEFT + WIDTH + 20}" height="{tall}" viewBox="0 0 {LEFT + WIDTH + 20} {tall}" '
            f'font-family="sans-serif" font-size="12">',
-           '<title id="timeline-title">Timeline: one bar per attempt, split into queued, running, judging and '
-           'merging</title>']
+           '<title id="timeline-title">Timeline: one bar per attempt, split into queued, running, landed '
+           '(waiting to be judged), judging and merging</title>']
     for i in range(6):
         t = t0 + span * i / 5
         out.append(f'<line x1="{x(t):.1f}" y1="{TOP - 6}" x2="{x(t):.1f}" y2="{tall - 24}" stroke="#e9ecef"/>'
@@ -98,26 +105,34 @@ def render(history: History, order: list[str], critical: list[str]) -> str:
                          f'{a.number} of {escape(a.node)}: {escape(a.outcome)}</title></text>')
         out.append(f'<g class="attempt" data-node="{escape(a.node)}" data-attempt="{a.number}" '
                    f'data-outcome="{escape(a.outcome or "in flight")}">{"".join(parts)}</g>')
-    for seam in history.seams:
-        sx = x(seam["at"])
-        decided = seam["decided"]
-        ex = x(decided["at"]) if decided else x(t1)
-        out.append(f'<g class="seam" data-seam="{escape(str(seam["seam"]))}"><title>seam {escape(str(seam["seam"]))}'
-                   f'{" on " + escape(seam["node"]) if seam["node"] else ""}: {escape(seam["reason"])}</title>'
-                   f'<rect x="{sx:.1f}" y="{TOP - 4}" width="{max(ex - sx, 2):.1f}" height="{tall - TOP - 20}" '
-                   f'fill="#f783ac" fill-opacity="0.18"/>'
-                   f'<line x1="{sx:.1f}" y1="{TOP - 4}" x2="{sx:.1f}" y2="{tall - 24}" stroke="#c2255c" '
-                   f'stroke-dasharray="3 3"/><text x="{sx + 3 if sx < LEFT + WIDTH * 0.8 else sx - 3:.1f}" y="{tall - 10}" '
-                   f'text-anchor="{"start" if sx < LEFT + WIDTH * 0.8 else "end"}" font-size="10" fill="#a61e4d">'
-                   f'seam {escape(str(seam["seam"]))}</text></g>')
+    out += [_seam(seam, x, tall) for seam in history.seams]
     out.append("</svg>")
     return "\n".join(out)
 
 
+def _seam(seam: dict, x, tall: int) -> str:
+    """A seam shaded from opening to decision; one still open reaches the chart's right edge, labelled."""
+    sx, decided, name = x(seam["at"]), seam["decided"], escape(str(seam["seam"]))
+    ex = x(decided["at"]) if decided else LEFT + WIDTH
+    state = f"decided {decided['choice']}" if decided else "open"
+    word = f"seam {name}" + ("" if decided else " (open)")
+    inside = ex - sx > len(word) * 6 + 8  # the label fits in the band: write it there
+    tx, anchor = (sx + 4, "start") if inside or sx < LEFT + WIDTH * 0.7 else (sx - 3, "end")
+    return (f'<g class="seam" data-seam="{name}" data-open="{"false" if decided else "true"}"><title>seam {name}'
+            f'{" on " + escape(seam["node"]) if seam["node"] else ""}: {escape(seam["reason"])} ({escape(state)})'
+            f'</title><rect class="seam-band" x="{sx:.1f}" y="{TOP - 4}" width="{max(ex - sx, 2):.1f}" '
+            f'height="{tall - TOP - 20}" fill="#f783ac" fill-opacity="{0.18 if decided else 0.28}"/>'
+            f'<line x1="{sx:.1f}" y1="{TOP - 4}" x2="{sx:.1f}" y2="{tall - 24}" stroke="#c2255c" stroke-width="2"/>'
+            f'<text x="{tx:.1f}" y="{tall - 10}" text-anchor="{anchor}" font-size="10" fill="#a61e4d">{word}</text>'
+            f'</g>')
+
+
 def legend() -> str:
-    items = "".join(f'<li><span class="swatch" style="background:{fill}"></span>{phase}</li>'
+    items = "".join(f'<li><span class="swatch" style="background:{fill}"></span>{phase}'
+                    f'{" (waiting to be judged)" if phase == "landed" else ""}</li>'
                     for phase, fill in PHASE_FILL.items())
     return (f'<ul class="legend">{items}<li>✗ an attempt that did not merge (see the node below)</li>'
-            '<li><span class="swatch" style="background:#fbd3e3"></span>a seam, open until decided</li>'
+            '<li><span class="swatch" style="background:#fbd3e3"></span>a seam, shaded until decided (still open: '
+            'to the right edge)</li>'
             '<li>★ on the critical path</li></ul>')
 
