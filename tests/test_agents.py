@@ -27,15 +27,19 @@ EXPECTED = {
                "PROMPT"], BRIEF),
     "gemini": (["gemini", "-p", "PROMPT", "--output-format", "json", "--approval-mode", "auto_edit",
                 "-m", "m1", "--max-turns", "3"], BRIEF),
-    "aider": (["aider", "--message-file", "/b/brief-1.md", "--yes", "--model", "m1", "--max-turns", "3"], None),
-    "opencode": (["opencode", "run", "--format", "json", "--file", "/b/brief-1.md", "--model", "m1", "--max-turns",
-                  "3", "PROMPT"], None),
+    "aider": (["aider", "--message-file", "/b/brief-1.md", "--yes", "--no-gitignore",
+               "--chat-history-file", "/b/brief-1.aider.chat.history.md",
+               "--input-history-file", "/b/brief-1.aider.input.history", "--model", "m1", "--max-turns", "3"], None),
+    "opencode": (["opencode", "run", "PROMPT", "--format", "json", "--model", "m1", "--max-turns", "3",
+                  "--file", "/b/brief-1.md"], None),
 }
 
 # What each agent prints, in the structured format its documentation gives (see each preset's module).
 OUTPUT = {
     "claude-code": '{"type": "result", "subtype": "success", "is_error": false, "result": "done", '
-                   '"session_id": "s1", "total_cost_usd": 0.0125, "usage": {"input_tokens": 1000, "output_tokens": 200}}',
+                   '"session_id": "s1", "total_cost_usd": 0.0125, "usage": {"input_tokens": 1000, '
+                   '"cache_read_input_tokens": 300, "cache_creation_input_tokens": 20, "output_tokens": 200}, '
+                   '"modelUsage": {"claude-sonnet-4-5": {"inputTokens": 1000, "outputTokens": 200, "costUSD": 0.0125}}}',
     "codex": '{"type": "thread.started", "thread_id": "t1"}\n{"type": "turn.started"}\n'
              '{"type": "turn.completed", "usage": {"input_tokens": 900, "cached_input_tokens": 100, "output_tokens": 90}}',
     "gemini": '{"response": "done", "stats": {"models": {"gemini-2.5-pro": {"api": {"totalRequests": 1}, '
@@ -46,7 +50,7 @@ OUTPUT = {
                 '"tokens": {"total": 770, "input": 700, "output": 70}}}',
 }
 USAGE = {
-    "claude-code": {"input_tokens": 1000, "output_tokens": 200, "cost_usd": 0.0125, "model": ""},
+    "claude-code": {"input_tokens": 1320, "output_tokens": 200, "cost_usd": 0.0125, "model": "claude-sonnet-4-5"},
     "codex": {"input_tokens": 900, "output_tokens": 90, "cost_usd": 0.0, "model": ""},
     "gemini": {"input_tokens": 800, "output_tokens": 80, "cost_usd": 0.0, "model": "gemini-2.5-pro"},
     "aider": None,
@@ -123,7 +127,7 @@ def test_a_campaign_runs_each_preset_against_a_fake_agent(tmp_path, orch, monkey
     argv, stdin = EXPECTED[name]
     run_dir = repo / ".scratch" / "runs" / topic / "N1"
     recorded = (record / "argv").read_text().splitlines()
-    expected = [str(run_dir / "brief-1.md") if a == "/b/brief-1.md" else a for a in argv[1:]]
+    expected = [a.replace("/b/", f"{run_dir}/") for a in argv[1:]]
     assert _prompt(recorded, expected) == expected
     brief = (run_dir / "brief-1.md").read_text()
     assert (record / "stdin").read_text() == (brief if stdin else "")
@@ -157,10 +161,35 @@ def test_a_missing_agent_binary_names_the_preset_and_the_install_step(tmp_path):
 def test_an_agent_that_is_not_logged_in_is_an_environment_error_naming_the_login(tmp_path):
     bindir, record = tmp_path / "bin", tmp_path / "record"
     bindir.mkdir(), record.mkdir()
-    _fake_agent(bindir, "claude-code", record, rc=1, output="Invalid API key · Please run /login")
+    _fake_agent(bindir, "claude-code", record, rc=1, output='{"type": "result", "subtype": "success", "is_error": true, '
+                                                           '"result": "Invalid API key · Please run /login"}')
+    (bindir / "claude").write_text((bindir / "claude").read_text().replace("exit 1", "printf partial >&2\nexit 1"))
     done = _runner(tmp_path, "claude-code", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     assert done.returncode == ENVIRONMENT
     assert "agent preset claude-code: `claude` reports it is not logged in; log in with `claude" in done.stderr
+    assert done.stderr.splitlines()[-1].startswith("orchestrate: agent preset claude-code: ")  # what the engine reads
+
+
+def test_a_task_that_talks_about_http_401_is_not_an_auth_failure(tmp_path):
+    """Only the agent's stderr and its structured error say it is not logged in, never the task's transcript."""
+    bindir, record = tmp_path / "bin", tmp_path / "record"
+    bindir.mkdir(), record.mkdir()
+    transcript = ('{"type": "result", "subtype": "success", "is_error": false, "result": "The handler now returns '
+                  'HTTP 401 Unauthorized when the token is missing; tests still fail", "total_cost_usd": 0.01}')
+    _fake_agent(bindir, "claude-code", record, rc=1, output=transcript)
+    done = _runner(tmp_path, "claude-code", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    assert done.returncode == 1, done.stderr
+    assert "not logged in" not in done.stderr
+
+
+def test_gemini_exit_53_is_its_turn_limit_not_a_context_overflow(tmp_path):
+    bindir, record = tmp_path / "bin", tmp_path / "record"
+    bindir.mkdir(), record.mkdir()
+    _fake_agent(bindir, "gemini", record, rc=53, output='{"response": "", "stats": {}}')
+    done = _runner(tmp_path, "gemini", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    assert done.returncode == 53
+    assert "used up its turn limit" in done.stderr and "split the node" in done.stderr
+    assert "context" not in done.stderr
 
 
 @pytest.mark.parametrize("output, said", [
@@ -264,17 +293,69 @@ def test_a_preset_runs_inside_the_sandbox_where_it_works(tmp_path, orch, monkeyp
 
 
 def test_the_presets_load_as_worker_plugins_from_their_entry_points():
-    """What `orchestrate plugins` lists once pyproject declares them in `orchestrate.workers`."""
-    from importlib.metadata import EntryPoint
-
-    from orchestrate import plugins
-    eps = [EntryPoint(name, target, "orchestrate.workers") for name, target in BUILTIN.items()]
-    found = plugins.discover(("worker",), entry_points=lambda group: eps)
-    assert [(p.name, p.state, p.capabilities) for p in found] == [
-        (name, "ok", ("agent", f"agent:{name}")) for name in sorted(BUILTIN)]
+    """pyproject declares each preset in `orchestrate.workers`: `orchestrate plugins` lists them, installed."""
+    import json
+    done = subprocess.run([sys.executable, "-m", "orchestrate", "plugins", "--json"], capture_output=True,
+                          text=True, check=True)
+    rows = {r["name"]: r for r in json.loads(done.stdout) if r["dist"] == "orchestrate"}
+    assert {name: (r["kind"], r["state"], r["target"], r["capabilities"]) for name, r in rows.items()} == {
+        name: ("worker", "ok", target, ["agent", f"agent:{name}"]) for name, target in BUILTIN.items()}
 
 
 def test_an_unknown_preset_is_an_environment_error_naming_what_is_installed(tmp_path):
     done = _runner(tmp_path, "nosuch-agent", os.environ["PATH"])
     assert done.returncode == ENVIRONMENT
     assert "agent preset nosuch-agent: no worker plugin named 'nosuch-agent' is installed" in done.stderr
+
+
+def test_an_unknown_agent_is_one_line_with_its_place_and_a_did_you_mean(tmp_path, orch):
+    dag = tmp_path / "dag.yaml"
+    dag.write_text("""\
+topic: v
+workers:
+  impl: {agent: claud-code}
+nodes:
+  - {id: A, title: a, depends_on: [], file_surface: [a.txt], worker: {agent: gemeni}}
+  - {id: B, title: b, depends_on: [], file_surface: [b.txt], discipline: impl}
+""")
+    result = orch("validate", "--dag", dag, cwd=tmp_path)
+    assert result.rc == 1
+    text = result.out + result.err
+    presets = "agents: aider, claude-code, codex, gemini, opencode"
+    assert f"dag.yaml:3: workers.impl.agent: no agent preset `claud-code` (did you mean `claude-code`?); {presets}" in text
+    assert f"dag.yaml:5: nodes.A.worker.agent: no agent preset `gemeni` (did you mean `gemini`?); {presets}" in text
+    assert text.count("no agent preset") == 2  # one line each, and no "no worker" on top
+
+
+def test_the_plan_knows_the_same_presets_as_the_runner():
+    from orchestrate.dag.model import AGENT_PRESETS
+    assert set(AGENT_PRESETS) == set(BUILTIN)
+
+
+def test_a_workers_discipline_may_name_an_agent(tmp_path):
+    from orchestrate.dag.load import load_dag
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("topic: v\nworkers:\n  impl: {agent: claude-code, model: sonnet, args: [--max-turns, '5']}\n"
+                  "nodes:\n  - {id: A, file_surface: [a.txt], discipline: impl}\n")
+    assert load_dag(ok).by_id["A"].worker == load("claude-code").command(
+        "A", {"model": "sonnet", "args": ["--max-turns", "5"]})
+
+
+def test_aider_keeps_its_side_files_out_of_the_worktree(tmp_path, repo):
+    """A real git worktree stays clean: aider's history files land next to the brief, in the run folder."""
+    bindir, run_dir = tmp_path / "bin", tmp_path / "run"
+    bindir.mkdir(), run_dir.mkdir()
+    # writes where the flags say, as aider does (options: History Files)
+    (bindir / "aider").write_text('#!/bin/sh\nwhile [ $# -gt 0 ]; do case "$1" in\n'
+                                  '  --chat-history-file|--input-history-file) echo x > "$2"; shift ;;\n'
+                                  'esac; shift; done\n')
+    (bindir / "aider").chmod(0o755)
+    brief = run_dir / "brief-1.md"
+    brief.write_text(BRIEF)
+    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", ORCH_BRIEF=str(brief))
+    done = subprocess.run([sys.executable, "-m", "orchestrate.workers.agents", "aider"], cwd=repo, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "brief-1.aider.chat.history.md", "brief-1.aider.input.history", "brief-1.md"]
+    assert repo.git("status", "--porcelain", "--untracked-files=all") == ""

@@ -16,6 +16,9 @@ SANDBOXES = ("auto", "bwrap", "none")
 COMMAND_PLUGIN = "command"  # the one gate plugin built in: a shell command, like an inline evaluator
 # Names the implicit contracts use; a declared gate with one of them would be ambiguous in a verdict.
 RESERVED_GATES = ("outputs-present", "payload-present")
+# The built-in coding-agent presets (orchestrate/workers/agents BUILTIN holds their classes): the plan is
+# checked against these names without importing the workers room.
+AGENT_PRESETS = ("aider", "claude-code", "codex", "gemini", "opencode")
 DEFAULT_TIMEOUT = 3600
 DEFAULT_MAX_ATTEMPTS = 2
 
@@ -66,6 +69,7 @@ class Node:
     on_exhausted: str = "halt"  # continue: ABANDONED after max_rework instead of halting
     worker_spec: dict | None = None  # `worker: {capabilities: [...]}` or `{kind: human}`
     sandbox: str | None = None  # auto | bwrap | none; None: `.ledger/config.yaml`'s, else auto
+    budget: dict | None = None  # {cost_usd, tokens}: no further attempt once its attempts spent that much
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ class Dag:
     edges: tuple = ()  # tuple[edges.Edge, ...]: the `edges:` list in file order, then the `depends_on` short forms
     params: dict = field(default_factory=dict, compare=False)
     gates: dict = field(default_factory=dict, repr=False, compare=False)  # name -> {plugin, ...config}
+    budget: dict = field(default_factory=dict, compare=False)  # the campaign's {cost_usd, tokens}; {}: none
     _groups: tuple = field(default=(), repr=False, compare=False)
     _layer_deps: dict = field(default_factory=dict, repr=False, compare=False)
     _effective: dict = field(default_factory=dict, repr=False, compare=False)

@@ -12,6 +12,7 @@ from pathlib import Path
 from orchestrate.dag import surface
 from orchestrate.dag.model import (
     ACTIVATIONS,
+    AGENT_PRESETS,
     COMMAND_PLUGIN,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_TIMEOUT,
@@ -24,6 +25,8 @@ from orchestrate.dag.model import (
     Tripwire,
 )
 from orchestrate.dag.schema import (
+    AGENT_FIELDS,
+    BUDGET_FIELDS,
     CHECK_FIELDS,
     NODE_ENUMS,
     NODE_FIELDS,
@@ -116,8 +119,62 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
         activation=one_of("activation", ACTIVATIONS, "always"), join=one_of("join", JOINS, "all"),
         max_rework=None if is_count(max_rework) else max_rework,
         on_exhausted=one_of("on_exhausted", ON_EXHAUSTED, "halt"), worker_spec=worker_spec,
-        sandbox=raw["sandbox"] if raw.get("sandbox") in SANDBOXES else defaults.get("sandbox"))
+        sandbox=raw["sandbox"] if raw.get("sandbox") in SANDBOXES else defaults.get("sandbox"),
+        budget=budget(rep, raw["budget"], raw.key_line("budget"), f"{where}.budget") if "budget" in raw else None)
     return built, len(rep.problems) == before
+
+
+def budget(rep: Report, value: object, line: int, where: str) -> dict | None:
+    """`budget: {cost_usd: X, tokens: N}`, both above zero, at least one given; None when unusable."""
+    if not isinstance(value, Mapping):
+        rep.add(line, where, "type", f"expected {{cost_usd: X, tokens: N}}, got {kind_of(value)}")
+        return None
+    before = len(rep.problems)
+    rep.fields(value, BUDGET_FIELDS, where)
+    if not any(key in value for key in BUDGET_FIELDS):
+        rep.add(value.line, where, "missing", "give `cost_usd`, `tokens` or both")
+    return {k: value[k] for k in BUDGET_FIELDS if k in value} if len(rep.problems) == before else None
+
+
+def disciplines(rep: Report, workers: Mapping) -> dict:
+    """`workers:` discipline -> its command line; `{agent: NAME, model, args}` becomes the preset's runner."""
+    found: dict = {}
+    for key, spec in workers.items():
+        loc = f"workers.{key}"
+        if isinstance(spec, Mapping):
+            rep.fields(spec, AGENT_FIELDS, loc)
+            found[key] = _agent_command(rep, spec, loc)
+        else:
+            if not isinstance(spec, str) or not spec.strip():
+                rep.add(workers.key_line(key), loc, "type", "expected a non-empty command line or {agent: NAME, ...}")
+            found[key] = spec
+    return found
+
+
+def _agent_command(rep: Report, value: Mapping, loc: str) -> str | None:
+    """The command running the preset `agent:` names (workers/agents/run.py), checked against what exists."""
+    agent, model, args = value.get("agent"), value.get("model"), value.get("args")
+    if not isinstance(agent, str) or not agent.strip():
+        return None
+    known = _agent_names(agent)
+    if agent not in known:
+        rep.add(value.key_line("agent"), f"{loc}.agent", "unknown-agent",
+                f"no agent preset `{agent}`{did_you_mean(agent, known)}; agents: {', '.join(sorted(known))}")
+    import shlex
+    import sys
+    line = [sys.executable, "-m", "orchestrate.workers.agents", agent]
+    line += ["--model", model] if isinstance(model, str) and model else []
+    line += ["--", *args] if isinstance(args, list) and args and all(isinstance(a, str) for a in args) else []
+    return shlex.join(line)
+
+
+def _agent_names(wanted: str) -> set[str]:
+    """The built-in presets and, only when `wanted` is none of them, every installed `orchestrate.workers` plugin
+    (read from the entry points, not loaded: the run loads the one it needs and says if it is no preset)."""
+    if wanted in AGENT_PRESETS:
+        return set(AGENT_PRESETS)
+    from importlib.metadata import entry_points
+    return set(AGENT_PRESETS) | {ep.name for ep in entry_points(group="orchestrate.workers")}
 
 
 def check_of(raw: Mapping) -> Check:
@@ -184,15 +241,8 @@ def _worker(rep: Report, raw: Mapping, where: str) -> tuple[str | None, dict | N
         for key in ("capabilities", "kind", "fallback_worker"):
             if key in value:
                 rep.add(value.key_line(key), f"{loc}.{key}", "exclusive", f"`agent` and `{key}` exclude each other")
-        agent, model, args = value.get("agent"), value.get("model"), value.get("args")
-        if not isinstance(agent, str) or not agent.strip():
-            return None, None
-        import shlex
-        import sys
-        line = [sys.executable, "-m", "orchestrate.workers.agents", agent]
-        line += ["--model", model] if isinstance(model, str) and model else []
-        line += ["--", *args] if isinstance(args, list) and args and all(isinstance(a, str) for a in args) else []
-        return shlex.join(line), dict(value)
+        command = _agent_command(rep, value, loc)
+        return (command, dict(value)) if command else (None, None)
     if any(key in value for key in ("model", "args")):
         rep.add(value.line, loc, "missing", "`model` and `args` belong to an agent: add `agent: NAME`")
     if ("capabilities" in value) == ("kind" in value):

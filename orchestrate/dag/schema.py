@@ -47,6 +47,13 @@ is_timeout = bounded(1, 7 * 24 * 3600, " s")  # one second to seven days
 is_count = bounded(1, 100)  # attempts and reworks
 
 
+def is_pos_number(v: object) -> str | None:
+    """A finite number above zero (money, say): 0, negatives, NaN and infinity are refused."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return f"expected a number, got {kind_of(v)}"
+    return None if 0 < v < float("inf") else f"must be a number above 0, got {v}"
+
+
 def is_str_list(v: object) -> str | None:
     if not isinstance(v, list):
         return f"expected a list, got {kind_of(v)}"
@@ -83,7 +90,13 @@ NODE_FIELDS: dict[str, tuple[Checker, bool]] = {
     "tripwires": (None, False), "serialize": (is_bool, False), "complete": (is_bool, False),
     "mitigates": (is_str_list, False), "timeout": (is_timeout, False), "max_attempts": (is_count, False),
     "outputs": (is_str_list, False), "activation": (is_text, False), "join": (is_text, False),
-    "max_rework": (is_count, False), "on_exhausted": (is_text, False), "sandbox": (is_text, False)}
+    "max_rework": (is_count, False), "on_exhausted": (is_text, False), "sandbox": (is_text, False),
+    "budget": (None, False)}
+# `budget:` of a node or of the whole campaign: what its workers may spend, as they report it to $ORCH_USAGE.
+BUDGET_FIELDS: dict[str, tuple[Checker, bool]] = {"cost_usd": (is_pos_number, False), "tokens": (is_pos_int, False)}
+# `workers: {discipline: {agent: NAME, ...}}`: a coding-agent preset standing for a discipline's command.
+AGENT_FIELDS: dict[str, tuple[Checker, bool]] = {
+    "agent": (is_text, True), "model": (is_text, False), "args": (is_str_list, False)}
 # Closed sets of node fields: (field, allowed values, what a value is called in the message).
 NODE_ENUMS = (("activation", ACTIVATIONS, "an activation"), ("join", JOINS, "a join"),
               ("sandbox", SANDBOXES, "a sandbox setting"),
@@ -92,7 +105,7 @@ TOP_FIELDS: dict[str, tuple[Checker | None, bool]] = {
     "schema_version": (is_int, False), "campaign": (is_text, False), "params": (None, False),
     "gates": (None, False), "topic": (is_text, False), "base": (is_text, False), "mode": (is_text, False), "defaults": (None, False),
     "workers": (None, False), "checks": (None, False), "nodes": (None, True), "edges": (None, False),
-    "policy": (None, False)}
+    "policy": (None, False), "budget": (None, False)}
 DEFAULT_FIELDS: dict[str, tuple[Checker, bool]] = {"timeout": (is_timeout, False), "max_attempts": (is_count, False),
                                                    "sandbox": (is_text, False)}
 

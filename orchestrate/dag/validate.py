@@ -71,14 +71,13 @@ def validate(data: object, file: str, *, topic: str | None = None,
     if not isinstance(workers, Mapping):
         rep.add(data.key_line("workers"), "workers", "type", f"expected a mapping discipline -> command, got {kind_of(workers)}")
         workers = Mapping()
-    for key, cmd in workers.items():
-        if not isinstance(cmd, str) or not cmd.strip():
-            rep.add(workers.key_line(key), f"workers.{key}", "type", "expected a non-empty command line")
+    workers = node_rules.disciplines(rep, workers)
 
     checks = checks_of(rep, data.get("checks"), data.key_line("checks"), "checks", CHECK_FIELDS)
     params = _params(rep, data.get("params"), data.key_line("params"))
     gates = _gates(rep, data.get("gates"), data.key_line("gates"))
     policy = _policy(rep, data.get("policy"), data.key_line("policy"))
+    budget = node_rules.budget(rep, data["budget"], data.key_line("budget"), "budget") if "budget" in data else None
     nodes_raw = data.get("nodes")
     if "nodes" in data and not isinstance(nodes_raw, Sequence):
         rep.add(data.key_line("nodes"), "nodes", "type", f"expected a list of nodes, got {kind_of(nodes_raw)}")
@@ -147,7 +146,7 @@ def validate(data: object, file: str, *, topic: str | None = None,
     return Dag(path=file, topic=str(topic_value), base=str(data.get("base", "HEAD")), mode=str(mode),
                workers=dict(workers), checks=tuple(node_rules.check_of(c) for c in checks),
                nodes=tuple(nodes), by_id=by_id, policy=policy, edges=tuple(model.edges), params=params,
-               gates=gates, _groups=tuple(model.groups), _layer_deps=model.layer_deps,
+               gates=gates, budget=budget or {}, _groups=tuple(model.groups), _layer_deps=model.layer_deps,
                _effective=model.effective), []
 
 

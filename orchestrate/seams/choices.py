@@ -18,7 +18,10 @@ CHOICES = {
     "dag-amendment": ("accept", "halt"),
     "guardrail": ("approve", "skip", "halt"),
     "handwork": ("done", "skip", "halt"),
+    # the campaign's workers spent its `budget:`: raise it (the decision carries the new limit) or halt
+    "budget": ("raise", "halt"),
 }
+LIMIT_KEYS = ("cost_usd", "tokens")
 SEAMS = tuple(CHOICES)
 
 
@@ -47,11 +50,34 @@ def check_answer(open_seam: dict | None, seam: str, choice: str) -> None:
 def record(ctx, seam: dict, choice: str, note: str, who_: str, source_type: str) -> dict:
     entity = f"human:{who_}" if source_type == "human" else f"{source_type}:{who_}"
     extra = {"edge": seam["edge"]} if seam.get("edge") else {}
+    if seam["seam"] == "budget" and choice == "raise":  # the new limit, whichever way the answer came
+        extra["limit"] = limit_from(note)
     return ctx.emit("decision", {"seam": seam["seam"], "node": seam.get("node"), **extra, "choice": choice, "note": note,
                                  "who": who_, "bound_to": seam.get("bound_to"), "opened": seam.get("id"),
                                  "gates": list(seam.get("gates", []))},
                     source_entity=entity, source_type=source_type,
                     derived_from=[seam["id"]] + list(seam.get("gates", [])))
+
+
+def limit_note(cost_usd: float | None, tokens: int | None, note: str) -> str:
+    """The note of a `budget raise`: the new limit first (`cost_usd=X tokens=N`), then the person's words."""
+    said = [f"{k}={v}" for k, v in (("cost_usd", cost_usd), ("tokens", tokens)) if v is not None]
+    return " ".join(said + ([note] if note else []))
+
+
+def limit_from(note: str) -> dict:
+    """{cost_usd, tokens} named in a `budget raise` note as `cost_usd=X` / `tokens=N`; {} when it names none.
+    A note is how an answers file or a prompt gives the limit too, so the CLI writes it the same way."""
+    found: dict = {}
+    for word in (note or "").replace(",", " ").split():
+        key, _, value = word.partition("=")
+        try:
+            number = float(value) if key == "cost_usd" else int(value) if key == "tokens" else None
+        except ValueError:
+            continue
+        if number is not None and 0 < number < float("inf"):
+            found[key] = number
+    return found
 
 
 def details(seam: dict) -> list[str]:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gates import premise
-from orchestrate.engine import schedule, watch
+from orchestrate.engine import budget, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED
@@ -15,6 +15,9 @@ def handle(ctx: Context) -> Outcome:
     nodes = schedule.to_dispatch(ctx)
     if not nodes:
         return Outcome.LAYER_DONE
+    stopped = budget.before_dispatch(ctx, nodes)  # every worker has returned: what they spent is journalled
+    if stopped is not None:
+        return stopped
     integ = worktrees.integration(ctx)
     head = c.tip
     for node_id in nodes:

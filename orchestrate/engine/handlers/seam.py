@@ -5,7 +5,7 @@ decided here and only here.
 """
 from __future__ import annotations
 
-from orchestrate.engine import amend
+from orchestrate.engine import amend, budget
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.errors import DagInvalid
@@ -95,6 +95,8 @@ def _apply(ctx: Context, d: dict) -> Outcome:
     if seam == "handwork" and choice == "done":
         handwork.done(ctx, node)
         return Outcome.RETURNED
+    if seam == "budget":  # raise (halt was settled above): dispatching resumes under the recorded limit
+        return budget.raised(ctx, d)
     if seam == "guardrail":  # approve crosses the edge, skip leaves it untaken; the layer is decided again
         ctx.emit("crossing", {"edge": d["edge"], "answer": choice, "who": d["who"]}, derived_from=[d["id"]])
         return Outcome.CROSSING

@@ -1,7 +1,9 @@
 """Claude Code (`claude`), run headless with its own accept-edits permission mode.
 
-Sources: https://docs.anthropic.com/en/docs/claude-code/cli-reference (flags) and
-https://docs.anthropic.com/en/docs/claude-code/sdk/sdk-headless (print mode, JSON output).
+Sources: https://docs.anthropic.com/en/docs/claude-code/cli-reference (flags),
+https://docs.anthropic.com/en/docs/claude-code/sdk/sdk-headless (print mode, JSON output) and
+https://code.claude.com/docs/en/agent-sdk/cost-tracking (the result's `usage` with its cache token counts,
+`total_cost_usd`, and the per-model `modelUsage` keyed by model name).
 """
 from __future__ import annotations
 
@@ -30,15 +32,20 @@ class ClaudeCode(Preset):
         return Call(argv + list(args), stdin=brief)
 
     def usage(self, stdout: str) -> dict | None:
-        # result object: {"type": "result", "is_error", "result", "total_cost_usd", "usage": {...}} (sdk-headless)
+        # {"type": "result", "is_error", "result", "total_cost_usd", "usage": {...}, "modelUsage": {MODEL: ...}}
+        # (sdk-headless, cost-tracking)
         result = last_object(stdout)
         if not result or result.get("type") != "result":
             return None
         usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
         cost = result.get("total_cost_usd")
-        return {"input_tokens": count(usage.get("input_tokens")), "output_tokens": count(usage.get("output_tokens")),
+        # input_tokens counts only what missed the prompt cache: reads and writes of the cache are input too
+        read = sum(count(usage.get(k)) for k in ("input_tokens", "cache_read_input_tokens",
+                                                  "cache_creation_input_tokens"))
+        models = result.get("modelUsage") if isinstance(result.get("modelUsage"), dict) else {}
+        return {"input_tokens": read, "output_tokens": count(usage.get("output_tokens")),
                 "cost_usd": float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0.0,
-                "model": str(result.get("model") or "")}
+                "model": ",".join(sorted(str(m) for m in models))}
 
     def reported_error(self, stdout: str) -> str:
         result = last_object(stdout)

@@ -5,11 +5,11 @@ https://geminicli.com/docs/cli/cli-reference (flags: -p appended to stdin, --app
 """
 from __future__ import annotations
 
-from orchestrate.workers.agents.preset import CONTEXT, Call, Preset, count, last_object
+from orchestrate.workers.agents.preset import TURN_LIMIT, Call, Preset, count, last_object
 
 PROMPT = ("Do the work the brief above describes, editing files in the current directory. "
           "Do not push and do not open pull requests.")
-TURN_LIMIT = 53  # "Turn limit exceeded" (headless, exit codes)
+TURN_LIMIT_EXIT = 53  # "Turn limit exceeded" (headless, exit codes), not a context overflow
 
 
 class Gemini(Preset):
@@ -46,5 +46,5 @@ class Gemini(Preset):
             return str(error.get("message") or error)
         return str(error) if error else ""
 
-    def failure(self, rc: int, output: str) -> str | None:
-        return CONTEXT if rc == TURN_LIMIT else super().failure(rc, output)
+    def failure(self, rc: int, stderr: str, reported: str) -> str | None:
+        return TURN_LIMIT if rc == TURN_LIMIT_EXIT else super().failure(rc, stderr, reported)

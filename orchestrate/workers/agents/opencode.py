@@ -1,9 +1,14 @@
 """OpenCode (`opencode run`), with the brief attached as a file.
 
-Source: https://opencode.ai/docs/cli/commands (run: --format json, --model provider/model, --file).
-Which tools run without asking is OpenCode's own `permission` configuration; this preset adds no flag that
-widens it. The JSON events read for usage (`step_finish` with `part.tokens` and `part.cost`) are as
-documented for `run --format json` at https://docs.rs/orch-cli/latest/orch/engine/runner/agents/opencode/.
+Source: https://opencode.ai/docs/cli/commands (run: --format json, --model provider/model, --file, which
+attaches one or more files: `-f, --file FILE` is an array option, so the message goes before it lest it be
+read as one more file). Which tools run without asking is OpenCode's own `permission` configuration; this
+preset adds no flag that widens it. OpenCode's own documentation gives no schema for the JSON events; the
+events read for usage (`step_finish` with `part.tokens` and `part.cost`) are those its source emits
+(packages/opencode/src/cli/cmd/run.ts, as described at
+https://docs.rs/ralph-workflow/latest/ralph_workflow/json_parser/opencode/). The npm package `opencode-ai`
+is the one install guides name (https://docs.aihubmix.com/en/api/Opencode); OpenCode's own install page
+could not be read to confirm it.
 """
 from __future__ import annotations
 
@@ -20,12 +25,12 @@ class OpenCode(Preset):
     login = "opencode auth login"
 
     def call(self, brief: str, brief_path: str, model: str | None, args: list[str]) -> Call:
-        argv = [self.binary, "run",  # a message without the interactive interface (commands)
-                "--format", "json",  # newline-delimited JSON events (commands)
-                "--file", brief_path]  # attach the brief (commands)
+        argv = [self.binary, "run", PROMPT,  # a message without the interactive interface (commands)
+                "--format", "json"]  # newline-delimited JSON events (commands)
         if model:
             argv += ["--model", model]  # provider/model (commands)
-        return Call(argv + list(args) + [PROMPT])
+        # the brief last: --file takes every value after it (commands), so the user's args come before it
+        return Call(argv + list(args) + ["--file", brief_path])
 
     def usage(self, stdout: str) -> dict | None:
         steps = [e["part"] for e in json_lines(stdout)

@@ -2,8 +2,8 @@
 
 A subclass says how its agent is installed and logged into, builds the agent's argv and stdin from the
 brief, and reads usage from the agent's own structured output. The failure patterns below are matched
-against the agent's output only (never its credential files): the agent is the one that knows it is not
-logged in, rate limited or out of context, and says so.
+against what the agent says about itself (never its credential files): its stderr and the error field of its
+structured output, not the transcript of the task, which may well discuss HTTP 401s or rate limits.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 PROTOCOL_VERSION = 1
 MODULE = "orchestrate.workers.agents"
 
-AUTH, RATE_LIMIT, CONTEXT = "auth", "rate-limit", "context"
+AUTH, RATE_LIMIT, CONTEXT, TURN_LIMIT = "auth", "rate-limit", "context", "turn-limit"
 _PATTERNS = (
     (AUTH, r"not logged in|please (run|use) \S*\s*/?login|invalid api key|missing api key|api key (is )?"
            r"(not set|required)|unauthori[sz]ed|authentication (failed|required|error)|\b401\b"),
@@ -71,11 +71,12 @@ class Preset:
         """An error the agent reported in its structured output while exiting 0, or ""."""
         return ""
 
-    def failure(self, rc: int, output: str) -> str | None:
-        """AUTH, RATE_LIMIT or CONTEXT when the agent's own words say so; None otherwise."""
+    def failure(self, rc: int, stderr: str, reported: str) -> str | None:
+        """AUTH, RATE_LIMIT or CONTEXT when the agent's own words say so, None otherwise: only its stderr and
+        the error its structured output reported are read (`reported_error`), never the task's transcript."""
         if rc == 0:
             return None
-        low = output.lower()
+        low = f"{stderr}\n{reported}".lower()
         return next((kind for kind, pattern in _PATTERNS if re.search(pattern, low)), None)
 
     def explain(self, kind: str) -> str:
@@ -86,6 +87,9 @@ class Preset:
         if kind == RATE_LIMIT:
             return (f"agent preset {self.name}: the agent hit its provider's rate limit; wait, then "
                     "`orchestrate resume` (or run fewer nodes at once with --jobs)")
+        if kind == TURN_LIMIT:
+            return (f"agent preset {self.name}: the agent used up its turn limit before finishing; raise the "
+                    "agent's turn limit (in its `args:` or its settings) or split the node")
         return (f"agent preset {self.name}: the brief and the files it needs overflowed the model's context; "
                 "narrow the node's file_surface or split the node")
 

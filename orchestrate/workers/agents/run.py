@@ -3,8 +3,9 @@ executor as the node's worker command, in its worktree, with the ORCH_* environm
 
 It reads the brief (`$ORCH_BRIEF`, which on a rework already says what failed), runs the agent through
 proc, copies the agent's output into the attempt's log, writes `$ORCH_USAGE` from the agent's structured
-output, and exits with the agent's status, or with ENVIRONMENT when the agent is missing or not logged in:
-a person must act before another attempt can do better.
+output, and exits with the agent's status, or with ENVIRONMENT (69) when the agent is missing, not logged
+in or no preset at all, its last line then starting `orchestrate: ` and naming the preset and what to
+install or log into: a person must act before another attempt can do better.
 """
 from __future__ import annotations
 
@@ -95,14 +96,17 @@ def main(argv: list[str]) -> int:
     except ProcError as exc:
         _say(f"{preset.missing()} ({exc.message})")
         return ENVIRONMENT
-    sys.stdout.write(done.stdout)
-    sys.stderr.write(done.stderr)
+    # the attempt's log holds both streams: each ends its last line, so a line of ours below starts a line,
+    # which is how the engine tells "the agent cannot run here" (exit 69) from a failed attempt
+    for stream, text in ((sys.stdout, done.stdout), (sys.stderr, done.stderr)):
+        stream.write(text if not text or text.endswith("\n") else text + "\n")
+        stream.flush()
     write_usage(preset.usage(done.stdout))
     rc = done.rc
     reported = preset.reported_error(done.stdout)
     if reported and rc == 0:
         rc = 1
-    kind = preset.failure(rc, "\n".join((done.stdout, done.stderr, reported)))
+    kind = preset.failure(rc, done.stderr, reported)
     if kind:
         _say(preset.explain(kind))
         return ENVIRONMENT if kind == AUTH else rc
