@@ -22,6 +22,7 @@ A fresh project with the demo's scripted workers, and its recorder:
   $ git add -A && git commit -qm "baseline: the demo project"
   $ orchestrate init
   created the recorder */repo/.ledger (glob)
+  wrote a starter plan */repo/.ledger/state/dag.yaml (two nodes; edit it, then `orchestrate validate`) (glob)
   added .ledger/, .scratch/ to .git/info/exclude
   $ cp "$TESTDIR/dag.yaml" .ledger/state/dag.yaml
 

@@ -18,25 +18,78 @@ class Section:
         return UsageError(f"{self.path}:{line}: {where}: {message}" if line else f"{self.path}: {where}: {message}")
 
 
+SECTIONS = ("coherence", "executor", "sandbox", "notify")  # every top-level key config.yaml may hold
+_checking = False
+
+
 def read(ledger: Path | None, name: str) -> Section:
-    """The `name:` section. A malformed file raises UsageError naming file and line: a typo must never
-    become a silent default."""
+    """The `name:` section. A malformed file, or a key that is no section (`coherance:`), raises UsageError
+    naming file and line, whichever section is asked for: a typo must never become a silent default."""
     path = Path(ledger or ".") / "config.yaml"
-    if ledger is None or not path.exists():
-        return Section(path, None, 0)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the config: {getattr(exc, 'strerror', None) or exc}") from None
-    from orchestrate.dag import yamlfile  # yaml is heavy; only a run that has a config pays for it
-    data, problems = yamlfile.load(text, str(path), fast=False)
+    data, problems = _parsed(path) if ledger is not None else (None, [])
+    problems = [p for p in problems if not (_checking and p.code == "unknown-section")]
     if problems:
         raise UsageError(str(problems[0]), hint="fix config.yaml")
     if data is None:
         return Section(path, None, 0)
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: expected a mapping of settings at the top, got {type(data).__name__}")
     return Section(path, data.get(name), data.key_line(name) if name in data else 0)
+
+
+def problems(ledger: Path, readers: dict) -> list:
+    """Every problem of config.yaml in one pass, as `Problem`s (file, line, field, message): the file's own
+    (unreadable, malformed YAML, not a mapping, each unknown section), then the first of each section, as
+    its reader (`readers[name](ledger)`, the one the run uses) reports it."""
+    from orchestrate.dag.yamlfile import Problem
+    path = Path(ledger) / "config.yaml"
+    data, found = _parsed(path)
+    if data is None or any(p.code != "unknown-section" for p in found):
+        return found
+    global _checking
+    _checking = True  # the unknown sections are reported above, once; each reader reports its own section
+    try:
+        for name in SECTIONS:
+            if name not in data:
+                continue
+            try:
+                readers[name](ledger)
+            except UsageError as exc:
+                found.append(_as_problem(Problem, str(path), name, exc))
+    finally:
+        _checking = False
+    return sorted(found, key=lambda p: p.line)
+
+
+def _parsed(path: Path) -> tuple[object, list]:
+    """(the file's mapping or None, its problems): a missing or empty file is no settings, not a problem."""
+    if not path.exists():
+        return None, []
+    from orchestrate.dag import yamlfile  # yaml is heavy; only a run that has a config pays for it
+    from orchestrate.dag.schema import did_you_mean
+    Problem = yamlfile.Problem
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Problem(str(path), 0, "", "unreadable",
+                              f"cannot read the config: {getattr(exc, 'strerror', None) or exc}")]
+    data, found = yamlfile.load(text, str(path), fast=False)
+    if found or data is None:
+        return None, found
+    if not isinstance(data, dict):
+        return None, [Problem(str(path), getattr(data, "line", 1), "", "not-a-mapping",
+                              f"expected a mapping of settings at the top, got {type(data).__name__}")]
+    unknown = [Problem(str(path), data.key_line(key), str(key), "unknown-section",
+                       f"unknown setting{did_you_mean(str(key), SECTIONS)}; settings: {', '.join(SECTIONS)}")
+               for key in data if key not in SECTIONS]
+    return data, unknown
+
+
+def _as_problem(Problem, file: str, name: str, exc: UsageError):
+    """A reader's one-line refusal `FILE:LINE: FIELD: MESSAGE` taken apart again into a Problem."""
+    import re
+    found = re.match(rf"^{re.escape(file)}(?::(\d+))?: (?:([\w.\[\]-]+): )?(.*)$", exc.message, re.S)
+    if not found:
+        return Problem(file, 0, name, "config", exc.message)
+    return Problem(file, int(found.group(1) or 0), found.group(2) or name, "config", found.group(3))
 
 
 NOTIFY_EVENTS = ("seam", "halt", "done", "verdict")

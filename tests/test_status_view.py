@@ -61,19 +61,22 @@ def test_the_open_seam_line_names_its_node_and_the_whole_reason(tmp_path, orch):
                                 "    second line", "    third line"]
 
 
-def test_several_campaigns_are_all_listed_newest_first(tmp_path, orch):
+def test_several_campaigns_are_listed_newest_first_to_choose_from(tmp_path, orch):
     dags = {f"{t}.yaml": TWO_LAYERS.format(topic=t) for t in ("zeta", "alpha", "mid")}
     repo = campaign_repo(tmp_path, "nodes: []\n", HONEST, dags)
     for topic in ("zeta", "alpha", "mid"):  # opened in this order: mid is the newest, zeta the oldest
         assert orch("run", "--quiet", "--no-interactive", "--dag", repo / f"{topic}.yaml", cwd=repo).rc == 75
-    text, data = status(orch, repo)
-    assert data["topic"] == "mid"
-    assert [o["topic"] for o in data["others"]] == ["alpha", "zeta"]
+    for command in (("status",), ("status", "--json"), ("resume",), ("decide", "final-acceptance", "accept")):
+        refused = orch(*command, cwd=repo)  # one rule for all three: several -> a list, exit 2, nothing done
+        assert refused.rc == 2 and refused.out == "", (command, refused.err)
+        listed = [ln.strip() for ln in refused.err.splitlines() if ln.startswith("  ")]
+        assert [ln.split(":")[0] for ln in listed] == ["mid", "alpha", "zeta"]
+        assert all("PAUSE at seam final-acceptance, opened 20" in ln for ln in listed)
+    text, data = status(orch, repo, "--topic", "zeta")
+    assert text.startswith("campaign zeta: ") and [o["topic"] for o in data["others"]] == ["mid", "alpha"]
     others = [ln for ln in text.splitlines() if ln.startswith("other campaign ")]
-    assert [ln.split()[2].rstrip(":") for ln in others] == ["alpha", "zeta"]
+    assert [ln.split()[2].rstrip(":") for ln in others] == ["mid", "alpha"]
     assert all("`orchestrate status --topic " in ln for ln in others)
-    picked, _ = status(orch, repo, "--topic", "zeta")
-    assert picked.startswith("campaign zeta: ") and "other campaign mid: " in picked
 
 
 BLOCKING = """\
@@ -130,3 +133,34 @@ def test_a_paused_campaign_needs_no_runner(tmp_path, orch):
     text, data = status(orch, repo)
     assert data["state"] == "PAUSE" and data["runner"]["alive"] is False and data["runner"]["resume"] is False
     assert "runner" not in text and "no runner is alive" not in text
+
+
+USING = """#!/bin/sh
+echo "$ORCH_NODE" > "$(echo $ORCH_NODE | tr AB ab).txt"
+[ "$ORCH_NODE" = A ] && printf '{"usage": {"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.042}}' > "$ORCH_USAGE"
+[ "$ORCH_NODE" = B ] && printf '{"usage": {"input_tokens": 800, "output_tokens": 100, "cost_usd": 0.008}}' > "$ORCH_USAGE"
+exit 0
+"""
+
+
+def test_the_seam_shows_its_show_lines_and_usage_is_totalled_per_node_and_campaign(tmp_path, orch):
+    repo = campaign_repo(tmp_path, TWO_LAYERS.format(topic="used"), USING)
+    assert orch("run", "--quiet", "--no-interactive", cwd=repo).rc == 75
+    text, data = status(orch, repo)
+    [seam] = data["seams"]
+    assert seam["seam"] == "final-acceptance" and seam["show"]
+    at = text.splitlines().index(next(ln for ln in text.splitlines() if ln.startswith("open seam ")))
+    assert text.splitlines()[at + 1:at + 1 + len(seam["show"])] == [f"    {s}" for s in seam["show"]]
+    assert any(ln.startswith("    review: git log --first-parent ") for ln in text.splitlines())
+    assert data["usage"]["nodes"]["A"] == {"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.042}
+    assert data["usage"]["total"] == {"input_tokens": 2000, "output_tokens": 400, "cost_usd": 0.05}
+    assert "usage reported by workers: 2000 in / 400 out tokens, $0.0500 in all" in text
+    assert re.search(r"^  A  1200 in / 300 out tokens, \$0\.0420$", text, re.M)
+    assert re.search(r"^  B  800 in / 100 out tokens, \$0\.0080$", text, re.M)
+
+
+def test_no_usage_reported_means_no_usage_line(tmp_path, orch):
+    repo = campaign_repo(tmp_path, TWO_LAYERS.format(topic="quiet"), HONEST)
+    assert orch("run", "--quiet", "--no-interactive", cwd=repo).rc == 75
+    text, data = status(orch, repo)
+    assert data["usage"] is None and "usage reported" not in text

@@ -15,6 +15,8 @@ case "$ORCH_NODE" in
   D4) echo "a: closed by D4" >> demo/a.txt ;;
   R1) git rm -q docs/old*.md ;;
   R2) printf '# Guide\n\nSee [the old notes](old.md).\n' > docs/guide.md ;;
+  R3) sed 's/\[the old notes\](old\.md)/the old notes (removed by R1)/' docs/guide.md > guide.tmp
+      mv guide.tmp docs/guide.md ;;  # the red demo's recovery (README: The demo)
   *) echo "scripted.sh: no script for node $ORCH_NODE" >&2; exit 2 ;;
 esac
 git add -A && git commit -q -m "node $ORCH_NODE: attempt $ORCH_ATTEMPT"

@@ -17,17 +17,60 @@ EXIT_CODES = {0: "pass", 1: "fail", 2: "usage or environment error (a gate that 
 
 
 class _Parser(argparse.ArgumentParser):
+    def format_usage(self) -> str:  # the usage line of an error keeps argparse's form, as scripts expect
+        return "usage: " + super().format_usage().removeprefix("Usage: ")
+
     def error(self, message: str):  # one usage line, then the reason, exit 2
         self.print_usage(sys.stderr)
         self.exit(USAGE, f"{self.prog}: error: {message}\n")
 
 
+class _ClickLike(argparse.HelpFormatter):
+    """--help laid out as click lays out every other command's: `Usage:`, the description indented by two,
+    `Options:` with capitalised help, then the exit codes; hand-aligned tables in a description stay."""
+
+    def __init__(self, prog: str) -> None:
+        import shutil
+        super().__init__(prog, max_help_position=30, width=min(shutil.get_terminal_size().columns, 100) - 2)
+
+    def add_usage(self, usage, actions, groups, prefix=None):
+        super().add_usage(usage, _help_last(actions), groups, prefix="Usage: ")
+
+    def add_arguments(self, actions) -> None:
+        super().add_arguments(_help_last(actions))
+
+    def start_section(self, heading):
+        super().start_section(heading[:1].upper() + heading[1:] if heading else heading)
+
+    def _expand_help(self, action) -> str:
+        text = super()._expand_help(action)
+        return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+        out: list[str] = []
+        for block in text.strip("\n").split("\n\n"):
+            lines = block.splitlines()
+            if block.startswith("\b\n") or any(ln.startswith(" ") for ln in lines[1:] + lines[:1]):
+                out.append("\n".join("  " + ln if ln.strip() and ln != "\b" else "" for ln in lines
+                                     if ln != "\b"))
+            else:  # prose: wrapped to the terminal like click's
+                out.append(textwrap.fill(" ".join(ln.strip() for ln in lines), width, initial_indent="  ",
+                                         subsequent_indent="  "))
+        return "\n\n".join(out)
+
+
+def _help_last(actions) -> list:
+    return sorted(actions, key=lambda a: isinstance(a, argparse._HelpAction))  # stable: the rest keep their order
+
+
 def parser(name: str, description: str, codes: dict[int, str], prog: str | None) -> argparse.ArgumentParser:
-    """A parser whose --help states the gate's exit codes."""
+    """A parser whose --help states the gate's exit codes, laid out as the other commands' help."""
     table = "\n".join(f"  {c}  {what}" for c, what in sorted({**EXIT_CODES, **codes}.items()))
     p = _Parser(prog=prog or f"orchestrate gate {name}", description=description,
-                epilog=f"exit codes:\n{table}", formatter_class=argparse.RawDescriptionHelpFormatter)
+                epilog=f"\b\nExit codes:\n{table}", formatter_class=_ClickLike, add_help=False)
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
+    p.add_argument("-h", "--help", action="help", help="show this message and exit")
     return p
 
 

@@ -12,6 +12,12 @@ import click
 from orchestrate import __version__
 
 EXIT_CODES_HELP = """\b
+Examples:
+  orchestrate init && orchestrate validate && orchestrate run
+  orchestrate status
+  orchestrate decide final-acceptance accept --note "read the diff"
+
+\b
 Exit codes:
   0    done
   1    a check failed, the DAG is invalid, or the campaign halted (the message says what to fix)
@@ -23,13 +29,51 @@ Exit codes:
   130  interrupted (state is saved; `orchestrate resume` continues)"""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+class HelpLast(click.Command):
+    """A command whose docstring ends with its `Examples:` and `Exit codes:` paragraphs: --help prints them
+    after the options, where the eye looks for them, as the group prints its exit codes."""
+
+    def format_help(self, ctx, formatter) -> None:
+        import inspect
+        text = inspect.cleandoc(self.help or "")
+        cut = min((i for i in (text.find("\b\nExamples:"), text.find("\b\nExit codes:")) if i >= 0),
+                  default=len(text))
+        saved = self.help, self.epilog
+        own = self.epilog() if callable(self.epilog) else self.epilog  # callable: built only when asked for
+        self.help, self.epilog = text[:cut].rstrip(), ((own or "") + "\n\n" + text[cut:]).strip()
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.help, self.epilog = saved
+
+
+class _Group(click.Group):
+    command_class = HelpLast
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
              epilog=EXIT_CODES_HELP)
 @click.version_option(__version__, "-V", "--version", prog_name="orchestrate")
 def cli() -> None:
     """Run a campaign: a DAG of workers, each in its own git worktree, judged by gates and merged
     into campaign/<topic> with --no-ff. Every transition is recorded in .ledger/ so a crashed or
     paused campaign resumes exactly where it stopped. Never pushes; never touches your checkout."""
+
+
+def printable(text: str) -> str:
+    """`text` with every control character but the newline written as its escape (`\\x1b`): a message
+    quoting a bad id or token must not recolour or clear the terminal that shows it."""
+    import unicodedata
+    return "".join(ch if ch == "\n" or (ch >= " " and ch != "\x7f" and (ch < "\x80" or unicodedata.category(ch) != "Cc"))
+                   else repr(ch)[1:-1] for ch in text)
+
+
+def seams_help() -> str:
+    """`decide --help`'s list of seams and their choices, from the one table that defines them."""
+    from orchestrate.seams.choices import CHOICES
+    width = max(map(len, CHOICES))
+    return "\b\nSeams and their choices:\n" + "\n".join(f"  {seam:<{width}}  {', '.join(choices)}"
+                                                        for seam, choices in CHOICES.items())
 
 
 def _json():
@@ -78,9 +122,9 @@ def executor_options(f):
 def resolve_dag_path(dag_path: Path | None) -> Path:
     if dag_path is not None:
         return dag_path
-    from orchestrate import git
+    from orchestrate.recorder.locate import checkout
     from orchestrate.recorder.paths import Layout
-    return Layout(git.main_worktree(Path.cwd())).default_dag
+    return Layout(checkout(Path.cwd())).default_dag
 
 
 def edge_answer_options(f):

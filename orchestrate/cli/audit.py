@@ -21,7 +21,17 @@ def why(node: str, topic: str | None, as_json: bool) -> int:
     node's status changes, seams and decisions, with the commits each names and the recorder commit
     that holds the merge. Checks the lineage rules on the way (an accept cites a passing gate of the
     node, a merge cites an accept given at the same head, references exist, a human decision says who).
-    Exit 0, 1 when a lineage rule is broken, 2 for an unknown campaign or node.
+
+    \b
+    Examples:
+      orchestrate why D2
+      orchestrate why D2 --topic api-v2 --json
+
+    \b
+    Exit codes:
+      0  the lineage holds
+      1  a lineage rule is broken (each is printed)
+      2  unknown campaign or node
     """
     import re
 
@@ -60,8 +70,18 @@ def doctor(topic: str | None, as_json: bool) -> int:
     a human decision says who). Each problem is printed as `journal.jsonl:LINE: ...`.
 
     The recorder refuses to write such an entry, so a problem means the journal was edited by hand or
-    damaged. A torn last line (a crash mid-append; resume drops it) is a warning. Exit 0 when clean,
-    1 when a problem is found, 2 for an unknown campaign.
+    damaged. A torn last line (a crash mid-append; resume drops it) is a warning.
+
+    \b
+    Examples:
+      orchestrate doctor
+      orchestrate doctor --topic api-v2 --json
+
+    \b
+    Exit codes:
+      0  the journal is clean
+      1  a problem was found (each is printed)
+      2  unknown campaign
     """
     from orchestrate.recorder import doctor as audit
     from orchestrate.recorder.locate import pick_topic, project

@@ -62,11 +62,12 @@ def _run(argv: list[str] | None) -> int:
 
 
 def _print_error(exc: OrchestrateError) -> None:
+    from orchestrate.cli.app import printable
     from orchestrate.errors import DagInvalid
     if isinstance(exc, DagInvalid):
         for p in exc.problems:
-            click.echo(str(p), err=True)
-    click.echo(f"orchestrate: error: {exc}", err=True)
+            click.echo(printable(str(p)), err=True)
+    click.echo(printable(f"orchestrate: error: {exc}"), err=True)
 
 
 __all__ = ["cli", "main"]

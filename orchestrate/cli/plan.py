@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from orchestrate.cli.app import _json, cli, dag_option, json_option, resolve_dag_path
+from orchestrate.cli.app import _json, cli, dag_option, json_option, printable, resolve_dag_path
 from orchestrate.errors import ExitCode, UsageError
 
 
@@ -15,29 +15,67 @@ from orchestrate.errors import ExitCode, UsageError
 @json_option
 @click.option("--topic", help="Campaign topic (default: the DAG's `topic:`, else the file's stem).")
 def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
-    """Check the DAG against every rule of its contract and list all problems at once.
+    """Check the DAG against every rule of its contract, and .ledger/config.yaml, and list all problems
+    at once.
 
     Each problem is one line `file:line: field: message` with what to change. With --json, prints a
     list of {file, line, field, code, message} (empty when valid). Every plugin the DAG names must be
-    installed and protocol-compatible (`orchestrate plugins` lists them). Exit 0 valid, 1 invalid or a
-    named plugin unusable, 2 unreadable file.
+    installed and protocol-compatible (`orchestrate plugins` lists them). The project's config.yaml
+    (unknown settings, with "did you mean", and each section as the run reads it) is checked too.
+
+    \b
+    Examples:
+      orchestrate validate
+      orchestrate validate --dag plans/api.yaml --json
+
+    \b
+    Exit codes:
+      0  valid
+      1  invalid (every problem is listed), or a named plugin is unusable
+      2  the DAG file cannot be read, or not in a git repository without --dag
     """
     from orchestrate.dag.load import check_dag
     path = resolve_dag_path(dag_path)
     dag, problems = check_dag(path, topic=topic)
+    settings = _config_problems()
     if dag is not None:
         from orchestrate.engine import plugin_gates as plugingates
         plugingates.load(dag, lambda m: click.echo(f"warning: {m}", err=True))  # a named plugin must load
+    listed = (problems if dag is None else []) + settings
     if as_json:
-        click.echo(_json().dumps([p.as_dict() for p in problems], indent=2))
-    elif dag is None:
-        for p in problems:
-            click.echo(str(p))
-        click.echo(f"invalid: {len(problems)} problem(s) in {path}", err=True)
-    if dag is not None and not as_json:
+        click.echo(_json().dumps([p.as_dict() for p in problems + settings], indent=2))
+    else:
+        for p in listed:
+            click.echo(printable(str(p)))
+    if listed and not as_json:
+        files = ", ".join(dict.fromkeys(p.file for p in listed))
+        click.echo(f"invalid: {len(listed)} problem(s) in {files}", err=True)
+    if dag is not None and not settings and not as_json:
         layers = dag.layers()
         click.echo(f"valid: {path} ({len(dag.nodes)} nodes, {len(layers)} layers, topic {dag.topic})")
-    return ExitCode.OK if dag is not None else ExitCode.FAILED
+    return ExitCode.OK if dag is not None and not settings else ExitCode.FAILED
+
+
+def _config_problems() -> list:
+    """config.yaml of the project here, read by the readers a run uses; none outside a repository."""
+    from types import SimpleNamespace
+
+    from orchestrate import config
+    from orchestrate.errors import UsageError as NotHere
+    from orchestrate.recorder.locate import checkout
+    from orchestrate.recorder.paths import Layout
+    try:
+        layout = Layout(checkout(Path.cwd()))
+    except NotHere:
+        return []
+    if not layout.config.exists():
+        return []
+    from gates.shared.project_checks import load_config
+    from orchestrate.workers import containment, executors
+    readers = {"coherence": load_config, "notify": config.notify,
+               "executor": lambda _ledger: executors.choose(layout, kind=None, scheduler=None, remote=None),
+               "sandbox": lambda _ledger: containment.mode(SimpleNamespace(layout=layout), None)}
+    return config.problems(layout.ledger, readers)
 
 
 @cli.command()
@@ -48,6 +86,17 @@ def layers(dag_path: Path | None, as_json: bool) -> int:
     serial rest. Nodes with `complete: true` are settled and never appear. The DAG must be valid.
 
     With --json, prints exactly {"layer_count": N, "layers": [[...], ...]}.
+
+    \b
+    Examples:
+      orchestrate layers
+      orchestrate layers --dag plans/api.yaml --json
+
+    \b
+    Exit codes:
+      0  printed
+      1  the DAG is invalid (`orchestrate validate` lists why)
+      2  the DAG file cannot be read
     """
     from orchestrate.dag.load import load_dag
     dag = load_dag(resolve_dag_path(dag_path))
@@ -74,7 +123,16 @@ def show(node: str, dag_path: Path | None, only_gates: bool, only_group: bool, a
     that judge it (its own, its COMPOSES spokes' transitively, its EXTENDS actions and its group peers',
     each once, plus the implicit outputs-present and payload-present(<edge>) contracts).
 
-    Exit 1 for an invalid DAG, 2 for a node the DAG does not declare.
+    \b
+    Examples:
+      orchestrate show D2
+      orchestrate show D2 --gates
+
+    \b
+    Exit codes:
+      0  printed
+      1  the DAG is invalid
+      2  the DAG declares no such node, or its file cannot be read
     """
     from orchestrate.dag.load import load_dag
     from orchestrate.dag.schema import did_you_mean
@@ -105,7 +163,17 @@ def show(node: str, dag_path: Path | None, only_gates: bool, only_group: bool, a
 
 @cli.command()
 def table() -> int:
-    """Print the engine's transition table (state, outcome, next state, note) as Markdown."""
+    """Print the engine's transition table (state, outcome, next state, note) as Markdown.
+
+    \b
+    Examples:
+      orchestrate table
+      orchestrate table > transitions.md
+
+    \b
+    Exit codes:
+      0  printed
+    """
     from orchestrate.engine.table import render
     click.echo(render())
     return ExitCode.OK

@@ -21,7 +21,17 @@ def report(topic: str | None, output: Path | None) -> int:
     verdicts, surface, merge and diffstat, seams and decisions, and links to its logs.
 
     Works for a finished campaign and for one in flight; CLOSE writes it by itself. Reads only the
-    recorder and git. Prints the file's path. Exit 0, 2 for an unknown campaign.
+    recorder and git. Prints the file's path.
+
+    \b
+    Examples:
+      orchestrate report
+      orchestrate report --topic api-v2 -o /tmp/api-v2.html
+
+    \b
+    Exit codes:
+      0  written
+      2  unknown campaign, or no recorder here
     """
     from orchestrate.recorder.locate import pick_topic, project
     from orchestrate.report import html
@@ -42,7 +52,17 @@ def graph(dag_path: Path | None, topic: str | None, fmt: str) -> int:
     """Print the DAG: layers as columns, edges with their predicate (conditional edges as taken, untaken or
     undecided), LOOPS_WITH groups; for a campaign, each node's status as a word in its label (`D1 accepted`).
 
-    Exit 0, 1 for an invalid DAG, 2 for an unreadable file or an unknown campaign.
+    \b
+    Examples:
+      orchestrate graph
+      orchestrate graph --topic api-v2 --format mermaid
+      orchestrate graph --dag plans/api.yaml --format dot | dot -Tsvg > dag.svg
+
+    \b
+    Exit codes:
+      0  printed
+      1  the DAG is invalid
+      2  unreadable file or unknown campaign
     """
     from orchestrate.report import graph_export
     from orchestrate.report.shape import shape

@@ -16,7 +16,16 @@ def plugins(as_json: bool) -> int:
     """List installed plugins (entry-point groups orchestrate.gates and orchestrate.workers) with their
     state: ok, warning (an older protocol_version, loaded), refused (a newer, missing or non-integer
     protocol_version, or a name two distributions export) or unavailable (failed to import). A plugin
-    only has to load when a DAG uses it. Exit 0.
+    only has to load when a DAG uses it.
+
+    \b
+    Examples:
+      orchestrate plugins
+      orchestrate plugins --json
+
+    \b
+    Exit codes:
+      0  listed (a refused or unavailable plugin is a state, not an error)
     """
     from orchestrate import plugins as found
     listed = found.discover()
@@ -32,8 +41,21 @@ def plugins(as_json: bool) -> int:
 def demo(directory: Path | None, red: bool, jobs: int | None, quiet: bool) -> int:
     """Build a fresh demo repository in DIRECTORY (default: a new temporary folder, printed) and run
     the demo campaign there: a parallel layer, a surface widening, a serialization, a stale premise
-    answered from a file, a coherent boundary, CLOSE, and the final-acceptance seam. Exits 0 when the
-    demo ends as designed, and prints what to look at next.
+    answered from a file, a coherent boundary, CLOSE, and the final-acceptance seam. Prints what to
+    look at next. With --red, a boundary finds an orphaned link and the campaign halts; the message says
+    how to repair it and resume.
+
+    \b
+    Examples:
+      orchestrate demo
+      orchestrate demo /tmp/demo --jobs 2
+      orchestrate demo --red
+
+    \b
+    Exit codes:
+      0  the demo ended as designed (for --red: it halted as designed)
+      1  it did not
+      2  DIRECTORY exists and is not empty
     """
     from orchestrate.replay.demo import run as run_demo
     return run_demo(directory, red=red, quiet=quiet, jobs=jobs)
@@ -61,8 +83,17 @@ def replay(paths: tuple[Path, ...], update: bool, topic: str | None, recorder: P
     recorded commits (no worker runs); each gate verdict, merge and seam must come out as recorded.
     A divergence names the first fact that differs.
 
-    Exit 0 when nothing failed, 1 when something did, 2 when a path is missing, binary or not a
-    transcript (nothing runs then).
+    \b
+    Examples:
+      orchestrate replay demo/TRANSCRIPT.t
+      orchestrate replay tests/transcripts --update
+      orchestrate replay --campaign api-v2
+
+    \b
+    Exit codes:
+      0  nothing failed
+      1  a transcript or the campaign diverged
+      2  a path is missing, binary or not a transcript (nothing runs then)
     """
     if topic:
         if paths:
@@ -81,16 +112,28 @@ def replay(paths: tuple[Path, ...], update: bool, topic: str | None, recorder: P
 def gate(args: tuple[str, ...]) -> int:
     """Run one gate: orchestrate gate NAME [ARGS]... (`orchestrate gate NAME --help` for its arguments).
 
-    Gates exit 0 pass, 1 fail, 2 usage or environment error, 3 their alternative route.
+    \b
+    Examples:
+      orchestrate gate coherence --base HEAD~1
+
+    \b
+    Exit codes:
+      0  pass
+      1  fail
+      2  usage or environment error
+      3  the gate's alternative route
     """
     from gates.registry import GATES, module
     if not args or args[0] in ("-h", "--help"):
-        click.echo("Usage: orchestrate gate NAME [ARGS]...\n\nRun one gate. Gates:")
+        click.echo("Usage: orchestrate gate NAME [ARGS]...\n\n  Run one gate. Gates:")
         width = max(map(len, GATES))
         for name, (_, summary) in GATES.items():
-            click.echo(f"  {name:<{width}}  {summary}")
-        click.echo("\nEach exits 0 pass, 1 fail, 2 usage or environment error, 3 its alternative route;"
-                   "\n`orchestrate gate NAME --help` shows its arguments and exit codes.")
+            click.echo(f"    {name:<{width}}  {summary}")
+        click.echo("\n  `orchestrate gate NAME --help` shows its arguments and exit codes.\n\n"
+                   "  Examples:\n    orchestrate gate coherence --base HEAD~1\n"
+                   "    git diff --name-only HEAD~1 | orchestrate gate authorize --dag .ledger/state/dag.yaml\n\n"
+                   "  Exit codes:\n    0  pass\n    1  fail\n    2  usage or environment error (a gate that cannot "
+                   "run never passes)\n    3  its alternative route (SERIALIZE, CONFLICT)")
         return ExitCode.OK if args else ExitCode.USAGE
     name = args[0]
     if name not in GATES:

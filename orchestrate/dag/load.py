@@ -33,16 +33,74 @@ def check_dag(path: str | Path, *, topic: str | None = None,
     """
     file = str(path)
     text = read_text(path)
-    data, problems = yamlfile.load(text, file)
-    if data is None and problems:  # unparsable; no data at all (an empty file) is validate's to report
-        return None, problems
-    dag, more = validate(data, file, topic=topic, brief_dir=brief_dir)
-    if more and getattr(data, "fast", False):  # read as JSON, without lines: read again to point at them
-        data, problems = yamlfile.load(text, file, fast=False)
+    with _Progress(file, text) as progress:
+        data, problems = yamlfile.load(text, file)
+        if data is None and problems:  # unparsable; no data at all (an empty file) is validate's to report
+            return None, problems
+        progress.validating(data)
         dag, more = validate(data, file, topic=topic, brief_dir=brief_dir)
+        if more and getattr(data, "fast", False):  # read as JSON, without lines: read again to point at them
+            progress.phase = "reading it again for line numbers"
+            data, problems = yamlfile.load(text, file, fast=False)
+            progress.validating(data)
+            dag, more = validate(data, file, topic=topic, brief_dir=brief_dir)
     if problems:  # duplicate keys make the data untrustworthy even if the rest validates
         return None, sorted(problems + more, key=lambda p: (p.line, p.field))
     return dag, more
+
+
+class _Progress:
+    """A DAG over `LARGE` nodes takes seconds to read and check: on a terminal, one line on stderr says
+    what is happening and for how long, and is wiped when done. Off a terminal, nothing."""
+
+    LARGE = 2000
+    EVERY = 0.5  # seconds between redraws
+
+    def __init__(self, file: str, text: str) -> None:
+        import sys
+        self.file, self.phase, self._stop = Path(file).name, "reading", None
+        rough = max(text.count("id:"), text.count('"id"'))  # an upper estimate, before parsing
+        self.shown = rough > self.LARGE and sys.stderr is not None and sys.stderr.isatty()
+
+    def validating(self, data: object) -> None:
+        nodes = data.get("nodes") if isinstance(data, dict) else None
+        self.phase = f"checking {len(nodes):,} nodes" if isinstance(nodes, list) else "checking"
+        if self._stop is not None:
+            self._draw()  # at once: the next tick may be after the work is done
+
+    def _draw(self) -> None:
+        import time
+        self._write(f"\r\x1b[K{self.file}: {self.phase} ({time.monotonic() - self._start:.0f}s)")
+
+    def __enter__(self) -> "_Progress":
+        if self.shown:
+            import threading
+            import time
+            self._stop, self._start = threading.Event(), time.monotonic()
+
+            def draw() -> None:
+                while True:
+                    self._draw()
+                    if self._stop.wait(self.EVERY):
+                        return
+            self._thread = threading.Thread(target=draw, name="validate-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._stop is not None:
+            self._stop.set()
+            self._thread.join()
+            self._write("\r\x1b[K")
+
+    @staticmethod
+    def _write(text: str) -> None:
+        import sys
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass  # a terminal that went away: the check itself goes on
 
 
 def load_dag(path: str | Path, *, topic: str | None = None, brief_dir: Path | None = None) -> Dag:

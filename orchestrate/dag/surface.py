@@ -32,12 +32,21 @@ def is_glob(token: str) -> bool:
     return not _GLOB_CHARS.isdisjoint(token)
 
 
+def _control(ch: str) -> bool:
+    import unicodedata
+    return ch < " " or ch == "\x7f" or (ch > "\x7f" and unicodedata.category(ch) == "Cc")
+
+
 def token_problem(token: object) -> str | None:
     """Why `token` is not a valid surface token, or None when it is."""
     if not isinstance(token, str):
         return f"a surface token must be a string, not {type(token).__name__}"
     if not token.strip():
         return "empty surface token"
+    if bad := next((ch for ch in token if _control(ch)), None):
+        # echoed as repr: the raw character would move the cursor or recolour the terminal showing the message
+        return (f"{token!r} contains the control character {bad!r}; a surface token names a path, and git "
+                "quotes such a path in every listing, so no change could ever match it")
     if "\\" in token and (token.endswith("\\") or _BAD_ESCAPE.search(token)):
         return (f"`{token}` contains a backslash that escapes no glob character; write POSIX paths with `/` "
                 "(a backslash only makes `*`, `?`, `[`, `]` or `\\` literal)")

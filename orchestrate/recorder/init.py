@@ -14,11 +14,14 @@ EXCLUDES = (".ledger/", ".scratch/")
 
 
 def init_project(cwd: Path) -> tuple[Layout, list[str]]:
-    """Create the recorder if it is missing and exclude it from the project; return what was done.
+    """Create the recorder if it is missing, write the starter plan unless a plan exists, and exclude
+    both from the project; return what was done.
 
-    Idempotent: an existing recorder is left as it is. Never touches a tracked file of the project.
+    Idempotent: an existing recorder and plan are left as they are. Never touches a tracked file of the
+    project.
     """
-    layout = Layout(git.main_worktree(cwd))
+    from orchestrate.recorder.locate import checkout
+    layout = Layout(checkout(cwd))
     done: list[str] = []
     ledger = layout.ledger
     if git.is_repo_root(ledger):
@@ -30,10 +33,14 @@ def init_project(cwd: Path) -> tuple[Layout, list[str]]:
                          hint="move it away, then run `orchestrate init` again")
     else:
         shutil.copytree(shipped("ledger-template"), ledger, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+                        ignore=shutil.ignore_patterns("__pycache__", "dag.yaml"))  # the plan: below
         git.init_repo(ledger)
         _first_commit(ledger)
         done.append(f"created the recorder {ledger}")
+    if not layout.default_dag.exists():
+        starter = shipped("ledger-template") / "state" / "dag.yaml"
+        write_atomic(layout.default_dag, starter.read_text(encoding="utf-8"))
+        done.append(f"wrote a starter plan {layout.default_dag} (two nodes; edit it, then `orchestrate validate`)")
     added = _exclude(layout.root)
     if added:
         done.append(f"added {', '.join(added)} to .git/info/exclude")

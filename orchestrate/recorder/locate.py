@@ -12,7 +12,7 @@ from orchestrate.recorder.paths import Layout
 
 
 def project(cwd: Path) -> Layout:
-    layout = Layout(git.main_worktree(cwd))
+    layout = Layout(checkout(cwd))
     if not (layout.ledger / ".git").is_dir():
         raise UsageError(f"no recorder at {layout.ledger}", hint="run `orchestrate init` first")
     return layout
@@ -57,3 +57,14 @@ def pick_topic(layout: Layout, topic: str | None, *, any_state: bool = False) ->
     if any_state and known:
         return next(iter(known))
     raise UsageError("no campaign is in flight", hint="start one with `orchestrate run`")
+
+
+def checkout(cwd: Path) -> Path:
+    """The main checkout of the repository here; a bare repository is told apart from no repository."""
+    try:
+        return git.main_worktree(cwd)
+    except UsageError:
+        if git.out(cwd, "rev-parse", "--is-bare-repository", check=False) == "true":
+            raise UsageError(f"{Path(cwd).resolve()} is a bare repository: it has no checkout for workers to "
+                             "branch from", hint="run from a clone with a working tree: `git clone BARE DIR`") from None
+        raise

@@ -5,6 +5,7 @@ campaign's tens of thousands of commits would make `status` grow with the campai
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 _OPEN, _CLOSE = b'"kind":"open"', b'"kind":"close"'  # entries are written with sorted keys, no spaces
@@ -27,3 +28,70 @@ def lifecycle(ledger: Path) -> dict[str, str]:
 
 def in_flight(ledger: Path) -> list[str]:
     return sorted(t for t, mark in lifecycle(ledger).items() if mark == "open")
+
+
+_ABANDONED = b'"abandoned":true'
+_DECISION, _FINAL, _ACCEPT = b'"kind":"decision"', b'"seam":"final-acceptance"', b'"choice":"accept"'
+
+
+def ended(ledger: Path, topic: str) -> bool:
+    """Accepted at final acceptance, or abandoned: nothing is left to resume or decide. A campaign that
+    has closed but waits at final acceptance (or was refused there) has not ended."""
+    try:
+        data = (ledger / "state" / topic / "journal.jsonl").read_bytes()
+    except OSError:
+        return False
+    at = data.find(_CLOSE)
+    if at < 0:
+        return False
+    for line in data[data.rfind(b"\n", 0, at) + 1:].splitlines():  # the close entry and what follows it
+        if _ABANDONED in line or (_DECISION in line and _FINAL in line and _ACCEPT in line):
+            return True
+    return False
+
+
+def open_topics(ledger: Path) -> list[str]:
+    """Every campaign that is in flight or paused (at any seam, final acceptance included), or halted."""
+    return sorted(t for t in lifecycle(ledger) if not ended(ledger, t))
+
+
+def pick(ledger: Path, topic: str | None) -> str:
+    """The one rule `resume`, `status` and `decide` use without --topic: the single campaign that has not
+    ended. None: UsageError saying how to start one; several: UsageError listing them, newest first, with
+    their states, to choose from."""
+    from orchestrate.errors import UsageError
+    if topic:
+        return topic
+    candidates = open_topics(ledger)
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        if lifecycle(ledger):
+            raise UsageError("no campaign is in flight or paused (every one has ended)",
+                             hint="`orchestrate status --topic T` shows an ended one; `orchestrate run` starts another")
+        raise UsageError("no campaign has been started here",
+                         hint="`orchestrate run` starts one from .ledger/state/dag.yaml (`orchestrate init` writes a "
+                              "starter plan)")
+    listed = "\n".join(f"  {t}: {state}, opened {opened}" for t, state, opened in described(ledger, candidates))
+    raise UsageError(f"{len(candidates)} campaigns are in flight or paused; pass --topic with one of them "
+                     f"(newest first):\n{listed}")
+
+
+def described(ledger: Path, names: list[str]) -> list[tuple[str, str, str]]:
+    """(topic, state in words, when it was opened) for each, newest first."""
+    from orchestrate.recorder.locate import peek
+    from orchestrate.recorder.paths import Layout
+    layout = Layout(ledger.parent)
+    rows = []
+    for name in names:
+        journal = ledger / "state" / name / "journal.jsonl"
+        try:
+            with journal.open("rb") as fh:
+                opened = json.loads(fh.readline()).get("created_at", "")
+        except (OSError, ValueError, AttributeError):
+            opened = ""
+        c = peek(layout, name)
+        state = c.state + (f" at seam {c.seam['seam']}" if c.seam else "") + (f" ({c.halt.splitlines()[0]})"
+                                                                              if c.state == "HALT" and c.halt else "")
+        rows.append((name, state, opened or "?"))
+    return sorted(rows, key=lambda r: (r[2], r[0]), reverse=True)

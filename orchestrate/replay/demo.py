@@ -18,6 +18,21 @@ A tiny repository for the orchestrate demo campaign.
 OLD_NOTES = "# Old notes\n\nKept for the red demo, which deletes this file.\n"
 
 
+# The red demo's way out (README: The demo): a node that fixes the link joins the halted layer, as a
+# person's amendment of the campaign's DAG; the layer's boundary then judges the repaired tree.
+FIX_NODE = """\
+  - {id: R3, title: "fix the guide's link", depends_on: [], file_surface: ["docs/guide.md"], discipline: core,
+     serialize: true, brief: "docs/old.md is gone: make docs/guide.md stop linking to it."}
+"""
+RECOVERY = (
+    "# to repair it: add a node that fixes the link to the halted layer, then resume",
+    "cat demo/red-fix.yaml >> .ledger/state/red/dag.yaml   # R3: serialize, no depends_on: runs in layer 0",
+    "{prog} resume                    # shows the change: seam dag-amendment",
+    "{prog} decide dag-amendment accept --note 'R3 fixes the link'",
+    "{prog} resume                    # R3 runs and merges; the boundary passes; final acceptance",
+)
+
+
 def build(target: Path | None, *, red: bool = False) -> Path:
     """A new git repository holding the demo's workers, with its recorder and DAG in place."""
     src = shipped("demo")
@@ -35,6 +50,8 @@ def build(target: Path | None, *, red: bool = False) -> Path:
     git.commit_all(repo, "baseline: the demo project")
     init_project(repo)
     shutil.copyfile(src / ("red" if red else ".") / "dag.yaml", repo / ".ledger" / "state" / "dag.yaml")
+    if red:  # the fix node of RECOVERY, ready to append; untracked, so the campaign never sees it unasked
+        (repo / "demo" / "red-fix.yaml").write_text(FIX_NODE)
     git.commit_all(repo / ".ledger", "state: the demo campaign's plan")
     return repo
 
@@ -54,7 +71,15 @@ def run(target: Path | None, *, red: bool, quiet: bool, jobs: int | None) -> int
     print("  git -C .ledger log --oneline          # the recorder: one commit per transition")
     print(f"  git log --graph --oneline campaign/{topic}   # the campaign branch: one --no-ff merge per node")
     print(f"  {prog} status                    # every node, its attempts, open seams")
-    if not red:
+    report = sorted((repo / ".ledger" / "log").glob(f"*-{topic}.html"))
+    if report:
+        print(f"  open {report[-1].relative_to(repo)}   # the report: DAG, timeline, gates, decisions")
+    else:
+        print(f"  {prog} report                    # writes the report, .ledger/log/<date>-{topic}.html")
+    if red:
+        for line in RECOVERY:
+            print(f"  {line.format(prog=prog)}")
+    else:
         print(f"  {prog} decide final-acceptance accept --note 'looks right'   # accept the campaign")
     if rc == expected:
         return ExitCode.OK

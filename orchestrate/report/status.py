@@ -19,11 +19,12 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
     from orchestrate.recorder.locate import peek, project
     layout = project(cwd)
     known = campaigns(layout.ledger)
-    chosen = topic or _primary(known)
+    chosen = topic or _primary(layout.ledger, known)
     data = summary(peek(layout, chosen))
     data["runner"] = runner(layout.scratch / "locks", chosen, data["state"], data["closed"])
     data["last_entry"] = _last_entry_time(layout.journal(chosen))
     data["others"] = [c for c in known if c["topic"] != chosen]
+    data["usage"] = usage(layout.journal(chosen))
     if as_json:
         return json.dumps(data, indent=2)
     return "\n".join(render(data))
@@ -37,13 +38,37 @@ def campaigns(ledger: Path) -> list[dict]:
     return sorted(found, key=lambda c: (c["opened"], c["topic"]), reverse=True)
 
 
-def _primary(known: list[dict]) -> str:
-    """The newest campaign in flight, else the newest of all."""
-    from orchestrate.errors import UsageError
-    if not known:
-        raise UsageError("no campaign is in flight", hint="start one with `orchestrate run`")
-    flying = [c for c in known if c["lifecycle"] == "open"]
-    return (flying or known)[0]["topic"]
+def _primary(ledger: Path, known: list[dict]) -> str:
+    """The rule `resume` and `decide` use (the single campaign in flight or paused; several: a list to
+    choose from); when every campaign has ended, the newest."""
+    from orchestrate.recorder import topics
+    if known and not topics.open_topics(ledger):
+        return known[0]["topic"]
+    return topics.pick(ledger, None)
+
+
+def usage(journal: Path) -> dict | None:
+    """What the workers reported to $ORCH_USAGE: {"nodes": {node: total}, "total": total}; None when
+    none reported. Only the lines that can hold a report are parsed: status stays fast on long journals."""
+    from orchestrate.recorder import provenance
+    try:
+        data = journal.read_bytes()
+    except OSError:
+        return None
+    if b'"usage' not in data:
+        return None
+    entries = []
+    for line in data.split(b"\n"):
+        if b'"worker-start"' in line and b'"usage' in line:
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                continue  # a line torn by a crash: resume settles it
+    rows = [r for r in provenance.usage_rows(entries) if "usage" in r]
+    if not rows:
+        return None
+    nodes = {n: provenance.usage_total([r for r in rows if r["node"] == n]) for n in dict.fromkeys(r["node"] for r in rows)}
+    return {"nodes": nodes, "total": provenance.usage_total(rows)}
 
 
 def _first_entry_time(journal: Path) -> str:
@@ -163,7 +188,8 @@ def render(data: dict) -> list[str]:
         node = f"node {seam['node']}; " if seam.get("node") else ""
         block = _indented(f"open seam {seam['seam']}: ", seam.get("reason", ""))
         block[0] += f" ({node}choices: {', '.join(seam['choices'])})"
-        lines += block
+        lines += block + [f"    {line}" for extra in seam.get("show", []) for line in str(extra).splitlines()]
+    lines += _usage_lines(data.get("usage"))
     for flag in data.get("flags", []):
         lines.append(f"warning: {flag}")
     if data["accepted"]:
@@ -173,6 +199,15 @@ def render(data: dict) -> list[str]:
         lines.append(f"other campaign {other['topic']}: {state}, opened {other['opened'] or '?'} "
                      f"(`orchestrate status --topic {other['topic']}`)")
     return lines
+
+
+def _usage_lines(used: dict | None) -> list[str]:
+    if not used:
+        return []
+    from orchestrate.recorder.provenance import usage_text
+    width = max(map(len, used["nodes"]))
+    return ([f"usage reported by workers: {usage_text(used['total'])} in all"]
+            + [f"  {node:<{width}}  {usage_text(total)}" for node, total in used["nodes"].items()])
 
 
 def _runner_lines(who: dict | None, last: str) -> list[str]:

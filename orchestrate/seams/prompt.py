@@ -18,11 +18,29 @@ def force(flag: bool | None) -> None:
 
 
 def interactive() -> bool:
-    """A person can answer: --interactive, or stdin is a terminal and CI is not set (stdin may be None
+    """A person can answer: --interactive, or stdin is a terminal and CI is not true (stdin may be None
     under CI); never with --no-interactive."""
     if _forced is not None:
         return _forced and sys.stdin is not None
-    return sys.stdin is not None and sys.stdin.isatty() and not os.environ.get("CI")
+    return sys.stdin is not None and sys.stdin.isatty() and not ci()
+
+
+def ci() -> bool:
+    """CI counts only when it says so: `CI=false` or `CI=0` is someone's terminal, not a CI job."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def resolve(answer: str, choices: list[str]) -> str:
+    """The choice an answer names: any case, or a prefix only one choice starts with."""
+    typed = answer.strip().lower()
+    if typed in choices:
+        return typed
+    matches = [c for c in choices if c.startswith(typed)] if typed else []
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise click.BadParameter(f"`{answer.strip()}` could be {' or '.join(matches)}: type more of it")
+    raise click.BadParameter(f"`{answer.strip()}` is not one of {', '.join(choices)}")
 
 
 def ask(seam: dict) -> tuple[str, str] | None:
@@ -31,7 +49,8 @@ def ask(seam: dict) -> tuple[str, str] | None:
         click.echo(line, err=True)
     choices = list(seam["choices"]) + ["pause"]
     try:
-        choice = click.prompt("decide", type=click.Choice(choices), default="pause", err=True)
+        choice = click.prompt(f"decide ({', '.join(choices)})", default="pause", err=True,
+                              value_proc=lambda answer: resolve(answer, choices))
         if choice == "pause":
             return None
         note = click.prompt("note (optional)", default="", show_default=False, err=True)

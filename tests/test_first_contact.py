@@ -1,0 +1,194 @@
+"""First contact: a closed pipe after `status`, prompt answers, CI detection, a bare repository, nothing
+created on an exit-2 failure, config.yaml checked by `validate` and refused by `run`, the starter plan,
+and one rule for picking the campaign."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from tests.engine_helpers import campaign_repo, journal
+from tests.helpers import make_repo
+
+CONSOLE = Path(sys.executable).parent / "orchestrate"  # the installed console script, fast path included
+WORKER = "#!/bin/sh\necho \"$ORCH_NODE\" > \"$ORCH_NODE.txt\"\n"
+DAG = """\
+topic: {topic}
+workers: {{sh: "./work.sh"}}
+nodes:
+  - {{id: A, title: alpha, depends_on: [], file_surface: [A.txt], discipline: sh}}
+"""
+
+
+def _into_closed_pipe(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first byte: `orchestrate status | head -0`
+    try:
+        return subprocess.run([str(CONSOLE), *args], cwd=cwd, stdout=write, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("args", [["status"], ["status", "--json"], ["status", "--topic", "one"]])
+def test_status_into_a_closed_pipe_is_a_normal_end_through_the_console_script(tmp_path, orch, args):
+    repo = campaign_repo(tmp_path, DAG.format(topic="one"), WORKER)
+    assert orch("run", "--quiet", "--no-interactive", cwd=repo).rc == 75
+    done = _into_closed_pipe(args, repo)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    head = subprocess.run(f"'{CONSOLE}' {' '.join(args)} | head -1", shell=True, cwd=repo, capture_output=True,
+                          text=True, timeout=60)
+    assert head.returncode == 0 and "Traceback" not in head.stderr and head.stderr == ""
+    assert len(head.stdout.splitlines()) == 1
+
+
+@pytest.mark.parametrize("value,counts", [("true", True), ("1", True), ("YES", True), ("True", True),
+                                           ("false", False), ("0", False), ("", False), ("no", False)])
+def test_ci_counts_only_when_true(monkeypatch, value, counts):
+    from orchestrate.seams import prompt
+    monkeypatch.setenv("CI", value)
+    assert prompt.ci() is counts
+
+
+def test_ci_unset_is_not_ci(monkeypatch):
+    from orchestrate.seams import prompt
+    monkeypatch.delenv("CI", raising=False)
+    assert prompt.ci() is False
+
+
+@pytest.mark.parametrize("typed,chosen", [("ACCEPT", "accept"), ("Rej", "reject"), ("a", "accept"), ("p", "pause"),
+                                          (" r ", "reject")])
+def test_prompt_answers_take_any_case_and_unique_prefixes(typed, chosen):
+    from orchestrate.seams.prompt import resolve
+    assert resolve(typed, ["accept", "reject", "pause"]) == chosen
+
+
+def test_an_ambiguous_or_unknown_answer_asks_again():
+    from orchestrate.seams.prompt import resolve
+    with pytest.raises(click.BadParameter, match="could be rework or reject"):
+        resolve("re", ["rework", "reject", "pause"])
+    with pytest.raises(click.BadParameter, match="is not one of"):
+        resolve("maybe", ["rework", "reject", "pause"])
+
+
+def test_the_prompt_takes_a_prefix_and_asks_again_after_a_wrong_answer(tmp_path, orch, monkeypatch):
+    repo = campaign_repo(tmp_path, DAG.format(topic="ask"), WORKER)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("maybe\nACC\nread it\n"))
+    r = orch("run", "--interactive", cwd=repo)
+    assert r.rc == 0, r.err
+    assert "`maybe` is not one of accept, reject, pause" in r.err
+    [decision] = [e for e in journal(repo, "ask") if e["kind"] == "decision"]
+    assert (decision["context"]["choice"], decision["context"]["note"]) == ("accept", "read it")
+
+
+def test_a_bare_repository_has_its_own_message(tmp_path, orch):
+    bare = tmp_path / "b.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    for command in (("init",), ("status",), ("validate",), ("run",)):
+        r = orch(*command, cwd=bare)
+        assert r.rc == 2 and "is a bare repository" in r.err and "not inside a git repository" not in r.err, command
+    assert not (bare / ".ledger").exists() and not (bare / ".scratch").exists()
+    assert orch("status", cwd=tmp_path).err.count("not inside a git repository") == 1  # no repository at all
+
+
+def test_a_typo_in_config_yaml_is_reported_by_validate_and_refused_by_run(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG.format(topic="conf"), WORKER)
+    (repo / ".ledger" / "config.yaml").write_text(
+        "# settings\ncoherance:\n  names: []\nsandbox: maybe\nexecutor:\n  kind: local\n  shceduler: x\n"
+        "notify:\n  - {run: 'true', events: [sam]}\n")
+    r = orch("validate", cwd=repo)
+    assert r.rc == 1
+    conf = str(repo / ".ledger" / "config.yaml")
+    assert r.out.splitlines() == [
+        f"{conf}:2: coherance: unknown setting (did you mean `coherence`?); settings: coherence, executor, "
+        "sandbox, notify",
+        f"{conf}:4: sandbox: `maybe` is not a sandbox setting: use auto, bwrap, none",
+        f"{conf}:7: executor.shceduler: unknown key; keys: kind, scheduler, remote",
+        f"{conf}:9: notify[0].events: unknown event `sam`; events: seam, halt, done, verdict"]
+    assert "invalid: 4 problem(s)" in r.err
+    as_json = json.loads(orch("validate", "--json", cwd=repo).out)
+    assert [(p["line"], p["field"]) for p in as_json] == [(2, "coherance"), (4, "sandbox"), (7, "executor.shceduler"),
+                                                          (9, "notify[0].events")]
+    (repo / ".ledger" / "config.yaml").write_text("coherance:\n  names: []\n")
+    ran = orch("run", "--no-interactive", cwd=repo)
+    assert ran.rc == 2 and "config.yaml:1: coherance: unknown setting (did you mean `coherence`?)" in ran.err
+    assert not (repo / ".ledger" / "state" / "conf").exists()  # refused before anything was recorded
+    (repo / ".ledger" / "config.yaml").write_text("notify: [\n")
+    bad = orch("validate", cwd=repo)
+    assert bad.rc == 1 and bad.out.startswith(f"{conf}:2: malformed YAML: ")
+
+
+def test_a_dag_and_a_config_problem_are_listed_together(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG.format(topic="both").replace("depends_on: []", "depends_on: [Z]"), WORKER)
+    (repo / ".ledger" / "config.yaml").write_text("sandbox: {mode: auto, writeable: []}\n")
+    r = orch("validate", cwd=repo)
+    assert r.rc == 1 and len(r.out.splitlines()) == 2
+    assert "dag.yaml:" in r.out and "config.yaml:1: sandbox.writeable: unknown key" in r.out
+
+
+@pytest.mark.xfail(strict=True, reason="needs engine/runner.py run_campaign to resolve the DAG's base before it "
+                   "takes the campaign lock (which creates .scratch/locks/)")
+def test_an_exit_2_failure_in_a_repository_without_commits_creates_nothing(tmp_path, orch):
+    repo = tmp_path / "empty"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    assert orch("init", cwd=repo).rc == 0
+    before = sorted(str(p.relative_to(repo)) for p in repo.rglob("*") if ".git" not in p.parts)
+    r = orch("run", "--no-interactive", cwd=repo)
+    assert r.rc == 2 and "does not name a commit" in r.err
+    after = sorted(str(p.relative_to(repo)) for p in repo.rglob("*") if ".git" not in p.parts)
+    assert after == before and not (repo / ".scratch").exists()
+
+
+def test_init_writes_a_starter_plan_that_validates_and_runs_unless_one_exists(tmp_path, orch):
+    repo = make_repo(tmp_path / "fresh")
+    r = orch("init", cwd=repo)
+    plan = repo / ".ledger" / "state" / "dag.yaml"
+    assert r.rc == 0 and f"wrote a starter plan {plan}" in r.out
+    text = plan.read_text()
+    assert text.startswith("# ") and text.count("\n#") >= 3  # commented for a first reader
+    valid = orch("validate", cwd=repo)
+    assert valid.rc == 0 and "(2 nodes, 2 layers, topic starter)" in valid.out
+    layers = orch("layers", cwd=repo)
+    assert layers.rc == 0 and layers.out.splitlines()[:2] == ["layer 0: first", "layer 1: second"]
+    ran = orch("run", "--no-interactive", cwd=repo)
+    assert ran.rc == 75, ran.out + ran.err  # both nodes merged: the run waits at final acceptance
+    gates = [e["context"]["gate"] for e in journal(repo, "starter") if e["kind"] == "gate"]
+    assert gates.count("evaluators") == 4  # each node's evaluator, and the campaign check before each merge
+    assert (repo / ".scratch/runs/starter/first/checks-1.log").is_file()
+    assert repo.git("show", "campaign/starter:starter/second.txt") == "written by second"
+    plan.write_text("# mine\n" + text)
+    again = orch("init", cwd=repo)
+    assert again.rc == 0 and "already initialised" in again.out and plan.read_text().startswith("# mine\n")
+    plan.unlink()
+    restored = orch("init", cwd=repo)
+    assert f"wrote a starter plan {plan}" in restored.out and plan.read_text() == text
+
+
+def test_plain_resume_decide_and_status_find_a_campaign_paused_at_final_acceptance(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG.format(topic="fin"), WORKER)
+    assert orch("run", "--quiet", "--no-interactive", cwd=repo).rc == 75
+    resumed = orch("resume", "--no-interactive", cwd=repo)
+    assert resumed.rc == 75 and "no campaign is in flight" not in resumed.err
+    assert "final-acceptance" in resumed.out
+    assert orch("status", cwd=repo).out.startswith("campaign fin: PAUSE")
+    assert orch("decide", "final-acceptance", "accept", "--note", "ok", cwd=repo).rc == 0
+    ended = orch("resume", cwd=repo)
+    assert ended.rc == 2 and "no campaign is in flight or paused (every one has ended)" in ended.err
+    assert orch("status", cwd=repo).out.startswith("campaign fin: DONE")  # the newest, once all have ended
+
+
+def test_status_without_any_campaign_says_how_to_start_one(tmp_path, orch):
+    repo = make_repo(tmp_path / "new")
+    assert orch("init", cwd=repo).rc == 0
+    for command in (("status",), ("resume",), ("decide", "final-acceptance", "accept")):
+        r = orch(*command, cwd=repo)
+        assert r.rc == 2 and "no campaign has been started here" in r.err and "`orchestrate run` starts one" in r.err
+    fast = subprocess.run([str(CONSOLE), "status"], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert fast.returncode == 2 and "`orchestrate run` starts one" in fast.stderr

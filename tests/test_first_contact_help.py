@@ -1,0 +1,62 @@
+"""Every command's --help shows at least one example and its exit codes, after the options; `decide`
+lists the seams and their choices from the table that defines them; a gate's help reads like the rest."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from orchestrate.cli.main import cli
+from orchestrate.seams.choices import CHOICES
+
+COMMANDS = sorted(cli.commands)
+
+
+def test_the_walk_covers_every_command():
+    assert len(COMMANDS) >= 20 and {"init", "run", "resume", "status", "decide", "gate", "validate"} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("name", [None] + COMMANDS)
+def test_every_help_has_an_example_and_its_exit_codes(orch, name):
+    r = orch(*([name] if name else []), "--help")
+    assert r.rc == 0 and r.err == "", r.err
+    text = r.out
+    assert text.startswith("Usage: orchestrate")
+    examples = re.search(r"^  Examples:\n((?:    .+\n)+)", text, re.M)
+    assert examples, text
+    assert all(ln.strip().startswith(("orchestrate ", "git ")) for ln in examples.group(1).splitlines())
+    codes = re.search(r"^  Exit codes:\n((?:    .+\n)+)", text, re.M)
+    assert codes, text
+    assert re.match(r"    0 ", codes.group(1))  # each code on its own line, kept by click's \b
+    if name and name != "gate":
+        assert text.index("Options:") < text.index("Examples:")  # after the options, where the eye looks
+
+
+def test_every_example_names_a_real_command():
+    for name in COMMANDS:
+        help_text = cli.commands[name].help or ""
+        for line in re.findall(r"^\s*orchestrate (\S+)", help_text, re.M):
+            assert line in cli.commands, (name, line)
+
+
+def test_decide_help_lists_every_seam_and_its_choices_from_the_table(orch):
+    text = orch("decide", "--help").out
+    block = text[text.index("Seams and their choices:"):]
+    for seam, choices in CHOICES.items():
+        assert re.search(rf"^    {re.escape(seam)} +{re.escape(', '.join(choices))}$", block, re.M), seam
+
+
+@pytest.mark.parametrize("gate", ["coherence", "adherence", "evaluators", "authorize"])
+def test_a_gates_help_is_laid_out_like_the_other_commands(orch, gate):
+    text = orch("gate", gate, "--help").out
+    assert text.startswith(f"Usage: orchestrate gate {gate} ")
+    assert "\nOptions:\n" in text and "\n  -h, --help" in text and "Show this message and exit." in text
+    assert text.index("Options:") < text.index("  Exit codes:\n    0  ")
+    assert all(len(ln) <= 100 for ln in text.splitlines() if not ln.startswith("    "))
+    description = text.split("\n\n")[1]
+    assert description.startswith("  ") and description.strip()
+
+
+def test_a_gates_usage_error_keeps_one_usage_line_and_exit_2(orch):
+    r = orch("gate", "coherence")
+    assert r.rc == 2 and r.err.startswith("usage: orchestrate gate coherence") and "--base" in r.err
