@@ -214,6 +214,27 @@ def worktree_remove(repo: str | Path, path: str | Path) -> None:
     git(repo, "worktree", "prune", check=False)
 
 
+def worktree_move(repo: str | Path, src: str | Path, dst: str | Path) -> bool:
+    return bool(git(repo, "worktree", "move", str(src), str(dst), check=False))
+
+
+def worktree_detach(worktree: str | Path) -> bool:
+    """Let go of the branch a pooled worktree holds (no file changes), so the branch can be deleted or
+    checked out elsewhere."""
+    return bool(git(worktree, "checkout", "--quiet", "--detach", check=False))
+
+
+def worktree_switch(worktree: str | Path, base: str, branch: str | None) -> bool:
+    """Point a reused worktree at `base` (on `branch`, or detached) and remove every file that is not
+    `base`'s: git rewrites only the paths whose index entries differ, so this costs O(the diff plus one
+    stat per file), not a checkout of the whole tree. True when the worktree is then exactly `base`."""
+    switch = ["checkout", "--quiet", "--force"] + (["-B", branch, base] if branch else ["--detach", base])
+    if not git(worktree, *switch, check=False) or not git(worktree, "clean", "-ffdxq", check=False):
+        return False
+    left = git(worktree, "status", "--porcelain", "--ignored", "--untracked-files=all", check=False)
+    return bool(left) and not left.stdout.strip()
+
+
 def worktrees(repo: str | Path) -> list[dict[str, str]]:
     entries, cur = [], {}
     for ln in git(repo, "worktree", "list", "--porcelain").stdout.splitlines():

@@ -2,13 +2,15 @@
 
 Attempt 1 of node D1 in topic t runs on `node/t/D1` in `.scratch/worktrees/t/D1`; a later attempt n
 gets `node/t/D1+n` and its own worktree, so no branch is ever moved or deleted before it is merged
-(`+` cannot appear in an id, so the names never collide).
+(`+` cannot appear in an id, so the names never collide). The working copy itself may be a finished
+node's, re-based (workers/pool.py): the branch and the path are still new.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from orchestrate import git
+from orchestrate.workers import pool
 
 
 def branch_name(topic: str, node: str, attempt: int) -> str:
@@ -33,12 +35,17 @@ def create(ctx, node: str, attempt: int, base: str, *, detached: bool = False) -
         attempt += 1
     ctx.emit("intent", {"effect": "worktree-add", "node": node, "branch": branch, "path": str(path), "base": base})
     path.parent.mkdir(parents=True, exist_ok=True)
+    home = ctx.layout.worktrees(topic)
     if detached:
         git.create_branch(ctx.root, branch, base)
+    reused = pool.take(ctx.root, path, home, base, None if detached else branch)
+    if not reused and detached:
         git.worktree_add_detached(ctx.root, path, base)
-    else:
+    elif not reused:
         git.worktree_add(ctx.root, path, branch, base)
-    ctx.emit("result", {"effect": "worktree-add", "node": node, "branch": branch, "path": str(path)})
+    pool.record(path, home)
+    ctx.emit("result", {"effect": "worktree-add", "node": node, "branch": branch, "path": str(path),
+                        **({"reused": True} if reused else {})})
     return attempt, branch, path
 
 
@@ -46,8 +53,14 @@ def remove(ctx, node: str, path: str) -> None:
     if not path or not Path(path).exists():
         return
     ctx.emit("intent", {"effect": "worktree-remove", "node": node, "path": path})
-    git.worktree_remove(ctx.root, path)
-    ctx.emit("result", {"effect": "worktree-remove", "node": node, "path": path})
+    home = ctx.layout.worktrees(ctx.topic)
+    # no more nodes will start once the campaign closes: then everything goes
+    pooled = ctx.campaign.state not in ("CLOSE", "DONE", "HALT") and Path(path).parent == home \
+        and pool.keep(ctx.root, Path(path), home)
+    if not pooled:
+        git.worktree_remove(ctx.root, path)
+        pool.forget(Path(path))
+    ctx.emit("result", {"effect": "worktree-remove", "node": node, "path": path, **({"pooled": True} if pooled else {})})
 
 
 def integration(ctx) -> Path:

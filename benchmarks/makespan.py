@@ -1,0 +1,104 @@
+"""Makespan: a campaign's wall time against its lower bound max(critical path, total work / jobs).
+
+Run by hand: .venv/bin/python benchmarks/makespan.py [--jobs 4] [--nodes 40] [--seed 11] [--scale 1.0]
+
+Two DAGs, each node's worker sleeping a fixed time before its commit:
+- `random`: --nodes nodes, each depending on 1-3 earlier ones, durations 1-5 s drawn with --seed;
+- `chains`: two independent chains whose steps take 4-1-4 s and 1-4-1 s (a barrier per layer costs
+  the most here: the critical path is 9 s, a layered schedule needs 4+4+4 = 12 s plus overhead).
+Durations are multiplied by --scale (0.25 for a quick look). The campaign's fixed cost (validation,
+working copies, gates, merges, recorder) is measured in the same run on the same DAG with workers that
+do not sleep, and added to the bound, so the ratio shows what scheduling loses, not what the engine
+costs (overhead.py measures that). Target (DESIGN §14.3, eager schedule): ratio <= 1.15. Only the
+layered schedule exists today; its ratio is printed as the baseline an eager schedule must beat.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WORKER = """#!/bin/sh
+sleep "$(sed -n "s/^$ORCH_NODE //p" durations.txt)"
+echo "$ORCH_NODE" > "$ORCH_NODE.txt" && git add "$ORCH_NODE.txt" && git commit -qm "$ORCH_NODE"
+"""
+ORCH = str(Path(sys.executable).parent / "orchestrate")
+
+
+def random_dag(n: int, seed: int) -> tuple[dict[str, list[str]], dict[str, float]]:
+    rng = random.Random(seed)
+    deps: dict[str, list[str]] = {}
+    for i in range(n):
+        earlier = [f"R{j}" for j in range(i)]
+        deps[f"R{i}"] = sorted(rng.sample(earlier, min(len(earlier), rng.randint(1, 3)))) if i else []
+    return deps, {node: float(rng.randint(1, 5)) for node in deps}
+
+
+def chains() -> tuple[dict[str, list[str]], dict[str, float]]:
+    deps = {"A1": [], "A2": ["A1"], "A3": ["A2"], "B1": [], "B2": ["B1"], "B3": ["B2"]}
+    return deps, {"A1": 4, "A2": 1, "A3": 4, "B1": 1, "B2": 4, "B3": 1}
+
+
+def critical_path(deps: dict[str, list[str]], cost: dict[str, float]) -> float:
+    finish: dict[str, float] = {}
+    for node in deps:  # ids are generated in a topological order
+        finish[node] = cost[node] + max((finish[d] for d in deps[node]), default=0.0)
+    return max(finish.values())
+
+
+def campaign(root: Path, name: str, deps: dict[str, list[str]], cost: dict[str, float]) -> Path:
+    repo = root / name
+    repo.mkdir()
+    env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
+               GIT_COMMITTER_EMAIL="b@x")
+    run = lambda *a: subprocess.run(a, cwd=repo, env=env, check=True, capture_output=True)  # noqa: E731
+    run("git", "init", "-q", "-b", "main")
+    (repo / "work.sh").write_text(WORKER)
+    (repo / "work.sh").chmod(0o755)
+    (repo / "durations.txt").write_text("".join(f"{n} {c:g}\n" for n, c in cost.items()))
+    run("git", "add", "-A")
+    run("git", "commit", "-qm", "base")
+    run(ORCH, "init")
+    lines = ["topic: span", "workers: {sh: ./work.sh}", "defaults: {sandbox: none}", "nodes:"]
+    lines += [f"  - {{id: {n}, depends_on: [{', '.join(ds)}], file_surface: [{n}.txt], discipline: sh}}"
+              for n, ds in deps.items()]
+    (repo / ".ledger" / "state" / "dag.yaml").write_text("\n".join(lines) + "\n")
+    return repo
+
+
+def wall(repo: Path, jobs: int) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run([ORCH, "run", "--jobs", str(jobs), "--quiet", "--no-interactive"], cwd=repo,
+                          capture_output=True, text=True, env=dict(os.environ, CI="true"))
+    elapsed = time.perf_counter() - t0
+    assert done.returncode == 75, done.stdout + done.stderr
+    return elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=4)
+    ap.add_argument("--nodes", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--scale", type=float, default=1.0)
+    a = ap.parse_args()
+    shapes = {"random": random_dag(a.nodes, a.seed), "chains": chains()}
+    print(f"{'dag':>7} {'nodes':>5} {'critical':>9} {'work/jobs':>9} {'fixed':>7} {'wall':>7} {'ratio':>6}  schedule")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (deps, cost) in shapes.items():
+            cost = {n: c * a.scale for n, c in cost.items()}
+            fixed = wall(campaign(Path(tmp), f"{name}-fixed", deps, {n: 0.0 for n in deps}), a.jobs)
+            took = wall(campaign(Path(tmp), name, deps, cost), a.jobs)
+            cp, spread = critical_path(deps, cost), sum(cost.values()) / a.jobs
+            bound = max(cp, spread) + fixed
+            print(f"{name:>7} {len(deps):>5} {cp:>8.1f}s {spread:>8.1f}s {fixed:>6.1f}s {took:>6.1f}s "
+                  f"{took / bound:>6.2f}  layered (target for eager: <= 1.15)")
+
+
+if __name__ == "__main__":
+    main()

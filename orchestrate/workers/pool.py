@@ -1,0 +1,141 @@
+"""Pooled working copies: a finished node's worktree is kept and re-based for the next node, so a node
+costs O(what differs between the two bases), not a checkout of the whole repository.
+
+A worker had the run of the worktree it leaves behind, so nothing in it is trusted when it is reused:
+- only spares this runner pooled itself are taken (one found on disk after a restart is removed);
+- the `.git` file must still name the admin dir recorded when the worktree was made, or the spare is
+  removed (a worker could point it at a repository of its own);
+- the admin dir keeps only HEAD, commondir and gitdir; a merge, rebase or bisect in progress, a lock,
+  a `locked` mark or a per-worktree config the worker left are deleted;
+- the index is replaced by the copy taken right after orchestrate's own checkout, before the worker
+  started (its hash is checked). Every file the worker touched since then has a newer ctime than that
+  index records, which no unprivileged process can set back, so git sees it as changed and rewrites
+  it; an index the worker crafted to hide a change is never read;
+- then a forced checkout of the new base, `git clean -ffdx` (untracked and ignored files, nested
+  repositories), and `git status --ignored` must come out empty.
+Any step that fails removes the spare and the node gets a fresh worktree, as without a pool.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrate import git
+
+SPARES = 8  # kept per topic; more would only cost disk
+_KEEP = frozenset({"HEAD", "commondir", "gitdir", "index"})  # the index is then replaced by the snapshot
+
+
+@dataclass(frozen=True)
+class Made:
+    """What orchestrate knew of a worktree when it handed it to a worker."""
+    admin: Path
+    snapshot: Path
+    digest: str
+
+
+_made: dict[str, Made] = {}  # worktree path -> its record, for worktrees this process made or re-based
+_spares: dict[str, Made] = {}  # spare path -> record
+
+
+def folder(worktrees: Path) -> Path:
+    return worktrees / ".pool"
+
+
+def record(path: Path, worktrees: Path) -> None:
+    """Remember a worktree orchestrate has just checked out, before any worker runs in it."""
+    admin = git.admin_dir(path)
+    if admin is None or not (admin / "index").is_file():
+        return
+    snapshot = folder(worktrees) / f"{path.name}.index"
+    snapshot.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(admin / "index", snapshot)  # copy2: git's racy-timestamp check needs the index's mtime
+    _made[str(path)] = Made(admin, snapshot, _digest(snapshot))
+
+
+def keep(root: Path, path: Path, worktrees: Path) -> bool:
+    """Move a finished worktree into the pool instead of removing it; False when it must be removed."""
+    made = _made.pop(str(path), None)
+    pool = folder(worktrees)
+    if made is None or len(_spares_in(pool)) >= SPARES:
+        return False
+    spare = pool / f"spare-{path.name}"
+    # scrubbed first: a `locked` mark or a half-done merge the worker left would refuse the move
+    if spare.exists() or not _trusted(path, made) or not _reset_admin(made) \
+            or not git.worktree_move(root, path, spare):
+        return False
+    git.worktree_detach(spare)
+    _spares[str(spare)] = made
+    return True
+
+
+def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None) -> bool:
+    """Re-base a spare as `path` (on `branch`, or detached at `base`); False when there was none to use."""
+    for spare in _spares_in(folder(worktrees)):
+        made = _spares.pop(str(spare), None)
+        if made is None:  # pooled by another process: its history is unknown here
+            _discard(root, spare)
+            continue
+        if _trusted(spare, made) and git.worktree_move(root, spare, path):
+            if _reset_admin(made) and git.worktree_switch(path, base, branch):
+                made.snapshot.unlink(missing_ok=True)
+                return True
+            _discard(root, path)
+        else:
+            _discard(root, spare)
+        made.snapshot.unlink(missing_ok=True)
+        return False
+    return False
+
+
+def forget(path: Path) -> None:
+    """A worktree (or spare) that was removed: drop its record and its index copy; the pool folder goes
+    with its last spare."""
+    made = _made.pop(str(path), None) or _spares.pop(str(path), None)
+    if made is not None:
+        made.snapshot.unlink(missing_ok=True)
+    pool = path.parent
+    if pool.name == ".pool" and pool.is_dir() and not any(p.is_dir() for p in pool.iterdir()):
+        shutil.rmtree(pool, ignore_errors=True)
+
+
+def _discard(root: Path, path: Path) -> None:
+    """Remove a worktree git may no longer recognise as one (its .git file rewritten): the folder goes
+    in any case, and prune then drops its admin dir."""
+    git.worktree_remove(root, path)
+    if path.exists() or path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+        git.git(root, "worktree", "prune", check=False)
+
+
+def _spares_in(pool: Path) -> list[Path]:
+    return sorted(p for p in pool.iterdir() if p.is_dir() and p.name.startswith("spare-")) if pool.is_dir() else []
+
+
+def _trusted(spare: Path, made: Made) -> bool:
+    dot = spare / ".git"
+    if dot.is_symlink() or not dot.is_file():
+        return False
+    return dot.read_text(errors="replace").strip() == f"gitdir: {made.admin}" and made.admin.is_dir() \
+        and made.snapshot.is_file() and _digest(made.snapshot) == made.digest
+
+
+def _reset_admin(made: Made) -> bool:
+    try:
+        for entry in made.admin.iterdir():
+            if entry.name in _KEEP and entry.is_file() and not entry.is_symlink():
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        shutil.copy2(made.snapshot, made.admin / "index")
+    except OSError:
+        return False
+    return True
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

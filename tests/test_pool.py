@@ -1,0 +1,97 @@
+"""Pooled working copies (workers/pool.py): a node that reuses a finished node's worktree sees exactly its
+base, whatever the worker before it left behind, with and without the sandbox."""
+from __future__ import annotations
+
+import pytest
+
+from orchestrate.workers import sandbox
+from tests.engine_helpers import campaign_repo, journal
+
+# A leaves what a careless or hostile worker leaves: an ignored build folder with a nested repository in
+# it, a tracked file changed and hidden from `git add -A` (assume-unchanged), a merge
+# "in progress" and a lock mark in its worktree's admin dir. B writes down what it finds.
+WORKER = r"""#!/bin/sh
+set -eu
+case "$ORCH_NODE" in
+  A)
+    echo A > a.txt && git add a.txt && git commit -qm A
+    mkdir -p build/deep && echo junk > build/out.o && echo junk > build/deep/x
+    mkdir -p build/nested && git -C build/nested init -q && echo n > build/nested/n.txt
+    echo hostile > shared.txt && git update-index --assume-unchanged shared.txt
+    admin="$(git rev-parse --git-dir)"
+    git rev-parse HEAD > "$admin/MERGE_HEAD" && echo "reason" > "$admin/locked" ;;
+  B)
+    admin="$(git rev-parse --git-dir)"
+    { echo "shared: $(cat shared.txt)"
+      echo "status: $(git status --porcelain --ignored --untracked-files=all -- . ':!b.txt' | tr '\n' ' ')"
+      echo "flags: $(git ls-files -v | grep -v '^H' | tr '\n' ' ')"
+      for f in build "$admin/MERGE_HEAD" "$admin/locked"; do test -e "$f" && echo "left: $f"; done
+      echo "a: $(cat a.txt)"
+    } > b.txt 2>&1 || true
+    git add b.txt && git commit -qm B ;;
+esac
+"""
+DAG = """\
+topic: pool
+workers: {{sh: "./work.sh"}}
+defaults: {{sandbox: {mode}}}
+nodes:
+  - {{id: A, title: leaves a mess, depends_on: [], file_surface: [a.txt], discipline: sh}}
+  - {{id: B, title: looks around, depends_on: [A], file_surface: [b.txt], discipline: sh}}
+"""
+FILES = {".gitignore": "build/\n", "shared.txt": "original\n"}
+BWRAP = sandbox.probe()
+
+
+@pytest.mark.parametrize("mode", ["none", pytest.param("bwrap", marks=pytest.mark.skipif(
+    BWRAP is not None, reason=f"bubblewrap does not work here: {BWRAP}"))])
+def test_a_reused_worktree_holds_exactly_the_new_base(tmp_path, orch, mode):
+    repo = campaign_repo(tmp_path, DAG.format(mode=mode), WORKER, FILES)
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 75, done.out + done.err
+    adds = {e["context"]["node"]: e["context"] for e in journal(repo, "pool")
+            if e["kind"] == "result" and e["context"].get("effect") == "worktree-add"}
+    assert adds["B"].get("reused"), "B did not reuse A's working copy: this test would prove nothing"
+    seen = dict(line.partition(": ")[::2] for line in repo.git("show", "campaign/pool:b.txt").splitlines())
+    assert seen == {"shared": "original", "status": "", "flags": "", "a": "A"}  # A's merge, and nothing else
+    assert repo.git("show", "campaign/pool:shared.txt") == "original"
+
+
+def test_nothing_is_pooled_after_close_and_no_worktree_is_left(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG.format(mode="none"), WORKER, FILES)
+    assert orch("run", "--no-interactive", cwd=repo).rc == 75
+    assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1
+    assert not (repo / ".scratch" / "worktrees" / "pool" / ".pool").exists()
+
+
+def test_a_spare_whose_git_file_was_rewritten_is_not_reused(tmp_path):
+    """A worker that points its worktree's .git file at a repository of its own: the spare is removed and
+    the caller makes a fresh working copy."""
+    from orchestrate import git
+    from orchestrate.workers import pool
+    from tests.helpers import make_repo
+    repo = make_repo(tmp_path / "repo", {"f.txt": "x\n"})
+    home = tmp_path / "trees"
+    first = home / "N1"
+    git.worktree_add(repo, first, "node/t/N1", "HEAD")
+    pool.record(first, home)
+    assert pool.keep(repo, first, home)
+    spare = pool.folder(home) / "spare-N1"
+    (tmp_path / "evil").mkdir()
+    git.init_repo(tmp_path / "evil")
+    (spare / ".git").write_text(f"gitdir: {tmp_path / 'evil' / '.git'}\n")
+    assert not pool.take(repo, home / "N2", home, "HEAD", "node/t/N2")
+    assert not spare.exists() and not (home / "N2").exists()
+    assert str(spare) not in repo.git("worktree", "list")
+
+
+def test_a_spare_pooled_by_another_process_is_removed_not_reused(tmp_path):
+    from orchestrate import git
+    from orchestrate.workers import pool
+    from tests.helpers import make_repo
+    repo = make_repo(tmp_path / "repo", {"f.txt": "x\n"})
+    home = tmp_path / "trees"
+    spare = pool.folder(home) / "spare-N1"
+    git.worktree_add(repo, spare, "node/t/N1", "HEAD")  # on disk, but this process never pooled it
+    assert not pool.take(repo, home / "N2", home, "HEAD", "node/t/N2")
+    assert not spare.exists()
