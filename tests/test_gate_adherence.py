@@ -381,7 +381,7 @@ def test_cli_wrong_arguments_exit_2_with_usage(repo, orch, args):
 def test_cli_help_lists_exit_codes(orch):
     r = orch("gate", "adherence", "--help")
     assert r.rc == 0
-    assert "exit codes:" in r.out
+    assert "Exit codes:" in r.out
     for code in ("0", "1", "2"):
         assert f"  {code}  " in r.out
     assert "--node-head" in r.out and "DIRECT" in r.out

@@ -340,7 +340,7 @@ def test_cli_same_topic_twice_is_fine(rec, orch):
 def test_cli_help_lists_exit_codes_and_the_rule(orch):
     r = orch("gate", "close-check", "--help")
     assert r.rc == 0
-    assert "exit codes:" in r.out
+    assert "Exit codes:" in r.out
     for code in ("0", "1", "2"):
         assert f"  {code}  " in r.out
     assert "Sufficiency Review" in r.out and "3 words" in r.out

@@ -335,6 +335,6 @@ def test_cli_wrong_arguments_and_help(orch):
     assert "Traceback" not in wrong.err
     assert orch("gate", "coherence", "--base", "x", "--bogus").rc == 2
     helped = orch("gate", "coherence", "--help")
-    assert helped.rc == 0 and "exit codes:" in helped.out
+    assert helped.rc == 0 and "Exit codes:" in helped.out
     for code in ("0  COHERENT", "1  INCOHERENT", "2  bad refs"):
         assert code in helped.out

@@ -193,7 +193,7 @@ def test_wrong_arguments_are_2_with_usage(repo, tmp_path, orch):
 
 def test_help_lists_the_exit_codes(orch):
     result = orch("gate", "evaluators", "--help")
-    assert result.rc == 0 and "exit codes" in result.out
+    assert result.rc == 0 and "Exit codes" in result.out
     for code in ("0 ", "1 ", "2 "):
         assert f"  {code}" in result.out
     assert "--command" in result.out and "--worktree" in result.out

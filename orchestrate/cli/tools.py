@@ -72,7 +72,7 @@ def replay(paths: tuple[Path, ...], update: bool, topic: str | None, recorder: P
 
     PATHS: cram-style .t files, or folders (every *.t below them, hidden ones left out). Each runs
     with cram's semantics (prysk's where they differ): its commands in one /bin/sh, in
-    $CRAMTMP/<file name>, with the caller's environment and LANG, LC_ALL, LANGUAGE=C, TZ=GMT, CDPATH,
+    $PRYSK_TEMP/<file name>, with the caller's environment and LANG, LC_ALL, LANGUAGE=C, TZ=GMT, CDPATH,
     COLUMNS=80, GREP_OPTIONS reset; TESTDIR, TESTFILE, TMPDIR set. A failing file prints a unified
     diff; a shell exiting 80, or an empty file, is skipped. The last line counts them:
     `N passed, N failed, N skipped`. --update rewrites each failing file (unless a command did not

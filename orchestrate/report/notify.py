@@ -16,7 +16,10 @@ from orchestrate.errors import ProcError
 
 def decide_commands(topic: str, seam: dict) -> list[str]:
     """The exact commands that answer `seam`, one per choice."""
-    return [f"orchestrate decide {seam.get('seam')} {choice} --topic {topic} --note \"...\""
+    name = seam.get("seam")
+    # `budget raise` is refused without the new limit, so its command says where the limit goes
+    extra = {("budget", "raise"): " --limit-usd X"}
+    return [f"orchestrate decide {name} {choice}{extra.get((name, choice), '')} --topic {topic} --note \"...\""
             for choice in seam.get("choices", [])]
 
 
