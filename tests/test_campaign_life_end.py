@@ -123,14 +123,6 @@ def test_a_closed_stdout_neither_breaks_the_run_nor_prints_a_traceback(life):
     assert shown.returncode == 0 and shown.stderr == ""
 
 
-def test_attempt_messages_say_the_truth_after_a_rework():
-    from orchestrate.engine import judge
-    assert judge.attempt_text(2, 2, 3) == "attempt 2 of 3"
-    assert judge.attempt_text(2, 1, 1) == "attempt 2; failure 1 of 1 allowed since the last rework"
-    assert judge.spent_text(1, 1, 1) == "attempts spent (1 of 1)"
-    assert judge.spent_text(3, 1, 1) == "attempts spent (1 of 1 since the last rework, 3 in all)"
-
-
 @pytest.mark.parametrize("choice", ["rework", "skip", "halt"])
 def test_resume_after_each_realignment_answer_never_crashes(life, orch, choice):
     _paused_at_realignment(life, orch)

@@ -111,7 +111,7 @@ def test_a_terminal_gets_a_live_line_per_running_node_and_a_pipe_gets_no_cursor_
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     child = pexpect.spawn(sys.executable, ["-m", "orchestrate", "run"], cwd=str(repo), env=env, encoding="utf-8",
                           timeout=60)
-    child.expect(r"N1\s+running\s+\d+\.\ds")
+    child.expect(r"N1\s+(?:\x1b\[[0-9;]*m)*running(?:\x1b\[[0-9;]*m)*\s+\d+\.\ds")  # the phase word is coloured
     child.expect(r"decide \(accept, reject, pause\)")
     child.sendeof()
     child.expect(pexpect.EOF)

@@ -1,6 +1,8 @@
 """Amendments of the campaign's DAG in the recorder (WIDEN, SERIALIZE), each re-validated and journalled."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 
 from orchestrate.atomic import write_atomic
@@ -26,8 +28,9 @@ def amend_node(ctx, node_id: str, reason: str, *, add_surface: list[str] | None 
     path = ctx.dag_file
     if ctx.campaign.dag_hash and file_hash(path) != ctx.campaign.dag_hash:
         raise Halted(f"{path} changed outside the engine while the campaign ran, so it cannot be amended now",
-                     hint="restore it from the recorder (`git -C .ledger diff` shows the edit); a person's "
-                          "edit of the plan is settled by the dag-amendment seam at the next layer boundary")
+                     hint="restore it from the recorder (`git -C .ledger diff` shows the edit), or keep it and "
+                          "`orchestrate resume`: a person's edit of the plan opens the dag-amendment seam before "
+                          "anything uses it")
     data, _ = yamlfile.load(path.read_text(), str(path))
     data = _plain(data)
     for raw in data["nodes"]:
@@ -47,11 +50,23 @@ def amend_node(ctx, node_id: str, reason: str, *, add_surface: list[str] | None 
         write_atomic(path, old_text)
         ctx.reload_dag(edited=True)
         raise
+    _rewatch(ctx, path)
     ctx.emit("dag", {"node": node_id, "reason": reason, "add_surface": add_surface or [],
                      "serialize": serialize, "expect": {str(k): v for k, v in (expect or {}).items()}})
     past = ctx.campaign.layers[: ctx.campaign.k]
     layers = past + remaining_layers(dag, past)
     ctx.emit("schedule", {"layers": layers, "dag_hash": file_hash(path), "reason": reason})
+
+
+def _rewatch(ctx, path) -> None:
+    """The engine's own amendment is not a worker's edit: the watch over the recorder's files (taken
+    before the layer's workers started) learns the new content, so it is not put back as foreign."""
+    watched = getattr(ctx.watch, "recorder", None)
+    if not watched:
+        return
+    for known in list(watched):
+        if Path(known).resolve() == Path(path).resolve():
+            watched[known] = Path(path).read_bytes()
 
 
 def remaining_layers(dag, past: list[list[str]]) -> list[list[str]]:
@@ -71,3 +86,123 @@ def update_premises(ctx, node_id: str, reason: str) -> None:
               if r["rc"] != r["expect"] and not r.get("timed_out") and r["rc"] is not None}  # a hang proves nothing
     if actual:
         amend_node(ctx, node_id, reason, expect=actual)
+
+
+# Where nothing runs and nothing half-done waits on the plan: a person's edit is settled here, first.
+# (AWAIT and SURFACE_EXCEED have workers out or frozen, REALIGN a freeze to settle, SEAM an answer due.)
+UNGUARDED = ("DERIVE", "AWAIT", "SURFACE_EXCEED", "REALIGN", "SEAM")
+
+
+def edited(ctx) -> bool:
+    """Is the campaign's DAG copy not the one last approved (a person edited it), with no amendment seam
+    open or answered yet? Then nothing may use it before the dag-amendment seam settles it."""
+    c = ctx.campaign
+    if ctx.recorder is None or not c.dag_hash or c.state in UNGUARDED or c.decision is not None:
+        return False
+    if c.seam is not None:
+        return False
+    try:
+        return file_hash(ctx.dag_file) != c.dag_hash
+    except OSError:
+        return True  # deleted: that too is an edit a person answers for
+
+
+def open_seam(ctx, derived_from=()) -> None:
+    """The dag-amendment seam, showing the nodes and fields the edit changed (before -> after)."""
+    from orchestrate.seams.choices import CHOICES
+    c = ctx.campaign
+    try:
+        current = file_hash(ctx.dag_file)
+    except OSError:
+        current = ""
+    ctx.emit("seam", {"seam": "dag-amendment", "node": None, "choices": list(CHOICES["dag-amendment"]),
+                      "bound_to": c.tip, "reason": f"{ctx.dag_file} was edited since it was last approved; "
+                      "nothing uses the edit until it is accepted here", "show": dag_changes(ctx),
+                      "dag_hash": current, "return_to": c.state}, derived_from=list(derived_from))
+    ctx.out.line(f"the campaign's DAG was edited: seam dag-amendment before {c.state} runs")
+
+
+def dag_changes(ctx) -> list[str]:
+    """What the edit added, removed or changed: nodes, each changed field before -> after, edges, checks.
+    Line numbers are where a thing is written, not what it is: a shifted node is not a changed one."""
+    from orchestrate.dag.load import check_dag
+    old = approved(ctx) or ctx.dag
+    if not ctx.dag_file.exists():
+        return [f"{ctx.dag_file} was deleted"]
+    new, problems = check_dag(ctx.dag_file, topic=ctx.topic, brief_dir=ctx.brief_dir)
+    if new is None:
+        return ["the edited DAG is invalid:"] + [f"  {p}" for p in problems[:20]]
+    lines = [f"added node {n}" for n in new.by_id if n not in old.by_id]
+    lines += [f"removed node {n}" for n in old.by_id if n not in new.by_id]
+    for n in old.by_id:
+        if n in new.by_id:
+            lines += [f"node {n}: {field} {before} -> {after}"
+                      for field, before, after in _field_changes(old.by_id[n], new.by_id[n])]
+    old_edges, new_edges = {_edge_key(e): e for e in old.edges}, {_edge_key(e): e for e in new.edges}
+    lines += [f"added edge {k}" for k in new_edges if k not in old_edges]
+    lines += [f"removed edge {k}" for k in old_edges if k not in new_edges]
+    for k in old_edges:
+        if k in new_edges:
+            lines += [f"edge {k}: {f} {b} -> {a}" for f, b, a in _field_changes(old_edges[k], new_edges[k])]
+    for name in ("checks", "workers", "mode", "base", "params"):
+        before, after = _shown(getattr(old, name)), _shown(getattr(new, name))
+        if before != after:
+            lines.append(f"{name}: {before} -> {after}")
+    if _shown(old.policy) != _shown(new.policy):
+        lines.append(f"policy: {_shown(old.policy)} -> {_shown(new.policy)}")
+    return lines or ["only formatting or comments changed"]
+
+
+IGNORED = ("line", "lines", "index", "id")  # where it is written, and the key it is matched by
+
+
+def _field_changes(old, new) -> list[tuple[str, str, str]]:
+    import dataclasses
+    found = []
+    for f in dataclasses.fields(old):
+        if f.name in IGNORED:
+            continue
+        before, after = _shown(getattr(old, f.name)), _shown(getattr(new, f.name))
+        if before != after:
+            found.append((f.name, before, after))
+    return found
+
+
+def _edge_key(edge) -> str:
+    return f"{edge.src} -{edge.predicate}-> {edge.dst}"
+
+
+def _shown(value) -> str:
+    """A value as a person reads it in YAML-ish flow style, with line numbers left out."""
+    import dataclasses
+    import json
+
+    def plain(v):
+        if dataclasses.is_dataclass(v):
+            return {f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)
+                    if f.name not in ("line", "lines", "index") and getattr(v, f.name) != f.default}
+        if isinstance(v, dict):
+            return {str(k): plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+    return json.dumps(plain(value), sort_keys=True, default=str)
+
+
+def approved(ctx):
+    """The DAG as last approved: the recorder's version whose hash the journal holds."""
+    import hashlib
+
+    from orchestrate import git
+    from orchestrate.dag.validate import validate
+    try:
+        rel = str(ctx.dag_file.relative_to(ctx.layout.ledger))
+    except ValueError:
+        return None
+    for sha in git.lines(ctx.layout.ledger, "log", "--format=%H", "--", rel):
+        text = git.show_file(ctx.layout.ledger, sha, rel)
+        if text is not None and hashlib.sha256(text.encode()).hexdigest() == ctx.campaign.dag_hash:
+            data, _ = yamlfile.load(text, rel)
+            dag, _ = validate(data, rel, topic=ctx.topic, brief_dir=ctx.brief_dir)
+            return dag
+    return None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -37,6 +38,7 @@ class Context:
     gate_plugins: dict | None = None  # the gate plugins the DAG names, loaded on first use
     watch: object = None  # workers.fingerprint.Fingerprint taken before this layer's workers started
     blamed: dict = field(default_factory=dict)  # node -> what it changed outside its node, while running
+    launching: str = ""  # the node whose start() is asking the executor now (it says itself how that went)
 
     @property
     def root(self) -> Path:
@@ -59,6 +61,11 @@ class Context:
                                     derived_from=derived_from, hold=kind not in WRITE_AHEAD)
         apply(self.campaign, entry)
         return entry
+
+    def runner_tags(self) -> dict[str, str]:
+        """What every process this runner starts for the campaign carries in its environment (workers,
+        evaluators, campaign checks), so a resume after this runner died can find and stop them."""
+        return {"ORCH_TOPIC": self.topic, "ORCH_RUNNER": str(os.getpid())}
 
     def node_state(self, node_id: str):
         return self.campaign.nodes[node_id]

@@ -58,6 +58,27 @@ def abandon(ctx, node_id: str, failures: int, feedback: str, derived_from=()) ->
                  f"its branch {ns.branch} is kept")
 
 
+def said(v: Verdict) -> str:
+    """One verdict for a failure line: its summary, which evaluators or checks failed and why, and the log
+    to read (`FAIL: 1 of 2 evaluator(s) failed` alone names neither)."""
+    failing = [f"{i.subject} ({i.detail})" if i.detail else i.subject for i in v.failing()][:5]
+    log = v.data.get("log") if isinstance(v.data, dict) else None
+    named = f": {', '.join(failing)}" if failing and v.gate in NAMED_GATES else ""
+    return f"{v.summary}{named}" + (f"; log: {log}" if log else "")
+
+
+NAMED_GATES = ("evaluators",)  # campaign checks run through the same gate
+
+
+def cannot_start(v: Verdict, kind: str = "evaluator") -> str:
+    """Which evaluators (or campaign checks) could not start, and where to read why; "" when all ran."""
+    if v.gate not in NAMED_GATES or v.code != 2:
+        return ""
+    which = [f"`{i.subject}` ({i.detail})" for i in v.items if i.status == "ERROR"]
+    log = v.data.get("log")
+    return f"{kind}(s) {', '.join(which) or '?'} could not start" + (f"; log: {log}" if log else "")
+
+
 def failure_text(verdicts: list[Verdict]) -> str:
     """What the next attempt's brief says about this one."""
     parts = []
@@ -65,5 +86,18 @@ def failure_text(verdicts: list[Verdict]) -> str:
         if v.ok:
             continue
         lines = [i.line() for i in v.failing()][:20]
-        parts.append(f"- {v.gate}: {v.summary}" + "".join(f"\n    {ln}" for ln in lines))
+        log = v.data.get("log") if isinstance(v.data, dict) else None
+        parts.append(f"- {v.gate}: {v.summary}" + (f" (log: {log})" if log else "")
+                     + "".join(f"\n    {ln}" for ln in lines))
     return "\n".join(parts)
+
+
+def environment_stop(ctx, members: list[str], why: str) -> None:
+    """The environment, not the work, failed (a worker, evaluator or check that cannot start): no attempt
+    is spent. The attempt is undone (worktree and branch gone, the node as before it) and the campaign
+    stops at the realignment seam (case `environment`) naming what to fix; answering rework after the fix
+    starts the node again with the same attempt number."""
+    from orchestrate.workers.launch import roll_back
+    for node_id in members:
+        roll_back(ctx, node_id, env_error=why)
+        ctx.out.line(f"{node_id}: STOPPED, not an attempt: {why}")

@@ -1,20 +1,23 @@
 """The loop: run the current state's handler, look the next state up in the table, record, repeat.
 
+Before a state runs, a DAG a person edited since it was last approved opens the dag-amendment seam
+instead (amend.edited says where that is checked); nothing uses the edit until it is accepted there.
 It stops at a terminal state (HALT, SEAM). Ctrl-C kills every worker's process group, records the
 interruption and exits 130; `orchestrate resume` continues from the journal.
 """
 from __future__ import annotations
 
-from orchestrate.engine import schedule
+from orchestrate.engine import amend, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.handlers import HANDLERS
-from orchestrate.engine.states import TERMINAL, State
+from orchestrate.engine.states import TERMINAL, Outcome, State
 from orchestrate.engine.table import next_state
 from orchestrate.errors import ExitCode, Interrupted, OrchestrateError
 from orchestrate.recorder import checkpoints, sketch
 from orchestrate.recorder.campaign import LANDED
 from orchestrate.report.notify import Notifier, decide_commands
 from orchestrate.seams import choices as seams
+from orchestrate.workers import handwork, launch
 
 # A checkpoint holds the whole state, so writing one per merge would make a campaign quadratic; one
 # per this many journal entries bounds what resume replays while the cost per node stays flat.
@@ -34,7 +37,11 @@ def _walk(ctx: Context) -> State:
     try:
         while state not in TERMINAL:
             ctx.out.state(state.value, ctx.campaign, ctx.layout.runs(ctx.topic), _focus(ctx, state))
-            outcome = HANDLERS[state](ctx)
+            if amend.edited(ctx):  # a person's edit of the plan is settled before anything uses it
+                amend.open_seam(ctx)
+                outcome = Outcome.AMENDED
+            else:
+                outcome = HANDLERS[state](ctx)
             nxt = next_state(state, outcome)
             detail, ctx.subject = ctx.subject, ""
             verdicts = [e["context"] for e in ctx.recorder.held if e["kind"] == "verdict"] if ctx.recorder else []
@@ -48,15 +55,25 @@ def _walk(ctx: Context) -> State:
                 if nxt in TERMINAL or (state is State.CHECKPOINT and ctx.recorder.seq + len(ctx.recorder.held)
                                        - ctx.checkpointed >= CHECKPOINT_EVERY):
                     _checkpoint(ctx, f"{state.value} -> {nxt.value}")
+                if nxt in TERMINAL and ctx.campaign.closed:  # the committed report shows what was decided after CLOSE
+                    from orchestrate.report import html as report_html
+                    report_html.refresh(ctx.layout, ctx.topic)
                 ctx.recorder.commit(subject)
                 _notify(ctx, nxt, verdicts)
             ctx.out.line(f"{state.value} -> {nxt.value} ({outcome.value}{': ' + detail if detail else ''})")
             state = nxt
     except KeyboardInterrupt:
+        queued = [r.node for r in getattr(ctx.executor, "queue", ())]
         ctx.executor.cancel_all()
         ctx.out.stop_live()
         if ctx.recorder is not None:
             ctx.recorder.held.clear()  # the half-done state runs again on resume
+            if state is State.DISPATCH:  # its DISPATCHED entries were never recorded: undo what they began
+                queued += [n for n, ns in ctx.campaign.nodes.items() if ns.status == "DISPATCHED" and ns.prior
+                           and not ns.freeze and not handwork.is_human(ctx.dag, n) and n not in queued]
+            for node in queued:  # never started (or, in DISPATCH, never recorded): not an attempt
+                if launch.never_ran(ctx.campaign.nodes[node]) or state is State.DISPATCH:
+                    launch.roll_back(ctx, node)
             ctx.emit("interrupt", {"state": state.value})
             ctx.recorder.commit(f"{ctx.topic}: interrupted in {state.value}")
         raise Interrupted(f"interrupted in {state.value}; workers stopped",

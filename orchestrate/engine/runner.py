@@ -50,7 +50,7 @@ def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: s
     if not dag_file.exists():
         raise UsageError(f"{dag_file}: no such DAG file", hint="create it, or pass --dag PATH")
     replies = read_answers(answers)
-    name = _topic_of(dag_file, topic)
+    name = _topic_of(dag_file, topic, layout.root)
     if name is None:  # invalid DAG: DERIVE halts before anything is written
         return drive(Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None,
                              executor=LocalExecutor(1), out=Reporter(quiet=quiet), topic_override=topic,
@@ -79,6 +79,9 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=from_log, warn=lambda m: out.always(f"warning: {m}"),
                                   crashed=lock.took_over is not None)
+        if not campaign.dag_path:  # its runner died in DERIVE, before the campaign's `open` was recorded
+            raise UsageError(f"campaign {name} was never opened: its runner stopped before recording it",
+                             hint="start it again with `orchestrate run --dag PATH` (nothing of it is in use)")
         if campaign.closed:
             abandon.refuse_resume(recorder)
         if campaign.state == "HALT":
@@ -87,11 +90,48 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
             ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=ex,
                                   out=out, answers=read_answers(answers)))
             ctx.reload_dag()
+            _stop_leftovers(ctx, lock.took_over)
+            _unqueue(ctx)
             resume.repair(ctx)
             if campaign.state in ("HALT", "PAUSE"):
                 campaign.state = _stopped_in(recorder, campaign.state)  # that state runs again: after a fix, or an answer
+            if campaign.state == "SEAM" and campaign.seam is None and campaign.decision is None:
+                # an accepted amendment that proved invalid halted: the layer's routing runs again, and the
+                # (now fixed) DAG opens the dag-amendment seam first
+                campaign.state = "CHECKPOINT"
             out.line(f"resuming campaign {name} in {campaign.state}")
             return drive(ctx)
+
+
+def _stop_leftovers(ctx: Context, dead: dict | None) -> None:
+    """A runner that died (kill -9, a lost machine) leaves its workers, evaluators and campaign checks
+    running: each carries the runner's tags, so they are found and stopped before anything starts again."""
+    if not dead or not dead.get("pid"):
+        return
+    from orchestrate import proc
+    killed = proc.kill_tagged({"ORCH_TOPIC": ctx.topic, "ORCH_RUNNER": str(dead["pid"])})
+    if killed:
+        ctx.emit("repair", {"repair": "leftover-kill", "pids": killed, "runner": dead["pid"],
+                            "message": f"stopped {len(killed)} process(es) the dead runner {dead['pid']} left"},
+                 source_entity="orchestrate:resume", source_type="repair")
+        ctx.out.always(f"repair: stopped {len(killed)} process(es) the dead runner (pid {dead['pid']}) left running: "
+                       f"{' '.join(map(str, killed))}")
+
+
+def _unqueue(ctx: Context) -> None:
+    """Nodes that only waited for a slot when the runner stopped never ran: not an attempt, so they go
+    back to how they were and start with the attempt number they were given."""
+    from orchestrate.workers import handwork, launch
+    for ns in ctx.campaign.nodes.values():
+        if launch.never_ran(ns) and not handwork.is_human(ctx.dag, ns.id) and not _has_result(ctx, ns):
+            launch.roll_back(ctx, ns.id)
+            ctx.out.always(f"repair: {ns.id} was queued and never started; it starts as attempt {ns.attempt + 1}")
+
+
+def _has_result(ctx: Context, ns) -> bool:
+    return any(e["kind"] == "result" and e["context"].get("node") == ns.id and e["context"].get("effect") ==
+               "worker-start" and e["context"].get("attempt") == ns.attempt and "rc" in e["context"]
+               for e in ctx.recorder.read())
 
 
 def _refuse_answered_halt(recorder: Recorder, campaign: Campaign) -> None:
@@ -99,6 +139,9 @@ def _refuse_answered_halt(recorder: Recorder, campaign: Campaign) -> None:
     would find no seam to settle. Say so, and how to end the campaign; nothing is written."""
     if _stopped_in(recorder, "HALT") != "SEAM" or campaign.seam is not None or campaign.decision is not None:
         return
+    last = next((e["context"] for e in reversed(recorder.read()) if e["kind"] == "decision"), {})
+    if last.get("seam") == "dag-amendment" and last.get("choice") == "accept":
+        return  # not a person's halt: the DAG they accepted was invalid, and they may fix it
     name = recorder.topic
     raise Halted(f"campaign {name} is halted: {campaign.halt or 'a seam was answered halt'}",
                  hint=f"that was a person's answer, which resume does not undo: `orchestrate abandon --topic {name} "
@@ -193,14 +236,21 @@ def _hooked(ctx: Context) -> Context:
     """Journal each worker's pid as it starts, so resume can stop a worker its dead runner left."""
     def spawned(request, pid: int) -> None:
         ctx.emit("result", {"effect": "worker-spawn", "node": request.node, "attempt": request.attempt, "pid": pid})
+        if request.node != ctx.launching:  # it waited in the queue: its attempt begins only now
+            ctx.out.line(f"{request.node}: started attempt {request.attempt} (it was queued)")
     ctx.executor.on_spawn = spawned
     return ctx
 
 
-def _topic_of(dag_file: Path, topic: str | None) -> str | None:
+def _topic_of(dag_file: Path, topic: str | None, root: Path) -> str | None:
+    """The campaign's topic, once its base is known to name a commit: a failure that exits 2 (no commits
+    yet, a typo in `base:`) must come before the campaign lock creates anything."""
     from orchestrate.dag.load import check_dag
     dag, _ = check_dag(dag_file, topic=topic)
-    return dag.topic if dag is not None else None
+    if dag is None:
+        return None
+    git.resolve(root, dag.base)
+    return dag.topic
 
 
 def _refuse_reuse(layout: Layout, topic: str) -> None:

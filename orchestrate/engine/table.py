@@ -67,6 +67,9 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.SEAM, O.REJECTED, S.HALT, "(+) final acceptance refused"),
     Transition(S.SEAM, O.HALTED, S.HALT, "(+) answer halt"),
     Transition(S.SEAM, O.RETURNED, S.AWAIT, "(+) handwork done: what the person committed is the attempt's result"),
+    *(Transition(state, O.AMENDED, S.SEAM, "(+) a person edited the DAG since it was approved: seam dag-amendment "
+                 "before the state runs (engine.amend.edited)")
+      for state in (S.RUN_LAYER, S.DISPATCH, S.RECONCILE, S.MERGE, S.CHECKPOINT, S.CLOSE)),
     Transition(S.SEAM, O.CROSSING, S.RUN_LAYER, "(+) guardrail approved (the edge is crossed) or skipped (not taken): the layer is decided again"),
 )
 

@@ -35,6 +35,9 @@ class NodeState:
     accept_entry: str = ""  # the accept verdict its merge cites
     settled_entry: str = ""  # the entry that made it ACCEPTED or ABANDONED, which edge decisions cite
     objects: str = ""  # a sandboxed attempt's private object store (empty: not sandboxed)
+    spawned: int = 0  # the attempt whose process last started; below `attempt`, that attempt is only queued
+    prior: dict = field(default_factory=dict)  # the node as it was before this attempt, to go back to if it never ran
+    env_error: str = ""  # why the environment stopped its last attempt (not counted as one); a person decides
 
 
 @dataclass
@@ -160,6 +163,10 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         c.node(ctx["node"]).accept_entry = event["id"]
     elif kind == "rediscover":
         c.workers.pop(ctx["node"], None)
+    elif kind == "result" and ctx.get("effect") == "worker-spawn":
+        # written ahead while the node's own DISPATCHED entry is still held: keyed by attempt, so order is moot
+        ns = c.node(ctx["node"])
+        ns.spawned = max(ns.spawned, ctx["attempt"])
     elif kind == "gate" and ctx.get("node"):
         ns = c.node(ctx["node"])
         ns.gate_rcs[ctx["gate"]] = ctx["code"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from orchestrate.atomic import write_atomic
 from orchestrate.engine import plugin_gates as plugingates
-from orchestrate.recorder.campaign import DISPATCHED
+from orchestrate.recorder.campaign import DISPATCHED, INVALIDATED, PENDING, REWORK
 from orchestrate.workers import brief, containment, discovery, handwork, worktrees
 from orchestrate.workers.local import LocalExecutor, WorkRequest
 
@@ -16,11 +16,15 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None
     command = discovery.command(ctx, node_id)  # before any effect: a vanished worker plugin changes nothing
     human = handwork.is_human(ctx.dag, node_id)
     jailed = not human and isinstance(ctx.executor, LocalExecutor) and containment.enabled(ctx, node)
+    prior = ns.prior
     if resume_attempt:
         attempt, branch, path = ns.attempt, ns.branch, ctx.root / ns.worktree
         base = ns.base
         jailed = jailed and bool(ns.objects)  # a resumed attempt keeps the way it started
     else:
+        prior = {k: getattr(ns, k) for k in PRIOR}
+        if ns.status not in WAITING:  # an attempt a crash cut off, replaced: it is over, as after a rework
+            prior["status"] = REWORK
         attempt, branch, path = worktrees.create(ctx, node_id, ns.attempt + 1, base, detached=jailed)
     run_dir = ctx.layout.runs(c.topic) / node_id
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -34,11 +38,12 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None
                                            related=_related(ctx.dag, node_id)))
     env = brief.worker_env(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch, base=base,
                            brief=brief_path, return_file=return_file)
+    env.update(ctx.runner_tags())
     if jail is not None:
         env.update(jail.env)
     ctx.emit("node", {"node": node_id, "status": DISPATCHED, "attempt": attempt, "branch": branch,
                       "worktree": str(path.relative_to(ctx.root)), "base": base, "freeze": None, "rc": None,
-                      "objects": jail.objects if jail else ""})
+                      "objects": jail.objects if jail else "", "prior": prior, "env_error": ""})
     if human:
         handwork.open_seam(ctx, node_id, worktree=path, branch=branch, brief=brief_path, return_file=return_file)
         return
@@ -47,8 +52,45 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None
                           readable=jail.readable if jail else ())
     ctx.emit("intent", {"effect": "worker-start", "node": node_id, "attempt": attempt, "command": command,
                         "log": str(request.log)})
-    ctx.executor.start(request)
-    ctx.out.line(f"{node_id}: dispatched attempt {attempt} on {branch}")
+    ctx.launching = node_id
+    try:
+        ctx.executor.start(request)
+    finally:
+        ctx.launching = ""
+    if node_id in getattr(ctx.executor, "live", {node_id: None}):
+        ctx.out.line(f"{node_id}: started attempt {attempt} on {branch}")
+    else:  # no --jobs slot is free: not an attempt until its process starts (the spawn hook says so)
+        ctx.out.line(f"{node_id}: queued attempt {attempt} on {branch} (waiting for a free --jobs slot)")
+
+
+# What a node goes back to when the attempt it was given never ran, or the environment stopped it.
+WAITING = (PENDING, REWORK, INVALIDATED)
+PRIOR = ("status", "attempt", "branch", "worktree", "base", "head", "rc", "log", "objects", "spawned")
+
+
+def never_ran(ns) -> bool:
+    """A DISPATCHED node whose attempt is still queued: no process of it was ever started."""
+    return ns.status == DISPATCHED and not ns.freeze and bool(ns.prior) and ns.spawned < ns.attempt
+
+
+def roll_back(ctx, node_id: str, *, env_error: str = "") -> None:
+    """Undo an attempt that does not count: its worktree and branch go, the node is as it was before it
+    (its attempt number too). With `env_error`, the environment stopped it and a person must decide."""
+    ns = ctx.campaign.nodes[node_id]
+    prior = dict(ns.prior) or {"status": PENDING, "attempt": ns.attempt - 1, "branch": "", "worktree": "",
+                               "base": "", "head": "", "rc": None, "log": "", "objects": "", "spawned": 0}
+    branch, worktree, head = ns.branch, ns.worktree, ns.head
+    if worktree:
+        worktrees.remove(ctx, node_id, str(ctx.root / worktree))
+    if branch and branch != prior.get("branch"):
+        from orchestrate import git
+        at = git.rev_parse(ctx.root, branch)
+        if at is not None:
+            ctx.emit("intent", {"effect": "branch-delete", "node": node_id, "branch": branch, "sha": at})
+            git.delete_branch(ctx.root, branch, at)
+            ctx.emit("result", {"effect": "branch-delete", "node": node_id, "branch": branch,
+                                "head": head or at})
+    ctx.emit("node", {"node": node_id, **prior, "prior": {}, "freeze": None, "env_error": env_error})
 
 
 def _related(dag, node_id: str) -> tuple:

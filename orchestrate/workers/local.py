@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from orchestrate import proc
+from orchestrate.errors import ProcError
 
 FREEZE_KINDS = {
     "surface-exceed": {"paths"},
@@ -117,6 +118,7 @@ class LocalExecutor:
     on_spawn: object = None  # called with (request, pid) so the pid is journalled before we wait on it
     queue: list[WorkRequest] = field(default_factory=list)
     live: dict[str, _Running] = field(default_factory=dict)
+    unstarted: list[WorkOutcome] = field(default_factory=list)  # could not start: reported by the next poll
 
     def start(self, request: WorkRequest) -> None:
         self.queue.append(request)
@@ -136,6 +138,12 @@ class LocalExecutor:
                     from orchestrate.workers import sandbox
                     argv = sandbox.wrap(argv, cwd=req.worktree, writable=req.sandbox, readable=req.readable)
                 popen = proc.spawn(argv, cwd=req.worktree, env=req.env, log=handle)
+            except ProcError as exc:  # the environment's fault, never the worker's: the engine says so
+                handle.write(f"orchestrate: {exc.message}\n".encode())
+                handle.close()
+                rc = 127 if isinstance(exc.__cause__, FileNotFoundError) else 126
+                self.unstarted.append(WorkOutcome(req.node, req.attempt, rc, 0.0, log=str(req.log)))
+                continue
             except Exception:
                 handle.close()
                 raise
@@ -144,7 +152,7 @@ class LocalExecutor:
                 self.on_spawn(req, popen.pid)
 
     def poll(self) -> list[WorkOutcome]:
-        done = []
+        done, self.unstarted = self.unstarted, []
         now = time.monotonic()
         for node, run in list(self.live.items()):
             rc = run.popen.poll()
@@ -165,14 +173,18 @@ class LocalExecutor:
                                     freeze, error))
             del self.live[node]
         self._fill()
+        done += self.unstarted
+        self.unstarted = []
         return done
 
     def running(self) -> list[tuple[str, float]]:
         now = time.monotonic()
-        return [(n, now - r.started) for n, r in self.live.items()] + [(q.node, 0.0) for q in self.queue]
+        return ([(n, now - r.started) for n, r in self.live.items()] + [(q.node, 0.0) for q in self.queue]
+                + [(u.node, 0.0) for u in self.unstarted])
 
     def cancel_all(self) -> None:
         self.queue.clear()
+        self.unstarted.clear()
         for run in self.live.values():
             proc.kill_group(run.popen.pid)
             proc.kill_tagged(_tags(run.request))

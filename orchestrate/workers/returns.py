@@ -103,3 +103,32 @@ def reported_usage(ctx, outcome) -> dict:
         ctx.out.line(f"{outcome.node}: warning: malformed usage file {why}")
         return {"usage_error": why}
     return {"usage": clean}
+
+
+# The shell's codes for a command it could not find (127) or not execute (126), and EX_UNAVAILABLE (69),
+# which the coding-agent presets exit with after an `orchestrate: ` line when the agent is missing or not
+# logged in. None of them says anything about the work: they are the environment's, never an attempt.
+CANNOT_START = (126, 127)
+AGENT_UNAVAILABLE = 69
+AGENT_PREFIX = "orchestrate: "
+
+
+def environment_error(rc: int | None, log: str) -> str:
+    """Why the environment, not the worker, ended this attempt (naming the command and the line that
+    says so), or "" when the attempt ran and its exit code is a verdict on its work."""
+    if rc not in CANNOT_START and rc != AGENT_UNAVAILABLE:
+        return ""
+    try:
+        lines = Path(log).read_text(errors="replace").splitlines() if log else []
+    except OSError:
+        lines = []
+    header = next((ln for ln in lines[:1] if ln.startswith("# orchestrate: node ")), "")
+    command = header.split(": ", 2)[2] if header.count(": ") >= 2 else "?"
+    body = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("# orchestrate: ")]
+    if rc == AGENT_UNAVAILABLE:
+        said = next((ln for ln in body if ln.startswith(AGENT_PREFIX)), "")
+        return f"the worker `{command}` cannot work here (exit 69): {said}" if said else ""
+    how = "was not found" if rc == 127 else "could not be executed"
+    said = next((ln for ln in reversed(body) if any(w in ln.lower() for w in (
+        "not found", "no such file", "permission denied", "cannot start", "cannot execute"))), "")
+    return f"the worker command `{command}` {how} (exit {rc})" + (f": {said}" if said else "")

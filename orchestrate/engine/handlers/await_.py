@@ -10,7 +10,8 @@ from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import DISPATCHED
 from orchestrate.seams.choices import CHOICES
-from orchestrate.workers.returns import fail_attempt, returned
+from orchestrate.workers.launch import roll_back
+from orchestrate.workers.returns import environment_error, fail_attempt, returned
 
 POLL_FIRST, POLL_MAX = 0.002, 0.1  # quick workers are noticed at once, long ones cost little
 
@@ -29,6 +30,8 @@ def handle(ctx: Context) -> Outcome:
             returned(ctx, outcome)
             if outcome.node in ctx.blamed:
                 fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].head, ctx.blamed.pop(outcome.node))
+            if environment_error(outcome.rc, outcome.log):  # the next ones would meet the same: keep them waiting
+                _unqueue(ctx, ex)
         if not running:
             break
         ctx.out.running(running, queued=[r.node for r in getattr(ex, "queue", ())])
@@ -53,3 +56,11 @@ def handle(ctx: Context) -> Outcome:
     if not schedule.landed(ctx):  # they wait for a LOOPS_WITH peer that has yet to start (a person's node)
         return Outcome.NEXT
     return Outcome.RETURNED
+
+
+def _unqueue(ctx: Context, ex) -> None:
+    """Take back every attempt still waiting for a slot: none of it ran, so none of it counts."""
+    for request in list(getattr(ex, "queue", ())):
+        ex.queue.remove(request)
+        roll_back(ctx, request.node)
+        ctx.out.line(f"{request.node}: not started (a worker could not start); it waits as it was")

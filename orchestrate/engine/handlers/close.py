@@ -47,20 +47,53 @@ def handle(ctx: Context) -> Outcome:
     if integ.exists():
         worktrees.remove(ctx, "(integration)", str(integ))
     ctx.layout.active_dag.unlink(missing_ok=True)
+    missing = not_accepted(ctx)
+    reason = (f"campaign/{c.topic} is complete at {c.tip[:12]}" if not missing else
+              f"campaign/{c.topic} ends at {c.tip[:12]} without {len(missing)} of {len(c.nodes)} node(s): "
+              + ", ".join(f"{n} ({c.nodes[n].status})" for n in missing))
     ctx.emit("seam", {"seam": "final-acceptance", "node": None, "choices": list(CHOICES["final-acceptance"]),
-                      "bound_to": c.tip, "reason": f"campaign/{c.topic} is complete at {c.tip[:12]}",
-                      "show": [f"review: git log --first-parent {c.baseline[:12]}..{c.branch}",
-                               f"retrospective: {sketch.find(ctx.layout.ledger, c.topic)}"]})
+                      "bound_to": c.tip, "reason": reason,
+                      "show": [f"not accepted: {n}: {why}" for n, why in missing.items()] + [
+                          f"review: git log --first-parent {c.baseline[:12]}..{c.branch}",
+                          f"retrospective: {sketch.find(ctx.layout.ledger, c.topic)}"]})
     return Outcome.CLOSED
+
+
+def not_accepted(ctx: Context) -> dict[str, str]:
+    """Every node that is not ACCEPTED, with why, in the journal's words: who skipped it at which seam
+    (and for which node it was skipped along), the edge or condition that left it out, why it was abandoned."""
+    c = ctx.campaign
+    why: dict[str, str] = {}
+    decision: dict = {}
+    for e in ctx.recorder.read():
+        cx = e["context"]
+        if e["kind"] == "decision":
+            decision = cx
+        elif e["kind"] == "node" and cx.get("status") in ("SKIPPED", "ABANDONED"):
+            n = cx["node"]
+            if cx.get("feedback", "").startswith("skipped ("):
+                why[n] = cx["feedback"]
+            elif cx["status"] == "ABANDONED":
+                first = (cx.get("feedback") or "").strip().splitlines()[:1]
+                why[n] = (f"abandoned after {cx.get('failures', '?')} failed attempt(s) (on_exhausted: continue)"
+                          + (f": {first[0]}" if first else ""))
+            elif decision.get("choice") == "skip":
+                along = "" if decision.get("node") == n else f", along with {decision.get('node')}, which it needs"
+                note = f": {decision['note']}" if decision.get("note") else ""
+                why[n] = f"skipped by {decision.get('who')} at the {decision.get('seam')} seam{along}{note}"
+    return {n: why.get(n, f"{s.status.lower()}") for n, s in c.nodes.items() if s.status != "ACCEPTED"}
 
 
 def retrospective(ctx: Context) -> str:
     c = ctx.campaign
     dag = ctx.dag
-    rows = ["| node | status | attempts | seconds | merge |", "|---|---|---|---|---|"]
+    entries = ctx.recorder.read()
+    judging, merging = _state_seconds(entries, "RECONCILE"), _state_seconds(entries, "MERGE")
+    rows = ["| node | status | attempts | worker s | judging s | merge s | merge |", "|---|---|---|---|---|---|---|"]
     for n in c.merged + [x for x in c.nodes if x not in c.merged]:
         s = c.nodes[n]
-        rows.append(f"| {n} | {s.status} | {s.attempt} | {s.seconds:.1f} | {s.merge[:12] or '-'} |")
+        rows.append(f"| {n} | {s.status} | {s.attempt} | {s.seconds:.1f} | {judging.get(n, 0.0):.1f} | "
+                    f"{merging.get(n, 0.0):.1f} | {s.merge[:12] or '-'} |")
     no_evaluators = [n.id for n in dag.nodes if not n.evaluators and not n.complete]
     no_tripwires = [n.id for n in dag.nodes if not n.tripwires and not n.complete]
     reworked = [n for n, s in c.nodes.items() if s.attempt > 1]
@@ -77,6 +110,7 @@ def retrospective(ctx: Context) -> str:
         "Coherence searched for literal references to removed paths and configured names; renamed concepts "
         "described in prose, and behaviour outside the repository, were not checked.",
     ]
+    review[3:3] = flaky(ctx, entries)
     if c.flags:  # `warn` guardrails crossed with a violation: the one place a person must see them
         review.insert(0, "Guardrails warned and the campaign crossed anyway: " + "; ".join(
             f"{f['message']} (node {f['node']})" for f in c.flags) + ".")
@@ -87,3 +121,66 @@ def retrospective(ctx: Context) -> str:
         "## Sufficiency Review", "", *[f"- {r}" for r in review], "",
         sketch.usage_section(provenance.usage_rows(ctx.recorder.read())),
     ])
+
+
+def _state_seconds(entries: list[dict], state: str) -> dict[str, float]:
+    """Seconds each node spent in `state` (RECONCILE: judging; MERGE: merging, checks included), from the
+    journal's timestamps: a state runs from the transition into it to the transition out of it, and its
+    transition names the node (or LOOPS_WITH group) it was about."""
+    from datetime import datetime
+    spent: dict[str, float] = {}
+    began = None
+    for e in entries:
+        if e["kind"] != "transition":
+            continue
+        at = datetime.fromisoformat(e["created_at"].replace("Z", "+00:00"))
+        cx = e["context"]
+        if cx["from"] == state and began is not None and cx.get("detail"):
+            for n in cx["detail"].replace("+", " ").split():
+                spent[n] = spent.get(n, 0.0) + (at - began).total_seconds()
+        began = at
+    return spent
+
+
+def flaky(ctx: Context, entries: list[dict]) -> list[str]:
+    """A retry accepted with exactly the change an earlier attempt was refused for (the same tree diff)
+    says more about the gate than about the work: likely a flaky evaluator."""
+    attempts: dict[str, dict[int, dict]] = {}  # node -> attempt -> {base, head, failed: [gate...]}
+    for e in entries:
+        cx = e["context"]
+        n = cx.get("node")
+        if not n:
+            continue
+        ns = attempts.setdefault(n, {})
+        if e["kind"] == "node" and cx.get("status") == "DISPATCHED" and cx.get("attempt"):
+            ns[cx["attempt"]] = {"base": cx.get("base", ""), "head": "", "failed": [], "verdict": ""}
+        current = ns[max(ns)] if ns else None
+        if current is None:
+            continue
+        if e["kind"] == "node" and cx.get("head") and "prior" not in cx:  # not an attempt undone
+            current["head"] = cx["head"]
+        elif e["kind"] == "gate" and cx.get("code"):
+            current["failed"].append(cx["gate"])
+        elif e["kind"] == "verdict":
+            current["verdict"] = cx.get("verdict", "")
+    found = []
+    for n, runs in attempts.items():
+        accepted = [a for a, r in runs.items() if r["verdict"] == "accept" and r["head"]]
+        if not accepted:
+            continue
+        good = runs[accepted[-1]]
+        for a, r in sorted(runs.items()):
+            if a < accepted[-1] and r["verdict"] in ("rework", "escalate") and r["head"] and r["failed"] \
+                    and r["head"] != r["base"] and _change(ctx, r) == _change(ctx, good):
+                found.append(f"{n}: attempt {accepted[-1]} was accepted with the same change attempt {a} was "
+                             f"refused for (identical tree diff), by {', '.join(sorted(set(r['failed'])))}: "
+                             "likely a flaky evaluator; run it again on that change before trusting it.")
+                break
+    return found
+
+
+def _change(ctx: Context, run: dict) -> list[str]:
+    """An attempt's change as (status, path, resulting blob): equal for byte-identical changes even when
+    their bases differ elsewhere."""
+    raw = git.lines(ctx.root, "diff-tree", "-r", "--no-commit-id", "--no-renames", run["base"], run["head"])
+    return sorted(" ".join(ln.split()[3:5]) + " " + ln.split("\t", 1)[-1] for ln in raw if ln.startswith(":"))

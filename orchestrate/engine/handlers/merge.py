@@ -57,12 +57,20 @@ def handle(ctx: Context) -> Outcome:
     if ctx.dag.checks:
         ns = c.nodes[first]
         checks = evaluators.check(ctx.dag.checks, integ, log_path=ctx.layout.runs(c.topic) / first /
-                                  f"checks-{ns.attempt}.log")
+                                  f"checks-{ns.attempt}.log", env=ctx.runner_tags())
         entries = [judge.record(ctx, m, checks)["id"] for m in members]
+        if why := judge.cannot_start(checks, "campaign check"):
+            git.merge_abort(integ)
+            ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
+            judge.environment_stop(ctx, members, why)
+            return Outcome.ESCALATE
         if not checks.ok and not _pre_existing(ctx, integ, checks):
             git.merge_abort(integ)
             ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
-            return _rework(ctx, members, checks)
+            since = _merged_since(ctx, members)
+            return _rework(ctx, members, Verdict(checks.gate, checks.code, "campaign check(s) failed on the merged "
+                                                 f"tree: {judge.said(checks)}" + (f"; {since}" if since else ""),
+                                                 checks.items, checks.data))
     faults.reach("merge")
     titles = "; ".join(ctx.dag.by_id[m].title for m in members)
     label = f"node {first}" if len(members) == 1 else f"group {ctx.subject}"
@@ -75,6 +83,18 @@ def handle(ctx: Context) -> Outcome:
         worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
     ctx.out.line(f"{ctx.subject}: merged into {c.branch} ({sha[:12]})")
     return Outcome.MERGED
+
+
+def _merged_since(ctx: Context, members: list[str]) -> str:
+    """Which nodes were merged onto the campaign head after these members branched: what a check that
+    passed on their own trees may have met only on the merged one."""
+    c = ctx.campaign
+    bases = {c.nodes[m].base for m in members}
+    since = [n for n in c.merged if n not in members and c.nodes[n].merge
+             and not all(git.is_ancestor(ctx.root, c.nodes[n].merge, b) for b in bases if b)]
+    if not since:
+        return ""
+    return f"merged since {'their' if len(members) > 1 else 'its'} base: {', '.join(since)}"
 
 
 def _merged_before_crash(ctx: Context, heads: list[str]) -> str | None:
@@ -115,7 +135,7 @@ def _pre_existing(ctx: Context, integ, checks: Verdict) -> bool:
     probe.parent.mkdir(parents=True, exist_ok=True)
     git.worktree_add_detached(ctx.root, probe, ctx.campaign.tip)
     try:
-        alone = evaluators.check(stash, probe)
+        alone = evaluators.check(stash, probe, env=ctx.runner_tags())
     finally:
         git.worktree_remove(ctx.root, probe)
     return alone.code == 1 and {i.subject for i in alone.failing()} >= failing
@@ -130,7 +150,8 @@ def _rework(ctx: Context, members: list[str], verdict: Verdict) -> Outcome:
         failures = ns.failures + 1
         feedback = judge.failure_text([verdict])
         decided = judge.next_verdict(node, failures)
-        ctx.out.line(f"{node_id}: merge refused ({verdict.summary}); {decided.upper()}")
+        ctx.out.line(f"{node_id}: merge refused ({verdict.summary}); {decided.upper()} "
+                     f"({judge.attempt_text(ns.attempt, failures, judge.budget(node))})")
         if decided == "abandon":
             judge.abandon(ctx, node_id, failures, feedback)
             worst = Outcome.ABANDONED if worst is Outcome.REWORK else worst

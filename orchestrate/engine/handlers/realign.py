@@ -1,9 +1,10 @@
 """REALIGN: a node's premise failed or its attempts are spent; the plan needs a decision."""
 from __future__ import annotations
 
+from orchestrate.engine import judge
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
-from orchestrate.recorder.campaign import DISPATCHED, INVALIDATED, REWORK
+from orchestrate.recorder.campaign import DISPATCHED, INVALIDATED, PENDING, REWORK
 from orchestrate.seams.choices import CHOICES
 
 
@@ -18,8 +19,20 @@ def handle(ctx: Context) -> Outcome:
     return Outcome.NEEDS_HUMAN
 
 
+WAITING = (PENDING, REWORK, INVALIDATED)  # where an attempt the environment stopped leaves its node
+
+
 def _why(ctx: Context) -> tuple[str, str, str]:
     c = ctx.campaign
+    for n in c.layer() + [x for x in c.nodes if x not in c.layer()]:
+        s = c.nodes[n]
+        if s.env_error and s.status in WAITING:
+            others = [x for x, o in c.nodes.items() if x != n and o.env_error and o.status in WAITING]
+            also = f"; also stopped so, and started again with it: {', '.join(others)}" if others else ""
+            return n, "environment", (
+                f"{s.env_error}\nnot counted as an attempt: {n} is at attempt {s.attempt} and has no branch for it; "
+                f"fix the environment (PATH, the agent's login), then answer rework (`orchestrate decide "
+                f"realignment rework --note WHAT-CHANGED`) and `orchestrate resume` starts it as attempt {s.attempt + 1}{also}")
     for n in c.layer() + [x for x in c.nodes if x not in c.layer()]:
         s = c.nodes[n]
         if s.status == DISPATCHED and s.freeze and s.freeze.get("freeze") == "refuted-premise":
@@ -28,5 +41,6 @@ def _why(ctx: Context) -> tuple[str, str, str]:
         if s.status == INVALIDATED:
             return n, "stale-premise", s.feedback or "a premise is stale"
         if s.status == REWORK and s.verdict == "escalate":
-            return n, "attempts-spent", f"attempts spent ({s.failures}); the last failure:\n{s.feedback}"
+            spent = judge.spent_text(s.attempt, s.failures, judge.budget(ctx.dag.by_id[n]))
+            return n, "attempts-spent", f"{spent}; the last failure:\n{s.feedback}"
     raise AssertionError("REALIGN entered with nothing to realign")

@@ -15,6 +15,7 @@ from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED, LANDED, PENDING, REWORK
 from orchestrate.seams.choices import CHOICES
+from orchestrate.workers.returns import environment_error
 
 
 def handle(ctx: Context) -> Outcome:
@@ -31,6 +32,13 @@ def handle(ctx: Context) -> Outcome:
         ctx.halt_reason = f"campaign/{c.topic} breaks adherence: {audit.summary}"
         ctx.emit("halt", {"reason": ctx.halt_reason, "gate": entry["id"]}, derived_from=[entry["id"]])
         return Outcome.ADHERENCE_FAILED
+    stopped = {n: why for n in c.with_status(LANDED) if c.nodes[n].rc not in (0, None)
+               and (why := environment_error(c.nodes[n].rc, c.nodes[n].log))}
+    if stopped:  # all of them at once: one fix, one answer
+        for n, why in stopped.items():
+            judge.environment_stop(ctx, [n], why)
+        ctx.subject = " ".join(stopped)
+        return Outcome.ESCALATE
     node_id = schedule.landed(ctx)[0]
     ctx.subject = node_id
     group = [m for m in ctx.dag.group_of(node_id) if c.nodes[m].status == LANDED]
@@ -44,8 +52,12 @@ def handle(ctx: Context) -> Outcome:
         verdicts = [_worker_failed(ns)]
     else:
         run_dir = ctx.layout.runs(c.topic) / node_id
-        evaluated = evaluators.check(ctx.dag.effective_checks(node_id), worktree,
+        evaluated = evaluators.check(ctx.dag.effective_checks(node_id), worktree, env=ctx.runner_tags(),
                                      log_path=run_dir / f"evaluators-{ns.attempt}.log", default_timeout=node.timeout)
+        if why := judge.cannot_start(evaluated):
+            judge.record(ctx, node_id, evaluated)
+            judge.environment_stop(ctx, [node_id], why)
+            return Outcome.ESCALATE
         verdicts, entries = _judge(ctx, node_id, [evaluated])
         split = _reviewers_disagree(node, evaluated)
         if split and all(v.ok for v in verdicts[1:]):
@@ -101,9 +113,8 @@ def _fail(ctx: Context, node_id: str, failed: list[Verdict], entries: list[str],
     extra = {"group_id": group_id} if group_id else {}
     entry = ctx.emit("verdict", {"node": node_id, "verdict": verdict, "at": ns.head, "reasons": feedback, **extra},
                      derived_from=entries)
-    budget = node.max_rework + 1 if node.on_exhausted == "continue" else node.max_attempts
-    ctx.out.line(f"{node_id}: {verdict.upper()} (attempt {ns.attempt} of {budget}): "
-                 + "; ".join(v.summary for v in failed))
+    ctx.out.line(f"{node_id}: {verdict.upper()} ({judge.attempt_text(ns.attempt, failures, judge.budget(node))}): "
+                 + "; ".join(judge.said(v) for v in failed))
     if verdict == "abandon":
         judge.abandon(ctx, node_id, failures, feedback, derived_from=[entry["id"]])
         return Outcome.ABANDONED
@@ -120,6 +131,9 @@ def _group(ctx: Context, members: list[str]) -> Outcome:
     group_id = "+".join(members)
     ctx.subject = group_id
     combined = _combined_evaluators(ctx, members, group_id)
+    if why := judge.cannot_start(combined):
+        judge.environment_stop(ctx, members, why)
+        return Outcome.ESCALATE
     outcomes: dict[str, tuple[list[Verdict], list[str]]] = {}
     for m in members:
         ns = c.nodes[m]
@@ -133,7 +147,7 @@ def _group(ctx: Context, members: list[str]) -> Outcome:
                      derived_from=outcomes[m][1])
         ctx.out.line(f"group {group_id}: ACCEPT on the combined tree")
         return Outcome.ACCEPT
-    failing = [f"{m}: {v.summary}" for m, (verdicts, _) in outcomes.items() for v in verdicts if not v.ok]
+    failing = [f"{m}: {judge.said(v)}" for m, (verdicts, _) in outcomes.items() for v in verdicts if not v.ok]
     worst = Outcome.REWORK
     for m in members:
         own = [v for v in outcomes[m][0] if not v.ok]
@@ -171,7 +185,7 @@ def _combined_evaluators(ctx: Context, members: list[str], group_id: str) -> Ver
         log = ctx.layout.runs(c.topic) / members[0] / f"group-{c.nodes[members[0]].attempt}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         return evaluators.check(tuple(checks[name] for name in sorted(checks)), scratch, log_path=log,
-                                default_timeout=timeout)
+                                default_timeout=timeout, env=ctx.runner_tags())
     finally:
         git.worktree_remove(ctx.root, scratch)
 
@@ -183,7 +197,7 @@ def _plugin_gates(ctx: Context, node_id: str, worktree, ns) -> list:
         return []
     if ctx.gate_plugins is None:
         ctx.gate_plugins = plugingates.load(ctx.dag, lambda m: ctx.out.always(f"warning: {m}"))
-    env = {"ORCH_TOPIC": ctx.topic, "ORCH_NODE": node_id, "ORCH_BASE": ns.base, "ORCH_HEAD": ns.head}
+    env = {**ctx.runner_tags(), "ORCH_NODE": node_id, "ORCH_BASE": ns.base, "ORCH_HEAD": ns.head}
     return [plugingates.run(ctx.gate_plugins, g, worktree, env) for g in gates]
 
 
