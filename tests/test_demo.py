@@ -52,8 +52,6 @@ def _printed_steps(out: str, repo: Path, prog: str) -> list[list[str]]:
     return steps
 
 
-@pytest.mark.xfail(strict=True, reason="needs engine/handlers/seam.py to give an accepted dag-amendment's new "
-                   "nodes the current layer (past = layers[:k], not [:k + 1]); see the report")
 def test_the_red_demos_printed_recovery_works_end_to_end(tmp_path, orch):
     repo = tmp_path / "r"
     red = orch("demo", repo, "--red", "--quiet")

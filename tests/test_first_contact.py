@@ -132,8 +132,6 @@ def test_a_dag_and_a_config_problem_are_listed_together(tmp_path, orch):
     assert "dag.yaml:" in r.out and "config.yaml:1: sandbox.writeable: unknown key" in r.out
 
 
-@pytest.mark.xfail(strict=True, reason="needs engine/runner.py run_campaign to resolve the DAG's base before it "
-                   "takes the campaign lock (which creates .scratch/locks/)")
 def test_an_exit_2_failure_in_a_repository_without_commits_creates_nothing(tmp_path, orch):
     repo = tmp_path / "empty"
     repo.mkdir()

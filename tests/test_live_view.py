@@ -77,7 +77,7 @@ def test_on_a_terminal_the_header_counts_nodes_done_and_queued_nodes_show_as_que
         for name in names:
             (release / name).touch()
 
-    child.expect(re.escape("live | layer 1 of 2 | 0/4 done | 1 running | 2 queued | 0 judging"))
+    child.expect(re.escape("live | layer 0 (layers 0-1) | 0/4 done | 1 running | 2 queued | 0 judging"))
     child.expect(rf"A\s+{SGR}running{SGR}\s+\d+\.\ds\s+A is waiting for its release")
     child.expect(rf"B\s+{SGR}queued")
     seen = child.logfile_read.getvalue()
@@ -91,7 +91,7 @@ def test_on_a_terminal_the_header_counts_nodes_done_and_queued_nodes_show_as_que
     release_("judge-A")
     child.expect(rf"A\s+{SGR}merging{SGR}\s+\d+\.\ds")  # the campaign check holds MERGE
     release_("merge")
-    child.expect(re.escape("live | layer 2 of 2 | 3/4 done | 1 running | 0 queued | 0 judging"))
+    child.expect(re.escape("live | layer 1 (layers 0-1) | 3/4 done | 1 running | 0 queued | 0 judging"))
     release_("D")
     child.expect(r"decide \(accept, reject, pause\) \[pause\]: ")
     child.sendline("accept")
@@ -165,7 +165,7 @@ def test_queued_nodes_are_listed_as_queued_with_no_time(tmp_path):
     progress.workers([("A", 4.0), ("B", 0.0)], queued=["B"])  # as the executors report a queued node
     lines = progress.node_lines()
     assert lines[0].split() == ["A", "running", "4.0s"] and lines[1].split() == ["B", "queued"]
-    assert "t | layer 1 of 2 | 0/3 done | 1 running | 1 queued | 0 judging | elapsed 5.0s | AWAIT" == progress.header()
+    assert "t | layer 0 (layers 0-1) | 0/3 done | 1 running | 1 queued | 0 judging | elapsed 5.0s | AWAIT" == progress.header()
     c.nodes["A"].status = LANDED  # A returned while B still runs
     progress.workers([("B", 2.0)], queued=[])
     assert [line.split()[:2] for line in progress.node_lines()] == [["B", "running"], ["A", "landed"]]
@@ -203,7 +203,7 @@ def test_off_a_terminal_a_progress_summary_every_30_seconds_while_workers_run(tm
         out.running([("A", 60.0)])
         lines = said.getvalue().splitlines()
         assert len(lines) == 1
-        assert lines[0].endswith("progress: t layer 1 of 1, 0/1 done, 1 running (A 31.0s), 0 queued, 0 judging, "
+        assert lines[0].endswith("progress: t layer 0 (layers 0-0), 0/1 done, 1 running (A 31.0s), 0 queued, 0 judging, "
                                  "elapsed 30.0s")
         clock.now += 1
         out.running([("A", 61.0)])
@@ -231,5 +231,5 @@ def test_the_progress_summary_keeps_its_pace_through_frequent_transitions(tmp_pa
             clock.now += 1
             out.state(state, c, tmp_path)
     lines = said.getvalue().splitlines()
-    assert len(lines) == 3 and all("progress: t layer 1 of 1, 0/2 done" in line for line in lines)
+    assert len(lines) == 3 and all("progress: t layer 0 (layers 0-0), 0/2 done" in line for line in lines)
     assert [line.split("elapsed ")[1] for line in lines] == ["12.0s", "24.0s", "36.0s"]

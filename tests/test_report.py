@@ -282,12 +282,12 @@ def test_refresh_rewrites_the_closed_report_after_final_acceptance(tmp_path, orc
     repo = campaign_repo(tmp_path, USAGE_DAG, USAGE_WORKER)
     assert orch("run", "--quiet", cwd=repo).rc == 75
     page = next((repo / ".ledger" / "log").glob("????-??-??-spend.html"))
-    assert '<p class="muted">closed · report written' in page.read_text()  # CLOSE's, before the seam
+    assert '<p class="muted">paused at seam final-acceptance · report written' in page.read_text()
     assert orch("decide", "final-acceptance", "accept", "--note", "looks right", cwd=repo).rc == 0
 
-    assert html.refresh(project(repo), "spend") == page
-
-    text = page.read_text()
+    text = page.read_text()  # the engine rewrote it on the way to DONE, and the recorder holds that version
+    assert repo.git("-C", ".ledger", "show", f"HEAD:log/{page.name}") == text.strip()
+    assert html.refresh(project(repo), "spend") == page and page.read_text() == text
     assert '<p class="muted">accepted by ' in text and "Open seam" not in text
     assert re.search(r"seam final-acceptance at \+[\d.]+s: .* decided <b>accept</b> by .*: looks right", text)
 

@@ -147,7 +147,7 @@ def test_the_live_view_is_captured_with_its_colours_and_photographed(tmp_path):
     env = f"env -u CI -u COLUMNS -u LINES TERM=tmux-256color PYTHONPATH={ROOT}"
     tmux.start(repo, f"{env} {sys.executable} -m orchestrate run --jobs 2")
     try:
-        tmux.wait_for(r"live \| layer 1 of 2 \| 0/4 done \| 2 running \| 1 queued")
+        tmux.wait_for(r"live \| layer 0 \(layers 0-1\) \| 0/4 done \| 2 running \| 1 queued")
         (release / "B").touch()  # B lands and waits to be judged; C takes its slot
         tmux.wait_for(r"(?s)0/4 done \| 2 running \| 0 queued.*C\s+running\s+[1-9]\.\ds.*B\s+landed")
         screen = tmux.screen()
@@ -163,7 +163,7 @@ def test_the_live_view_is_captured_with_its_colours_and_photographed(tmp_path):
     assert re.search(r"C\s+running\s+\d+\.\ds\s+C is waiting for its release", plain)
     assert "B: worker exited 0" in plain  # transitions scroll above the view
     shown = page(screen.rstrip("\n") + "\n")
-    assert re.search(r'<span style="[^"]*font-weight:bold[^"]*">live \| layer 1 of 2', shown)
+    assert re.search(r'<span style="[^"]*font-weight:bold[^"]*">live \| layer 0 \(layers 0-1\)', shown)
     assert re.search(r'<span style="color:[^"]+;font-weight:bold">running</span>', shown)
     assert re.search(r'<span style="color:[^"]+">landed</span>', shown)
     if BROWSER is None:

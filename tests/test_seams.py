@@ -150,24 +150,28 @@ def test_review_divergence_asks_and_accept_merges(tmp_path):
     assert cli(repo, "why", "N1").returncode == 0 and cli(repo, "doctor").returncode == 0
 
 
-EDITS_DAG = """#!/bin/sh
+# N1 fails its first attempt, so the run pauses at realignment; meanwhile a person edits the plan.
+FAILS_ONCE = """#!/bin/sh
 set -eu
-if [ "$ORCH_NODE" = N1 ]; then
-  sed -i 's/title: two,/title: "two renamed",/' "$ORCH_WORKTREE/../../../../.ledger/state/t/dag.yaml"
-fi
 echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr N n).txt" && git add -A && git commit -qm "$ORCH_NODE"
 """
 
 
-def test_dag_amendment_is_shown_and_accepting_it_continues(tmp_path):
-    # The worker stands in for a person editing the plan mid-run: in the sandbox it could not.
-    repo = make(tmp_path, EDITS_DAG, sandbox="none")
+def test_dag_amendment_is_shown_before_the_edit_is_used_and_accepting_it_continues(tmp_path):
+    repo = make(tmp_path, FAILS_ONCE, attempts=1,
+                node_extra=', evaluators: [{name: second-time, run: "test -e ../second || { touch ../second; false; }"}]')
     run = cli(repo, "run")
-    assert run.returncode == 75 and "seam dag-amendment" in run.stdout
-    assert "changed node N2" in run.stdout
-    assert shell(repo, printed_decide(run.stdout, "accept")).returncode == 0
+    assert run.returncode == 75 and "seam realignment" in run.stdout, run.stdout + run.stderr
+    dag = repo / ".ledger" / "state" / "t" / "dag.yaml"
+    dag.write_text(dag.read_text().replace("title: two,", 'title: "two renamed",'))
+    assert shell(repo, printed_decide(run.stdout, "rework")).returncode == 0
+    amended = cli(repo, "resume")  # the seam comes before anything uses the edit: N1's rework waits too
+    assert amended.returncode == 75 and "seam dag-amendment" in amended.stdout, amended.stdout + amended.stderr
+    assert 'node N2: title "two" -> "two renamed"' in amended.stdout
+    assert "started attempt" not in amended.stdout and "dispatched attempt" not in amended.stdout
+    assert shell(repo, printed_decide(amended.stdout, "accept")).returncode == 0
     resumed = cli(repo, "resume")
-    assert resumed.returncode == 75 and "final-acceptance" in resumed.stdout
+    assert resumed.returncode == 75 and "final-acceptance" in resumed.stdout, resumed.stdout + resumed.stderr
     assert "merge node N2: two renamed" in repo.git("log", "--format=%s", "campaign/t")
 
 

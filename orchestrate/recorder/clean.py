@@ -2,7 +2,8 @@
 
 Only campaigns the recorder says have ended (closed or abandoned). A node branch goes only when its head
 is merged into the campaign's branch; every other one is kept, and said so, because its head is
-recorded nowhere else. A worktree with uncommitted changes is kept too.
+recorded nowhere else. A worktree with uncommitted changes is kept too (a pooled spare is not a node's:
+it always goes).
 """
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ def plan(layout: Layout, names: list[str]) -> Plan:
             path = entry["worktree"]
             if not (path.startswith(mine[0]) or path == mine[1]):
                 continue
-            if Path(path).is_dir() and git.status_porcelain(path).strip():
+            spare = Path(path).parent.name == ".pool"  # a pooled copy (workers/pool.py): scratch, nobody's work
+            if not spare and Path(path).is_dir() and git.status_porcelain(path).strip():
                 p.kept[path] = "worktree with uncommitted changes"
                 busy.add(entry.get("branch", "").removeprefix("refs/heads/"))
             else:

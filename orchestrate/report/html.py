@@ -15,6 +15,7 @@ from orchestrate.recorder.campaign import Campaign, apply
 from orchestrate.recorder.paths import Layout
 from orchestrate.report import history as hist
 from orchestrate.report import nodes_html, svg_dag, timeline
+from orchestrate.report.status import layer_text
 from orchestrate.report.shape import critical_path, shape
 
 CSS = """
@@ -152,7 +153,7 @@ def _state_line(c: Campaign) -> str:
         return f"halted: {c.halt.splitlines()[0]}"
     if c.seam:
         return f"paused at seam {c.seam.get('seam')}"
-    return "closed" if c.closed else f"in flight ({c.state}, layer {c.k + 1} of {len(c.layers)})"
+    return "closed" if c.closed else f"in flight ({c.state}, {layer_text(c.k, len(c.layers))})"
 
 
 def _summary(data: Data, status: dict[str, str], bound: timeline.Bound) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from orchestrate.recorder.campaign import ABANDONED, ACCEPTED, LANDED, SKIPPED, Campaign
+from orchestrate.report.status import layer_text
 
 SETTLED = (ACCEPTED, SKIPPED, ABANDONED)
 PHASES = ("running", "queued", "judging", "merging", "landed")  # the order node lines are shown in
@@ -88,7 +89,7 @@ class Progress:
         elapsed, state = f"elapsed {duration(self.clock() - self.started)}", f" | {s.state}" if s.state else ""
         if not s.layers:  # DERIVE has yet to read the plan
             return f"{s.topic or 'campaign'} | starting | {elapsed}{state}"
-        return (f"{s.topic} | layer {s.layer + 1} of {s.layers} | {s.done}/{s.total} done | {n['running']} running | "
+        return (f"{s.topic} | {layer_text(s.layer, s.layers)} | {s.done}/{s.total} done | {n['running']} running | "
                 f"{n['queued']} queued | {n['judging']} judging | {elapsed}{state}")
 
     def node_lines(self) -> list[str]:
@@ -103,7 +104,7 @@ class Progress:
     def summary(self) -> str:
         s, n, now = self.snap, self.counts(), self.clock()
         running = [f"{a.node} {duration(now - a.since)}" for a in s.active if a.phase == "running" and a.since is not None]
-        layer = f"layer {s.layer + 1} of {s.layers}, " if s.layers else ""
+        layer = f"{layer_text(s.layer, s.layers)}, " if s.layers else ""
         return (f"progress: {s.topic} {layer}{s.done}/{s.total} done, {n['running']} running"
                 + (f" ({', '.join(running)})" if running else "")
                 + f", {n['queued']} queued, {n['judging']} judging, elapsed {duration(now - self.started)}")

@@ -157,14 +157,19 @@ def waiting_reason(c: Campaign, node: str, k: int) -> str:
         return f"gate failed: {s.feedback.splitlines()[0] if s.feedback else ''}"
     if k > c.k:
         return f"layer {k} starts after layer {c.k} is merged"
+    if s.env_error:
+        return f"stopped by the environment: {s.env_error.splitlines()[0]}"
+    if s.status == "DISPATCHED" and s.freeze:
+        return f"frozen: {s.freeze.get('freeze')}"
     if s.status == "DISPATCHED":
-        return "worker running" if not s.freeze else f"frozen: {s.freeze.get('freeze')}"
+        return "worker running" if s.spawned >= s.attempt else "queued for a --jobs slot"
     if s.status == "LANDED":
         return "waiting to be judged"
     return ""
 
 
-def _layer_text(k: int, count: int) -> str:
+def layer_text(k: int, count: int) -> str:
+    """`layer 1 (layers 0-2)`: layers count from 0 everywhere (status, the live view, logs, JSON, report)."""
     if count == 0:
         return "no layers"
     return f"layer {min(k, count - 1)} (layers 0-{count - 1})"
@@ -176,7 +181,7 @@ def _indented(head: str, text: str) -> list[str]:
 
 
 def render(data: dict) -> list[str]:
-    lines = [f"campaign {data['topic']}: {data['state']}, {_layer_text(data['layer'], data['layer_count'])}, "
+    lines = [f"campaign {data['topic']}: {data['state']}, {layer_text(data['layer'], data['layer_count'])}, "
              f"tip {data['tip'][:12]} on {data['branch']} ({data['mode']})"]
     lines += _runner_lines(data.get("runner"), data.get("last_entry", ""))
     if data["halt"]:
