@@ -9,7 +9,7 @@ from tests.engine_helpers import campaign_repo, journal, statuses
 # every attempt reports 500 in / 100 out tokens and 4 cents; N1 fails until `pass` exists in the worktree
 WORKER = r"""#!/bin/sh
 printf '{"usage": {"input_tokens": 500, "output_tokens": 100, "cost_usd": 0.04, "model": "m"}}' > "$ORCH_USAGE"
-echo "$ORCH_NODE $ORCH_ATTEMPT" > "$ORCH_NODE.txt"
+echo "$ORCH_NODE $ORCH_ATTEMPT ${ORCH_BUDGET_TOKENS:-no-limit}" > "$ORCH_NODE.txt"
 [ "$ORCH_NODE" != N1 ] || [ -n "${N1_PASSES:-}" ] || exit 1
 """
 
@@ -70,6 +70,7 @@ def test_a_campaign_budget_opens_the_budget_seam_and_a_raise_lets_it_continue(tm
     assert "the campaign spent 600 tokens, reaching its budget of 500 tokens; nothing new is dispatched" in result.out
     assert "orchestrate decide budget raise --limit-usd X" in result.out
     assert statuses(repo, orch, "campbud") == {"N1": "ACCEPTED", "N2": "PENDING"}
+    assert repo.git("show", "campaign/campbud:N1.txt") == "N1 1 500"  # the worker was told what it may spend
 
     from types import SimpleNamespace
 

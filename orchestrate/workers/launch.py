@@ -8,7 +8,7 @@ from orchestrate.workers import brief, containment, discovery, handwork, worktre
 from orchestrate.workers.local import LocalExecutor, WorkRequest
 
 
-def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None:
+def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False, extra_env: dict[str, str] | None = None) -> None:
     """Create the node's worktree (unless resuming the same attempt), write its brief, start its worker."""
     c = ctx.campaign
     ns = c.nodes[node_id]
@@ -39,6 +39,7 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False) -> None
     env = brief.worker_env(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch, base=base,
                            brief=brief_path, return_file=return_file)
     env.update(ctx.runner_tags())
+    env.update(extra_env or {})  # e.g. what the node may still spend (engine/budget.py): workers may not import the engine
     if jail is not None:
         env.update(jail.env)
     ctx.emit("node", {"node": node_id, "status": DISPATCHED, "attempt": attempt, "branch": branch,

@@ -34,7 +34,7 @@ def handle(ctx: Context) -> Outcome:
                 return Outcome.REFUTED_PREMISE
     watch.arm(ctx)
     for node_id in nodes:
-        start(ctx, node_id, head)
+        start(ctx, node_id, head, extra_env=budget.worker_env(ctx, node_id))
     ctx.subject = " ".join(nodes)
     if any(handwork.is_human(ctx.dag, n) for n in nodes):
         return Outcome.NEEDS_HUMAN
