@@ -13,8 +13,13 @@ import os
 import re
 from pathlib import Path
 
-# Values git accepts as "nothing to run" (an empty diff.external or merge driver is an error, hence none).
+# The built-in diff, spelled as an external one: an empty diff.external is an error, and a planted one
+# would run in every `git diff` that prints a patch. It runs git (ours, inert by the inherited variables)
+# on the two temporary files git hands over; exit 1 means "they differ", which is not a failure.
+TEXT_DIFF = 'f() { git diff --no-ext-diff --no-index -- "$2" "$5"; [ $? -le 1 ]; }; f'
+# Values git accepts as "nothing to run" (an empty merge driver is an error, hence the built-in's spelling).
 _FIXED = (
+    ("diff.external", TEXT_DIFF),
     ("core.hooksPath", "/dev/null"),  # hooks are looked up under this folder: none exist there
     ("core.fsmonitor", "false"),
     ("core.sshCommand", "ssh"),  # a custom ssh for a Dask remote belongs in GIT_SSH_COMMAND
@@ -45,8 +50,8 @@ def env(repo: str | Path) -> dict[str, str]:
         if kind == "filter":
             pairs += [(f"filter.{name}.clean", ""), (f"filter.{name}.smudge", ""),
                       (f"filter.{name}.process", ""), (f"filter.{name}.required", "false")]
-        elif kind == "diff":
-            pairs += [(f"diff.{name}.textconv", ""), (f"diff.{name}.command", "")]
+        elif kind == "diff":  # cat: the identity conversion (an empty textconv fails every patch)
+            pairs += [(f"diff.{name}.textconv", "cat"), (f"diff.{name}.command", TEXT_DIFF)]
         else:
             pairs.append((f"merge.{name}.driver", TEXT_MERGE))
     out = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_PAGER": "cat", "GIT_EDITOR": "true", "GIT_ASKPASS": "",

@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -54,9 +55,11 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
     argv = [str(c) for c in cmd]
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), text=True, start_new_session=True,
-                                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, errors="replace")
+        with _spawning:
+            proc = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), text=True, start_new_session=True,
+                                    stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, errors="replace")
+            _ours.add(proc.pid)
     except OSError as exc:
         raise ProcError(argv, None, message=f"cannot start `{argv[0]}`: {exc.strerror or exc}") from exc
     timed_out = False
@@ -70,6 +73,8 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
         kill_group(proc.pid)
         proc.wait()
         raise
+    finally:
+        _ours.discard(proc.pid)
     done = Completed(tuple(argv), 124 if timed_out else proc.returncode, out, err,
                      time.monotonic() - started, timed_out)
     if check and not done:
@@ -94,13 +99,93 @@ def _bash() -> str | None:
 
 
 def spawn(cmd: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log: IO[bytes]) -> subprocess.Popen:
-    """Start a long-running command in its own process group, stdin closed, output to `log`."""
+    """Start a long-running command in its own process group, stdin closed, output to `log`.
+
+    The first spawn makes this process a child subreaper (Linux): whatever a worker leaves behind in a
+    session of its own, even with its environment wiped (`env -i setsid ...`), is re-parented here rather
+    than to init, where `kill_orphans` finds it."""
     argv = [str(c) for c in cmd]
+    become_subreaper()
     try:
-        return subprocess.Popen(argv, cwd=cwd, env=clean_env(env), stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        with _spawning:
+            child = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            _ours.add(child.pid)
+        return child
     except OSError as exc:
         raise ProcError(argv, None, message=f"cannot start `{argv[0]}`: {exc.strerror or exc}") from exc
+
+
+# The children this module started and has not yet waited for (their pids), and a lock held while one
+# starts, so that `kill_orphans` never takes a child being started for an orphan.
+_ours: set[int] = set()
+_spawning = threading.Lock()
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@lru_cache(maxsize=1)
+def become_subreaper() -> bool:
+    """prctl(PR_SET_CHILD_SUBREAPER): True when this process now adopts its descendants' orphans."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # not Linux, or no prctl: orphans go to init, found by their tags only
+        return False
+
+
+def kill_orphans() -> list[int]:
+    """SIGKILL every orphan re-parented to this process (a subreaper) and reap it; returns their pids.
+
+    An orphan is a child of ours that this module did not start, in a session other than ours: what a
+    returned worker left behind (a worker is a session of its own, and so is whatever ran `setsid`).
+    Children a library starts in our session (multiprocessing) are not orphans."""
+    if not become_subreaper.cache_info().currsize or not become_subreaper():
+        return []
+    me, killed = os.getpid(), []
+    session = os.getsid(0)
+    for _ in range(20):  # an orphan's own children are orphaned in turn when it dies
+        with _spawning:
+            children = _children(me)
+            _ours.intersection_update(children)  # the rest were waited for: their pids may come back
+            found = [pid for pid in children if pid not in _ours and _session(pid) not in (None, session)]
+            for pid in found:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    continue
+                killed.append(pid)
+        for pid in found:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        if not found:
+            break
+    return killed
+
+
+def _session(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
+
+
+def _children(me: int) -> list[int]:
+    """Our direct children, read from /proc (the parent is the fourth field of `stat`, after the name)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me:
+            found.append(int(name))
+    return found
 
 
 def kill_group(pid: int, grace: float = 0.0) -> None:
@@ -125,9 +210,11 @@ def group_alive(pid: int) -> bool:
 def kill_tagged(tags: Mapping[str, str]) -> list[int]:
     """SIGKILL every process whose environment carries all of `tags` (a worker's ORCH_TOPIC, ORCH_NODE,
     ORCH_ATTEMPT): what a worker left running in a session or process group of its own (`setsid`,
-    double forks) still inherits them. Returns the pids killed. Linux only; elsewhere nothing is found."""
+    double forks) still inherits them; and every orphan re-parented to this runner (`kill_orphans`), which
+    finds those that wiped their environment. Returns the pids killed. Linux only; elsewhere nothing is
+    found."""
+    killed = kill_orphans()
     wanted = {f"{k}={v}".encode() for k, v in tags.items()}
-    killed = []
     me = os.getpid()
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
@@ -163,8 +250,10 @@ def run_merged(cmd: Sequence[str], *, stdin: bytes, cwd: str | Path, env: Mappin
     a transcript's shell reads its script this way, and its output must survive byte for byte."""
     argv = [str(c) for c in cmd]
     try:
-        child = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), start_new_session=True,
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        with _spawning:
+            child = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), start_new_session=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            _ours.add(child.pid)
     except OSError as exc:
         raise ProcError(argv, None, message=f"cannot start `{argv[0]}`: {exc.strerror or exc}") from exc
     try:
@@ -177,4 +266,6 @@ def run_merged(cmd: Sequence[str], *, stdin: bytes, cwd: str | Path, env: Mappin
         kill_group(child.pid)
         child.wait()
         raise
+    finally:
+        _ours.discard(child.pid)
     return Merged(child.returncode, out)

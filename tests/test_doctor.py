@@ -128,3 +128,21 @@ def test_garbage_in_the_middle_is_a_problem_and_a_torn_tail_a_warning(repo, orch
 
 def test_an_unknown_campaign_is_a_usage_error(repo, orch):
     assert orch("doctor", "--topic", "nope", cwd=repo).rc == 2
+
+
+def test_a_merge_forged_on_the_campaign_branch_is_a_problem(tmp_path, orch):
+    """A real merge commit of a node's judged head, made by someone else than orchestrate (a worker in the
+    integration worktree): the journal does not record making it, so doctor names it FORGED."""
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    assert orch("doctor", "--topic", "doc", cwd=repo).rc == 0
+    tip = repo.git("rev-parse", "campaign/doc")
+    head = repo.git("rev-parse", "campaign/doc^2")  # A's judged head, as the engine merged it
+    forged = repo.git("commit-tree", f"{tip}^{{tree}}", "-p", tip, "-p", head, "-m", "merge node A: again")
+    repo.git("update-ref", "refs/heads/campaign/doc", forged, tip)
+    result = orch("doctor", "--topic", "doc", cwd=repo)
+    assert result.rc == 1, result.out + result.err
+    assert f"campaign/doc: FORGED {forged[:12]}  merge node A: again: a merge the journal does not record" in result.out
+    direct = repo.git("commit-tree", f"{tip}^{{tree}}", "-p", forged, "-m", "direct")
+    repo.git("update-ref", "refs/heads/campaign/doc", direct, forged)
+    assert f"DIRECT {direct[:12]}" in orch("doctor", "--topic", "doc", cwd=repo).out

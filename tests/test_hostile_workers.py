@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from tests.engine_helpers import campaign_repo, checkout_state, journal, statuses
+from tests import engine_helpers
+from tests.engine_helpers import checkout_state, journal, statuses
 
 DAG = """\
 topic: hostile
@@ -32,17 +33,66 @@ def mode(request):
     return request.param
 
 
+_WATCHED: list = []  # (repo, topic, the user's .git state before the run) of the running test
+
+
+def campaign_repo(tmp_path, dag_text: str, worker: str, topic: str = "hostile"):
+    """engine_helpers.campaign_repo, checked by `settled` after the test."""
+    repo = engine_helpers.campaign_repo(tmp_path, dag_text, worker)
+    _WATCHED.append((repo, topic, git_dir_state(repo)))
+    return repo
+
+
+def campaign_processes(topic: str, repo) -> list[int]:
+    """Processes that carry this campaign's ORCH_TOPIC and a path of this repository in their environment."""
+    import os
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                env = fh.read()
+        except OSError:
+            continue
+        if f"\0ORCH_TOPIC={topic}\0".encode() in b"\0" + env + b"\0" and str(repo).encode() in env:
+            found.append(int(pid))
+    return found
+
+
 def dag(mode: str, evaluators: str = "", template: str = DAG) -> str:
     return template.replace("EVALUATORS", evaluators).replace("MODE", mode)
 
 
-def run(tmp_path, orch, worker: str, mode: str, evaluators: str = ""):
+def run(tmp_path, orch, worker: str, mode: str, evaluators: str = "", *, checkout_kept: bool = True):
     repo = campaign_repo(tmp_path, dag(mode, evaluators), "#!/bin/sh\n" + worker)
     before = checkout_state(repo)
     baseline = repo.git("rev-parse", "HEAD")
     result = orch("run", cwd=repo)
-    assert checkout_state(repo) == before
+    if checkout_kept:
+        assert checkout_state(repo) == before
     return repo, baseline, result
+
+
+def git_dir_state(repo) -> dict:
+    common = repo / ".git"
+    watched = [common / "config", *sorted((common / "hooks").rglob("*")), *sorted((common / "info").rglob("*"))]
+    return {str(p.relative_to(common)): p.read_bytes() for p in watched if p.is_file()}
+
+
+@pytest.fixture(autouse=True)
+def settled(orch):
+    """The check after every campaign of this module: the user's .git config, hooks and info/ are as
+    they were; status, doctor and resume answer without a traceback and never exit 70; and no process
+    of the campaign is alive."""
+    _WATCHED.clear()
+    yield
+    watched, _WATCHED[:] = list(_WATCHED), []
+    for repo, topic, before in watched:
+        assert git_dir_state(repo) == before, "the user's .git config, hooks or info/ changed"
+        for args in (("status", "--topic", topic), ("doctor", "--topic", topic), ("resume", "--topic", topic)):
+            done = orch(*args, cwd=repo)
+            assert "Traceback" not in done.out + done.err and done.rc != 70, (args, done.rc, done.out, done.err)
+        assert git_dir_state(repo) == before, "resume changed the user's .git config, hooks or info/"
+        assert campaign_processes(topic, repo) == []
 
 
 def campaign_tree(repo) -> str:
@@ -107,21 +157,28 @@ def attempt_log(repo) -> str:
     return (repo / ".scratch" / "runs" / "hostile" / "A" / "attempt-1.log").read_text()
 
 
-def git_dir_state(repo) -> dict:
-    common = repo / ".git"
-    watched = [common / "config", *sorted((common / "hooks").rglob("*")), *sorted((common / "info").rglob("*"))]
-    return {str(p.relative_to(common)): p.read_bytes() for p in watched if p.is_file()}
-
-
-@pytest.mark.parametrize("misdeed", [
+HOOK = 'h="$(git rev-parse --git-common-dir)/hooks/NAME"; printf "#!/bin/sh\\ntouch MARK\\n" > "$h"; chmod +x "$h"'
+# Each plants something that would run inside orchestrate's own git calls and touch MARK.
+MISDEEDS = [
     'git config core.fsmonitor "$PWD/evil.sh"',
-    'printf "#!/bin/sh\\ntouch /tmp/pwned\\n" > "$(git rev-parse --git-common-dir)/hooks/post-merge"',
+    'printf "#!/bin/sh\\ntouch MARK\\n" > "$(git rev-parse --git-common-dir)/hooks/post-merge"',
+    HOOK.replace("NAME", "prepare-commit-msg"),
+    HOOK.replace("NAME", "post-commit"),
+    HOOK.replace("NAME", "reference-transaction"),
+    'mkdir -p EVIL && printf "#!/bin/sh\\ntouch MARK\\n" > EVIL/post-commit && chmod +x EVIL/post-commit\n'
+    'cp EVIL/post-commit EVIL/reference-transaction\ngit config core.hooksPath EVIL',
+    'git config filter.x.clean "touch MARK; cat"\n'
+    'echo "* filter=x" >> "$(git rev-parse --git-common-dir)/info/attributes"',
     'echo "* filter=x" >> "$(git rev-parse --git-common-dir)/info/attributes"',
     'git branch planted HEAD',
-])
+]
+
+
+@pytest.mark.parametrize("misdeed", MISDEEDS)
 def test_a_change_to_the_shared_git_dir_fails_the_node_and_is_put_back(tmp_path, orch, misdeed, mode):
+    mark, evil = tmp_path / "mark", tmp_path / "evil-hooks"
+    misdeed = misdeed.replace("MARK", str(mark)).replace("EVIL", str(evil))
     repo = campaign_repo(tmp_path, dag(mode), f"#!/bin/sh\necho a > a.txt\n{misdeed}\n")
-    before = git_dir_state(repo)
     result = orch("run", cwd=repo)
     text = result.out + result.err
     assert result.rc == 75, text
@@ -130,10 +187,21 @@ def test_a_change_to_the_shared_git_dir_fails_the_node_and_is_put_back(tmp_path,
     else:
         assert "Read-only file system" in attempt_log(repo) or "read-only" in attempt_log(repo).lower()
     assert "a.txt" not in campaign_tree(repo)
-    after = git_dir_state(repo)
-    if "branch planted" not in misdeed:
-        assert after == before
-    assert orch("status", cwd=repo).rc in (0, 75) and orch("doctor", "--topic", "hostile", cwd=repo).rc == 0
+    assert not mark.exists(), "a planted program ran"
+
+
+@pytest.mark.parametrize("misdeed", ["checkout -q -b evil", "reset -q --soft HEAD~1"])
+def test_a_branch_switch_or_reset_in_the_users_checkout_is_a_warning_naming_the_node(tmp_path, orch, misdeed, mode):
+    worker = f'echo a > a.txt\ngit -C "$ORCH_WORKTREE/../../../.." {misdeed}\n'
+    repo, _, result = run(tmp_path, orch, worker, mode, checkout_kept=mode != "none")
+    text = result.out + result.err
+    if mode == "none":
+        assert "warning: the checkout changed while A ran" in text
+        assert "A: changed what no worker may change" in text  # it moved or created a branch too
+    else:  # the checkout is read-only in the sandbox: the command failed, and with it the worker
+        assert "read-only" in attempt_log(repo).lower(), attempt_log(repo)
+    assert "a.txt" not in campaign_tree(repo)
+    assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"
 
 
 def test_a_stray_write_into_the_users_checkout_is_a_warning_naming_the_node(tmp_path, orch, mode):
@@ -195,6 +263,8 @@ def test_a_merge_forged_on_the_campaign_branch_halts_before_anything_else_merges
         assert "node C: while it ran" not in text  # queued behind B (--jobs 1): it never ran with B
         tree = campaign_tree(repo)
         assert "b.txt" not in tree and "c.txt" not in tree
+        doctor = orch("doctor", "--topic", "hostile", cwd=repo)
+        assert doctor.rc == 1 and "FORGED" in doctor.out and "merge node A: forged" in doctor.out, doctor.out
     else:  # the shared refs are read-only: the forgery never happened, the campaign went on
         assert result.rc == 75, text
         assert "forged" not in repo.git("log", "--format=%s", "campaign/hostile")
@@ -228,20 +298,31 @@ def test_a_surface_widened_in_the_campaigns_dag_is_never_honoured_without_the_se
     assert "file_surface: [a.txt]" in (repo / ".ledger/state/dag.yaml").read_text()
     first = orch("run", cwd=repo)
     assert first.rc == 75, first.err
-    assert ("x.txt" in (repo / ".ledger/state/dag.yaml").read_text()) == (mode == "none")  # it widened it
+    if mode == "none":  # it widened the file: caught, put back, the edit kept aside
+        assert "A: changed what no worker may change: .ledger/state/dag.yaml was changed" in first.out + first.err
+        assert "x.txt" in (repo / ".scratch/rejected/hostile/dag.yaml").read_text()
+    assert "x.txt" not in (repo / ".ledger/state/dag.yaml").read_text()
     assert orch("decide", "realignment", "rework", "--as", "p@example.com", cwd=repo).rc == 0
     again = orch("resume", cwd=repo)
     assert again.rc == 75, again.err
     assert "x.txt" not in campaign_tree(repo)
     assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"
+    assert "x.txt" not in ledger_history(repo, "state/dag.yaml", "state/hostile/dag.yaml")
+
+
+def ledger_history(repo, *paths: str) -> str:
+    from tests.helpers import RepoDir
+    return RepoDir(repo / ".ledger").git("log", "-p", "--format=", "--", *paths)
 
 
 def test_children_started_with_setsid_do_not_outlive_the_attempt(tmp_path, orch, mode):
     # Unusual durations mark the children: inside the sandbox their pids are the PID namespace's own.
-    worker = "echo a > a.txt\nsetsid sleep 4242 &\n(sleep 4243 &)\n"
+    # `env -i` wipes the ORCH_* tags: without the sandbox only the subreaper finds that one.
+    worker = "echo a > a.txt\nsetsid sleep 4242 &\n(sleep 4243 &)\nenv -i setsid sleep 4244 &\n"
     repo, _, result = run(tmp_path, orch, worker, mode)
     assert result.rc == 75, result.out + result.err
-    assert running_with(("sleep", "4242")) == [] and running_with(("sleep", "4243")) == []
+    for marked in ("4242", "4243", "4244"):
+        assert running_with(("sleep", marked)) == [], marked
 
 
 def running_with(argv: tuple[str, ...]) -> list[int]:

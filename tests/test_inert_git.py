@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from orchestrate import git
 from tests.engine_helpers import campaign_repo, statuses
 from tests.helpers import make_repo
@@ -34,11 +36,13 @@ git config commit.gpgSign true; git config gpg.program "$common/gpg"
 printf '[filter "inc"]\n\tclean = %s\n\tsmudge = %s\n' "$common/incf" "$common/incf" > "$common/extra.cfg"
 git config include.path "$common/extra.cfg"
 printf '* filter=evil diff=evil merge=evil\n*.txt filter=inc\n' > "$common/info/attributes"
+touch "$marks/planted"
 echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr AB ab).txt"
 """.replace("HOOKS", " ".join(HOOKS))
 
 DAG = """\
 topic: inert
+defaults: {sandbox: MODE}
 workers: {sh: "./work.sh"}
 nodes:
   - {id: A, file_surface: [a.txt], discipline: sh}
@@ -46,13 +50,29 @@ nodes:
 """
 
 
-def test_nothing_planted_runs_inside_orchestrates_git(tmp_path, orch, monkeypatch):
+@pytest.fixture(params=["bwrap", "none"])
+def mode(request):
+    if request.param == "bwrap":
+        from orchestrate.workers import sandbox
+        if (why := sandbox.probe()) is not None:
+            pytest.skip(f"no sandbox here: {why}")
+    return request.param
+
+
+def test_nothing_planted_runs_inside_orchestrates_git(tmp_path, orch, monkeypatch, mode):
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("MARKS", str(marks))
-    repo = campaign_repo(tmp_path, DAG, PLANT)
+    repo = campaign_repo(tmp_path, DAG.replace("MODE", mode), PLANT)
     result = orch("run", "--quiet", cwd=repo)
     assert result.rc in (0, 1, 75), result.err
+    if mode == "none":  # every plant landed before orchestrate's next git call
+        assert (marks / "planted").exists(), result.out + result.err
+        assert "changed what no worker may change" in result.out + result.err
+    else:  # the shared git dir is read-only in the sandbox: the script stopped at its first write
+        assert not (marks / "planted").exists()
+        log = (repo / ".scratch/runs/inert/A/attempt-1.log").read_text()
+        assert "read-only" in log.lower(), log
     assert not (marks / "ran").exists(), (marks / "ran").read_text()
     assert "A" in statuses(repo, orch, "inert")
 
@@ -60,7 +80,8 @@ def test_nothing_planted_runs_inside_orchestrates_git(tmp_path, orch, monkeypatc
 def test_each_git_verb_is_inert_with_every_kind_planted(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
-    repo = make_repo(tmp_path / "r", {"f.txt": "one\n"})
+    # A committed .gitattributes points at drivers only config defines: committed before they exist.
+    repo = make_repo(tmp_path / "r", {"f.txt": "one\n", ".gitattributes": "*.txt filter=y diff=y merge=y\n"})
     common = repo / ".git"
     (common / "hooks").mkdir(exist_ok=True)
     for name in ("mark", *HOOKS):
@@ -70,7 +91,11 @@ def test_each_git_verb_is_inert_with_every_kind_planted(tmp_path):
     mark = common / "hooks" / "mark"
     for key, value in (("core.fsmonitor", str(mark)), ("filter.x.clean", str(mark)), ("filter.x.smudge", str(mark)),
                        ("filter.x.required", "true"), ("diff.x.textconv", str(mark)),
-                       ("merge.x.driver", f"{mark} %A"), ("commit.gpgSign", "true"), ("gpg.program", str(mark))):
+                       ("merge.x.driver", f"{mark} %A"), ("commit.gpgSign", "true"), ("gpg.program", str(mark)),
+                       ("filter.y.clean", str(mark)), ("filter.y.smudge", str(mark)), ("filter.y.process", str(mark)),
+                       ("diff.y.command", str(mark)), ("diff.y.textconv", str(mark)), ("merge.y.driver", f"{mark} %A"),
+                       ("diff.external", str(mark)), ("core.sshCommand", str(mark)), ("core.pager", str(mark)),
+                       ("credential.helper", f"!{mark}"), ("core.askPass", str(mark))):
         repo.git("config", key, value)
     (common / "info").mkdir(exist_ok=True)
     (common / "info" / "attributes").write_text("* filter=x diff=x merge=x\n")
@@ -86,6 +111,11 @@ def test_each_git_verb_is_inert_with_every_kind_planted(tmp_path):
     git.worktree_add(repo, wt, "node", base)
     git.changed_paths(repo, base, "HEAD")
     git.git(repo, "diff", "--stat", base, "HEAD")
+    patch = git.out(repo, "diff", base, "HEAD")  # a patch: where diff.external and a diff driver would run
+    assert "+two" in patch and "+zero" in patch, patch
+    git.git(repo, "log", "-p", "-2")
+    git.git(repo, "ls-remote", "ssh://127.0.0.1:1/x", check=False, timeout=30)  # where core.sshCommand would run
+    git.git(repo, "credential", "fill", input="protocol=https\nhost=example.invalid\n\n", check=False, timeout=30)
     git.worktree_remove(repo, wt)
     assert not (marks / "ran").exists(), (marks / "ran").read_text()
     assert Path(repo / "f.txt").read_text() == "zero\none\ntwo\n"  # the built-in text merge did the merge

@@ -14,7 +14,7 @@ from orchestrate import git, proc
 from orchestrate.atomic import sweep_temp_files, write_atomic
 from orchestrate.engine.context import WRITE_AHEAD, Context
 from orchestrate.errors import UsageError
-from orchestrate.recorder import checkpoints, topics
+from orchestrate.recorder import checkpoints, damage, topics
 from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.paths import Layout
@@ -28,8 +28,11 @@ def rebuild(layout: Layout, recorder: Recorder, *, from_log: bool, warn: Callabl
     """The campaign state: checkpoint (if usable) plus the journal after it.
 
     `crashed` (the previous runner died holding the lock) allows undoing its half-done recorder edits;
-    otherwise uncommitted recorder files are a person's edits and are left alone.
+    otherwise uncommitted recorder files are a person's edits and are left alone. A line orchestrate did
+    not write stops it first (ForeignWrite naming `journal.jsonl:N`): nothing is settled, repaired or
+    dispatched on a journal that is not the engine's.
     """
+    damage.refuse(recorder.journal)
     settle_journal(layout, recorder, warn, crashed=crashed)
     lines = recorder.journal.read_bytes().splitlines() if recorder.journal.exists() else []
     if not lines:
@@ -190,7 +193,7 @@ def _reconcile_worker(ctx: Context, ns) -> None:
         _repaired(ctx, "worker-result", f"{ns.id}: the worker of attempt {ns.attempt} had finished (rc {outcome.rc})")
         returned(ctx, outcome, journal_result=False)
         return
-    if spawn is not None and _ours(spawn["pid"], ctx.topic, ns.id):
+    if spawn is not None and spawn.get("pid") and _ours(spawn["pid"], ctx.topic, ns.id):  # no pid: a remote task
         proc.kill_group(spawn["pid"])
         _repaired(ctx, "worker-kill", f"{ns.id}: stopped worker process group {spawn['pid']} left by the dead runner")
     _repaired(ctx, "worker-retry", f"{ns.id}: attempt {ns.attempt} was cut off; it runs again as a new attempt")

@@ -1,11 +1,16 @@
 """Watching what workers must leave alone: a fingerprint before a layer's workers start, compared each time
 one returns (workers/fingerprint.py says what is watched).
 
-A change to the shared git dir is blamed on every node that ran during the interval: those attempts fail
-with a message saying what changed, and planted config, hooks and attributes are put back at once, before
-orchestrate's next git call. A change to the user's checkout is a warning naming the running nodes.
+A change to the shared git dir or to the recorder's files is blamed on every node that ran during the
+interval: those attempts fail with a message saying what changed, and planted config, hooks and
+attributes and edited recorder files are put back at once, before orchestrate's next git call or commit.
+A journal changed by anyone but this runner halts the campaign (the recorder's ForeignWrite). A change to
+the user's checkout is a warning naming the running nodes.
 """
 from __future__ import annotations
+
+import hashlib
+from pathlib import Path
 
 from orchestrate.engine.context import Context
 from orchestrate.recorder.campaign import DISPATCHED, LANDED
@@ -14,9 +19,46 @@ from orchestrate.workers import fingerprint
 
 def arm(ctx: Context) -> None:
     """Before a layer's workers start (also after a resume: whatever happened before is not seen)."""
-    ctx.watch = fingerprint.take(ctx.root, _own_refs(ctx))
+    ctx.watch = _take(ctx)
     if ctx.recorder is not None:  # a foreign journal line names the nodes that were running
         ctx.recorder.suspects = lambda: list(getattr(ctx.executor, "live", ())) or _dispatched(ctx)
+        ctx.recorder.pinned = lambda: _pinned(ctx)
+        ctx.recorder.put_back = lambda: guard_recorder(ctx)
+
+
+def _pinned(ctx: Context) -> dict:
+    if ctx.watch is None or not _live(ctx):
+        return {}
+    _adopt_engine_amendment(ctx)
+    return ctx.watch.recorder
+
+
+def _adopt_engine_amendment(ctx: Context) -> None:
+    """The engine amends the campaign's DAG copy itself (a WIDEN, a realigned premise) while other workers
+    may run, and records the new file's hash: a copy with the recorded hash is the engine's, not theirs."""
+    dag = Path(ctx.campaign.dag_path) if ctx.campaign.dag_path else None
+    if dag is None or dag not in ctx.watch.recorder or not ctx.campaign.dag_hash:
+        return
+    try:
+        now = dag.read_bytes()
+    except OSError:
+        return
+    if now != ctx.watch.recorder[dag] and hashlib.sha256(now).hexdigest() == ctx.campaign.dag_hash:
+        ctx.watch.recorder[dag] = now
+
+
+def guard_recorder(ctx: Context) -> None:
+    """At a recorder commit while workers run: recorder files edited since the fingerprint are put back
+    (the commit would otherwise carry them into the recorder's history), and the running nodes are
+    blamed; their attempts fail when they return."""
+    changed = fingerprint.recorder_changes(ctx.watch)
+    if changed:
+        _blame(ctx, _live(ctx), changed, fingerprint.restore_recorder(ctx.watch, _kept(ctx)))
+
+
+def _live(ctx: Context) -> list[str]:
+    """Workers running now; between layers a person may edit the DAG (the amendment seam's case)."""
+    return sorted(getattr(ctx.executor, "live", ()))
 
 
 def check(ctx: Context, finished: list[str], running: list[str]) -> None:
@@ -24,20 +66,55 @@ def check(ctx: Context, finished: list[str], running: list[str]) -> None:
     if ctx.watch is None:
         arm(ctx)
         return
-    now = fingerprint.take(ctx.root, _own_refs(ctx))
-    changed, checkout = fingerprint.compare(ctx.watch, now)
     suspects = sorted(set(finished) | set(running))
+    if ctx.recorder is not None:  # the journal first: nothing else is trusted if it was written behind our back
+        ctx.recorder.suspects = lambda: suspects
+        ctx.recorder.verify()
+    _adopt_engine_amendment(ctx)
+    now = _take(ctx)
+    changed, checkout = fingerprint.compare(ctx.watch, now)
     if checkout:
         ctx.out.always(f"warning: the checkout changed while {', '.join(suspects)} ran: {'; '.join(checkout)} "
                        "(left as it is: it may be your own work)")
     if changed:
-        put_back = fingerprint.restore(ctx.watch)
-        what = "; ".join(changed) + (f" (put back: {', '.join(put_back)})" if put_back else "")
-        for node in suspects:
-            ctx.blamed[node] = f"node {node}: while it ran, {what}; its attempt failed"
-        ctx.emit("guard", {"nodes": suspects, "changes": changed, "restored": put_back})
-        ctx.out.always(f"{', '.join(suspects)}: changed what no worker may change: {what}")
+        _blame(ctx, suspects, changed, fingerprint.restore(ctx.watch, keep=_kept(ctx)))
     arm(ctx)
+
+
+def _blame(ctx: Context, suspects: list[str], changed: list[str], put_back: list[str]) -> None:
+    what = "; ".join(changed) + (f" (put back: {', '.join(put_back)})" if put_back else "")
+    for node in suspects:
+        ctx.blamed[node] = f"node {node}: while it ran, {what}; its attempt failed"
+    ctx.emit("guard", {"nodes": suspects, "changes": changed, "restored": put_back})
+    ctx.out.always(f"{', '.join(suspects)}: changed what no worker may change: {what}")
+
+
+def _kept(ctx: Context):
+    return ctx.layout.scratch / "rejected" / ctx.topic
+
+
+def _take(ctx: Context) -> fingerprint.Fingerprint:
+    return fingerprint.take(ctx.root, _own_refs(ctx), recorder_files=_recorder_files(ctx),
+                            other_topics=_other_topics(ctx))
+
+
+def _recorder_files(ctx: Context) -> list[Path]:
+    """What the engine reads back from the recorder while workers run: its settings and the plan."""
+    files = [ctx.layout.config, ctx.layout.default_dag]
+    if ctx.campaign.dag_path:
+        dag = Path(ctx.campaign.dag_path)
+        if ctx.layout.ledger.resolve() in dag.resolve().parents and dag.resolve() != ctx.layout.default_dag.resolve():
+            files.append(dag)
+    return files
+
+
+def _other_topics(ctx: Context) -> list[str]:
+    """The campaigns the recorder knows besides this one: each runner verifies its own branches."""
+    state = ctx.layout.ledger / "state"
+    try:
+        return sorted(p.name for p in state.iterdir() if p.name != ctx.topic and (p / "journal.jsonl").exists())
+    except OSError:
+        return []
 
 
 def _own_refs(ctx: Context) -> set[str]:

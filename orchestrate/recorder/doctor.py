@@ -5,6 +5,11 @@ journal was edited by hand, written by another tool, or damaged. Each entry is c
 provenance fields, a contiguous `seq`, a UTC `created_at`, a known `source_type`, a unique id and a
 list `derived_from`; then the lineage rules of `provenance.RULES` run over the whole journal. A torn
 last line is what a crash mid-append leaves (resume drops it), so it is a warning, not a problem.
+
+Then campaign/<topic> is audited against the journal by the adherence gate (gates/adherence.py, run as
+its own command: the recorder does not import gates), given the merge commits and node heads the journal
+records: a merge on the branch that orchestrate did not record making (a worker's forgery) is FORGED, a
+commit made directly on it is DIRECT; each is a problem naming the commit.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from orchestrate import proc
 from orchestrate.recorder import provenance
 
 
@@ -64,7 +70,50 @@ def audit(journal: Path) -> Report:
     line_of = {id(e): n for n, e in kept}
     for entry, problem in provenance.breaches([e for _, e in kept]):
         report.problems.append(f"{name}:{line_of[id(entry)]}: {problem}")
+    if not report.problems:  # the merges are read from a sound journal only
+        _audit_branch(journal, [e for _, e in kept], report)
     return report
+
+
+def _audit_branch(journal: Path, entries: list[dict], report: Report) -> None:
+    """The adherence gate over campaign/<topic>, with the merges and heads the journal records."""
+    import sys
+
+    from orchestrate.recorder.campaign import Campaign, apply
+    campaign = Campaign()
+    try:
+        for entry in entries:
+            apply(campaign, entry)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        report.warnings.append(f"campaign/{journal.parent.name} not audited: the journal does not fold ({exc!r})")
+        return
+    if not campaign.baseline:
+        return  # opened no branch yet
+    root = journal.parents[3]  # <root>/.ledger/state/<topic>/journal.jsonl
+    args = [sys.executable, "-m", "gates.adherence", "--json", "--topic", campaign.topic, "--base",
+            campaign.baseline, "--repo", str(root)]
+    for ns in campaign.nodes.values():
+        if ns.merge:
+            args += ["--merge-commit", ns.merge] + (["--node-head", ns.head] if ns.head else [])
+    if not [ns for ns in campaign.nodes.values() if ns.merge]:
+        args += ["--merge-commit", campaign.baseline]  # "none were made": any merge on the chain is forged
+    done = proc.run(args, cwd=root)
+    try:
+        verdict = json.loads(done.stdout)
+    except ValueError:
+        verdict = None
+    if done.rc == 0:
+        return
+    if done.rc != 1 or not isinstance(verdict, dict):
+        why = (done.stderr.strip() or done.stdout.strip()).splitlines()
+        report.warnings.append(f"campaign/{campaign.topic} not audited: {why[-1] if why else f'exit {done.rc}'}")
+        return
+    for item in verdict.get("items", []):
+        if isinstance(item, dict) and item.get("status") in ("FORGED", "DIRECT", "FOREIGN"):
+            report.problems.append(f"campaign/{campaign.topic}: {item['status']} {item.get('subject', '')}: "
+                                   f"{item.get('detail', '')}".rstrip(": "))
+    if not report.problems:
+        report.problems.append(f"campaign/{campaign.topic}: {verdict.get('summary', 'fails the adherence audit')}")
 
 
 def _for_lineage(entry: dict, number: int) -> dict:

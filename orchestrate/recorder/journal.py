@@ -7,6 +7,7 @@ it, the commit is refused instead of interleaved.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -38,10 +39,17 @@ class Recorder:
         self.held: list[dict[str, Any]] = []
         self._identity: dict[str, str] | None = None
         self._tree: str | None = None  # the tree of `head`, once this runner has committed
+        self._pending: tuple[str, str] | None = None  # (sha, tree) of a commit whose ref update may have landed
         self.gates: dict[str, tuple] = {}  # gate entries made or read here: id -> (node, code), for R3
         self._read_all = False
         self._size: int | None = None  # the journal's length after this runner's last write
+        self._digest = None  # sha256 of what the journal held after this runner's last write (a hashlib object)
+        self._stamp: tuple | None = None  # (inode, ctime, size) then: unchanged, nobody wrote since
         self.suspects = lambda: []  # the engine names the nodes whose workers were running (a foreign write)
+        # While workers run, the engine pins the recorder files it reads back (path -> content, None: absent)
+        # and puts back any a worker edited (engine/watch.py): a commit carries them only as pinned.
+        self.pinned = lambda: {}
+        self.put_back = lambda: None
 
     # Resolved on first use: reading a campaign back (status) never needs them.
     @property
@@ -149,23 +157,45 @@ class Recorder:
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
-            expected, self._size = (self._size or 0) + len(payload), None
+        expected = (self._size or 0) + len(payload)
+        self._digest.update(payload)
         self._refuse_foreign_lines(expected)  # a line appended by someone else at the same moment
 
     def _refuse_foreign_lines(self, expected: int | None = None) -> None:
-        """The journal is written by this runner alone: anything else found in it is never committed."""
-        size = self.journal.stat().st_size if self.journal.exists() else 0
-        expected = self._size if expected is None else expected
-        if expected is None or size == expected:
-            self._size = size
-        else:  # every later write and commit refuses too, until a person restores the journal
-            self._size = expected
-            who = ", ".join(self.suspects()) or "something other than this runner"
-            raise ForeignWrite(f"{self.journal}: changed behind the engine's back ({size - expected:+d} bytes "
-                               f"since its last write) while {who} ran; nothing of it was committed",
-                               hint=f"inspect it with `git -C {self.ledger} diff`, restore it with "
-                                    f"`git -C {self.ledger} checkout -- {self.journal.relative_to(self.ledger)}`, "
-                                    "then `orchestrate resume`")
+        """The journal is written by this runner alone: anything else found in it is never committed.
+
+        Appended lines show in the size; a rewrite of the same size in the content, hashed again only
+        when the file's inode, ctime or size says someone touched it (ctime cannot be set back by hand)."""
+        stamp = _stamp(self.journal)
+        if self._digest is None:  # the first write of this runner: the journal as found is the baseline
+            self._digest, self._size, self._stamp = hashlib.sha256(_content(self.journal)), stamp[2], stamp
+            return
+        if expected is not None:  # right after this runner's own append: only the size is known
+            if stamp[2] == expected:
+                self._size, self._stamp = expected, stamp
+                return
+            self._foreign(f"{stamp[2] - expected:+d} bytes since its last write")
+        if stamp == self._stamp:
+            return
+        if stamp[2] != self._size:
+            self._foreign(f"{stamp[2] - (self._size or 0):+d} bytes since its last write")
+        if hashlib.sha256(_content(self.journal)).digest() != self._digest.digest():
+            self._foreign("rewritten in place, same size")
+        self._stamp = stamp  # touched, not changed
+
+    def verify(self) -> None:
+        """Refuse now (ForeignWrite) if the journal changed since this runner's last write."""
+        if self._digest is not None:
+            self._refuse_foreign_lines()
+
+    def _foreign(self, what: str) -> None:
+        """Every later write and commit refuses too (the baseline stays), until a person restores the journal."""
+        who = ", ".join(self.suspects()) or "something other than this runner"
+        raise ForeignWrite(f"{self.journal}: changed behind the engine's back ({what}) while {who} ran; "
+                           "nothing of it was committed",
+                           hint=f"inspect it with `git -C {self.ledger} diff`, restore it with "
+                                f"`git -C {self.ledger} checkout -- {self.journal.relative_to(self.ledger)}`, "
+                                "then `orchestrate resume`")
 
     # ---- commits ------------------------------------------------------------------------------
 
@@ -176,14 +206,13 @@ class Recorder:
         this runner's last one are built on, a commit of this topic by anyone else is refused."""
         from orchestrate.recorder.lock import RecorderLock
         self.flush()
-        if self._size is not None:
-            self._refuse_foreign_lines()
+        self.verify()
         faults.reach("flush")
         with RecorderLock(self.ledger):
             followed = self._follow()
             self._stage()
-            if self._size is not None:  # a line appended while `add` ran may be in the index: refuse it too
-                self._refuse_foreign_lines()
+            self._keep_pinned()
+            self.verify()  # a line appended while `add` ran may be in the index: refuse it too
             tree = git.out(self.ledger, "write-tree")
             if not followed and self.head and tree == (self._tree or git.out(self.ledger, "rev-parse",
                                                                               f"{self.head}^{{tree}}")):
@@ -192,15 +221,22 @@ class Recorder:
             args = ["commit-tree", tree, "-m", message] + (["-p", self.head] if self.head else [])
             sha = git.out(self.ledger, *args, env=self._env)
             faults.reach("commit")
+            # a Ctrl-C may land after git moved the ref and before the next line: the interrupt's own commit
+            # then finds this sha on the branch, and it is this runner's, not a foreign move
+            self._pending = (sha, tree)
             if not git.update_ref(self.ledger, self.ref, sha, self.head or "0" * 40, reason=subject):
                 raise self._moved()
             self.head, self._tree = sha, tree  # `add -A` left the index at this tree: `git status` is clean
+            self._pending = None
             return sha
 
     def _follow(self) -> bool:
         """Build on what runners of other topics committed since this runner's last commit; a move that is
         not a descendant, or that holds a commit of this topic (or one that names no topic), is refused."""
         actual = git.rev_parse(self.ledger, self.ref)
+        pending = self._pending
+        if pending and actual == pending[0]:  # this runner's own commit, interrupted before it was noted
+            self.head, self._tree, self._pending = pending[0], pending[1], None
         if not self.head or actual == self.head:
             return False
         if actual is None or not git.is_ancestor(self.ledger, self.head, actual):
@@ -223,6 +259,27 @@ class Recorder:
             time.sleep(0.05 * (attempt + 1))
         git.git(self.ledger, "add", "-A", "--", *spec, env=self._env)
 
+    def _keep_pinned(self) -> None:
+        """Compare what `add` staged of the pinned files with their pinned content (the index, not the
+        files: a worker may write between the two); put back and stage again until they agree."""
+        for _ in range(3):
+            pinned = {str(p.relative_to(self.ledger)): c for p, c in self.pinned().items()}
+            if not pinned:
+                return
+            staged = {}
+            for record in git.git(self.ledger, "ls-files", "-s", "-z", "--", *pinned).stdout.split("\0"):
+                if record:
+                    meta, _, path = record.partition("\t")
+                    staged[path] = meta.split()[1]
+            wrong = [p for p, c in pinned.items() if _staged_wrong(staged.get(p), c, self.ledger / p)]
+            if not wrong:
+                return
+            self.put_back()
+            self._stage()
+        raise ForeignWrite(f"{self.ledger}: {', '.join(wrong)} keep changing behind the engine's back while "
+                           f"{', '.join(self.suspects()) or 'workers'} run; nothing of it was committed",
+                           hint="stop what writes there, then `orchestrate resume`")
+
     def _others(self) -> list[str]:
         state = self.ledger / "state"
         others = [p.name for p in state.iterdir() if p.is_dir() and p.name != self.topic] if state.is_dir() else []
@@ -234,6 +291,37 @@ class Recorder:
         return Concurrency(f"the recorder branch moved under this runner (expected {self.head[:12]}, found "
                            f"{actual[:12]}{': ' + who if who else ''})",
                            hint="another runner is writing this campaign; stop one of them")
+
+
+def _staged_wrong(staged: str | None, pinned: bytes | None, path: Path) -> bool:
+    """Would the index commit something else than the pinned content? A path the recorder does not track
+    (never staged, still there) is not committed at all; one a worker deleted would be."""
+    if staged is None:
+        return pinned is not None and not path.exists()
+    return staged != _blob_id(pinned, len(staged))
+
+
+def _blob_id(content: bytes | None, length: int) -> str | None:
+    """The object id git gives `content` as a blob (sha1, or sha256 in a repository of that format)."""
+    if content is None:
+        return None
+    algo = hashlib.sha256 if length == 64 else hashlib.sha1
+    return algo(b"blob %d\0" % len(content) + content).hexdigest()
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return (0, 0, 0)
+    return (st.st_ino, st.st_ctime_ns, st.st_size)
+
+
+def _content(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
 
 
 def _gate_refs(entries: Iterable[dict[str, Any]]) -> dict[str, tuple]:

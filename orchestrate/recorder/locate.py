@@ -40,6 +40,8 @@ def peek(layout: Layout, topic: str) -> Campaign:
     lines = journal.read_bytes().splitlines(keepends=True) if journal.exists() else []
     if lines and not lines[-1].endswith(b"\n"):
         lines.pop()  # torn by a crash mid-write: resume settles it; a reader ignores it
+    from orchestrate.recorder import damage
+    lines = damage.sound(lines)  # a line orchestrate did not write is reported (damage.describe), not folded
     if not lines:
         raise UsageError(f"no campaign `{topic}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
     return checkpoints.restore(layout.checkpoints(topic), topic, lines, lambda _message: None)[0]

@@ -25,6 +25,9 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
     data["last_entry"] = _last_entry_time(layout.journal(chosen))
     data["others"] = [c for c in known if c["topic"] != chosen]
     data["usage"] = usage(layout.journal(chosen))
+    from orchestrate.recorder import damage
+    if note := damage.describe(layout.journal(chosen)):
+        data.setdefault("flags", []).append(note)
     if as_json:
         return json.dumps(data, indent=2)
     return "\n".join(render(data))

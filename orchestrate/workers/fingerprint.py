@@ -2,10 +2,13 @@
 
 Without the sandbox a worker can write anywhere the user can. Around every worker the engine takes a
 fingerprint of the shared git dir (config, hooks/, info/, and every ref but the running nodes' own
-branches) and of the user's checkout (HEAD, branch, index, status). A difference is attributed to the
-nodes that were running; planted config, hooks and attributes are put back byte for byte, so nothing a
-worker planted survives in the user's `.git`. A change in the checkout is only reported: the user may be
-working there.
+branches and other campaigns' node and campaign branches, which their own runners verify), of the
+recorder files the engine reads back (config.yaml, the default DAG, the campaign's DAG copy; the journal
+is the recorder's to verify) and of the user's checkout (HEAD, branch, index, status). A difference is
+attributed to the nodes that were running; planted config, hooks and attributes and edited recorder
+files are put back byte for byte, so nothing a worker planted survives in the user's `.git` or reaches
+the recorder's history (the edited version is kept aside, named in the message). A change in the
+checkout is only reported: the user may be working there.
 """
 from __future__ import annotations
 
@@ -25,14 +28,20 @@ class Fingerprint:
     files: dict[str, bytes | None] = field(default_factory=dict)  # relative path -> content (None: absent)
     refs: dict[str, str] = field(default_factory=dict)
     checkout: dict[str, str] = field(default_factory=dict)
+    recorder: dict[Path, bytes | None] = field(default_factory=dict)  # recorder file -> content
 
 
-def take(root: Path, own_refs: set[str]) -> Fingerprint:
-    """`own_refs`: the refs the running workers may move (their own node branches)."""
+def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (),
+         other_topics: list[str] = ()) -> Fingerprint:
+    """`own_refs`: the refs the running workers may move (their own node branches); `other_topics`: the
+    campaigns whose node and campaign branches are not watched here (their runners move them)."""
     common = _common_dir(root)
     fp = Fingerprint(common, files=take_files(common))
-    fp.refs = {name: sha for name, sha in git.refs(root, "refs").items() if name not in own_refs}
+    theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
+    fp.refs = {name: sha for name, sha in git.refs(root, "refs").items()
+               if name not in own_refs and not (name + "/").startswith(theirs)}
     fp.checkout = _checkout(root)
+    fp.recorder = {path: _read(path) for path in recorder_files}
     return fp
 
 
@@ -49,16 +58,28 @@ def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[st
         if old != new:
             found.append(f"ref {name} " + ("was created" if old is None else "was deleted" if new is None
                                            else f"moved {old[:12]} -> {new[:12]}"))
+    for path in before.recorder:
+        old, new = before.recorder[path], after.recorder.get(path)
+        if old != new:
+            what = "created" if old is None else "deleted" if new is None else "changed"
+            found.append(f"{_shown(path)} was {what}")
     checkout = [f"the checkout's {k} changed" for k in sorted(before.checkout)
                 if before.checkout[k] != after.checkout.get(k)]
     return found, checkout
 
 
-def restore(before: Fingerprint) -> list[str]:
+def recorder_changes(before: Fingerprint) -> list[str]:
+    """What changed among the recorder files since `before` (cheap: a few small files)."""
+    now = Fingerprint(before.common, recorder={path: _read(path) for path in before.recorder})
+    return compare(Fingerprint(before.common, recorder=before.recorder), now)[0]
+
+
+def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     """Put the watched files back as they were; returns what was put back. Refs are reported, not moved:
-    orchestrate never force-moves a ref."""
+    orchestrate never force-moves a ref. An edited recorder file is first copied into `keep` (a person
+    may have edited it during the run: the edit is not lost, only kept out of the recorder)."""
+    put_back = restore_recorder(before, keep)
     now = take_files(before.common)
-    put_back = []
     for name in sorted(set(before.files) | set(now)):
         old = before.files.get(name)
         if now.get(name) == old:
@@ -71,6 +92,25 @@ def restore(before: Fingerprint) -> list[str]:
             path.unlink(missing_ok=True)  # a symlink planted in its place is replaced, not followed
             path.write_bytes(old)
         put_back.append(f".git/{name}")
+    return put_back
+
+
+def restore_recorder(before: Fingerprint, keep: Path | None) -> list[str]:
+    put_back = []
+    for path, old in before.recorder.items():
+        new = _read(path)
+        if new == old:
+            continue
+        if new is not None and keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / path.name).write_bytes(new)
+        if old is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.unlink(missing_ok=True)
+            path.write_bytes(old)
+        put_back.append(_shown(path) + (f" (the edited version is kept at {keep / path.name})"
+                                        if new is not None and keep is not None else ""))
     return put_back
 
 
@@ -98,6 +138,12 @@ def _checkout(root: Path) -> dict[str, str]:
     return {"HEAD": git.rev_parse(root, "HEAD") or "", "branch": git.head_branch(root) or "(detached)",
             "index": hashlib.sha256(index.read_bytes()).hexdigest() if index.is_file() else "",
             "status": hashlib.sha256(git.status_porcelain(root).encode()).hexdigest()}
+
+
+def _shown(path: Path) -> str:
+    """A recorder file as the user knows it: `.ledger/...`."""
+    parts = path.parts
+    return "/".join(parts[parts.index(".ledger"):]) if ".ledger" in parts else str(path)
 
 
 def _common_dir(root: Path) -> Path:

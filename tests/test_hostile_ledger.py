@@ -1,0 +1,75 @@
+"""The recorder is the engine's alone (DESIGN §14.2): a journal rewritten in place, a config.yaml edited by
+a worker, and lines in the middle of a journal that orchestrate did not write. Nothing of it reaches the
+recorder's history; `status`, `doctor` and `resume` name the damage without a traceback, and `resume`
+stops before it repairs or dispatches anything."""
+from __future__ import annotations
+
+import pytest
+
+from orchestrate.recorder import damage
+from tests.test_hostile_workers import campaign_tree, dag, ledger_history, mode, run, settled  # noqa: F401
+
+TO_LEDGER = '"$(git rev-parse --show-toplevel)/../../../../.ledger'
+
+
+def test_a_journal_rewritten_in_place_at_the_same_size_is_never_committed(tmp_path, orch, mode):
+    journal = TO_LEDGER + '/state/hostile/journal.jsonl"'
+    worker = f'echo a > a.txt\nsed -i "s/orchestrate@/orchestratX@/" {journal}\n'
+    repo, _, result = run(tmp_path, orch, worker, mode)
+    text = result.out + result.err
+    if mode == "none":
+        assert result.rc == 1, text
+        assert "changed behind the engine's back (rewritten in place, same size) while A ran" in text
+    else:
+        assert result.rc == 75, text
+        assert "read-only" in (repo / ".scratch/runs/hostile/A/attempt-1.log").read_text().lower()
+    assert "orchestratX@" not in ledger_history(repo)
+    assert "a.txt" not in campaign_tree(repo)
+
+
+def test_a_config_edited_by_a_worker_is_put_back_and_never_committed(tmp_path, orch, mode):
+    worker = f'echo a > a.txt\necho "sandbox: none  # widened" >> {TO_LEDGER}/config.yaml"\n'
+    repo, _, result = run(tmp_path, orch, worker, mode)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    if mode == "none":
+        assert "A: changed what no worker may change: .ledger/config.yaml was changed" in text
+        assert "widened" in (repo / ".scratch/rejected/hostile/config.yaml").read_text()
+    assert "widened" not in (repo / ".ledger/config.yaml").read_text()
+    assert "widened" not in ledger_history(repo, "config.yaml")
+    assert "a.txt" not in campaign_tree(repo)
+
+
+FOREIGN = [b'{"kind": "forged"}', b"garbage", b'{"id": 7, "kind": "node"}']
+
+
+@pytest.fixture(params=FOREIGN, ids=["no-id", "not-json", "odd-id"])
+def damaged(request, tmp_path, orch):
+    """A finished campaign whose journal holds a foreign line 3; put back before the after-run check."""
+    repo, _, result = run(tmp_path, orch, "echo a > a.txt\n", "none")
+    assert result.rc == 75, result.err  # final acceptance
+    path = repo / ".ledger/state/hostile/journal.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:2] + [request.param + b"\n"] + lines[2:]))
+    yield repo, path, request.param
+    path.write_bytes(b"".join(lines))
+
+
+def test_resume_and_doctor_name_a_foreign_line_in_the_middle_of_the_journal(damaged, orch):
+    repo, path, foreign = damaged
+    before = path.read_bytes()
+    assert damage.damaged(path) == [(3, damage._problem(foreign))]
+    again = orch("resume", cwd=repo)
+    assert again.rc == 1, again.out + again.err
+    assert again.err.startswith("orchestrate: error: journal.jsonl:3: ") and again.err.count("\n") == 1, again.err
+    assert "nothing was resumed or repaired" in again.err and "repair:" not in again.out
+    assert path.read_bytes() == before  # nothing settled, repaired, dispatched or journalled
+    doctor = orch("doctor", "--topic", "hostile", cwd=repo)
+    assert doctor.rc == 1 and "journal.jsonl:3:" in doctor.out, doctor.out + doctor.err
+
+
+def test_status_names_a_foreign_line_in_the_middle_of_the_journal(damaged, orch):
+    repo, path, _ = damaged
+    status = orch("status", cwd=repo)
+    assert "Traceback" not in status.out + status.err and status.rc != 70, status.out + status.err
+    assert "damaged journal: journal.jsonl:3 (" in status.out
