@@ -201,12 +201,28 @@ def config_get(repo: str | Path, key: str) -> str | None:
 # ---- worktrees and merges ---------------------------------------------------------------------
 
 def worktree_add(repo: str | Path, path: str | Path, branch: str, start: str, *, new_branch: bool = True) -> None:
-    args = ["worktree", "add", "--quiet"] + (["-b", branch, str(path), start] if new_branch else [str(path), branch])
-    git(repo, *args)
+    def args() -> list[str]:
+        fresh = new_branch and not branch_exists(repo, branch)  # a try that failed may have made the branch
+        return ["worktree", "add", "--quiet"] + (["-b", branch, str(path), start] if fresh else [str(path), branch])
+    _worktree_add(repo, args)
 
 
 def worktree_add_detached(repo: str | Path, path: str | Path, start: str) -> None:
-    git(repo, "worktree", "add", "--quiet", "--detach", str(path), start)
+    _worktree_add(repo, lambda: ["worktree", "add", "--quiet", "--detach", str(path), start])
+
+
+def _worktree_add(repo: str | Path, args) -> None:
+    """`git worktree add`, tried again when it lost a race with another runner's: git reads every
+    worktree's admin dir while it adds one, and one being written at that moment fails the read
+    (`failed to read .../commondir`). Any other failure is raised at once."""
+    import time
+    for attempt in range(4):
+        done = git(repo, *args(), check=False)
+        if done or "failed to read" not in done.stderr or attempt == 3:
+            break
+        time.sleep(0.05 * (attempt + 1))
+    if not done:
+        raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
 
 
 def worktree_remove(repo: str | Path, path: str | Path) -> None:

@@ -32,9 +32,7 @@ def is_glob(token: str) -> bool:
     return not _GLOB_CHARS.isdisjoint(token)
 
 
-def _control(ch: str) -> bool:
-    import unicodedata
-    return ch < " " or ch == "\x7f" or (ch > "\x7f" and unicodedata.category(ch) == "Cc")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's Cc category is exactly these two ranges
 
 
 def token_problem(token: object) -> str | None:
@@ -43,7 +41,8 @@ def token_problem(token: object) -> str | None:
         return f"a surface token must be a string, not {type(token).__name__}"
     if not token.strip():
         return "empty surface token"
-    if bad := next((ch for ch in token if _control(ch)), None):
+    if found := _CONTROL.search(token):
+        bad = found.group()
         # echoed as repr: the raw character would move the cursor or recolour the terminal showing the message
         return (f"{token!r} contains the control character {bad!r}; a surface token names a path, and git "
                 "quotes such a path in every listing, so no change could ever match it")

@@ -234,7 +234,7 @@ def _executor(layout: Layout, choice: Choice | None, jobs: int | None):
 
 def _hooked(ctx: Context) -> Context:
     """Journal each worker's pid as it starts, so resume can stop a worker its dead runner left."""
-    def spawned(request, pid: int) -> None:
+    def spawned(request, pid: int | None) -> None:
         ctx.emit("result", {"effect": "worker-spawn", "node": request.node, "attempt": request.attempt, "pid": pid})
         if request.node != ctx.launching:  # it waited in the queue: its attempt begins only now
             ctx.out.line(f"{request.node}: started attempt {request.attempt} (it was queued)")

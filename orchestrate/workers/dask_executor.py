@@ -89,6 +89,8 @@ class DaskExecutor:
             key = f"orchestrate-{spec['topic']}-{req.node}+{req.attempt}-{uuid.uuid4().hex[:8]}"
             future = self._client.submit(run_node, spec, key=key, pure=False)
             self.live[req.node] = _Submitted(req, future, time.monotonic(), published)
+            if self.on_spawn is not None:  # handed to the cluster: the attempt has begun (no local pid to record)
+                self.on_spawn(req, None)
 
     def _publish(self, req: WorkRequest) -> str:
         """Put the node branch, at its base, on the remote; a stale copy of this same unmerged attempt
