@@ -240,7 +240,7 @@ def test_wrong_arguments_are_2_with_usage(tmp_path, orch):
 
 def test_help_lists_the_exit_codes(orch):
     result = orch("gate", "premise", "--help")
-    assert result.rc == 0 and "exit codes" in result.out
+    assert result.rc == 0 and "Exit codes" in result.out
     assert "FRESH" in result.out and "INVALIDATED" in result.out and "  2  " in result.out
 
 

@@ -309,7 +309,7 @@ def test_missing_branch_prints_usage(orch):
 
 def test_help_lists_the_exit_codes(orch):
     out = orch("gate", "trial-merge", "--help")
-    assert out.rc == 0 and "exit codes" in out.out
+    assert out.rc == 0 and "Exit codes" in out.out
     for code in ("0  CLEAN", "1  FAIL", "2  environment", "3  CONFLICT"):
         assert code in out.out
 

@@ -149,7 +149,7 @@ def test_json_verdicts_and_module_entry_points(dag):
                                   "coherence", "adherence", "close-check", "trial-merge"])
 def test_every_gate_states_its_exit_codes_and_refuses_bad_arguments(orch, gate):
     helped = orch("gate", gate, "--help")
-    assert helped.rc == 0 and "exit codes" in helped.out and "2 " in helped.out
+    assert helped.rc == 0 and "Exit codes" in helped.out and "2 " in helped.out
     wrong = orch("gate", gate, "--no-such-flag")
     assert wrong.rc == 2 and "usage:" in wrong.err and "Traceback" not in wrong.err
 

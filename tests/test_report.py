@@ -174,7 +174,8 @@ def test_the_demo_report_is_written_at_close_and_renders(tmp_path, orch):
     assert committed.returncode == 0, "CLOSE's report is committed in the recorder"
     text = pages[0].read_text()
     self_contained(text)
-    assert '<p class="muted">closed · report written' in text
+    assert '<p class="muted">paused at seam final-acceptance · report written' in text  # refreshed at the pause
+    assert "Open seam final-acceptance" in text  # the committed file already names the decide commands
     check_in_browser(repo, "demo", pages[0], tmp_path, {f"D{i}": "ACCEPTED" for i in range(1, 5)})
 
     assert orch("report", cwd=repo).out.strip() == str(pages[0])  # asked for later: the same file, rewritten
