@@ -254,7 +254,7 @@ esac
 @needs_browser
 def test_the_report_shows_usage_per_attempt_per_node_and_in_total(tmp_path, orch):
     repo = campaign_repo(tmp_path, USAGE_DAG, USAGE_WORKER)
-    assert orch("run", "--quiet", cwd=repo).rc == 75  # N1 reworked once (its evaluator wants attempt 2)
+    assert orch("run", "--quiet", "--jobs", "3", cwd=repo).rc == 75  # N1 reworked once (its evaluator wants attempt 2)
     page = next((repo / ".ledger" / "log").glob("*-spend.html"))  # written at CLOSE
 
     dom, console = browse(page, tmp_path / "spend.png", tmp_path / "profile")
@@ -269,7 +269,7 @@ def test_the_report_shows_usage_per_attempt_per_node_and_in_total(tmp_path, orch
     text = page.read_text()
     assert "1000 in / 300 out tokens, $0.0420 (m-1)" in text and "2000 in / 300 out tokens, $0.0420 (m-1)" in text
     assert "over 2 attempt(s) that reported it" in text
-    assert "spread over 1 slot(s), the most workers that ran at once" in text  # the journal has no --jobs
+    assert "spread over 3 slot(s), the run's --jobs" in text  # as the journal's open entry recorded it
 
     from orchestrate.recorder.locate import project
     from orchestrate.report import html
