@@ -116,3 +116,20 @@ def test_run_on_an_empty_dag_says_why(tmp_path, orch):
     assert "dag.yaml:1: the DAG has no nodes" in said
     assert "is invalid; nothing was written" in said
     assert repo.git("for-each-ref") == before
+
+
+def test_validate_notes_a_token_another_glob_dialect_would_read_otherwise(tmp_path, orch):
+    dag = tmp_path / "d.yaml"
+    dag.write_text('workers: {sh: "true"}\nnodes:\n'
+                   '  - {id: A, file_surface: ["docs/[^a]*.md", "src/a**"], discipline: sh}\n'
+                   '  - {id: B, file_surface: [plain.txt, "lib/**/x.py"], discipline: sh}\n')
+    r = orch("validate", "--dag", dag, cwd=tmp_path)
+    assert r.rc == 0, r.out + r.err
+    notes = [ln for ln in r.err.splitlines() if ln.startswith("note: ")]
+    assert notes == [
+        f"note: {dag}:3: nodes.A.file_surface: `docs/[^a]*.md` is read as git reads it: `[^...]` negates, "
+        "as `[!...]` does (Python's fnmatch would match a `^` there)",
+        f"note: {dag}:3: nodes.A.file_surface: `src/a**` is read as git reads it: a `**` that is not a whole "
+        "path segment stays inside one segment, except at the very end"]
+    quiet = orch("validate", "--dag", dag, "--json", cwd=tmp_path)
+    assert quiet.rc == 0 and json.loads(quiet.out) == [] and "note:" not in quiet.err

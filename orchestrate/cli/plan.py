@@ -50,10 +50,28 @@ def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
     if listed and not as_json:
         files = ", ".join(dict.fromkeys(p.file for p in listed))
         click.echo(f"invalid: {len(listed)} problem(s) in {files}", err=True)
+    if dag is not None and not as_json:
+        for note in _dialect_notes(path, dag):
+            click.echo(printable(note), err=True)
     if dag is not None and not settings and not as_json:
         layers = dag.layers()
         click.echo(f"valid: {path} ({len(dag.nodes)} nodes, {len(layers)} layers, topic {dag.topic})")
     return ExitCode.OK if dag is not None and not settings else ExitCode.FAILED
+
+
+def _dialect_notes(path: Path, dag) -> list[str]:
+    """`note:` lines for surface tokens that another glob dialect would read otherwise (valid, but a
+    person who thinks in fnmatch or shell globs should know)."""
+    from orchestrate.dag import surface
+    text = None
+    notes = []
+    for node in dag.nodes:
+        for token in node.file_surface:
+            if said := surface.dialect_note(token):
+                text = text if text is not None else path.read_text(errors="replace").splitlines()
+                line = next((i for i, ln in enumerate(text, 1) if token in ln), 1)
+                notes.append(f"note: {path}:{line}: nodes.{node.id}.file_surface: {said}")
+    return notes
 
 
 def _config_problems() -> list:

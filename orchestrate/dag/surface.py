@@ -35,6 +35,23 @@ def is_glob(token: str) -> bool:
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's Cc category is exactly these two ranges
 
 
+def dialect_note(token: str) -> str | None:
+    """Where `token` means here (git's wildmatch) what another glob dialect reads otherwise: one sentence on
+    how it is read, for `validate` to say; None for a token every dialect reads alike."""
+    if not is_glob(token):
+        return None
+    notes = []
+    if "[^" in token:
+        notes.append("`[^...]` negates, as `[!...]` does (Python's fnmatch would match a `^` there)")
+    if _CLASS_NAME.search(token):
+        notes.append("`[[:name:]]` is a POSIX class (Python's fnmatch does not know classes)")
+    if any("**" in part and part != "**" for part in token.split("/")):
+        notes.append("a `**` that is not a whole path segment stays inside one segment, except at the very end")
+    if "\\" in token:
+        notes.append("a backslash makes the next glob character literal (it is no path separator)")
+    return f"`{token}` is read as git reads it: " + "; ".join(notes) if notes else None
+
+
 def token_problem(token: object) -> str | None:
     """Why `token` is not a valid surface token, or None when it is."""
     if not isinstance(token, str):
