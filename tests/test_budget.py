@@ -40,8 +40,8 @@ def test_a_node_that_spent_its_budget_gets_no_further_attempt_and_says_why(tmp_p
     result = orch("run", cwd=repo)
     assert result.rc == 75, result.out + result.err
     said = ("node N1 spent $0.0800 over 2 attempt(s), reaching its budget of $0.0500 (nodes.N1.budget); "
-            "no further attempt is started")
-    assert said in result.out
+            "this attempt is not merged and no further attempt is started")
+    assert said in result.out, result.out
     assert _attempts(repo, "nodebud", "N1") == 2  # max_attempts 5 would have allowed three more
     seam = [e["context"] for e in journal(repo, "nodebud") if e["kind"] == "seam"][-1]
     assert (seam["seam"], seam["case"], seam["node"]) == ("realignment", "attempts-spent", "N1")
@@ -51,6 +51,19 @@ def test_a_node_that_spent_its_budget_gets_no_further_attempt_and_says_why(tmp_p
     done = orch("resume", "--topic", "nodebud", cwd=repo)
     assert done.rc == 75 and "final-acceptance" in done.out, done.out + done.err
     assert statuses(repo, orch, "nodebud")["N1"] == "SKIPPED"
+
+
+def test_the_attempt_that_crosses_the_budget_is_not_merged_even_when_its_gates_would_pass(tmp_path, orch,
+                                                                                         monkeypatch):
+    monkeypatch.setenv("N1_PASSES", "1")
+    repo = campaign_repo(tmp_path, NODE_DAG.replace("cost_usd: 0.05", "cost_usd: 0.03"), WORKER)
+    result = orch("run", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert "N1: ESCALATE" in result.out and "reaching its budget of $0.0300" in result.out
+    assert _attempts(repo, "nodebud", "N1") == 1
+    assert "N1.txt" not in repo.git("ls-tree", "--name-only", "campaign/nodebud")  # nothing of it merged
+    gates = [e["context"] for e in journal(repo, "nodebud") if e["kind"] == "gate"]
+    assert [g["gate"] for g in gates] == ["budget"]  # its evaluators and checks were not even run
 
 
 def test_on_exhausted_continue_abandons_a_node_over_budget(tmp_path, orch):

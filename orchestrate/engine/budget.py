@@ -1,18 +1,19 @@
 """Budgets (DESIGN §14.6): what a node's attempts, and the whole campaign's, may spend.
 
 Spend is what attempts reported to `$ORCH_USAGE`, as journalled with each attempt's result
-(`provenance.usage_rows`); tokens count input plus output. Both budgets are checked before anything is
-dispatched, after every attempt has returned, so the attempt that crosses a budget finishes and is judged
-like any other (work that passes its gates is kept: the money is spent). What a budget stops is the next
-attempt:
+(`provenance.usage_rows`); tokens count input plus output. A worker learns what it may still spend from
+ORCH_BUDGET_* when it starts; what it spent is known when it returns:
 
-- a node whose attempts reached its `budget:` gets no further attempt: the realignment seam opens
-  (case attempts-spent, so `policy:` applies), or, with `on_exhausted: continue`, the node is ABANDONED;
+- an attempt that brings its node's spend to the node's `budget:` ends there: RECONCILE fails it without
+  running its gates (nothing of it is merged) and the node gets no further attempt: the realignment seam
+  opens (case attempts-spent, so `policy:` applies), or, with `on_exhausted: continue`, it is ABANDONED;
+  before dispatch, a node already over its budget (a person answered rework) is not started either;
 - a campaign whose attempts reached the DAG's top-level `budget:` dispatches nothing new and opens the
   `budget` seam: `raise` with a new limit (recorded in the decision, honoured from then on) or `halt`.
 """
 from __future__ import annotations
 
+from gates.shared.verdict import Verdict
 from orchestrate.engine import judge
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.provenance import usage_rows, usage_total
@@ -69,6 +70,22 @@ def before_dispatch(ctx, nodes: list[str]) -> Outcome | None:
         if over := reached(node.budget, spend):
             return _node_spent(ctx, node, spend, over)
     return None
+
+
+def crossed(ctx, node_id: str):
+    """A failing verdict when the node's attempts, this one included, reached its budget; else None. The
+    attempt that crosses the budget ends there: it is not merged, whatever its gates would say."""
+    node = ctx.dag.by_id[node_id]
+    if not node.budget:
+        return None
+    spend = spent(usage_rows(_entries(ctx), node_id))
+    over = reached(node.budget, spend)
+    if not over:
+        return None
+    ns = ctx.campaign.nodes[node_id]
+    return Verdict("budget", 1, f"FAIL: node {node_id} spent {text(spend, over)} over {ns.attempt} attempt(s), "
+                                f"reaching its budget of {text(node.budget, over)} (nodes.{node_id}.budget); "
+                                "this attempt is not merged and no further attempt is started")
 
 
 def _node_spent(ctx, node, spend: dict, over: list[str]) -> Outcome:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from gates import adherence, coherence, evaluators, premise, reconcile_node
 from gates.shared.verdict import Verdict
 from orchestrate import git
-from orchestrate.engine import judge, schedule
+from orchestrate.engine import budget, judge, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED, LANDED, PENDING, REWORK
@@ -48,6 +48,10 @@ def handle(ctx: Context) -> Outcome:
     node = ctx.dag.by_id[node_id]
     worktree = ctx.root / ns.worktree
     entries: list[str] = []
+    if crossed := budget.crossed(ctx, node_id):  # over its budget: not merged, whatever its gates would say
+        verdicts = [crossed]
+        entries = [judge.record(ctx, node_id, crossed)["id"]]
+        return _fail(ctx, node_id, verdicts, entries, final=True)
     if ns.rc not in (0, None):
         verdicts = [_worker_failed(ns)]
     else:
@@ -103,13 +107,16 @@ def _worker_failed(ns) -> Verdict:
 
 
 def _fail(ctx: Context, node_id: str, failed: list[Verdict], entries: list[str], *,
-          group_id: str | None = None) -> Outcome:
-    """Record a non-accept verdict for one node: rework, escalate, or abandon."""
+          group_id: str | None = None, final: bool = False) -> Outcome:
+    """Record a non-accept verdict for one node: rework, escalate, or abandon (`final`: no rework, as
+    when the node crossed its budget)."""
     ns = ctx.campaign.nodes[node_id]
     node = ctx.dag.by_id[node_id]
     failures = ns.failures + 1
     feedback = judge.failure_text(failed)
     verdict = judge.next_verdict(node, failures)
+    if final and verdict == "rework":
+        verdict = "abandon" if node.on_exhausted == "continue" else "escalate"
     extra = {"group_id": group_id} if group_id else {}
     entry = ctx.emit("verdict", {"node": node_id, "verdict": verdict, "at": ns.head, "reasons": feedback, **extra},
                      derived_from=entries)
