@@ -32,7 +32,7 @@ class CampaignLock:
                 f"campaign {self.topic} is being run by pid {holder.get('pid', '?')} on {holder.get('host', '?')} "
                 f"since {holder.get('started', '?')}", hint="wait for it, or stop it first") from None
         previous = self._holder()
-        if previous and not _alive(previous):
+        if previous and not holder_alive(previous):
             self.took_over = previous  # its holder died: the kernel released the flock
         self._lock = lock
         write_atomic(self.info, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
@@ -58,7 +58,8 @@ class CampaignLock:
             return None
 
 
-def _alive(holder: dict) -> bool:
+def holder_alive(holder: dict) -> bool:
+    """Is the process that wrote `holder` (pid, host) still running? Another machine's is trusted."""
     if holder.get("host") != socket.gethostname():
         return True  # cannot tell for another machine; the flock already said it is free
     try:

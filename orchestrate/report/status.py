@@ -111,22 +111,11 @@ def runner(locks: Path, topic: str, state: str, closed: bool) -> dict:
     except (OSError, ValueError):
         holder = None
     if isinstance(holder, dict):
-        return {**holder, "alive": _alive(holder), "resume": not _alive(holder)}
+        from orchestrate.recorder.lock import holder_alive
+        alive = holder_alive(holder)
+        return {**holder, "alive": alive, "resume": not alive}
     return {"pid": None, "host": None, "started": None, "alive": False,
             "resume": state not in RESTING and not (closed and state == "DONE")}
-
-
-def _alive(holder: dict) -> bool:
-    import socket
-    if holder.get("host") != socket.gethostname():
-        return True  # another machine's pid cannot be checked from here: trust its lock
-    try:
-        os.kill(int(holder["pid"]), 0)
-    except (ProcessLookupError, ValueError, KeyError, TypeError):
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def summary(c: Campaign) -> dict:
