@@ -359,3 +359,20 @@ def test_aider_keeps_its_side_files_out_of_the_worktree(tmp_path, repo):
     assert sorted(p.name for p in run_dir.iterdir()) == [
         "brief-1.aider.chat.history.md", "brief-1.aider.input.history", "brief-1.md"]
     assert repo.git("status", "--porcelain", "--untracked-files=all") == ""
+
+
+@pytest.mark.parametrize("name", ["claude-code", "codex", "gemini", "opencode"])  # aider reports no usage
+def test_an_agent_that_crosses_its_nodes_budget_is_not_merged(tmp_path, orch, monkeypatch, name):
+    bindir, record = tmp_path / "bin", tmp_path / "record"
+    bindir.mkdir(), record.mkdir()
+    _fake_agent(bindir, name, record)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    topic = "bud" + name.replace("-", "")
+    dag = DAG.format(topic=topic, name=name).replace("    sandbox: none\n", "    sandbox: none\n    budget: {tokens: 500}\n")
+    repo = campaign_repo(tmp_path, dag, "#!/bin/sh\n")
+    result = orch("run", cwd=repo)
+    assert result.rc == 75 and "seam realignment" in result.out, result.out + result.err
+    spent = USAGE[name]["input_tokens"] + USAGE[name]["output_tokens"]
+    assert f"node N1 spent {spent} tokens over 1 attempt(s), reaching its budget of 500 tokens" in result.out
+    assert "agent.txt" not in repo.git("ls-tree", "--name-only", f"campaign/{topic}")  # its edit was not merged
+    assert "ORCH_BUDGET_TOKENS=500" in (record / "env").read_text()  # the agent was told what it may spend
