@@ -368,7 +368,8 @@ def test_an_agent_that_crosses_its_nodes_budget_is_not_merged(tmp_path, orch, mo
     _fake_agent(bindir, name, record)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     topic = "bud" + name.replace("-", "")
-    dag = DAG.format(topic=topic, name=name).replace("    sandbox: none\n", "    sandbox: none\n    budget: {tokens: 500}\n")
+    dag = DAG.format(topic=topic, name=name).replace("    sandbox: none\n",
+                                                     "    sandbox: none\n    budget: {tokens: 500}\n")
     repo = campaign_repo(tmp_path, dag, "#!/bin/sh\n")
     result = orch("run", cwd=repo)
     assert result.rc == 75 and "seam realignment" in result.out, result.out + result.err

@@ -132,6 +132,17 @@ def test_an_index_lock_left_behind_is_the_nodes_failed_attempt(tmp_path, orch, m
     assert orch("status", cwd=repo).rc == 75 or orch("status", cwd=repo).rc == 0
 
 
+def test_leftovers_git_cannot_commit_are_the_nodes_failed_attempt_not_a_runner_error(tmp_path, orch, mode):
+    # a nested repository with no commit (made outside the sandbox's object-store settings, as a tool would)
+    worker = ("echo a > a.txt\nmkdir -p a-dir && "
+              "env -u GIT_OBJECT_DIRECTORY -u GIT_ALTERNATE_OBJECT_DIRECTORIES -u GIT_DIR git -C a-dir init -q\n")
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "node A: git could not commit what the worker left uncommitted" in text
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
 def test_a_branch_moved_after_judging_is_reported_and_nothing_of_it_merges(tmp_path, orch, mode):
     # The evaluator stands in for a child the worker left behind: it commits on the node branch after the
     # head was read and judged, before MERGE.

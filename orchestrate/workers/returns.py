@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from orchestrate import git
+from orchestrate.errors import GitError
 from orchestrate.workers import containment
 from orchestrate.workers.brief import usage_path
 from orchestrate.workers.private_objects import BadObject
@@ -35,8 +36,14 @@ def returned(ctx, outcome, *, journal_result: bool = True) -> None:
         return
     if path.exists() and git.has_changes(path):
         ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})
-        git.commit_all(path, f"node {outcome.node}: changes left uncommitted by the worker",
-                       env=git.identity_env(path))
+        try:
+            git.commit_all(path, f"node {outcome.node}: changes left uncommitted by the worker",
+                           env=git.identity_env(path))
+        except GitError as exc:  # e.g. a nested repository with no commit: git cannot add it; the run goes on
+            detail = (exc.stderr or exc.message).strip().splitlines()
+            fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: git could not commit what the worker left "
+                         f"uncommitted ({detail[-1] if detail else 'no reason given'}); its attempt failed")
+            return
         ctx.emit("result", {"effect": "leftover-commit", "node": outcome.node})
         ctx.out.line(f"{outcome.node}: committed changes the worker left uncommitted")
     head = git.out(path, "rev-parse", "HEAD") if path.exists() else ns.base
