@@ -69,6 +69,29 @@ def test_a_worker_writes_its_own_dir_and_tmp_and_nothing_else(tmp_path):
 
 
 @needs_bwrap
+def test_tools_on_path_and_the_python_under_tmp_stay_usable(tmp_path, monkeypatch):
+    """A CI clone may keep its virtualenv under /tmp, a user a tool folder: the private /tmp must not hide
+    what a worker needs to start (the presets and the replay stand-in run orchestrate's own Python)."""
+    import sys
+    tools = tmp_path / "tools"  # tmp_path is under /tmp, which the sandbox replaces
+    tools.mkdir()
+    (tools / "orch-probe-tool").write_text("#!/bin/sh\necho tool-ran\n")
+    (tools / "orch-probe-tool").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    work = tmp_path / "work"
+    work.mkdir()
+    done = run("orch-probe-tool; test -e /tmp/other && echo leaked || echo private", cwd=work, writable=[work],
+               env=dict(os.environ))
+    assert lines(done) == ["tool-ran", "private"], done.stdout + done.stderr
+    venv = tmp_path / "venv" / "bin"  # stands for sys.prefix under /tmp, as in a clone at /tmp/ciclone
+    venv.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(venv.parent))
+    argv = sandbox.wrap(["true"], cwd=work, writable=[work])
+    at = argv.index(str(venv.parent))
+    assert argv[at - 1:at + 2] == ["--ro-bind", str(venv.parent), str(venv.parent)]  # visible, read-only
+
+
+@needs_bwrap
 def test_the_hosts_tmp_is_hidden_and_the_private_one_stays_private(tmp_path):
     host_file = Path("/tmp") / f"orch-sandbox-host-{uuid.uuid4().hex}"
     private = Path("/tmp") / f"orch-sandbox-private-{uuid.uuid4().hex}"

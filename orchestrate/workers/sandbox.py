@@ -6,6 +6,7 @@ paths it is given writable, a private /tmp, and a PID namespace so nothing it st
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -93,7 +94,7 @@ def wrap(argv: Sequence[str], *, cwd: str | Path, writable: Iterable[str | Path]
     path wins. With `env_keep`, the command sees only the variables named there.
     """
     out = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path, rw in _binds(writable, readable):
+    for path, rw in _binds(writable, [*readable, *_tools_under_tmp()]):
         out += ["--bind" if rw else "--ro-bind", path, path]
     out += ["--chdir", str(Path(cwd).resolve()), *_options()]
     if env_keep is not None:
@@ -101,6 +102,25 @@ def wrap(argv: Sequence[str], *, cwd: str | Path, writable: Iterable[str | Path]
     else:
         out.append("--")
     return out + [str(a) for a in argv]
+
+
+def _tools_under_tmp() -> list[str]:
+    """What the private /tmp would hide that a worker needs to start at all: the Python that runs
+    orchestrate and orchestrate itself (a virtualenv or an editable checkout under /tmp, as a CI clone
+    may be; the presets and the replay stand-in run `python -m orchestrate...`) and the folders on PATH;
+    read-only, like the rest of the system."""
+    import sys
+
+    import orchestrate
+    source = os.path.dirname(os.path.dirname(os.path.realpath(orchestrate.__file__)))  # an editable install's
+    candidates = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), source,
+                  *os.environ.get("PATH", "").split(os.pathsep)}
+    found = []
+    for path in candidates:
+        real = Path(path).resolve() if path else None
+        if real is not None and real.is_dir() and real.is_relative_to("/tmp") and real != Path("/tmp"):
+            found.append(str(real))
+    return sorted(found)
 
 
 def _binds(writable: Iterable[str | Path], readable: Iterable[str | Path]) -> list[tuple[str, bool]]:
