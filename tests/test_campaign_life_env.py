@@ -139,8 +139,10 @@ def test_queued_nodes_are_not_attempts_after_an_interrupt(tmp_path, orch, monkey
     marks.mkdir()
     repo = campaign_repo(tmp_path, DAG.replace('"orch-life-tool"', '"./work.sh"'), SLOW)
     env = {**os.environ, "MARKS": str(marks)}
-    runner = subprocess.Popen(ORCH + ["run", "--no-interactive", "--jobs", "1"], cwd=repo, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # layered: the layer's nodes are all dispatched at once and wait for the one --jobs slot (eager starts
+    # a node only when a slot is free, so nothing would be queued)
+    runner = subprocess.Popen(ORCH + ["run", "--no-interactive", "--jobs", "1", "--schedule", "layered"], cwd=repo,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     _wait_for(marks / "started")
     _wait_for_await(repo)
     runner.send_signal(signal.SIGINT if how == "ctrl-c" else signal.SIGKILL)

@@ -21,8 +21,11 @@ from tests.engine_helpers import campaign_repo
 
 SGR = r"(?:\x1b\[[0-9;]*m)*"  # the live view colours each node's phase word
 HELD = "sh -c 'while [ ! -e RELEASE/{name} ]; do sleep 0.05; done'"
+# layered: the layer's nodes are dispatched at once, so those beyond --jobs show as queued (an eager
+# schedule starts a node only when a slot is free, and queues nothing)
 DAG = f"""\
 topic: live
+schedule: layered
 workers: {{sh: "./work.sh"}}
 checks:
   - {{name: held, run: "{HELD.format(name='merge')}"}}

@@ -53,19 +53,26 @@ def init() -> int:
 @click.option("--topic", help="Campaign topic (default: the DAG's `topic:`, else the file's stem).")
 @click.option("--mode", type=click.Choice(["interactive", "autonomous"]), help="Override the DAG's mode.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
+@click.option("--schedule", type=click.Choice(["eager", "layered"]),
+              help="Override the DAG's `schedule:` (default eager). Fixed for the campaign once it opens.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only results, seams and errors.")
 @answers_option
 @click.option("--interactive/--no-interactive", default=None,
               help="Ask at seams or never ask (default: ask when stdin is a terminal and CI is not true).")
 @executor_options
-def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | None, quiet: bool,
-        answers: Path | None, interactive: bool | None, executor) -> int:
+def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | None, schedule: str | None,
+        quiet: bool, answers: Path | None, interactive: bool | None, executor) -> int:
     """Run a campaign to its end or to a human seam.
 
     Validates the DAG and .ledger/config.yaml (invalid: exit 1 before anything is written), creates
-    campaign/<topic> at the baseline, then for each layer runs every node's worker in its own worktree
-    and branch, judges each result with the gates, and merges what passes with --no-ff. Every transition
-    is a commit in .ledger/.
+    campaign/<topic> at the baseline, then runs every node's worker in its own worktree and branch,
+    judges each result with the gates, and merges what passes with --no-ff. Every transition is a
+    commit in .ledger/.
+
+    Under the eager schedule (the default) a node starts as soon as every node it depends on has
+    settled and a --jobs slot is free; landed nodes are judged while others run, their evaluators up to
+    --jobs at once; merges go one at a time. Layers are still where coherence is checked. `--schedule
+    layered` (or `schedule: layered` in the DAG) starts a layer only when the previous one has merged.
 
     With --executor dask, each worker runs on a Dask cluster: the node branch is pushed to --remote at
     its base, a Dask worker fetches it, runs the worker, pushes the branch back, and the engine fetches
@@ -88,7 +95,7 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
     """
     from orchestrate.engine.runner import run_campaign
     return run_campaign(Path.cwd(), dag_path, topic=topic, mode=mode, jobs=jobs, quiet=quiet, answers=answers,
-                        executor=executor, interactive=interactive)
+                        executor=executor, interactive=interactive, schedule=schedule)
 
 
 @cli.command()

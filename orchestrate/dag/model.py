@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from orchestrate.dag import graph
 
 MODES = ("interactive", "autonomous")
+SCHEDULES = ("eager", "layered")
 SCHEMA_VERSIONS = (1,)
 ACTIVATIONS = ("always", "on_demand")
 JOINS = ("all", "any")
@@ -87,6 +88,7 @@ class Dag:
     params: dict = field(default_factory=dict, compare=False)
     gates: dict = field(default_factory=dict, repr=False, compare=False)  # name -> {plugin, ...config}
     budget: dict = field(default_factory=dict, compare=False)  # the campaign's {cost_usd, tokens}; {}: none
+    schedule: str = "eager"  # eager | layered: when a node may start (engine/schedule.py)
     _groups: tuple = field(default=(), repr=False, compare=False)
     _layer_deps: dict = field(default_factory=dict, repr=False, compare=False)
     _effective: dict = field(default_factory=dict, repr=False, compare=False)

@@ -104,6 +104,7 @@ NODE_ENUMS = (("activation", ACTIVATIONS, "an activation"), ("join", JOINS, "a j
 TOP_FIELDS: dict[str, tuple[Checker | None, bool]] = {
     "schema_version": (is_int, False), "campaign": (is_text, False), "params": (None, False),
     "gates": (None, False), "topic": (is_text, False), "base": (is_text, False), "mode": (is_text, False), "defaults": (None, False),
+    "schedule": (is_text, False),
     "workers": (None, False), "checks": (None, False), "nodes": (None, True), "edges": (None, False),
     "policy": (None, False), "budget": (None, False)}
 DEFAULT_FIELDS: dict[str, tuple[Checker, bool]] = {"timeout": (is_timeout, False), "max_attempts": (is_count, False),

@@ -5,7 +5,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrate.dag import edge_rules, graph, node_rules
-from orchestrate.dag.model import COMMAND_PLUGIN, MODES, RESERVED_GATES, SANDBOXES, SCHEMA_VERSIONS, Dag, Node
+from orchestrate.dag.model import (COMMAND_PLUGIN, MODES, RESERVED_GATES, SANDBOXES, SCHEDULES, SCHEMA_VERSIONS,
+                                   Dag, Node)
 from orchestrate.dag.schema import (
     CHECK_FIELDS,
     COMMAND_GATE_FIELDS,
@@ -56,6 +57,11 @@ def validate(data: object, file: str, *, topic: str | None = None,
     mode = data.get("mode", "interactive")
     if isinstance(mode, str) and mode not in MODES:
         rep.add(data.key_line("mode"), "mode", "enum", f"`{mode}` is not a mode: use interactive or autonomous")
+    schedule = data.get("schedule", "eager")
+    if isinstance(schedule, str) and schedule not in SCHEDULES:
+        rep.add(data.key_line("schedule"), "schedule", "enum",
+                f"`{schedule}` is not a schedule: use eager (a node starts when its inputs merged) or layered "
+                "(a layer starts when the previous one merged)")
 
     defaults = data.get("defaults") or Mapping()
     if not isinstance(defaults, Mapping):
@@ -144,6 +150,7 @@ def validate(data: object, file: str, *, topic: str | None = None,
     if rep.problems:
         return None, sorted(rep.problems, key=lambda p: (p.line, p.field))
     return Dag(path=file, topic=str(topic_value), base=str(data.get("base", "HEAD")), mode=str(mode),
+               schedule=str(schedule),
                workers=dict(workers), checks=tuple(node_rules.check_of(c) for c in checks),
                nodes=tuple(nodes), by_id=by_id, policy=policy, edges=tuple(model.edges), params=params,
                gates=gates, budget=budget or {}, _groups=tuple(model.groups), _layer_deps=model.layer_deps,

@@ -39,6 +39,10 @@ class Context:
     gate_plugins: dict | None = None  # the gate plugins the DAG names, loaded on first use
     watch: object = None  # workers.fingerprint.Fingerprint taken before this layer's workers started
     blamed: dict = field(default_factory=dict)  # node -> what it changed outside its node, while running
+    evaluated: dict = field(default_factory=dict)  # (node, attempt) -> its evaluators' verdict, run ahead
+    refuted: dict = field(default_factory=dict)  # eager: node -> the head its premise was found stale against
+    routed: set = field(default_factory=set)  # eager: pending nodes whose incoming edges were decided
+    schedule_override: str | None = None  # --schedule
     launching: str = ""  # the node whose start() is asking the executor now (it says itself how that went)
 
     @property

@@ -43,6 +43,8 @@ def _walk(ctx: Context) -> State:
             else:
                 outcome = HANDLERS[state](ctx)
             nxt = next_state(state, outcome)
+            if nxt in (State.PAUSE, State.HALT) and ctx.recorder is not None and ctx.executor.running():
+                _settle_workers(ctx, nxt)
             detail, ctx.subject = ctx.subject, ""
             verdicts = [e["context"] for e in ctx.recorder.held if e["kind"] == "verdict"] if ctx.recorder else []
             if ctx.recorder is not None:
@@ -86,6 +88,23 @@ def _walk(ctx: Context) -> State:
     finally:
         ctx.out.stop_live()
     return state
+
+
+def _settle_workers(ctx: Context, end: State) -> None:
+    """Workers still running when the run stops (the eager schedule lets a seam or a halt come while some
+    run). A pause waits for them and keeps what they made: it is judged on resume. A halt stops them:
+    their attempts do not count, and they start again from the campaign head on resume."""
+    names = ", ".join(sorted(n for n, _ in ctx.executor.running()))
+    if end is State.PAUSE:
+        ctx.out.always(f"waiting for {names} to return before pausing (what they make is judged on resume)")
+        from orchestrate.engine.collect import collect
+        collect(ctx, until_all=True)
+        return
+    nodes = [n for n, _ in ctx.executor.running()]
+    ctx.executor.cancel_all()
+    for node in nodes:
+        launch.roll_back(ctx, node)
+    ctx.out.always(f"stopped {names}: their attempts do not count; they start again on resume")
 
 
 def _focus(ctx: Context, state: State) -> list[str]:

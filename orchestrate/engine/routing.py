@@ -19,15 +19,16 @@ class ConditionFailed(Exception):
     """An edge's condition could not be evaluated; the message names the edge."""
 
 
-def decide(ctx) -> list[str]:
-    """Record the decisions of this layer's incoming edges; SKIP the nodes that will not run.
-    Returns the skipped node ids. Raises ConditionFailed or GuardrailCrashed (a halt, nothing is
-    dispatched) or Blocked (a seam)."""
+def decide(ctx, nodes: list[str] | None = None) -> list[str]:
+    """Record the decisions of the incoming edges of `nodes` (default: layer k's pending nodes); SKIP the
+    nodes that will not run. Returns the skipped node ids. Raises ConditionFailed or GuardrailCrashed (a
+    halt, nothing is dispatched) or Blocked (a seam). Deciding a node twice changes nothing: every
+    decision is recorded once and read back."""
     from orchestrate.engine import guardrails
     from orchestrate.workers import discovery
     c, dag = ctx.campaign, ctx.dag
     skipped = []
-    pending = [n for n in c.layer() if c.nodes[n].status == PENDING]
+    pending = [n for n in (c.layer() if nodes is None else nodes) if c.nodes[n].status == PENDING]
     # on-demand nodes last: the crossings of the layer's regular nodes may enable them (seeds-other §5)
     for node_id in sorted(pending, key=lambda n: dag.by_id[n].activation == "on_demand"):
         node = dag.by_id[node_id]
@@ -51,7 +52,31 @@ def decide(ctx) -> list[str]:
             raise ConditionFailed(str(exc)) from None
         if not assigned:
             skipped.append(node_id)
+        else:
+            ctx.routed.add(node_id)
     return skipped
+
+
+def settle(ctx, nodes: list[str] | None):
+    """`decide` for RUN_LAYER and the eager DISPATCH: None when the nodes may go on, else the outcome that
+    stops the run (FAILED: a halt naming the edge; NEEDS_HUMAN: a guardrail's seam is open)."""
+    from orchestrate.engine import guardrails
+    from orchestrate.engine.states import Outcome
+    if nodes is not None and not nodes:
+        return None
+    try:
+        decide(ctx, nodes)
+    except (ConditionFailed, guardrails.GuardrailCrashed) as exc:
+        ctx.halt_reason = str(exc)
+        ctx.emit("halt", {"reason": ctx.halt_reason})
+        return Outcome.FAILED
+    except guardrails.Blocked as blocked:
+        seam = blocked.seam
+        ctx.emit("seam", seam, derived_from=seam["gates"])
+        ctx.out.line(f"{seam['node']}: not dispatched, {seam['reason']}")
+        ctx.subject = f"guardrail on {seam['edge']}"
+        return Outcome.NEEDS_HUMAN
+    return None
 
 
 def _skip(ctx, node_id: str, why: str) -> str:

@@ -42,7 +42,7 @@ def read_answers(path: Path | None) -> dict:
 
 def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: str | None, jobs: int | None,
                  quiet: bool, answers: Path | None = None, executor: Choice | None = None,
-                 interactive: bool | None = None) -> int:
+                 interactive: bool | None = None, schedule: str | None = None) -> int:
     from orchestrate.seams import prompt
     prompt.force(interactive)
     layout = project(cwd)
@@ -59,7 +59,8 @@ def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: s
         _refuse_reuse(layout, name)  # under the lock: a runner that just finished has left its branch
         with _executor(layout, executor, jobs) as ex:
             ctx = Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None, executor=ex,
-                          out=Reporter(quiet=quiet), topic_override=topic, mode_override=mode, answers=replies)
+                          out=Reporter(quiet=quiet), topic_override=topic, mode_override=mode, answers=replies,
+                          schedule_override=schedule)
             return drive(_hooked(ctx))
 
 

@@ -1,19 +1,40 @@
-"""What to do next inside a layer: which nodes to dispatch now, and whether the layer is done."""
+"""What to start next, what to judge next, and whether layer k is done, under either schedule.
+
+`layered`: layer k's parallel set starts at once, then its serial rest one node at a time; layer k+1
+waits for every node of layer k (the barrier). `eager` (the default): a node starts as soon as every node
+it depends on has settled (merged, skipped, abandoned) and a `--jobs` slot is free, branching from the
+campaign head at that moment, whatever its layer's other nodes are doing. Layers stay the unit of the
+boundary's coherence check, of reporting and of the retrospective.
+
+Under both, a `serialize: true` node (or one rescheduled into the serial rest) runs alone, and a
+person's node starts only once no worker runs. Eager adds one rule so that a serialized node is never
+starved by later work: once every other node of its layer and the layers before it has settled, it is
+due, and nothing else starts until it has run.
+"""
 from __future__ import annotations
 
 from orchestrate.recorder.campaign import ABANDONED, ACCEPTED, DISPATCHED, INVALIDATED, LANDED, PENDING, REWORK, SKIPPED
 from orchestrate.workers import handwork
 
 SETTLED = (ACCEPTED, SKIPPED, ABANDONED)
+WAITING = (PENDING, REWORK, INVALIDATED)
+IN_FLIGHT = (DISPATCHED, LANDED)
+
+
+def eager(ctx) -> bool:
+    return ctx.campaign.schedule == "eager"
 
 
 def to_dispatch(ctx) -> list[str]:
+    return _eager(ctx) if eager(ctx) else _layered(ctx)
+
+
+def _layered(ctx) -> list[str]:
     """The parallel set first (all at once); then the serial rest, one node at a time."""
     c, dag = ctx.campaign, ctx.dag
     layer = c.layer()
     parallel, serial = dag.partition(layer)
-    waiting = (PENDING, REWORK, INVALIDATED)
-    ready = [n for n in parallel if c.nodes[n].status in waiting]
+    ready = [n for n in parallel if c.nodes[n].status in WAITING]
     machine = [n for n in ready if not handwork.is_human(dag, n)]
     if machine:
         return machine
@@ -23,13 +44,134 @@ def to_dispatch(ctx) -> list[str]:
         return [] if busy else ready[:1]
     if any(c.nodes[n].status not in SETTLED for n in parallel):
         return []
-    if any(c.nodes[n].status in (DISPATCHED, LANDED) for n in serial):
+    if any(c.nodes[n].status in IN_FLIGHT for n in serial):
         return []
-    nxt = [n for n in serial if c.nodes[n].status in waiting]
+    nxt = [n for n in serial if c.nodes[n].status in WAITING]
     if not nxt:
         return []
     # one at a time, except that a LOOPS_WITH group is one: its members start together
     return [m for m in dag.group_of(nxt[0]) if m in nxt]
+
+
+def inputs_settled(ctx, node_id: str) -> bool:
+    """Has every node `node_id` waits for (a LOOPS_WITH member: its whole group's outside inputs) settled?"""
+    nodes = ctx.campaign.nodes
+    return all(nodes[d].status in SETTLED for d in ctx.dag.layer_deps().get(node_id, ()) if d in nodes)
+
+
+def unrouted(ctx) -> list[str]:
+    """Eager: pending nodes whose inputs just settled, so their incoming edges can be decided now. An
+    on-demand node comes once every regular node of its layer was decided: their crossings may enable it."""
+    c, dag = ctx.campaign, ctx.dag
+    out = []
+    for layer in c.layers[c.k:]:
+        regular = [n for n in layer if dag.by_id[n].activation != "on_demand"]
+        ready = [n for n in regular if c.nodes[n].status == PENDING and n not in ctx.routed
+                 and inputs_settled(ctx, n)]
+        out += ready
+        if all(c.nodes[n].status != PENDING or n in ctx.routed for n in regular):
+            out += [n for n in layer if n not in regular and c.nodes[n].status == PENDING
+                    and n not in ctx.routed and inputs_settled(ctx, n)]
+    return out
+
+
+def free_slots(ctx) -> int | None:
+    """`--jobs` minus the workers running or waiting for a slot; None: no limit (a cluster decides)."""
+    jobs = getattr(ctx.executor, "jobs", None)
+    if jobs is None:
+        return None
+    return max(0, jobs - len(ctx.executor.running()))
+
+
+def _eager(ctx) -> list[str]:
+    c, dag = ctx.campaign, ctx.dag
+    window = c.window()
+    flight = [n for n in window if c.nodes[n].status in IN_FLIGHT]
+    serial = {n for n in window if _serialized(dag, n)}
+    if any(n in serial for n in flight):  # a serialized node runs alone
+        return []
+    stuck = set(parked(ctx))
+    if any(c.nodes[n].env_error for n in stuck):  # the next ones would meet the same environment: none starts
+        return []
+    ready = [n for n in window if c.nodes[n].status in WAITING and (n in ctx.routed or c.nodes[n].status != PENDING)
+             and n not in stuck and inputs_settled(ctx, n)]
+    due = [n for n in ready if n in serial and _serial_due(ctx, n, serial)]
+    if due:  # it waits for what is in flight to settle, and nothing else starts meanwhile
+        return [] if flight else [m for m in dag.group_of(due[0]) if m in ready]
+    candidates = [n for n in ready if n not in serial]
+    machine = [n for n in candidates if not handwork.is_human(dag, n)]
+    slots = free_slots(ctx)
+    chosen: list[str] = []
+    for n in machine:
+        if n in chosen:
+            continue
+        group = [m for m in dag.group_of(n) if c.nodes[m].status not in SETTLED]
+        if any(m not in ready and c.nodes[m].status not in IN_FLIGHT for m in group):
+            continue  # a LOOPS_WITH group starts together, once all of it can (its people's nodes after)
+        unit = [m for m in group if m in machine]
+        if slots is not None and (slots == 0 or (chosen and len(chosen) + len(unit) > slots)):
+            break
+        chosen += unit
+    if chosen or len(machine) > 0:
+        return chosen
+    # a person's node: once no worker runs and nothing waits to be judged, so the person works alone
+    # (a landed node waiting for this very person, its LOOPS_WITH peer, does not count)
+    people = [n for n in candidates if n not in machine]
+    busy = any(c.nodes[n].status == DISPATCHED for n in window) or landed(ctx)
+    return [] if busy or not people else people[:1]
+
+
+def _serialized(dag, node_id: str) -> bool:
+    return any(dag.by_id[m].serialize for m in dag.group_of(node_id))
+
+
+def _serial_due(ctx, node_id: str, serial: set[str]) -> bool:
+    """Every other node of its layer and the layers before it has settled (the layered order's promise)."""
+    c = ctx.campaign
+    for layer in c.layers[c.k:]:
+        if any(c.nodes[m].status not in SETTLED for m in layer if m not in serial):
+            return False
+        if node_id in layer:
+            return True
+    return False
+
+
+def frozen(ctx, *kinds: str) -> list[str]:
+    """Nodes whose worker returned frozen (a freeze file; of `kinds`, if given) and wait for a decision."""
+    c = ctx.campaign
+    return [n for n in c.with_status(DISPATCHED) if c.nodes[n].freeze
+            and (not kinds or c.nodes[n].freeze.get("freeze") in kinds)]
+
+
+def waiting_on_workers(ctx) -> bool:
+    """Nothing to judge, but workers run or a frozen return the engine settles itself (a surface-exceed
+    freeze) waits: AWAIT has the next move."""
+    return (running(ctx) or bool(frozen(ctx, "surface-exceed"))) and not landed(ctx)
+
+
+def parked(ctx) -> list[str]:
+    """Eager: nodes waiting for a person's realignment, which comes once nothing else can progress: attempts
+    spent (escalated), a premise found stale at dispatch against the current head, an attempt the
+    environment stopped, a worker that froze refuting a premise."""
+    c = ctx.campaign
+    out = []
+    for n in c.window():
+        ns = c.nodes[n]
+        if (ns.status in WAITING and ns.env_error) or (ns.status == REWORK and ns.verdict == "escalate") \
+                or (ns.status == INVALIDATED and ctx.refuted.get(n) == c.tip) \
+                or (ns.status == DISPATCHED and (ns.freeze or {}).get("freeze") == "refuted-premise"):
+            out.append(n)
+    return out
+
+
+def can_progress(ctx) -> bool:
+    """Eager: is there anything to do that does not wait for a person?"""
+    return bool(to_dispatch(ctx) or unrouted(ctx) or landed(ctx)) or waiting_on_workers(ctx)
+
+
+def running(ctx) -> bool:
+    """Is any worker of this runner running or waiting for a slot?"""
+    return bool(ctx.executor.running())
 
 
 def landed(ctx) -> list[str]:

@@ -58,6 +58,8 @@ class Outcome(str, Enum):
     REVIEWED = "reviewed"
     ABANDONED = "abandoned"
     CROSSING = "crossing-decided"
+    RUNNING = "running"
+    DEFERRED = "deferred"
 
 
 START = State.DERIVE

@@ -25,11 +25,15 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.RUN_LAYER, O.FAILED, S.HALT, "(+) an edge condition cannot be evaluated, a guardrail gate crashed, or no worker matches: halt naming the edge, nothing dispatched"),
     Transition(S.RUN_LAYER, O.NEEDS_HUMAN, S.SEAM, "(+) a `block` guardrail was violated: seam guardrail, nothing dispatched"),
     Transition(S.DISPATCH, O.DISPATCHED, S.AWAIT, "worktrees created, briefs written, workers started"),
+    Transition(S.DISPATCH, O.RUNNING, S.AWAIT, "(+) eager: nothing more can start now and workers are running: "
+               "wait for the next to return"),
+    Transition(S.DISPATCH, O.FAILED, S.HALT, "(+) eager: an edge condition into a node whose inputs settled cannot "
+               "be evaluated, a guardrail gate crashed, or no worker matches: halt naming the edge"),
     Transition(S.DISPATCH, O.LAYER_DONE, S.CHECKPOINT, "(+) nothing to start now: landed nodes wait, or the layer is settled"),
     Transition(S.DISPATCH, O.NEEDS_HUMAN, S.SEAM, "(+) a node worked by a person: worktree and brief ready, seam handwork; or a budget is spent: seam budget (the campaign's), seam realignment (a node's), nothing dispatched"),
     Transition(S.DISPATCH, O.REFUTED_PREMISE, S.REALIGN, "(+) a node's tripwire is stale against the tip it would branch from"),
     Transition(S.DISPATCH, O.ABANDONED, S.CHECKPOINT, "(+) a node's attempts spent its `budget:` and it opted into `on_exhausted: continue`: ABANDONED"),
-    Transition(S.AWAIT, O.RETURNED, S.RECONCILE, "every worker returned; their nodes are LANDED"),
+    Transition(S.AWAIT, O.RETURNED, S.RECONCILE, "every worker returned (eager: at least one); their nodes are LANDED"),
     Transition(S.AWAIT, O.NEXT, S.DISPATCH, "(+) the returned nodes wait for a LOOPS_WITH peer that has yet to start"),
     Transition(S.AWAIT, O.SURFACE_EXCEED, S.SURFACE_EXCEED, "a worker froze asking for paths outside its surface"),
     Transition(S.AWAIT, O.REFUTED_PREMISE, S.REALIGN, "a worker froze reporting a refuted premise"),
@@ -55,6 +59,10 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.REALIGN, O.REDISPATCH, S.DISPATCH, "premises or surface rewritten; node PENDING again"),
     Transition(S.REALIGN, O.RESCHEDULED, S.RUN_LAYER, "the schedule changed: layers re-derived"),
     Transition(S.REALIGN, O.NEEDS_HUMAN, S.SEAM, "outside policy: seam realignment"),
+    Transition(S.REALIGN, O.DEFERRED, S.CHECKPOINT, "(+) eager: nodes that do not wait for it can still progress: "
+               "the realignment waits until nothing else can"),
+    Transition(S.CHECKPOINT, O.ESCALATE, S.REALIGN, "(+) eager: nothing else can progress and a node waits for "
+               "realignment"),
     Transition(S.CLOSE, O.CLOSED, S.SEAM, "retrospective recorded, close-check passed: seam final-acceptance"),
     Transition(S.CLOSE, O.FAILED, S.HALT, "(+) adherence or close-check failed"),
     Transition(S.RECONCILE, O.NEEDS_HUMAN, S.SEAM, "(+) reviewer evaluators disagree: seam review-divergence"),

@@ -12,13 +12,24 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from orchestrate import git
 from orchestrate.engine.context import Context
-from orchestrate.recorder.campaign import DISPATCHED, LANDED
+from orchestrate.recorder.campaign import DISPATCHED
 from orchestrate.workers import fingerprint
 
 
+def refresh(ctx: Context) -> None:
+    """Before more workers start: with none running, a fresh fingerprint; with some running (the eager
+    schedule), what changed since the last look is theirs first."""
+    live = _live(ctx)
+    if live and ctx.watch is not None:
+        check(ctx, [], live)
+    else:
+        arm(ctx)
+
+
 def arm(ctx: Context) -> None:
-    """Before a layer's workers start (also after a resume: whatever happened before is not seen)."""
+    """Before workers start when none runs (also after a resume: whatever happened before is not seen)."""
     ctx.watch = _take(ctx)
     if ctx.recorder is not None:  # a foreign journal line names the nodes that were running
         ctx.recorder.suspects = lambda: list(getattr(ctx.executor, "live", ())) or _dispatched(ctx)
@@ -73,6 +84,7 @@ def check(ctx: Context, finished: list[str], running: list[str]) -> None:
     _adopt_engine_amendment(ctx)
     now = _take(ctx)
     changed, checkout = fingerprint.compare(ctx.watch, now)
+    changed += _campaign_branch(ctx)
     if checkout:
         ctx.out.always(f"warning: the checkout changed while {', '.join(suspects)} ran: {'; '.join(checkout)} "
                        "(left as it is: it may be your own work)")
@@ -89,13 +101,26 @@ def _blame(ctx: Context, suspects: list[str], changed: list[str], put_back: list
     ctx.out.always(f"{', '.join(suspects)}: changed what no worker may change: {what}")
 
 
+def _campaign_branch(ctx: Context) -> list[str]:
+    """The campaign branch moves only by this runner's merges, each recorded as the new tip before anything
+    looks again; the adherence audit names a foreign commit on it, this names who ran meanwhile."""
+    c = ctx.campaign
+    if not c.branch or not c.tip:
+        return []
+    at = git.rev_parse(ctx.root, f"refs/heads/{c.branch}")
+    return [] if at == c.tip else [f"ref refs/heads/{c.branch} moved {c.tip[:12]} -> {(at or 'deleted')[:12]}"]
+
+
 def _kept(ctx: Context):
     return ctx.layout.scratch / "rejected" / ctx.topic
 
 
 def _take(ctx: Context) -> fingerprint.Fingerprint:
-    return fingerprint.take(ctx.root, _own_refs(ctx), recorder_files=_recorder_files(ctx),
-                            other_topics=_other_topics(ctx))
+    # This campaign's node branches are each judged by the sha read when its worker returned (a branch
+    # moved after that is reported at MERGE), and its campaign branch is compared with the recorded tip:
+    # neither is fingerprinted, because this runner moves them itself while other workers run.
+    return fingerprint.take(ctx.root, set(), recorder_files=_recorder_files(ctx),
+                            other_topics=_other_topics(ctx) + [ctx.topic])
 
 
 def _recorder_files(ctx: Context) -> list[Path]:
@@ -117,11 +142,5 @@ def _other_topics(ctx: Context) -> list[str]:
         return []
 
 
-def _own_refs(ctx: Context) -> set[str]:
-    c = ctx.campaign
-    return {f"refs/heads/{c.nodes[n].branch}" for n in c.layer()
-            if c.nodes[n].branch and c.nodes[n].status in (DISPATCHED, LANDED)}
-
-
 def _dispatched(ctx: Context) -> list[str]:
-    return [n for n in ctx.campaign.layer() if ctx.campaign.nodes[n].status == DISPATCHED]
+    return ctx.campaign.with_status(DISPATCHED)

@@ -69,6 +69,7 @@ class Campaign:
     flags: list = field(default_factory=list)  # warnings from `warn` guardrails, for status and the close report
     enabled: dict = field(default_factory=dict)  # on-demand node -> why a reroute or a fallback enabled it
     workers: dict = field(default_factory=dict)  # node -> the worker plugin discovery assigned it
+    schedule: str = "layered"  # eager | layered, fixed when the campaign opens (journals before it: layered)
 
     def node(self, node_id: str) -> NodeState:
         if node_id not in self.nodes:
@@ -78,8 +79,15 @@ class Campaign:
     def layer(self) -> list[str]:
         return self.layers[self.k] if self.k < len(self.layers) else []
 
+    def window(self) -> list[str]:
+        """The nodes the engine may be working on: layer k, or under the eager schedule every layer from k
+        on (a node starts when its own inputs merged, whatever the rest of its layer does)."""
+        if self.schedule != "eager":
+            return self.layer()
+        return [n for layer in self.layers[self.k:] for n in layer]
+
     def with_status(self, *statuses: str, layer_only: bool = True) -> list[str]:
-        pool = self.layer() if layer_only else list(self.nodes)
+        pool = self.window() if layer_only else list(self.nodes)
         return [n for n in pool if self.nodes[n].status in statuses]
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,6 +109,7 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         for key in ("topic", "dag_path", "brief_dir", "dag_hash", "mode", "baseline", "branch", "layers", "tip"):
             setattr(c, key, ctx[key])
         c.layer_base = ctx["tip"]
+        c.schedule = ctx.get("schedule", "layered")
         for layer in ctx["layers"]:
             for n in layer:
                 c.node(n)

@@ -4,6 +4,11 @@ A scratch clone of the project starts at the recorded baseline with the DAG as i
 worker is replaced by a stand-in that reproduces the recorded attempt (its tree, exit code, freeze);
 recorded human answers are replayed from an answers file. The gate verdicts, merges and seams of the
 new run must come out as recorded: this is a regression test of the orchestrator itself.
+
+Under the eager schedule the order in which nodes return is the workers' timing, not a decision, so the
+facts are compared node by node (each node's own in order; the seams, and the gates of no node, in
+order), with a repeat of the same fact counted once (a pending node's premise is re-checked each time
+another node is judged, as often as the timing has it).
 """
 from __future__ import annotations
 
@@ -38,6 +43,20 @@ def facts(entries: list[dict]) -> list[tuple]:
             out.append(("merge", c["node"]))
         elif e["kind"] == "seam":
             out.append(("seam", c["seam"], c.get("node")))
+    return out
+
+
+_SEAMS = "(seams)"
+
+
+def _threads(found: list[tuple]) -> dict:
+    """Facts by node (the seams in one thread of their own, gates of no node in another), in order, a fact
+    repeated back to back kept once."""
+    out: dict = {}
+    for fact in found:
+        seq = out.setdefault(_SEAMS if fact[0] == "seam" else fact[1], [])
+        if not seq or seq[-1] != fact:
+            seq.append(fact)
     return out
 
 
@@ -103,20 +122,26 @@ def replay_campaign(cwd: Path, topic: str, recorder: Path | None, out=None) -> i
                                                                    "note": e["context"].get("note") or ""})
         answers.write_text(yaml.safe_dump(queued))
         with contextlib.redirect_stdout(io.StringIO()):  # the inner run's own report is not the replay's
-            run_campaign(clone, None, topic=None, mode=None, jobs=1, quiet=True, answers=answers)
+            run_campaign(clone, None, topic=None, mode=None, jobs=opened.get("jobs") or 1, quiet=True,
+                         answers=answers, schedule=opened.get("schedule", "layered"))
         replayed = _journal(clone / ".ledger", f"{topic}-replay")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     want, got = facts(recorded), facts(replayed)
-    for i, (a, b) in enumerate(zip(want, got)):
-        if a != b:
-            print(f"replay of campaign {topic} diverges at fact {i + 1}: recorded {a}, replayed {b}", file=out)
+    mine, theirs = _threads(want), _threads(got)
+    for key in list(mine) + [k for k in theirs if k not in mine]:
+        a, b = mine.get(key, []), theirs.get(key, [])
+        whose = "the seams" if key == _SEAMS else "the boundaries" if key is None else f"node {key}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                print(f"replay of campaign {topic} diverges at fact {i + 1} of {whose}: recorded {x}, replayed {y}",
+                      file=out)
+                return 1
+        if len(a) != len(b):
+            extra = a[len(b)] if len(a) > len(b) else b[len(a)]
+            print(f"replay of campaign {topic} diverges after {min(len(a), len(b))} facts of {whose}: "
+                  f"{'the replay stopped before' if len(a) > len(b) else 'the replay went on with'} {extra}", file=out)
             return 1
-    if len(want) != len(got):
-        extra = want[len(got)] if len(want) > len(got) else got[len(want)]
-        print(f"replay of campaign {topic} diverges after {min(len(want), len(got))} facts: "
-              f"{'the replay stopped before' if len(want) > len(got) else 'the replay went on with'} {extra}", file=out)
-        return 1
     counts = {k: sum(1 for f in want if f[0] == k) for k in KINDS}
     print(f"replay of campaign {topic} matches: {counts['gate']} gate verdict(s), {counts['verdict']} verdict(s), "
           f"{counts['merge']} merge(s), {counts['seam']} seam(s)", file=out)

@@ -111,7 +111,7 @@ def skip_with_dependents(ctx, node_id: str) -> list[str]:
 
 
 def rework(ctx, node_id: str, note: str, who_: str) -> None:
-    ctx.emit("node", {"node": node_id, "status": REWORK, "failures": 0, "freeze": None,
+    ctx.emit("node", {"node": node_id, "status": REWORK, "failures": 0, "freeze": None, "verdict": "", "env_error": "",
                       "feedback": f"{who_} asked for another attempt: {note or '(no note)'}"})
 
 

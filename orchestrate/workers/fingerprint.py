@@ -1,8 +1,8 @@
 """What a worker must leave alone, fingerprinted before workers run and compared when one returns.
 
 Without the sandbox a worker can write anywhere the user can. Around every worker the engine takes a
-fingerprint of the shared git dir (config, hooks/, info/, and every ref but the running nodes' own
-branches and other campaigns' node and campaign branches, which their own runners verify), of the
+fingerprint of the shared git dir (config, hooks/, info/, and every ref but the campaigns' node and
+campaign branches: its runner moves a campaign's own while workers run, and checks them otherwise), of the
 recorder files the engine reads back (config.yaml, the default DAG, the campaign's DAG copy; the journal
 is the recorder's to verify) and of the user's checkout (HEAD, branch, index, status). A difference is
 attributed to the nodes that were running; planted config, hooks and attributes and edited recorder

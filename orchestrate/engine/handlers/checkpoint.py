@@ -19,11 +19,22 @@ def handle(ctx: Context) -> Outcome:
     if path:
         sketch.append(path, "\n".join(lines))
     ctx.subject = f"round {round_no}"
-    if schedule.landed(ctx):
+    if schedule.eager(ctx):
+        # the boundary first (an incoherent layer stops what would build on it), then whatever can start
+        # (workers run while the landed are judged), then the landed
+        if schedule.layer_done(ctx):
+            return Outcome.LAYER_DONE
+        if schedule.to_dispatch(ctx) or schedule.unrouted(ctx):
+            return Outcome.NEXT
+        if schedule.landed(ctx):
+            return Outcome.LANDED
+        if not schedule.waiting_on_workers(ctx) and schedule.parked(ctx):
+            return Outcome.ESCALATE  # nothing else can move: the realignment it waited for comes now
+    elif schedule.landed(ctx):
         return Outcome.LANDED
-    if schedule.layer_done(ctx):
+    elif schedule.layer_done(ctx):
         return Outcome.LAYER_DONE
-    if not schedule.to_dispatch(ctx):
-        stuck = {n: c.nodes[n].status for n in c.layer()}
+    if not schedule.to_dispatch(ctx) and not schedule.waiting_on_workers(ctx):
+        stuck = {n: c.nodes[n].status for n in c.window()}
         raise AssertionError(f"layer {c.k} cannot progress: {stuck}")
     return Outcome.NEXT

@@ -50,7 +50,7 @@ def handle(ctx: Context) -> Outcome:
     layers = dag.layers()
     mode = ctx.mode_override or dag.mode
     ctx.emit("open", {"topic": topic, "dag_path": str(copy), "brief_dir": str(source.resolve().parent),
-                      "dag_hash": file_hash(copy), "mode": mode, "baseline": baseline, "branch": branch,
+                      "dag_hash": file_hash(copy), "mode": mode, "schedule": ctx.schedule_override or dag.schedule, "baseline": baseline, "branch": branch,
                       "layers": layers, "tip": baseline, "source": str(source),
                       # the run's --jobs, for the report's lower bound on the makespan (None: unbounded, Dask)
                       "jobs": getattr(ctx.executor, "jobs", None)})

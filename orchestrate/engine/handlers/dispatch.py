@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gates import premise
-from orchestrate.engine import budget, schedule, watch
+from orchestrate.engine import budget, routing, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED
@@ -12,14 +12,21 @@ from orchestrate.workers.launch import start
 
 def handle(ctx: Context) -> Outcome:
     c = ctx.campaign
+    if schedule.eager(ctx):  # the nodes whose inputs settled since the last decision are decided first
+        stopped = routing.settle(ctx, schedule.unrouted(ctx))
+        if stopped is not None:
+            return stopped
     nodes = schedule.to_dispatch(ctx)
     if not nodes:
+        if schedule.waiting_on_workers(ctx):  # (layered too: a widened worker runs on after a freeze)
+            return Outcome.RUNNING
         return Outcome.LAYER_DONE
-    stopped = budget.before_dispatch(ctx, nodes)  # every worker has returned: what they spent is journalled
+    stopped = budget.before_dispatch(ctx, nodes)  # what returned so far is journalled
     if stopped is not None:
         return stopped
     integ = worktrees.integration(ctx)
     head = c.tip
+    refuted = []
     for node_id in nodes:
         node = ctx.dag.by_id[node_id]
         if node.tripwires:  # premises are judged against the tip the node would branch from
@@ -31,8 +38,14 @@ def handle(ctx: Context) -> Outcome:
                          derived_from=[gate["id"]])
                 ctx.out.line(f"{node_id}: INVALIDATED before dispatch: {verdict.summary}")
                 ctx.subject = node_id
-                return Outcome.REFUTED_PREMISE
-    watch.arm(ctx)
+                if not schedule.eager(ctx):
+                    return Outcome.REFUTED_PREMISE
+                ctx.refuted[node_id] = head  # eager: the others start; it waits for its realignment
+                refuted.append(node_id)
+    nodes = [n for n in nodes if not any(m in refuted for m in ctx.dag.group_of(n))]
+    if not nodes:
+        return Outcome.REFUTED_PREMISE
+    watch.refresh(ctx)  # workers still running are checked first: a fresh fingerprint would absolve them
     for node_id in nodes:
         start(ctx, node_id, head, extra_env=budget.worker_env(ctx, node_id))
     ctx.subject = " ".join(nodes)

@@ -1,7 +1,7 @@
 """REALIGN: a node's premise failed or its attempts are spent; the plan needs a decision."""
 from __future__ import annotations
 
-from orchestrate.engine import judge
+from orchestrate.engine import judge, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import DISPATCHED, INVALIDATED, PENDING, REWORK
@@ -12,6 +12,9 @@ def handle(ctx: Context) -> Outcome:
     c = ctx.campaign
     node_id, case, reason = _why(ctx)
     ctx.subject = node_id
+    if schedule.eager(ctx) and schedule.can_progress(ctx):  # a person is asked once nothing else can move
+        ctx.out.line(f"{node_id}: realignment ({case}) waits until what does not need it has run")
+        return Outcome.DEFERRED
     ctx.emit("seam", {"seam": "realignment", "case": case, "node": node_id, "reason": reason.splitlines()[0],
                       "show": reason.splitlines()[1:], "choices": list(CHOICES["realignment"]),
                       "bound_to": c.nodes[node_id].head or c.tip})

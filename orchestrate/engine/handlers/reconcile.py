@@ -39,6 +39,7 @@ def handle(ctx: Context) -> Outcome:
             judge.environment_stop(ctx, [n], why)
         ctx.subject = " ".join(stopped)
         return Outcome.ESCALATE
+    _prefetch(ctx)
     node_id = schedule.landed(ctx)[0]
     ctx.subject = node_id
     group = [m for m in ctx.dag.group_of(node_id) if c.nodes[m].status == LANDED]
@@ -46,7 +47,6 @@ def handle(ctx: Context) -> Outcome:
         return _group(ctx, group)
     ns = c.nodes[node_id]
     node = ctx.dag.by_id[node_id]
-    worktree = ctx.root / ns.worktree
     entries: list[str] = []
     if crossed := budget.crossed(ctx, node_id):  # over its budget: not merged, whatever its gates would say
         verdicts = [crossed]
@@ -55,9 +55,7 @@ def handle(ctx: Context) -> Outcome:
     if ns.rc not in (0, None):
         verdicts = [_worker_failed(ns)]
     else:
-        run_dir = ctx.layout.runs(c.topic) / node_id
-        evaluated = evaluators.check(ctx.dag.effective_checks(node_id), worktree, env=ctx.runner_tags(),
-                                     log_path=run_dir / f"evaluators-{ns.attempt}.log", default_timeout=node.timeout)
+        evaluated = ctx.evaluated.pop((node_id, ns.attempt), None) or _evaluate(ctx, node_id)
         if why := judge.cannot_start(evaluated):
             judge.record(ctx, node_id, evaluated)
             judge.environment_stop(ctx, [node_id], why)
@@ -75,6 +73,38 @@ def handle(ctx: Context) -> Outcome:
         ctx.out.line(f"{node_id}: ACCEPT (attempt {ns.attempt})")
         return Outcome.ACCEPT
     return _fail(ctx, node_id, failed, entries)
+
+
+def _evaluate(ctx: Context, node_id: str) -> Verdict:
+    ns = ctx.campaign.nodes[node_id]
+    log = ctx.layout.runs(ctx.campaign.topic) / node_id / f"evaluators-{ns.attempt}.log"
+    return evaluators.check(ctx.dag.effective_checks(node_id), ctx.root / ns.worktree, env=ctx.runner_tags(),
+                            log_path=log, default_timeout=ctx.dag.by_id[node_id].timeout)
+
+
+def _prefetch(ctx: Context) -> None:
+    """Run the evaluators of every landed node at once, up to --jobs of them, before the first is judged:
+    evaluators are the slow part of judging and each runs in its own node's worktree, so judging N landed
+    nodes costs about the slowest one, not the sum. The verdicts are recorded as each node is judged."""
+    c = ctx.campaign
+    todo = [n for n in schedule.landed(ctx) if len(ctx.dag.group_of(n)) == 1 and c.nodes[n].rc in (0, None)
+            and (n, c.nodes[n].attempt) not in ctx.evaluated and ctx.dag.effective_checks(n)
+            and not ctx.dag.by_id[n].budget]  # a budget may stop the node before its evaluators run
+    if len(todo) < 2:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+    width = min(len(todo), getattr(ctx.executor, "jobs", None) or len(todo))
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="evaluators")
+    try:
+        futures = {n: pool.submit(_evaluate, ctx, n) for n in todo}
+        for n, future in futures.items():
+            ctx.evaluated[(n, c.nodes[n].attempt)] = future.result()
+    except BaseException:  # Ctrl-C or a crash: the evaluators still running must not outlive the runner
+        from orchestrate import proc
+        proc.kill_tagged(ctx.runner_tags())
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verdict], list[str]]:

@@ -126,5 +126,9 @@ def _apply(ctx: Context, d: dict) -> Outcome:
     # rework: a new attempt, the human's note in its brief; a stale premise is updated to what holds now
     if d.get("case") == "stale-premise" or ctx.campaign.nodes[node].status == "INVALIDATED":
         amend.update_premises(ctx, node, f"premises of {node} realigned by {d['who']}: {note or 'no note'}")
+    if d.get("case") == "environment":  # one fix of the environment answers every node it stopped
+        for other, ns in ctx.campaign.nodes.items():
+            if other != node and ns.env_error:
+                ctx.emit("node", {"node": other, "env_error": ""})
     seams.rework(ctx, node, note, d["who"])
     return Outcome.REWORK

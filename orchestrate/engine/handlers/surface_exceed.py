@@ -2,18 +2,17 @@
 from __future__ import annotations
 
 from gates import collision_check
-from orchestrate.engine import amend
+from orchestrate.engine import amend, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.errors import DagInvalid
-from orchestrate.recorder.campaign import DISPATCHED, PENDING
+from orchestrate.recorder.campaign import PENDING
 from orchestrate.workers.launch import start
 
 
 def handle(ctx: Context) -> Outcome:
     c = ctx.campaign
-    node_id = next(n for n in c.layer() if c.nodes[n].status == DISPATCHED and c.nodes[n].freeze
-                   and c.nodes[n].freeze["freeze"] == "surface-exceed")
+    node_id = next(n for n in schedule.frozen(ctx) if c.nodes[n].freeze["freeze"] == "surface-exceed")
     paths = list(c.nodes[node_id].freeze["paths"])
     against = {n: ctx.dag.by_id[n].file_surface for n in ctx.dag.concurrent_with(node_id)}
     verdict = collision_check.check(paths, against)
