@@ -274,6 +274,22 @@ def conflicted_paths(worktree: str | Path) -> list[str]:
     return lines(worktree, "diff", "--name-only", "--diff-filter=U")
 
 
+def merge_tree(repo: str | Path, onto: str, head: str) -> list[str] | None:
+    """Trial-merge `head` onto `onto` without a checkout, as `git merge` would (the same merge machinery,
+    rename and directory-rename detection included): the paths that would conflict, [] when it is clean.
+    None when this git cannot do it (`merge-tree --write-tree` came with git 2.38; older ones exit 129).
+    The merged tree is written to the object store and left there for gc: no ref names it."""
+    done = git(repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", onto, head, check=False)
+    if done.rc == 129:
+        return None
+    fields = done.stdout.split("\0")
+    # 0: clean, stdout is the tree; 1: conflicts, the tree then one path per conflicted file. Git 2.39
+    # also exits 1 for a commit it cannot merge, with nothing on stdout: that is an error, not a conflict.
+    if done.rc not in (0, 1) or len(fields[0]) not in (40, 64):
+        raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
+    return [f for f in fields[1:] if f] if done.rc == 1 else []
+
+
 def init_repo(path: str | Path, branch: str = "main") -> None:
     git(path, "init", "--quiet", f"--initial-branch={branch}")
 

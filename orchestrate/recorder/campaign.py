@@ -70,6 +70,10 @@ class Campaign:
     enabled: dict = field(default_factory=dict)  # on-demand node -> why a reroute or a fallback enabled it
     workers: dict = field(default_factory=dict)  # node -> the worker plugin discovery assigned it
     schedule: str = "layered"  # eager | layered, fixed when the campaign opens (journals before it: layered)
+    probed: str = ""  # the campaign head the latest conflict probe ran against (engine/probes.py)
+    # node -> its latest probe {head, onto, clean, conflicts, merged, entry}, kept while the judged head
+    # it probed is in play: dropped when the node is dispatched again, merged, skipped or abandoned
+    probes: dict = field(default_factory=dict)
 
     def node(self, node_id: str) -> NodeState:
         if node_id not in self.nodes:
@@ -89,6 +93,11 @@ class Campaign:
     def with_status(self, *statuses: str, layer_only: bool = True) -> list[str]:
         pool = self.window() if layer_only else list(self.nodes)
         return [n for n in pool if self.nodes[n].status in statuses]
+
+    @property
+    def conflicts(self) -> dict[str, dict]:
+        """The pending conflicts: node -> the probe that found its judged head conflicting."""
+        return {n: p for n, p in self.probes.items() if not p["clean"]}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -122,6 +131,8 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
                 setattr(ns, key, value)
         if ctx.get("status") == ABANDONED:
             ns.settled_entry = event["id"]
+        if ctx.get("status") in (DISPATCHED, SKIPPED, ABANDONED):  # the probed head is out of play
+            c.probes.pop(ctx["node"], None)
     elif kind == "layer":
         c.k, c.tip, c.layer_base = ctx["k"], ctx["tip"], ctx["tip"]
     elif kind == "tip":
@@ -138,6 +149,11 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         ns.merge, ns.status, ns.settled_entry = ctx["sha"], ACCEPTED, event["id"]
         c.merged.append(ctx["node"])
         c.tip = ctx["sha"]
+        c.probes.pop(ctx["node"], None)
+    elif kind == "probe":
+        c.probed = ctx["onto"]
+        c.probes[ctx["node"]] = {k: ctx[k] for k in ("head", "onto", "clean", "conflicts", "merged")} | {
+            "entry": event["id"]}
     elif kind == "round":
         c.round = ctx["round"]
     elif kind == "seam":

@@ -130,7 +130,14 @@ def summary(c: Campaign) -> dict:
             "accepted": c.accepted_by is not None, "halt": c.halt or None,
             "seams": [c.seam] if c.seam else [], "nodes": nodes,
             "flags": [f"guardrail {f['message'].removeprefix('guardrail ')}" for f in c.flags],
-            "enabled": dict(c.enabled)}
+            "enabled": dict(c.enabled), "conflicts": pending_conflicts(c)}
+
+
+def pending_conflicts(c: Campaign) -> dict:
+    """node -> the conflict an early probe found between its judged head and the campaign head, until the
+    node is dispatched again or merged (engine/probes.py): {paths, with, onto, head, entry}."""
+    return {n: {"paths": p["conflicts"], "with": p["merged"], "onto": p["onto"], "head": p["head"],
+                "entry": p["entry"]} for n, p in c.conflicts.items()}
 
 
 def waiting_reason(c: Campaign, node: str, k: int) -> str:
@@ -156,7 +163,8 @@ def waiting_reason(c: Campaign, node: str, k: int) -> str:
     if s.status == "DISPATCHED":
         return "worker running" if s.spawned >= s.attempt else "queued for a --jobs slot"
     if s.status == "LANDED":
-        return "waiting to be judged"
+        return "waiting to be judged" + (
+            "; its merge will conflict (see below)" if c.probes.get(node, {}).get("clean") is False else "")
     return ""
 
 
@@ -186,6 +194,10 @@ def render(data: dict) -> list[str]:
         block = _indented(f"open seam {seam['seam']}: ", seam.get("reason", ""))
         block[0] += f" ({node}choices: {', '.join(seam['choices'])})"
         lines += block + [f"    {line}" for extra in seam.get("show", []) for line in str(extra).splitlines()]
+    for node, found in data.get("conflicts", {}).items():
+        merged = ", ".join(found["with"]) or "earlier nodes"
+        lines.append(f"pending conflict: {node} at {found['head'][:12]} conflicts with {found['onto'][:12]} "
+                     f"(after {merged} merged) in {', '.join(found['paths'])}")
     lines += _usage_lines(data.get("usage"))
     for flag in data.get("flags", []):
         lines.append(f"warning: {flag}")

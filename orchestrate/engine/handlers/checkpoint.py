@@ -1,7 +1,7 @@
 """CHECKPOINT: append a reconcile round to the sketch; decide whether to judge, dispatch, or close the layer."""
 from __future__ import annotations
 
-from orchestrate.engine import schedule
+from orchestrate.engine import probes, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder import sketch
@@ -9,6 +9,8 @@ from orchestrate.recorder import sketch
 
 def handle(ctx: Context) -> Outcome:
     c = ctx.campaign
+    if c.tip != c.probed:  # the campaign head moved: landed nodes are trial-merged onto it (conflicts early)
+        probes.after_merge(ctx)
     round_no = c.round + 1
     ctx.emit("round", {"round": round_no, "k": c.k, "tip": c.tip})
     lines = [f"## Round {round_no} (layer {c.k}, tip {c.tip[:12]})", ""]

@@ -1,0 +1,130 @@
+"""Conflicts found early: when the campaign head moves, every landed node still waiting for its turn is
+trial-merged onto the new head (`git merge-tree --write-tree`: no checkout, milliseconds), so a conflict
+is known before the node is judged and merged.
+
+Each probe is journalled (`probe`: the node, its judged head, the head it was merged onto, the nodes
+merged since that judged head was last found clean, clean or not, the conflicting paths). A conflicting
+node is reworked at once from the new head, its next brief naming the paths and the merged node(s) it
+conflicts with; a LOOPS_WITH group lands as one, so it is reworked as one, as MERGE does.
+
+The early rework counts against the node's attempts, as the same conflict found at MERGE does. It is no
+more the worker's fault there than here, but it is the same conflict (the same merge machinery on the
+same two commits): counting it alike means a node spends the same attempts whichever step finds it, and
+the attempt budget still bounds a node that a moving head sends back again and again. Giving up stays
+MERGE's decision: a node (or group) whose conflict would spend its last attempt is not reworked here; its
+conflict stays pending (status shows it), it is judged in its turn, and MERGE refuses it and escalates
+(or abandons it) as before. So the transition table is unchanged: CHECKPOINT goes on as it did, and
+DISPATCH picks the REWORK nodes up (schedule.to_dispatch).
+"""
+from __future__ import annotations
+
+from gates.shared.verdict import ALTERNATIVE, Item, Verdict
+from orchestrate import git
+from orchestrate.engine import judge
+from orchestrate.recorder.campaign import LANDED, REWORK
+
+_unable: set[str] = set()  # repositories whose git cannot probe (said once, not asked again)
+
+
+def after_merge(ctx) -> list[str]:
+    """Probe each landed node not yet probed at its judged head against the campaign head, journal every
+    result, and rework the conflicting ones now. Returns the nodes sent to rework."""
+    c = ctx.campaign
+    if str(ctx.root) in _unable:
+        return []
+    found = []  # the probe entries that found a conflict
+    for node_id in _due(c):
+        ns = c.nodes[node_id]
+        conflicts = git.merge_tree(ctx.root, c.tip, ns.head)
+        if conflicts is None:
+            _unable.add(str(ctx.root))
+            ctx.out.line("this git has no `merge-tree --write-tree` (git 2.38 or later): conflicts are found "
+                         "when each node merges, not before its turn")
+            return []
+        merged = merged_since(c, _clean_at(c, node_id))
+        entry = ctx.emit("probe", {"node": node_id, "head": ns.head, "onto": c.tip, "merged": merged,
+                                   "clean": not conflicts, "conflicts": conflicts},
+                         derived_from=[c.nodes[m].settled_entry for m in merged if c.nodes[m].settled_entry])
+        if conflicts:
+            found.append(entry)
+    reworked: list[str] = []
+    for entry in found:
+        if c.nodes[entry["context"]["node"]].status == LANDED:  # not already reworked with its group
+            reworked += _rework(ctx, entry)
+    return reworked
+
+
+def _due(c) -> list[str]:
+    """Landed nodes, of every layer, whose judged head may conflict with the campaign head and has not
+    been probed against it. A worker that failed is left to RECONCILE (which tells a failing environment
+    from a failing attempt); a node that branched from this very head, or changed nothing, cannot conflict."""
+    due = []
+    for node_id, ns in c.nodes.items():
+        if ns.status != LANDED or ns.rc not in (0, None) or ns.head in (ns.base, "") or ns.base == c.tip:
+            continue
+        last = c.probes.get(node_id)
+        if last and last["head"] == ns.head and last["onto"] == c.tip:
+            continue
+        due.append(node_id)
+    return due
+
+
+def _clean_at(c, node_id: str) -> str:
+    """The campaign head this node's judged head was last found clean against, else its base: what merged
+    after it is what the head can conflict with."""
+    ns, last = c.nodes[node_id], c.probes.get(node_id)
+    return last["onto"] if last and last["clean"] and last["head"] == ns.head else ns.base
+
+
+def merged_since(c, head: str) -> list[str]:
+    """The nodes whose merges moved the campaign head on from `head` (the baseline or a merge commit),
+    oldest first, from the recorded merges alone (no git). A head the campaign never had yields every
+    merged node: too many named is better than the culprit left out."""
+    order = c.merged
+    start = max((i + 1 for i, n in enumerate(order) if c.nodes[n].merge == head), default=0)
+    return [n for n in order[start:] if c.nodes[n].head != c.nodes[n].base]  # an empty merge moved nothing
+
+
+def _rework(ctx, entry: dict) -> list[str]:
+    """Send the conflicting node (with the landed members of its LOOPS_WITH group) back to work from the
+    campaign head, unless that would spend a member's last attempt: then MERGE decides, as before."""
+    c, cx = ctx.campaign, entry["context"]
+    node_id = cx["node"]
+    members = [m for m in ctx.dag.group_of(node_id) if c.nodes[m].status == LANDED]
+    what = f"{', '.join(cx['conflicts'])} with {_named(cx['merged'])}"
+    found = f"conflict found before its turn ({what})"
+    if any(judge.next_verdict(ctx.dag.by_id[m], c.nodes[m].failures + 1) != "rework" for m in members):
+        ctx.out.line(f"{node_id}: {found}; not reworked now, as that would spend a last attempt: MERGE "
+                     "refuses it in its turn and escalates it (or abandons it) as before")
+        return []
+    feedback = judge.failure_text([_verdict(cx, members)])
+    for m in members:
+        ns = c.nodes[m]
+        failures = ns.failures + 1
+        ctx.emit("node", {"node": m, "status": REWORK, "failures": failures, "feedback": feedback,
+                          "verdict": "rework"}, derived_from=[entry["id"]])
+        why = found if m == node_id else f"its LOOPS_WITH peer {node_id} conflicts ({what})"
+        ctx.out.line(f"{m}: {why}; REWORK from {c.tip[:12]} "
+                     f"({judge.attempt_text(ns.attempt, failures, judge.budget(ctx.dag.by_id[m]))})")
+    return members
+
+
+def _verdict(cx: dict, members: list[str]) -> Verdict:
+    """What the next brief says: the conflicting paths, the node(s) whose merge they conflict with, and
+    that the attempt starts again from the head that holds those merges."""
+    node_id, paths, merged = cx["node"], cx["conflicts"], _named(cx["merged"])
+    summary = (f"CONFLICT: {node_id}'s judged head {cx['head'][:12]} conflicts with the campaign head "
+               f"{cx['onto'][:12]} (after the merge of {merged}) in {', '.join(paths)}; the next attempt "
+               f"starts from that head, which holds {merged}'s work")
+    group = [m for m in members if m != node_id]
+    if group:
+        summary += f"; its LOOPS_WITH group lands as one, so {', '.join(group)} start(s) again with it"
+    items = tuple(Item("CONFLICT", p, f"with the merge of {merged}") for p in paths)
+    return Verdict("trial-merge", ALTERNATIVE, summary, items)
+
+
+def _named(nodes: list[str]) -> str:
+    if not nodes:
+        return "earlier nodes"
+    return ("node " if len(nodes) == 1 else "nodes ") + ", ".join(nodes)
+
