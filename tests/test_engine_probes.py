@@ -32,8 +32,12 @@ git add -A && git commit -qm "$ORCH_NODE attempt $ORCH_ATTEMPT"
 
 FILES = {"d/one.txt": "one: the first file of d\n", "d/two.txt": "two: the second file of d\n"}
 
+# layered: the three land together and merge in id order, so which probe finds what is fixed (under the
+# eager schedule the order in which workers return, and so what is landed when a merge moves the head,
+# is the workers' timing)
 DAG = """\
 topic: early
+schedule: layered
 workers: {{sh: "./work.sh"}}
 defaults: {{max_attempts: {attempts}, timeout: 60}}
 nodes:
@@ -113,6 +117,7 @@ def test_a_conflict_on_the_last_attempt_is_left_to_merge_and_status_shows_it(tmp
 
 GROUP = """\
 topic: group
+schedule: layered
 workers: {sh: "./work.sh"}
 defaults: {max_attempts: 2, timeout: 60}
 nodes:
