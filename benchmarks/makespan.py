@@ -64,7 +64,8 @@ def campaign(root: Path, name: str, deps: dict[str, list[str]], cost: dict[str, 
     run("git", "add", "-A")
     run("git", "commit", "-qm", "base")
     run(ORCH, "init")
-    lines = ["topic: span", "workers: {sh: ./work.sh}", "defaults: {sandbox: none}", "nodes:"]
+    # the schedule is measured, not containment: workers without the sandbox would otherwise run one at a time
+    lines = ["topic: span", "workers: {sh: ./work.sh}", "defaults: {sandbox: none, unsandboxed: parallel}", "nodes:"]
     lines += [f"  - {{id: {n}, depends_on: [{', '.join(ds)}], file_surface: [{n}.txt], discipline: sh}}"
               for n, ds in deps.items()]
     (repo / ".ledger" / "state" / "dag.yaml").write_text("\n".join(lines) + "\n")

@@ -31,7 +31,8 @@ def campaign(root: Path, nodes: int, sleep: float) -> Path:
     run("git", "add", "-A")
     run("git", "commit", "-qm", "base")
     run(str(Path(sys.executable).parent / "orchestrate"), "init")
-    lines = ["topic: par", "workers: {sh: ./work.sh}", "nodes:"]
+    # where bubblewrap does not work, workers without it would run one at a time: parallelism is measured here
+    lines = ["topic: par", "workers: {sh: ./work.sh}", "defaults: {unsandboxed: parallel}", "nodes:"]
     lines += [f"  - {{id: P{i}, depends_on: [], file_surface: [P{i}.txt], discipline: sh}}" for i in range(nodes)]
     (repo / ".ledger" / "state" / "dag.yaml").write_text("\n".join(lines) + "\n")
     return repo

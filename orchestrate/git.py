@@ -186,6 +186,30 @@ def has_changes(repo: str | Path) -> bool:
     return bool(status_porcelain(repo))
 
 
+def head_and_changes(worktree: str | Path) -> tuple[str | None, str | None, list[str]]:
+    """(HEAD's sha or None, the branch HEAD is on or None when detached, the paths `git status` reports)
+    in one git process: porcelain v2's branch header carries what rev-parse and symbolic-ref would say."""
+    fields = git(worktree, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all").stdout.split("\0")
+    sha = branch = None
+    paths: list[str] = []
+    skip = False
+    for field in fields:
+        if skip or not field:  # a rename's second path (v2 -z gives it a field of its own)
+            skip = False
+            continue
+        if field.startswith("# branch.oid "):
+            sha = field.removeprefix("# branch.oid ")
+            sha = None if sha == "(initial)" else sha
+        elif field.startswith("# branch.head "):
+            branch = field.removeprefix("# branch.head ")
+            branch = None if branch == "(detached)" else branch
+        elif field[0] in "12u?":  # ordinary, renamed, unmerged, untracked: the path is the last space field
+            spaces = {"1": 8, "2": 9, "u": 10, "?": 1}[field[0]]
+            paths.append(field.split(" ", spaces)[spaces])
+            skip = field[0] == "2"
+    return sha, branch, paths
+
+
 def commit_all(repo: str | Path, message: str, *, env: dict[str, str] | None = None, allow_empty: bool = False) -> str:
     git(repo, "add", "-A", env=env)
     args = ["commit", "-q", "--no-verify", "-m", message] + (["--allow-empty"] if allow_empty else [])

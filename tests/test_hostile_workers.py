@@ -350,15 +350,51 @@ def running_with(argv: tuple[str, ...]) -> list[int]:
     return found
 
 
+# The policy skips the failed hostile node without a seam, so the innocent one is judged and merged in the
+# same run; the innocent one's evaluator fails on a planted file. Layered: a sibling's worktree waits
+# (queued, or landed until the layer's gates run) while the other works, which is the case to guard; the
+# eager schedule makes an unsandboxed node's worktree only when it starts alone, and judges a landed node
+# before the next one starts.
 SIBLINGS = """\
 topic: hostile
 mode: autonomous
+schedule: layered
 defaults: {max_attempts: 1, sandbox: MODE}
+policy: {realignment: {attempts-spent: {choice: skip}}}
 workers: {sh: "./work.sh"}
 nodes:
-  - {id: A, file_surface: [a.txt], discipline: sh}
-  - {id: B, file_surface: [b.txt], discipline: sh}
+  - {id: A, file_surface: [a.txt], discipline: sh, A_IS}
+  - {id: B, file_surface: [b.txt], discipline: sh, B_IS}
 """
+INNOCENT = 'evaluators: [{name: own-work, run: "test ! -e planted.txt && ! grep -qs planted a.txt b.txt"}]'
+
+
+def siblings(mode: str, hostile: str) -> str:
+    innocent = "B" if hostile == "A" else "A"
+    return dag(mode, template=SIBLINGS).replace(f", {hostile}_IS", "").replace(f"{innocent}_IS", INNOCENT)
+
+
+def merged_alone(repo, orch, result, baseline, hostile: str, innocent: str, mode: str) -> str:
+    """The innocent sibling is accepted and merged with its own change only, the hostile one is not, and
+    without the sandbox the hostile one is blamed by name; returns the run's text."""
+    text = result.out + result.err
+    assert result.rc == 75, text  # final acceptance
+    got = statuses(repo, orch, "hostile")
+    assert got[innocent] == "ACCEPTED" and got[hostile] != "ACCEPTED", (got, text)
+    own = f"{innocent.lower()}.txt"
+    assert repo.git("diff", "--name-only", baseline, "campaign/hostile").split() == [own]
+    assert repo.git("show", f"campaign/hostile:{own}") == innocent.lower()
+    feedback = {e["context"]["node"]: e["context"].get("feedback", "") for e in journal(repo, "hostile")
+                if e["kind"] == "node" and e["context"].get("feedback")}
+    assert innocent not in feedback, feedback  # the innocent sibling is never blamed
+    if mode == "none":
+        assert f"{hostile}: wrote into another node's worktree: node {innocent}'s worktree " \
+               f".scratch/worktrees/hostile/{innocent} changed:" in text
+        assert f"node {hostile}: while it ran, " in feedback[hostile]
+        assert f"node {innocent}'s worktree .scratch/worktrees/hostile/{innocent} changed" in feedback[hostile]
+    return text
+
+
 INTO_SIBLING = """#!/bin/sh
 case "$ORCH_NODE" in
   A) echo a > a.txt; until [ -d ../B ]; do sleep 0.01; done; echo planted > ../B/planted.txt ;;
@@ -367,12 +403,36 @@ esac
 """
 
 
-def test_a_write_into_a_running_siblings_worktree_is_refused(tmp_path, orch, mode):
-    if mode == "none":
-        pytest.skip("without the sandbox a write into a sibling's worktree cannot be told from the sibling's own")
-    repo = campaign_repo(tmp_path, dag(mode, template=SIBLINGS), INTO_SIBLING)
+def test_a_write_into_a_running_siblings_worktree_is_blamed_on_the_writer(tmp_path, orch, mode):
+    # With the sandbox both run at once and the write is refused. Without it A runs alone: B, dispatched
+    # with it, waits in the queue (its worktree made) and starts only once A's return is settled.
+    repo = campaign_repo(tmp_path, siblings(mode, hostile="A"), INTO_SIBLING)
+    baseline = repo.git("rev-parse", "HEAD")
     result = orch("run", "--jobs", "2", cwd=repo)
-    assert result.rc == 75, result.out + result.err
-    assert "planted.txt" not in campaign_tree(repo)
-    got = statuses(repo, orch, "hostile")
-    assert got["B"] in ("LANDED", "ACCEPTED") and got["A"] != "ACCEPTED"  # the innocent sibling is never blamed
+    text = merged_alone(repo, orch, result, baseline, "A", "B", mode)
+    if mode == "none":
+        assert "B: queued attempt 1 on node/hostile/B (workers without the sandbox run one at a time)" in text
+        assert f"changed: planted.txt (put back to {baseline[:12]})" in text  # the base it waits to start on
+        order = [(e["context"]["effect"], e["context"]["node"]) for e in journal(repo, "hostile")
+                 if e["kind"] == "result" and e["context"].get("effect") in ("worker-start", "worker-spawn")]
+        assert order.index(("worker-start", "A")) < order.index(("worker-spawn", "B")), order
+
+
+@pytest.mark.parametrize("misdeed, said", [
+    ("echo planted > ../A/planted.txt", "changed: planted.txt ("),
+    ("echo planted > ../A/a.txt", "changed: a.txt ("),
+    ("cd ../A && echo planted > planted.txt && git add planted.txt && git commit -qm planted", "HEAD moved from"),
+    ("git -C ../A checkout -q -b evil", "HEAD is on evil, not node/hostile/A"),
+    ("rm -rf ../A", "changed: it was removed"),
+], ids=["untracked", "tracked", "commit", "branch", "removed"])
+def test_a_write_into_a_landed_siblings_worktree_is_put_back_and_blamed_on_the_writer(tmp_path, orch, mode,
+                                                                                      misdeed, said):
+    # --jobs 1: A runs first and lands; its gates run only once B has returned too.
+    worker = f'#!/bin/sh\ncase "$ORCH_NODE" in\n  A) echo a > a.txt ;;\n  B) echo b > b.txt; {misdeed} ;;\nesac\n'
+    repo = campaign_repo(tmp_path, siblings(mode, hostile="B"), worker)
+    baseline = repo.git("rev-parse", "HEAD")
+    result = orch("run", "--jobs", "1", cwd=repo)
+    text = merged_alone(repo, orch, result, baseline, "B", "A", mode)
+    if mode == "none":
+        assert said in text, text
+        assert f"(put back to {repo.git('rev-parse', 'node/hostile/A')[:12]})" in text  # the head it landed at

@@ -14,6 +14,8 @@ JOINS = ("all", "any")
 ON_EXHAUSTED = ("halt", "continue")
 WORKER_KINDS = ("human",)
 SANDBOXES = ("auto", "bwrap", "none")
+# Workers without the sandbox: one at a time (`serial`, the default) or alongside others (`parallel`).
+UNSANDBOXED = ("serial", "parallel")
 COMMAND_PLUGIN = "command"  # the one gate plugin built in: a shell command, like an inline evaluator
 # Names the implicit contracts use; a declared gate with one of them would be ambiguous in a verdict.
 RESERVED_GATES = ("outputs-present", "payload-present")
@@ -89,6 +91,7 @@ class Dag:
     gates: dict = field(default_factory=dict, repr=False, compare=False)  # name -> {plugin, ...config}
     budget: dict = field(default_factory=dict, compare=False)  # the campaign's {cost_usd, tokens}; {}: none
     schedule: str = "eager"  # eager | layered: when a node may start (engine/schedule.py)
+    unsandboxed: str | None = None  # `defaults: {unsandboxed: ...}`; None: `.ledger/config.yaml`'s, else serial
     _groups: tuple = field(default=(), repr=False, compare=False)
     _layer_deps: dict = field(default_factory=dict, repr=False, compare=False)
     _effective: dict = field(default_factory=dict, repr=False, compare=False)

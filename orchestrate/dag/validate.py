@@ -6,7 +6,7 @@ from pathlib import Path
 
 from orchestrate.dag import edge_rules, graph, node_rules
 from orchestrate.dag.model import (COMMAND_PLUGIN, MODES, RESERVED_GATES, SANDBOXES, SCHEDULES, SCHEMA_VERSIONS,
-                                   Dag, Node)
+                                   UNSANDBOXED, Dag, Node)
 from orchestrate.dag.schema import (
     CHECK_FIELDS,
     COMMAND_GATE_FIELDS,
@@ -69,9 +69,11 @@ def validate(data: object, file: str, *, topic: str | None = None,
         defaults = Mapping()
     else:
         rep.fields(defaults, DEFAULT_FIELDS, "defaults")
-        if isinstance(defaults.get("sandbox"), str) and defaults["sandbox"] not in SANDBOXES:
-            rep.add(defaults.key_line("sandbox"), "defaults.sandbox", "enum",
-                    f"`{defaults['sandbox']}` is not a sandbox setting: use {' or '.join(SANDBOXES)}")
+        for key, allowed, what in (("sandbox", SANDBOXES, "a sandbox setting"),
+                                   ("unsandboxed", UNSANDBOXED, "an unsandboxed setting")):
+            if isinstance(defaults.get(key), str) and defaults[key] not in allowed:
+                rep.add(defaults.key_line(key), f"defaults.{key}", "enum",
+                        f"`{defaults[key]}` is not {what}: use {' or '.join(allowed)}")
 
     workers = data.get("workers") or Mapping()
     if not isinstance(workers, Mapping):
@@ -153,7 +155,8 @@ def validate(data: object, file: str, *, topic: str | None = None,
                schedule=str(schedule),
                workers=dict(workers), checks=tuple(node_rules.check_of(c) for c in checks),
                nodes=tuple(nodes), by_id=by_id, policy=policy, edges=tuple(model.edges), params=params,
-               gates=gates, budget=budget or {}, _groups=tuple(model.groups), _layer_deps=model.layer_deps,
+               gates=gates, budget=budget or {}, unsandboxed=defaults.get("unsandboxed"),
+               _groups=tuple(model.groups), _layer_deps=model.layer_deps,
                _effective=model.effective), []
 
 

@@ -76,11 +76,20 @@ def unrouted(ctx) -> list[str]:
 
 
 def free_slots(ctx) -> int | None:
-    """`--jobs` minus the workers running or waiting for a slot; None: no limit (a cluster decides)."""
+    """`--jobs` minus the workers running or waiting for a slot; None: no limit (a cluster decides). None
+    is free while a worker runs alone (without the sandbox: workers/siblings.py)."""
     jobs = getattr(ctx.executor, "jobs", None)
     if jobs is None:
         return None
+    if any(getattr(run.request, "alone", False) for run in getattr(ctx.executor, "live", {}).values()):
+        return 0
     return max(0, jobs - len(ctx.executor.running()))
+
+
+def _alone(ctx, node_id: str) -> bool:
+    """Would this node's worker run alone (no sandbox, `unsandboxed: serial`)?"""
+    from orchestrate.workers import containment
+    return containment.runs_alone(ctx) and not containment.enabled(ctx, ctx.dag.by_id[node_id])
 
 
 def _eager(ctx) -> list[str]:
@@ -111,6 +120,10 @@ def _eager(ctx) -> list[str]:
         unit = [m for m in group if m in machine]
         if slots is not None and (slots == 0 or (chosen and len(chosen) + len(unit) > slots)):
             break
+        if any(_alone(ctx, m) for m in unit):  # it starts when nothing runs, and nothing with it
+            if chosen or running(ctx):
+                break
+            return unit
         chosen += unit
     if chosen or len(machine) > 0:
         return chosen

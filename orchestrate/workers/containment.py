@@ -6,6 +6,10 @@ a private object store, its run folder (return, outputs and usage files), a priv
 configured caches (`$HOME` unless `sandbox: {writable: [...]}` says otherwise). Everything else,
 the user's checkout, `.ledger/`, other worktrees, the shared git config, hooks, refs and objects,
 is read-only, and a PID namespace ends whatever it started when it returns.
+
+Without the sandbox a worker runs alone (no other worker at the same time) unless `unsandboxed:
+parallel` says otherwise, in the DAG's `defaults:` or as `sandbox: {unsandboxed: parallel}` in the
+config: workers/siblings.py says why.
 """
 from __future__ import annotations
 
@@ -14,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrate import config, git
+from orchestrate.dag.model import UNSANDBOXED
 from orchestrate.workers import private_objects, sandbox
+from orchestrate.workers.local import LocalExecutor
 
-CONFIG_KEYS = ("mode", "writable")
+CONFIG_KEYS = ("mode", "writable", "unsandboxed")
 
 
 @dataclass(frozen=True)
@@ -34,12 +40,21 @@ def mode(ctx, node) -> str:
     return _configured(ctx.layout.ledger)[0]
 
 
+def runs_alone(ctx) -> bool:
+    """Does a worker without the sandbox run with no other worker (workers/siblings.py says why)? The DAG's
+    `defaults: {unsandboxed: serial|parallel}`, else `sandbox: {unsandboxed: ...}` in `.ledger/config.yaml`,
+    else serial. Only the local executor serialises: a Dask worker runs in a task folder on its own machine."""
+    chosen = getattr(ctx.dag, "unsandboxed", None) or _configured(ctx.layout.ledger)[2]
+    return chosen != "parallel" and isinstance(ctx.executor, LocalExecutor)
+
+
 def enabled(ctx, node) -> bool:
     warned = getattr(ctx, "_sandbox_warned", False)
 
     def warn(reason: str) -> None:
         if not warned:
-            ctx.out.always(f"warning: workers run without the sandbox: {reason} "
+            alone = ", one at a time" if runs_alone(ctx) else ""
+            ctx.out.always(f"warning: workers run without the sandbox{alone}: {reason} "
                            "(set `sandbox: none` to silence this, or install bubblewrap)")
             ctx._sandbox_warned = True
     return sandbox.resolve(mode(ctx, node), warn)
@@ -63,18 +78,20 @@ def settle(ctx, ns) -> None:
     private_objects.bring_in(ctx.root, Path(ns.objects), common / "objects")
 
 
-def _configured(ledger: Path | None) -> tuple[str, list[str]]:
+def _configured(ledger: Path | None) -> tuple[str, list[str], str]:
+    """(mode, writable folders, unsandboxed) from `.ledger/config.yaml`'s `sandbox:`."""
     found = config.read(ledger, "sandbox")
     value = found.value
     home = [os.path.expanduser("~")]
     if value is None:
-        return "auto", home
+        return "auto", home, "serial"
     if isinstance(value, str):
         if value not in sandbox.MODES:
             raise found.error("sandbox", found.line, f"`{value}` is not a sandbox setting: use {', '.join(sandbox.MODES)}")
-        return value, home
+        return value, home, "serial"
     if not isinstance(value, dict):
-        raise found.error("sandbox", found.line, "expected auto, bwrap, none, or {mode: ..., writable: [...]}")
+        raise found.error("sandbox", found.line,
+                          "expected auto, bwrap, none, or {mode: ..., writable: [...], unsandboxed: ...}")
     for key in value:
         if key not in CONFIG_KEYS:
             raise found.error(f"sandbox.{key}", found.line, f"unknown key; keys: {', '.join(CONFIG_KEYS)}")
@@ -84,4 +101,8 @@ def _configured(ledger: Path | None) -> tuple[str, list[str]]:
     writable = value.get("writable", home)
     if not isinstance(writable, list) or not all(isinstance(w, str) and w.strip() for w in writable):
         raise found.error("sandbox.writable", found.line, "expected a list of folders")
-    return chosen, [os.path.expanduser(w) for w in writable]
+    alone = value.get("unsandboxed", "serial")
+    if alone not in UNSANDBOXED:
+        raise found.error("sandbox.unsandboxed", found.line,
+                          f"`{alone}` is not an unsandboxed setting: use {', '.join(UNSANDBOXED)}")
+    return chosen, [os.path.expanduser(w) for w in writable], alone

@@ -35,7 +35,7 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (),
          other_topics: list[str] = ()) -> Fingerprint:
     """`own_refs`: the refs the running workers may move (their own node branches); `other_topics`: the
     campaigns whose node and campaign branches are not watched here (their runners move them)."""
-    common = _common_dir(root)
+    common = common_dir(root)
     fp = Fingerprint(common, files=take_files(common))
     theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
     fp.refs = {name: sha for name, sha in git.refs(root, "refs").items()
@@ -146,6 +146,7 @@ def _shown(path: Path) -> str:
     return "/".join(parts[parts.index(".ledger"):]) if ".ledger" in parts else str(path)
 
 
-def _common_dir(root: Path) -> Path:
+def common_dir(root: Path) -> Path:
+    """The shared git dir; no git process when `root` is the main checkout (its `.git` a folder)."""
     dot = root / ".git"
     return dot if dot.is_dir() else git.git_common_dir(root)

@@ -50,7 +50,7 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False, extra_e
         return
     request = WorkRequest(node_id, attempt, command, path, env, run_dir / f"attempt-{attempt}.log",
                           return_file, float(node.timeout), sandbox=jail.writable if jail else None,
-                          readable=jail.readable if jail else ())
+                          readable=jail.readable if jail else (), alone=jail is None and containment.runs_alone(ctx))
     ctx.emit("intent", {"effect": "worker-start", "node": node_id, "attempt": attempt, "command": command,
                         "log": str(request.log)})
     ctx.launching = node_id
@@ -61,7 +61,9 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False, extra_e
     if node_id in getattr(ctx.executor, "live", {node_id: None}):
         ctx.out.line(f"{node_id}: started attempt {attempt} on {branch}")
     else:  # no --jobs slot is free: not an attempt until its process starts (the spawn hook says so)
-        ctx.out.line(f"{node_id}: queued attempt {attempt} on {branch} (waiting for a free --jobs slot)")
+        alone = request.alone or any(r.request.alone for r in ctx.executor.live.values())
+        why = "workers without the sandbox run one at a time" if alone else "waiting for a free --jobs slot"
+        ctx.out.line(f"{node_id}: queued attempt {attempt} on {branch} ({why})")
 
 
 # What a node goes back to when the attempt it was given never ran, or the environment stopped it.

@@ -34,6 +34,7 @@ class WorkRequest:
     timeout: float
     sandbox: tuple[str, ...] | None = None  # the writable paths when the attempt runs in the sandbox
     readable: tuple[str, ...] = ()  # read-only there (the project, when it lives under the private /tmp)
+    alone: bool = False  # no other worker may run while this one does (an unsandboxed one: workers/siblings.py)
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,9 @@ class _Running:
 
 @dataclass
 class LocalExecutor:
-    """At most `jobs` workers at once; the rest wait in order."""
+    """At most `jobs` workers at once; the rest wait in order. A request marked `alone` starts only when
+    nothing else runs, and nothing starts while it runs; when it finishes, the next one starts at the
+    following poll, after the engine has settled its return (its sibling check, workers/siblings.py)."""
 
     jobs: int
     on_spawn: object = None  # called with (request, pid) so the pid is journalled before we wait on it
@@ -125,7 +128,7 @@ class LocalExecutor:
         self._fill()
 
     def _fill(self) -> None:
-        while self.queue and len(self.live) < self.jobs:
+        while self.queue and self._may_start(self.queue[0]):
             req = self.queue.pop(0)
             req.log.parent.mkdir(parents=True, exist_ok=True)
             req.return_file.unlink(missing_ok=True)
@@ -151,9 +154,17 @@ class LocalExecutor:
             if self.on_spawn is not None:
                 self.on_spawn(req, popen.pid)
 
+    def _may_start(self, request: WorkRequest) -> bool:
+        """In order: the first waiting request blocks those behind it, so none of them waits forever."""
+        if not self.live:
+            return True
+        return len(self.live) < self.jobs and not request.alone \
+            and not any(run.request.alone for run in self.live.values())
+
     def poll(self) -> list[WorkOutcome]:
         done, self.unstarted = self.unstarted, []
         now = time.monotonic()
+        held = False
         for node, run in list(self.live.items()):
             rc = run.popen.poll()
             timed_out = rc is None and now - run.started > run.request.timeout
@@ -172,7 +183,9 @@ class LocalExecutor:
                                     time.monotonic() - run.started, timed_out, str(run.request.log),
                                     freeze, error))
             del self.live[node]
-        self._fill()
+            held = held or run.request.alone
+        if not held:  # else its return is settled (and its siblings checked) before anything else starts
+            self._fill()
         done += self.unstarted
         self.unstarted = []
         return done

@@ -76,15 +76,15 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None)
     for spare in _spares_in(folder(worktrees)):
         made = _spares.pop(str(spare), None)
         if made is None:  # pooled by another process: its history is unknown here
-            _discard(root, spare)
+            discard(root, spare)
             continue
         if _trusted(spare, made) and git.worktree_move(root, spare, path):
             if _reset_admin(made) and git.worktree_switch(path, base, branch):
                 made.snapshot.unlink(missing_ok=True)
                 return True
-            _discard(root, path)
+            discard(root, path)
         else:
-            _discard(root, spare)
+            discard(root, spare)
         made.snapshot.unlink(missing_ok=True)
         return False
     return False
@@ -101,7 +101,7 @@ def forget(path: Path) -> None:
         shutil.rmtree(pool, ignore_errors=True)
 
 
-def _discard(root: Path, path: Path) -> None:
+def discard(root: Path, path: Path) -> None:
     """Remove a worktree git may no longer recognise as one (its .git file rewritten): the folder goes
     in any case, and prune then drops its admin dir."""
     git.worktree_remove(root, path)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from orchestrate import git
 from orchestrate.errors import GitError
-from orchestrate.workers import containment
+from orchestrate.workers import containment, siblings
 from orchestrate.workers.brief import usage_path
 from orchestrate.workers.private_objects import BadObject
 from orchestrate.recorder.campaign import LANDED
@@ -14,14 +14,22 @@ from orchestrate.recorder.campaign import LANDED
 
 def returned(ctx, outcome, *, journal_result: bool = True) -> None:
     """Settle one finished attempt; `journal_result` is False when resume found the result already journalled."""
-    ns = ctx.campaign.nodes[outcome.node]
-    path = ctx.root / ns.worktree
     if journal_result:
         ctx.emit("result", {"effect": "worker-start", "node": outcome.node, "attempt": outcome.attempt,
                             "rc": outcome.rc, "timed_out": outcome.timed_out, "seconds": round(outcome.seconds, 3),
                             "log": outcome.log, "freeze": outcome.freeze, "freeze_error": outcome.freeze_error,
                             **reported_usage(ctx, outcome)},
                  source_entity=f"worker:{outcome.node}", source_type="worker")
+    trespass = siblings.check(ctx, outcome.node)  # first: other worktrees are put back before anything reads them
+    _settle(ctx, outcome)
+    if trespass:
+        fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].head, trespass)
+
+
+def _settle(ctx, outcome) -> None:
+    """The attempt's own worktree: objects brought in, leftovers committed, head read, freeze or LANDED."""
+    ns = ctx.campaign.nodes[outcome.node]
+    path = ctx.root / ns.worktree
     if ns.objects and path.exists():  # a sandboxed attempt: its objects are its own until brought in
         try:
             containment.settle(ctx, ns)

@@ -1,0 +1,189 @@
+"""Other nodes' worktrees, after a worker that ran without the sandbox returns (DESIGN §14.2).
+
+Without the sandbox a worker can write anywhere the user can, into a sibling's worktree too, and nothing
+on disk says which of two workers running at once wrote a file: the sibling would be blamed for it (its
+gates fail on the foreign file, or its leftover commit carries it and its surface gate fails). So such a
+worker runs alone (workers/local.py: it starts when nothing else runs, nothing starts while it runs, and
+the next worker starts only after its return is settled here); then every change to another node's
+worktree is its doing. When it returns, every other node worktree of the campaign holding work that is
+waiting or settled is compared with what orchestrate recorded:
+
+- a node queued for a --jobs slot: its base (for an attempt resumed after a surface-exceed freeze, the
+  head it froze at);
+- a node whose worker returned (LANDED with exit 0, awaiting its gates, or frozen): its recorded head;
+- in each: HEAD at that commit, on the node's branch (detached for a sandboxed attempt), the branch at
+  that commit, `git status` empty, and the `.git` file and admin dir still this repository's.
+
+A difference fails the returned worker's attempt, naming the sibling, its worktree and the paths; the
+sibling's worktree is put back to its recorded commit (a forced checkout and `git clean -ffdx`; made
+anew when its git link was broken), so the sibling is judged on what it made.
+
+Not compared: worktrees a worker runs in (there are none but with `unsandboxed: parallel` or the Dask
+executor; then every worker running without the sandbox is blamed, as the shared git dir's watch does),
+a person's worktree (handwork: they may still be at work in it), attempts that already failed (their
+verdict never reads the worktree), other campaigns' worktrees (each runner serialises and compares its
+own), and files git ignores (not in `git status`; they go when a worktree is put back). A worker that
+crafts a sibling's index (`--assume-unchanged`, forged stat data) can hide a change from `git status`:
+against that only the sandbox holds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrate import git
+from orchestrate.errors import GitError
+from orchestrate.recorder.campaign import DISPATCHED, LANDED
+from orchestrate.workers import fingerprint, handwork, pool
+
+SHOWN = 10  # paths named per worktree; the rest are counted
+FAILED = "; its attempt failed"  # how a blame ends (engine/watch.py words it the same way)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What a sibling's worktree must be: `sha` checked out on `branch` (detached: a sandboxed attempt's),
+    nothing changed."""
+    node: str
+    path: Path
+    where: str  # the worktree as the journal records it (relative to the project)
+    sha: str
+    branch: str
+    detached: bool
+
+    @property
+    def ref(self) -> str:
+        return f"refs/heads/{self.branch}"
+
+
+class Branches:
+    """The campaign's node branches, read (one git process) only when a comparison needs one: an attached
+    HEAD at the recorded commit already says its branch is there."""
+
+    def __init__(self, root: Path, topic: str):
+        self.root, self.topic, self._refs = root, topic, None
+
+    def get(self, ref: str) -> str | None:
+        if self._refs is None:
+            self._refs = git.refs(self.root, f"refs/heads/node/{self.topic}/")
+        return self._refs.get(ref)
+
+
+def check(ctx, node_id: str) -> str:
+    """After `node_id`'s attempt returned: compare its siblings' worktrees, put back what changed, and
+    return why its attempt failed ("" when nothing changed, or when it ran in the sandbox: other
+    worktrees were read-only to it). Workers still running without the sandbox share the blame through
+    ctx.blamed, which fails each attempt when it returns."""
+    if ctx.campaign.nodes[node_id].objects or handwork.is_human(ctx.dag, node_id):
+        return ""
+    kept = _kept(ctx, node_id)
+    if not kept:
+        return ""
+    common = fingerprint.common_dir(ctx.root)
+    branches = Branches(ctx.root, ctx.topic)
+    found, victims = [], []
+    for k in kept:
+        changed = _changed(k, common, branches)
+        if changed:
+            put = f"put back to {k.sha[:12]}" if _put_back(ctx, k, common, branches) else "could not be put back"
+            found.append(f"node {k.node}'s worktree {k.where} changed: {changed} ({put})")
+            victims.append(k.node)
+    if not found:
+        return ""
+    live = getattr(ctx.executor, "live", {})
+    suspects = [node_id] + sorted(n for n, run in live.items() if n != node_id and run.request.sandbox is None)
+    what = "; ".join(found)
+    ctx.emit("guard", {"nodes": suspects, "siblings": victims, "changes": found})
+    ctx.out.always(f"{', '.join(suspects)}: wrote into another node's worktree: {what}")
+    for other in suspects[1:]:
+        ctx.blamed[other] = _blame(ctx.blamed.get(other, ""), other, what)
+    return _blame(ctx.blamed.pop(node_id, ""), node_id, what)
+
+
+def _kept(ctx, node_id: str) -> list[Kept]:
+    """The worktrees holding waiting or settled work of other nodes, each with the commit it must hold."""
+    queued = {r.node for r in getattr(ctx.executor, "queue", ())}
+    kept = []
+    for ns in ctx.campaign.nodes.values():
+        if ns.id == node_id or not ns.worktree or not ns.branch:
+            continue
+        if (ns.status == LANDED and ns.rc in (0, None)) or (ns.status == DISPATCHED and ns.freeze):
+            if (ns.id, ns.attempt) in getattr(ctx, "evaluated", {}):  # judged ahead (the eager schedule): what
+                continue  # its evaluators left is theirs, and their verdict was read before this worker returned
+            sha = ns.head
+        elif ns.status == DISPATCHED and ns.id in queued:  # a resumed attempt's process ran before: its head
+            sha = ns.head if ns.spawned >= ns.attempt and ns.head else ns.base
+        else:
+            continue
+        if sha and not handwork.is_human(ctx.dag, ns.id):  # a person may still be at work in theirs
+            kept.append(Kept(ns.id, ctx.root / ns.worktree, ns.worktree, sha, ns.branch, bool(ns.objects)))
+    return kept
+
+
+def _changed(k: Kept, common: Path, branches: Branches) -> str:
+    """What differs from what `k` must be, or ""."""
+    if not k.path.is_dir():
+        return "it was removed"
+    if not _linked(k.path, common):  # git would run in whatever repository the link names: never ask it
+        return "its .git link or admin dir was replaced"
+    try:
+        sha, branch, paths = git.head_and_changes(k.path)
+    except GitError as exc:
+        said = (exc.stderr or exc.message).strip().splitlines()
+        return f"git cannot read it ({said[-1] if said else 'no reason given'})"
+    found = []
+    if sha != k.sha:
+        found.append(f"HEAD moved from {k.sha[:12]} to {(sha or 'no commit')[:12]}")
+    want = None if k.detached else k.branch
+    if branch != want:
+        found.append(f"HEAD is on {branch or 'no branch'}, not {want or 'a detached HEAD'}")
+    if (branch != want or k.detached) and branches.get(k.ref) != k.sha:  # else HEAD's check covered the branch
+        found.append(f"branch {k.branch} moved")
+    if paths:
+        more = f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
+        found.append(", ".join(paths[:SHOWN]) + more)
+    return "; ".join(found)
+
+
+def _linked(worktree: Path, common: Path) -> bool:
+    """Is `worktree` still a linked worktree of this repository: its `.git` file naming an admin dir under
+    the common dir's worktrees/, which names it back and names this common dir?"""
+    dot = worktree / ".git"
+    if dot.is_symlink() or not dot.is_file():
+        return False
+    admin = git.admin_dir(worktree)
+    try:
+        back = Path((admin / "gitdir").read_text(errors="replace").strip())
+        shared = admin / (admin / "commondir").read_text(errors="replace").strip()
+    except OSError:
+        return False
+    return admin.parent.resolve() == (common / "worktrees").resolve() and back.resolve() == dot.resolve() \
+        and shared.resolve() == common.resolve()
+
+
+def _put_back(ctx, k: Kept, common: Path, branches: Branches) -> bool:
+    """The worktree at `k.sha` on its branch (or detached) with nothing else in it: checked out again, or,
+    when its git link is broken, removed and added anew. False when git refused."""
+    try:
+        if k.path.is_dir() and _linked(k.path, common):
+            if k.detached and branches.get(k.ref) != k.sha:  # an attached checkout -B moves the branch itself
+                git.update_ref(ctx.root, k.ref, k.sha, reason=f"put back node {k.node}'s branch")
+            if git.worktree_switch(k.path, k.sha, None if k.detached else k.branch):
+                return True
+        pool.discard(ctx.root, k.path)
+        pool.forget(k.path)  # never pooled: the record of how orchestrate made it no longer holds
+        git.update_ref(ctx.root, k.ref, k.sha, reason=f"put back node {k.node}'s branch")
+        if k.detached:
+            git.worktree_add_detached(ctx.root, k.path, k.sha)
+        else:
+            git.worktree_add(ctx.root, k.path, k.branch, "", new_branch=False)
+    except GitError:
+        return False
+    return True
+
+
+def _blame(before: str, node: str, what: str) -> str:
+    """The failure text of `node`'s attempt, after what the shared-git-dir watch already said, if anything."""
+    if before.endswith(FAILED):
+        return f"{before.removesuffix(FAILED)}; {what}{FAILED}"
+    return f"node {node}: while it ran, {what}{FAILED}"

@@ -1,0 +1,114 @@
+"""Workers without the sandbox run alone (workers/local.py, workers/siblings.py), unless the campaign opts
+out with `unsandboxed: parallel`; the setting is validated like every other. What a worker that writes into
+a sibling's worktree meets is in tests/test_hostile_workers.py."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.engine_helpers import campaign_repo, statuses
+
+
+def _request(tmp_path, node: str, *, alone: bool):
+    from orchestrate.workers.local import WorkRequest
+    runs = tmp_path / "runs"
+    tags = {"ORCH_TOPIC": f"siblings-{tmp_path.name}", "ORCH_NODE": node, "ORCH_ATTEMPT": "1"}  # what ends it
+    return WorkRequest(node, 1, f"while [ ! -e go-{node} ]; do sleep 0.01; done", tmp_path, tags,
+                       runs / f"{node}.log", runs / f"{node}.json", 60.0, alone=alone)
+
+
+def _finish(ex, tmp_path, node: str) -> list:
+    """Let `node`'s worker end and poll until the executor reports it (the first poll that does)."""
+    (tmp_path / f"go-{node}").touch()
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        done = ex.poll()
+        if done:
+            return [o.node for o in done]
+        time.sleep(0.01)
+    raise AssertionError(f"{node} never finished")
+
+
+def test_an_unsandboxed_request_runs_alone_and_the_next_starts_only_at_the_following_poll(tmp_path):
+    from orchestrate.workers.local import LocalExecutor
+    ex = LocalExecutor(3)
+    try:
+        ex.start(_request(tmp_path, "X", alone=True))
+        ex.start(_request(tmp_path, "Y", alone=False))
+        assert list(ex.live) == ["X"] and [r.node for r in ex.queue] == ["Y"]  # free slots, yet Y waits
+        assert _finish(ex, tmp_path, "X") == ["X"]
+        assert list(ex.live) == []  # X's return is settled before anything else starts
+        ex.poll()
+        assert list(ex.live) == ["Y"]
+        ex.start(_request(tmp_path, "Z", alone=True))
+        ex.start(_request(tmp_path, "W", alone=False))
+        assert list(ex.live) == ["Y"]  # Z waits for Y to end; W waits behind Z (in order: Z never starves)
+        assert _finish(ex, tmp_path, "Y") == ["Y"]
+        assert list(ex.live) == ["Z"] and [r.node for r in ex.queue] == ["W"]  # Y was not alone: Z starts at once
+        assert _finish(ex, tmp_path, "Z") == ["Z"]
+        ex.poll()
+        assert list(ex.live) == ["W"]
+    finally:
+        ex.cancel_all()
+
+
+def test_requests_that_are_not_alone_share_the_jobs(tmp_path):
+    from orchestrate.workers.local import LocalExecutor
+    ex = LocalExecutor(2)
+    try:
+        for node in "PQR":
+            ex.start(_request(tmp_path, node, alone=False))
+        assert sorted(ex.live) == ["P", "Q"] and [r.node for r in ex.queue] == ["R"]
+    finally:
+        ex.cancel_all()
+
+
+DAG = """\
+topic: together
+mode: autonomous
+defaults: {max_attempts: 1, timeout: 60, sandbox: none DEFAULTS}
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, file_surface: [a.txt], discipline: sh}
+  - {id: B, file_surface: [b.txt], discipline: sh}
+"""
+# Each waits for the other to have started: only workers running at the same time both finish (alone,
+# the first would wait for the second until its timeout).
+BARRIER = """#!/bin/sh
+touch "MARKS/$ORCH_NODE"
+other=$(echo "$ORCH_NODE" | tr AB BA)
+until [ -e "MARKS/$other" ]; do sleep 0.01; done
+echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr AB ab).txt"
+"""
+
+
+@pytest.mark.parametrize("where", ["dag", "config"])
+def test_unsandboxed_parallel_lets_workers_without_the_sandbox_run_together(tmp_path, orch, where):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    repo = campaign_repo(tmp_path, DAG.replace(" DEFAULTS", ", unsandboxed: parallel" if where == "dag" else ""),
+                         BARRIER.replace("MARKS", str(marks)))
+    if where == "config":
+        (repo / ".ledger" / "config.yaml").write_text("sandbox: {mode: none, unsandboxed: parallel}\n")
+    result = orch("run", "--jobs", "2", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert statuses(repo, orch, "together") == {"A": "ACCEPTED", "B": "ACCEPTED"}
+    assert "one at a time" not in result.out
+
+
+def test_a_bad_unsandboxed_setting_is_one_line_naming_it(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG.replace(" DEFAULTS", ", unsandboxed: sometimes"), "#!/bin/sh\n")
+    r = orch("validate", cwd=repo)
+    assert r.rc == 1
+    dag = repo / ".ledger" / "state" / "dag.yaml"
+    assert r.out.splitlines() == [
+        f"{dag}:3: defaults.unsandboxed: `sometimes` is not an unsandboxed setting: use serial or parallel"]
+    repo = campaign_repo(tmp_path / "c", DAG.replace(" DEFAULTS", ""), "#!/bin/sh\n")
+    (repo / ".ledger" / "config.yaml").write_text("sandbox: {mode: none, unsandboxed: always}\n")
+    r = orch("validate", cwd=repo)
+    assert r.rc == 1
+    assert r.out.splitlines() == [f"{repo / '.ledger' / 'config.yaml'}:1: sandbox.unsandboxed: `always` is not an "
+                                  "unsandboxed setting: use serial, parallel"]
+    ran = orch("run", cwd=repo)
+    assert ran.rc == 2 and "sandbox.unsandboxed: `always` is not an unsandboxed setting" in ran.err
