@@ -266,6 +266,44 @@ def worktrees(repo: str | Path) -> list[dict[str, str]]:
     return entries
 
 
+def head_state(worktree: str | Path) -> tuple[str, str | None]:
+    """(the commit HEAD is at, the branch it is on or None when detached), in one process."""
+    sha, name = lines(worktree, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
+    return sha, None if name == "HEAD" else name
+
+
+def worktree_bring(worktree: str | Path, sha: str) -> None:
+    """Bring a detached worktree to `sha`: `reset --keep` rewrites and stats only the paths that differ
+    (O(the diff); `checkout` stats every file); `reset --hard` where it refuses (a local change in the way)."""
+    if not git(worktree, "reset", "--quiet", "--keep", sha, check=False):
+        git(worktree, "reset", "--quiet", "--hard", sha)
+
+
+def merge_tree(repo: str | Path, onto: str, head: str) -> tuple[str, list[str] | None]:
+    """Merge commit `head` into `onto` in the object store alone (`merge-tree --write-tree`: `git merge`'s
+    machinery without an index or a working tree): (tree, None) when clean, else (a tree with conflict
+    markers, never to be committed, and the conflicting paths)."""
+    done = git(repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", onto, head, check=False)
+    if done.rc not in (0, 1):
+        raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
+    tree, *paths = done.stdout.split("\0")
+    return tree, None if done.rc == 0 else [p for p in paths if p]
+
+
+def commit_tree(repo: str | Path, tree: str, parents: list[str], message: str, *,
+                env: dict[str, str] | None = None) -> str:
+    """A commit of `tree` on `parents`, no branch moved; the message cleaned up as `git commit -m` does
+    (trailing whitespace, blank lines at the ends and runs of them), so either way reads the same."""
+    kept: list[str] = []
+    for line in message.split("\n"):
+        if (line := line.rstrip(" \t\n\v\f\r")) or (kept and kept[-1]):
+            kept.append(line)
+    while kept and not kept[-1]:
+        kept.pop()
+    return out(repo, "commit-tree", tree, *(a for p in parents for a in ("-p", p)),
+               input="".join(f"{line}\n" for line in kept), env=env)
+
+
 def merge_abort(worktree: str | Path) -> None:
     git(worktree, "merge", "--abort", check=False)
 
