@@ -9,9 +9,10 @@ campaign head that moved) and nodes never overlap. A node's cycle is read from t
 working copy's start to the next node's, so the campaign's fixed cost (validation, the integration
 worktree, CLOSE) is left out. The first node makes a working copy from nothing; later ones may reuse a
 pooled one (workers/pool.py). Printed: the first node's cycle and the median of the later ones on each
-repository, their ratio (target, DESIGN §14.4: <= 1.3), and the disk each node's working copy took at its largest (sampled
-from .scratch/worktrees while the campaign runs, so it shows what a node costs in space, not only in
-time). The big repository's files are written by `git fast-import`, so building it is quick; the
+repository, their ratio (target, DESIGN §14.4: <= 1.3), the median MERGE step (from the transition into
+MERGE to the one out of it, both read from the journal), and the disk each node's working copy took at its
+largest (sampled from .scratch/worktrees while the campaign runs, so it shows what a node costs in space,
+not only in time). The big repository's files are written by `git fast-import`, so building it is quick; the
 nodes then pay for checking it out, which is what is measured.
 """
 from __future__ import annotations
@@ -69,20 +70,31 @@ def du(path: Path) -> int:
     return total
 
 
-def intervals(repo: Path) -> list[float]:
+def intervals(repo: Path) -> tuple[list[float], list[float]]:
     """Seconds between consecutive nodes' `worktree-add` intents in the journal: each is one node's whole
-    cycle (working copy, worker, gates, merge, recorder) in a chain where nodes never overlap."""
+    cycle (working copy, worker, gates, merge, recorder) in a chain where nodes never overlap; and each
+    MERGE step's seconds (the transition into MERGE is journalled as RECONCILE ends, so the step includes
+    that transition's recorder commit, the same on every repository)."""
     import json
     from datetime import datetime
-    times = []
+    times, merges, entered = [], [], None
     for line in (repo / ".ledger" / "state" / "big" / "journal.jsonl").read_text().splitlines():
         e = json.loads(line)
+        at = datetime.fromisoformat(e["created_at"].replace("Z", "+00:00")).timestamp()
         if e["kind"] == "intent" and e["context"].get("effect") == "worktree-add":
-            times.append(datetime.fromisoformat(e["created_at"].replace("Z", "+00:00")).timestamp())
-    return [b - a for a, b in zip(times, times[1:])]
+            times.append(at)
+        elif e["kind"] == "transition" and e["context"]["to"] == "MERGE":
+            entered = at
+        elif e["kind"] == "transition" and e["context"]["from"] == "MERGE" and entered is not None:
+            merges.append(at - entered)
+    return [b - a for a, b in zip(times, times[1:])], merges
 
 
-def measured(repo: Path) -> tuple[list[float], int]:
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]  # the upper median: noise on a shared machine
+
+
+def measured(repo: Path) -> tuple[list[float], list[float], int]:
     peak = [0]
     stop = threading.Event()
 
@@ -101,7 +113,7 @@ def measured(repo: Path) -> tuple[list[float], int]:
     stop.set()
     watcher.join()
     assert done.returncode == 75, done.stdout + done.stderr
-    return intervals(repo), peak[0]
+    return *intervals(repo), peak[0]
 
 
 def main() -> None:
@@ -117,10 +129,10 @@ def main() -> None:
     print(f"a chain of {a.nodes} trivial nodes, sandbox {a.sandbox}; a node's cycle = from its working copy's "
           "start to the next node's")
     steady = {}
-    for files, (cycles, disk) in results.items():
-        rest = sorted(cycles[1:])
-        steady[files] = rest[len(rest) // 2]  # the median of the later nodes: noise on a shared machine
+    for files, (cycles, merges, disk) in results.items():
+        steady[files] = median(cycles[1:])
         print(f"{files:>9} files: first node {cycles[0]:.2f}s, later nodes {steady[files]:.2f}s each (median), "
+              f"MERGE step {median(merges):.3f}s (median of {len(merges)}), "
               f"a working copy up to {disk / 2**20:.1f} MB on disk")
     ratio = steady[a.files] / steady[20]
     print(f"ratio big / small, later nodes: {ratio:.2f}  (target <= 1.3: {'PASS' if ratio <= 1.3 else 'MISS'}); "

@@ -1,6 +1,6 @@
 """Fault injection for the crash tests: `ORCHESTRATE_FAULT=point:N` SIGKILLs this process the N-th time
 it reaches `point`. Points: flush (journal written, commit not begun), commit (commit object made, branch
-not moved), merge (merge staged in the integration worktree, not committed), poll (waiting on workers).
+not moved), merge (the merge commit made, campaign/<topic> not moved to it), poll (waiting on workers).
 Unset, it costs one dictionary lookup.
 """
 from __future__ import annotations

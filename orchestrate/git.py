@@ -51,11 +51,8 @@ def toplevel(path: str | Path) -> Path:
 
 
 def main_worktree(path: str | Path) -> Path:
-    """The main checkout of the repository containing `path` (also when called from a linked worktree).
-
-    The ordinary layouts are read from the `.git` entries themselves (a process costs more than all of
-    `orchestrate status`'s own work); anything unusual is asked of git.
-    """
+    """The main checkout of the repository containing `path` (also from a linked worktree). The ordinary
+    layouts are read from the `.git` entries (a process costs more than all of `status`'s own work)."""
     found = _main_worktree_from_files(Path(path))
     if found is not None:
         return found
@@ -125,11 +122,7 @@ def branch_exists(repo: str | Path, branch: str) -> bool:
 
 def refs(repo: str | Path, pattern: str) -> dict[str, str]:
     """{refname: sha} for refs matching a for-each-ref pattern."""
-    result = {}
-    for ln in lines(repo, "for-each-ref", "--format=%(refname) %(objectname)", pattern):
-        name, sha = ln.rsplit(" ", 1)
-        result[name] = sha
-    return result
+    return dict(ln.rsplit(" ", 1) for ln in lines(repo, "for-each-ref", "--format=%(refname) %(objectname)", pattern))
 
 
 def is_ancestor(repo: str | Path, ancestor: str, descendant: str) -> bool:
@@ -151,11 +144,8 @@ def update_ref(repo: str | Path, ref: str, new: str, old: str | None = None, *, 
 
 def commit_subjects(repo: str | Path, rev_range: str, *extra: str) -> list[tuple[str, str]]:
     """[(sha, subject)] newest first."""
-    rows = []
-    for ln in lines(repo, "log", "--format=%H%x09%s", *extra, rev_range):
-        sha, _, subject = ln.partition("\t")
-        rows.append((sha, subject))
-    return rows
+    rows = (ln.partition("\t") for ln in lines(repo, "log", "--format=%H%x09%s", *extra, rev_range))
+    return [(sha, subject) for sha, _, subject in rows]
 
 
 def parents(repo: str | Path, sha: str) -> list[str]:
@@ -171,11 +161,7 @@ def changed_paths(repo: str | Path, base: str, head: str | None = None) -> list[
     """
     args = ["diff", "--name-status", "--no-renames", "-z", base] + ([head] if head else [])
     fields = git(repo, *args).stdout.split("\0")
-    pairs = []
-    for i in range(0, len(fields) - 1, 2):
-        if fields[i]:
-            pairs.append((fields[i][0], fields[i + 1]))
-    return pairs
+    return [(fields[i][0], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i]]
 
 
 def status_porcelain(repo: str | Path) -> str:
@@ -198,11 +184,9 @@ def head_and_changes(worktree: str | Path) -> tuple[str | None, str | None, list
             skip = False
             continue
         if field.startswith("# branch.oid "):
-            sha = field.removeprefix("# branch.oid ")
-            sha = None if sha == "(initial)" else sha
+            sha = None if (value := field.removeprefix("# branch.oid ")) == "(initial)" else value
         elif field.startswith("# branch.head "):
-            branch = field.removeprefix("# branch.head ")
-            branch = None if branch == "(detached)" else branch
+            branch = None if (value := field.removeprefix("# branch.head ")) == "(detached)" else value
         elif field[0] in "12u?":  # ordinary, renamed, unmerged, untracked: the path is the last space field
             spaces = {"1": 8, "2": 9, "u": 10, "?": 1}[field[0]]
             paths.append(field.split(" ", spaces)[spaces])
@@ -259,9 +243,9 @@ def worktree_move(repo: str | Path, src: str | Path, dst: str | Path) -> bool:
 
 
 def worktree_detach(worktree: str | Path) -> bool:
-    """Let go of the branch a pooled worktree holds (no file changes), so the branch can be deleted or
-    checked out elsewhere."""
-    return bool(git(worktree, "checkout", "--quiet", "--detach", check=False))
+    """Let go of the branch a worktree holds, so the branch can be deleted, moved or checked out elsewhere:
+    HEAD becomes its own commit, index and files untouched (O(1); `checkout --detach` stats every file)."""
+    return bool(git(worktree, "update-ref", "--no-deref", "-m", "detach", "HEAD", "HEAD", check=False))
 
 
 def worktree_switch(worktree: str | Path, base: str, branch: str | None) -> bool:
@@ -276,18 +260,31 @@ def worktree_switch(worktree: str | Path, base: str, branch: str | None) -> bool
 
 
 def worktrees(repo: str | Path) -> list[dict[str, str]]:
-    entries, cur = [], {}
-    for ln in git(repo, "worktree", "list", "--porcelain").stdout.splitlines():
-        if not ln:
-            if cur:
-                entries.append(cur)
-            cur = {}
-            continue
-        key, _, value = ln.partition(" ")
-        cur[key] = value
-    if cur:
-        entries.append(cur)
-    return entries
+    text = git(repo, "worktree", "list", "--porcelain").stdout
+    return [{k: v for k, _, v in (ln.partition(" ") for ln in block.splitlines())}
+            for block in text.split("\n\n") if block.strip()]
+
+
+def head_state(worktree: str | Path) -> tuple[str, str | None]:
+    """(the commit HEAD is at, the branch it is on or None when detached), in one process."""
+    sha, name = lines(worktree, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
+    return sha, None if name == "HEAD" else name
+
+
+def worktree_bring(worktree: str | Path, sha: str) -> None:
+    """Bring a detached worktree to `sha`: `reset --keep` rewrites and stats only the paths that differ
+    (O(the diff); `checkout` stats every file); `reset --hard` where it refuses (a local change in the way)."""
+    if not git(worktree, "reset", "--quiet", "--keep", sha, check=False):
+        git(worktree, "reset", "--quiet", "--hard", sha)
+
+
+def commit_tree(repo: str | Path, tree: str, parents: list[str], message: str, *,
+                env: dict[str, str] | None = None) -> str:
+    """A commit of `tree` on `parents`, no branch moved; the message cleaned up as `git commit -m` does
+    (trailing whitespace, blank lines at the ends and runs of them), so either way reads the same."""
+    import re
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in message.split("\n")).strip("\n"))
+    return out(repo, "commit-tree", tree, *(a for p in parents for a in ("-p", p)), input=text + "\n", env=env)
 
 
 def merge_abort(worktree: str | Path) -> None:
@@ -298,11 +295,12 @@ def conflicted_paths(worktree: str | Path) -> list[str]:
     return lines(worktree, "diff", "--name-only", "--diff-filter=U")
 
 
-def merge_tree(repo: str | Path, onto: str, head: str) -> list[str] | None:
-    """Trial-merge `head` onto `onto` without a checkout, as `git merge` would (the same merge machinery,
-    rename and directory-rename detection included): the paths that would conflict, [] when it is clean.
-    None when this git cannot do it (`merge-tree --write-tree` came with git 2.38; older ones exit 129).
-    The merged tree is written to the object store and left there for gc: no ref names it."""
+def merge_tree(repo: str | Path, onto: str, head: str) -> tuple[str, list[str]] | None:
+    """Merge `head` onto `onto` in the object store alone, as `git merge` would (the same machinery, rename
+    and directory-rename detection included, without an index or a working tree): (the merged tree, the
+    paths that conflict; [] when clean; a conflicted tree holds markers and is never committed). None when
+    this git cannot do it (`merge-tree --write-tree` came with git 2.38; older ones exit 129). The tree
+    stays in the object store for gc when no commit takes it."""
     done = git(repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", onto, head, check=False)
     if done.rc == 129:
         return None
@@ -311,7 +309,7 @@ def merge_tree(repo: str | Path, onto: str, head: str) -> list[str] | None:
     # also exits 1 for a commit it cannot merge, with nothing on stdout: that is an error, not a conflict.
     if done.rc not in (0, 1) or len(fields[0]) not in (40, 64):
         raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
-    return [f for f in fields[1:] if f] if done.rc == 1 else []
+    return fields[0], [f for f in fields[1:] if f] if done.rc == 1 else []
 
 
 def init_repo(path: str | Path, branch: str = "main") -> None:

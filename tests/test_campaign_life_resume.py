@@ -93,10 +93,11 @@ def test_resume_after_an_adherence_halt_says_why_until_fixed_then_goes_on(tmp_pa
     repo = campaign_repo(tmp_path, LIFE, TOOL)
     assert orch("run", "--no-interactive", cwd=repo).rc == 75
     tip = repo.git("rev-parse", "campaign/life")
-    integration = repo / ".scratch" / "integration" / "life"  # where campaign/life is checked out
+    integration = repo / ".scratch" / "integration" / "life"  # the campaign head, checked out (detached)
     (integration / "x.txt").write_text("not a node\n")
     repo.git("-C", str(integration), "add", "x.txt")
     repo.git("-C", str(integration), "commit", "-qm", "a commit no node made")
+    repo.git("update-ref", "refs/heads/campaign/life", repo.git("-C", str(integration), "rev-parse", "HEAD"), tip)
     repo.commit("the evaluator's file", {"ok": "1\n"})
     assert orch("decide", "realignment", "rework", "--note", "again", cwd=repo).rc == 0
     for _ in range(2):

@@ -35,12 +35,13 @@ def after_merge(ctx) -> list[str]:
     found = []  # the probe entries that found a conflict
     for node_id in _due(c):
         ns = c.nodes[node_id]
-        conflicts = git.merge_tree(ctx.root, c.tip, ns.head)
-        if conflicts is None:
+        trial = git.merge_tree(ctx.root, c.tip, ns.head)
+        if trial is None:
             _unable.add(str(ctx.root))
             ctx.out.line("this git has no `merge-tree --write-tree` (git 2.38 or later): conflicts are found "
                          "when each node merges, not before its turn")
             return []
+        conflicts = trial[1]
         merged = merged_since(c, _clean_at(c, node_id))
         entry = ctx.emit("probe", {"node": node_id, "head": ns.head, "onto": c.tip, "merged": merged,
                                    "clean": not conflicts, "conflicts": conflicts},

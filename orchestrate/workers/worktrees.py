@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrate import git
+from orchestrate.errors import Halted
 from orchestrate.workers import pool
 
 
@@ -64,12 +65,44 @@ def remove(ctx, node: str, path: str) -> None:
 
 
 def integration(ctx) -> Path:
-    """The one worktree where campaign/<topic> is checked out and merged into (never the user's)."""
+    """The one worktree where the campaign head is checked out (never the user's), on a detached HEAD.
+
+    MERGE moves campaign/<topic> without this worktree when the campaign has no checks to run on the merged
+    tree (merge.py), so it may be behind: whoever needs the head's files gets them here, and a worktree the
+    head moved away from is brought to it first, rewriting only the paths that differ (O(the diff)). It is
+    detached so that moving the branch never leaves it holding an index and files of an older head, which
+    would look like uncommitted changes."""
     path = ctx.layout.integration(ctx.topic)
+    tip = ctx.campaign.tip or git.resolve(ctx.root, ctx.campaign.branch)
     if not (path / ".git").exists():
         ctx.emit("intent", {"effect": "integration-add", "path": str(path), "branch": ctx.campaign.branch})
         path.parent.mkdir(parents=True, exist_ok=True)
         git.git(ctx.root, "worktree", "prune")
-        git.worktree_add(ctx.root, path, ctx.campaign.branch, "", new_branch=False)
+        git.worktree_add_detached(ctx.root, path, tip)
         ctx.emit("result", {"effect": "integration-add", "path": str(path)})
+        return path
+    head, branch = git.head_state(path)
+    if branch is not None:  # made on the branch by an older orchestrate: let go of it, no file changes
+        git.worktree_detach(path)
+    if head != tip:
+        git.worktree_bring(path, tip)
     return path
+
+
+def free_branch(ctx) -> None:
+    """Before campaign/<topic> moves without a checkout: a worktree holding the branch would keep the old
+    head's index and files under the new head. The integration worktree lets go of it (one made by an
+    older orchestrate); any other holder is the user's checkout, which orchestrate never touches, so the
+    campaign halts until it is switched away."""
+    ref = f"refs/heads/{ctx.campaign.branch}"
+    ours = ctx.layout.integration(ctx.topic).resolve()
+    for entry in git.worktrees(ctx.root):
+        if entry.get("branch") != ref:
+            continue
+        if Path(entry["worktree"]).resolve() == ours:
+            git.worktree_detach(ours)
+        else:
+            raise Halted(f"{ctx.campaign.branch} is checked out in {entry['worktree']}: orchestrate moves it only "
+                         "where no checkout holds it (that checkout's index and files would stay behind)",
+                         hint=f"switch that checkout away (`git -C {entry['worktree']} switch --detach`), "
+                              "then `orchestrate resume`")

@@ -1,5 +1,10 @@
-"""MERGE: trial-merge the node (or its LOOPS_WITH group, as one octopus) into the integration worktree,
-run the campaign checks, commit --no-ff."""
+"""MERGE: merge the node (or its LOOPS_WITH group, as one octopus) onto the campaign head --no-ff, and move
+campaign/<topic> to the merge commit.
+
+A single node in a campaign without checks is merged in the object store alone (`git merge-tree`, then
+`git commit-tree`): O(the diff), however large the repository. Checks need the merged tree on disk, and an
+octopus needs `git merge`, so those merge in the integration worktree as before. Either way the branch
+moves last, by compare-and-swap, and the commit is the same: two parents (or more), one subject."""
 from __future__ import annotations
 
 from gates import evaluators
@@ -8,6 +13,7 @@ from orchestrate import faults, git
 from orchestrate.engine import judge, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
+from orchestrate.errors import Halted
 from orchestrate.recorder.campaign import LANDED, REWORK
 from orchestrate.workers import worktrees
 
@@ -17,8 +23,6 @@ def handle(ctx: Context) -> Outcome:
     first = schedule.landed(ctx)[0]  # the node (or LOOPS_WITH group) RECONCILE just accepted
     members = [m for m in ctx.dag.group_of(first) if c.nodes[m].status == LANDED]
     ctx.subject = "+".join(members)
-    integ = worktrees.integration(ctx)
-    env = git.identity_env(integ)
     changed = [m for m in members if c.nodes[m].head != c.nodes[m].base]
     if not changed:  # the workers changed nothing: git would merge nothing, so there is no commit to make
         for m in members:
@@ -41,19 +45,48 @@ def handle(ctx: Context) -> Outcome:
         return _rework(ctx, moved, Verdict("adherence", 1, "FAIL: the branch moved after its head was judged: "
                                            + "; ".join(_moved_text(ctx, m) for m in moved)))
     heads = [c.nodes[m].head for m in changed]
+    worktrees.free_branch(ctx)
     ctx.emit("intent", {"effect": "merge", "node": first, "nodes": members, "branch": " ".join(branches),
                         "head": " ".join(c.nodes[m].head for m in changed), "onto": c.tip})
-    # A group lands as one octopus merge: all of it or none of it, and never a half-merged campaign branch.
+    titles = "; ".join(ctx.dag.by_id[m].title for m in members)
+    label = f"node {first}" if len(members) == 1 else f"group {ctx.subject}"
+    message = f"merge {label}: {titles}"
+    env = git.identity_env(ctx.root)
     # The judged shas, never the branch names: a branch a worker (or its leftover child) moves after
     # judging must not carry unjudged commits into the campaign.
+    merged = git.merge_tree(ctx.root, c.tip, heads[0]) if len(heads) == 1 and not ctx.dag.checks else None
+    if merged is not None:  # (None: checks to run on the merged tree, a group's octopus, or a git before 2.38)
+        tree, conflicts = merged
+        if conflicts:
+            return _conflict(ctx, first, members, branches, conflicts)
+        made: str | Outcome = git.commit_tree(ctx.root, tree, [c.tip, heads[0]], message, env=env)
+    else:
+        made = _merge_in_worktree(ctx, first, members, branches, heads, message, env)
+    if isinstance(made, Outcome):
+        return made
+    faults.reach("merge")
+    _advance(ctx, made, message)
+    ctx.emit("result", {"effect": "merge", "node": first, "sha": made})
+    for m in members:
+        ns = c.nodes[m]
+        ctx.emit("merge", {"node": m, "sha": made, "branch": ns.branch, "head": ns.head}, derived_from=_cites(ns))
+        worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
+    ctx.out.line(f"{ctx.subject}: merged into {c.branch} ({made[:12]})")
+    return Outcome.MERGED
+
+
+def _merge_in_worktree(ctx: Context, first: str, members: list[str], branches: list[str], heads: list[str],
+                       message: str, env: dict[str, str]) -> str | Outcome:
+    """Merge in the integration worktree (detached at the campaign head) and run the campaign checks on the
+    merged tree: the merge commit, or the outcome of a refusal. A group lands as one octopus merge: all of
+    it or none of it, and never a half-merged campaign branch."""
+    c = ctx.campaign
+    integ = worktrees.integration(ctx)
     done = git.git(integ, "merge", "--no-ff", "--no-commit", "--no-edit", *heads, check=False, env=env)
     if done.rc != 0:
         conflicts = git.conflicted_paths(integ)
         git.merge_abort(integ)
-        ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "conflicts": conflicts})
-        summary = (f"CONFLICT: merging {', '.join(branches)} onto the campaign head conflicts in "
-                   f"{', '.join(conflicts) or '?'}")
-        return _rework(ctx, members, Verdict("trial-merge", 3, summary))
+        return _conflict(ctx, first, members, branches, conflicts)
     if ctx.dag.checks:
         ns = c.nodes[first]
         checks = evaluators.check(ctx.dag.checks, integ, log_path=ctx.layout.runs(c.topic) / first /
@@ -71,18 +104,30 @@ def handle(ctx: Context) -> Outcome:
             return _rework(ctx, members, Verdict(checks.gate, checks.code, "campaign check(s) failed on the merged "
                                                  f"tree: {judge.said(checks)}" + (f"; {since}" if since else ""),
                                                  checks.items, checks.data))
-    faults.reach("merge")
-    titles = "; ".join(ctx.dag.by_id[m].title for m in members)
-    label = f"node {first}" if len(members) == 1 else f"group {ctx.subject}"
-    git.git(integ, "commit", "-q", "--no-verify", "-m", f"merge {label}: {titles}", env=env)
-    sha = git.out(integ, "rev-parse", "HEAD")
-    ctx.emit("result", {"effect": "merge", "node": first, "sha": sha})
-    for m in members:
-        ns = c.nodes[m]
-        ctx.emit("merge", {"node": m, "sha": sha, "branch": ns.branch, "head": ns.head}, derived_from=_cites(ns))
-        worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
-    ctx.out.line(f"{ctx.subject}: merged into {c.branch} ({sha[:12]})")
-    return Outcome.MERGED
+    git.git(integ, "commit", "-q", "--no-verify", "-m", message, env=env)  # moves the detached HEAD only
+    return git.out(integ, "rev-parse", "HEAD")
+
+
+def _conflict(ctx: Context, first: str, members: list[str], branches: list[str], conflicts: list[str]) -> Outcome:
+    ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "conflicts": conflicts})
+    summary = (f"CONFLICT: merging {', '.join(branches)} onto the campaign head conflicts in "
+               f"{', '.join(conflicts) or '?'}")
+    return _rework(ctx, members, Verdict("trial-merge", 3, summary))
+
+
+def _advance(ctx: Context, sha: str, message: str) -> None:
+    """Move campaign/<topic> from the head the merge was made on to the merge commit, only if it is still
+    there: anything else moved it, and merging on would hide what it did."""
+    c = ctx.campaign
+    if not git.update_ref(ctx.root, f"refs/heads/{c.branch}", sha, c.tip, reason=f"commit (merge): {message}"):
+        now = git.rev_parse(ctx.root, c.branch) or "nothing"
+        if now == c.tip:  # not moved, yet not movable: a lock another git process holds or a dead one left
+            raise Halted(f"{c.branch} could not be moved from {c.tip[:12]} to the merge commit {sha[:12]}",
+                         hint="`orchestrate resume` removes a lock a killed git left behind")
+        raise Halted(f"{c.branch} points at {now[:12]}, not at the campaign head {c.tip[:12]} it was merged onto: "
+                     "something other than orchestrate moved it",
+                     hint=f"`orchestrate gate adherence --topic {c.topic}` names what is on it; put it back "
+                          f"(`git update-ref refs/heads/{c.branch} {c.tip}`), then `orchestrate resume`")
 
 
 def _merged_since(ctx: Context, members: list[str]) -> str:
