@@ -69,9 +69,13 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
         timed_out = True
         kill_group(proc.pid)
         out, err = proc.communicate()
-    except BaseException:
-        kill_group(proc.pid)
+    except BaseException:  # Ctrl-C: SIGTERM and a moment to exit first, so git drops its lock files (a
+        _ended(proc, signal.SIGTERM)  # SIGKILLed `git add` leaves index.lock, and the interrupt's own commit fails)
+        kill_group(proc.pid)  # whatever is left of its group
         proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
         raise
     finally:
         _ours.discard(proc.pid)
@@ -186,6 +190,18 @@ def _children(me: int) -> list[int]:
         if ppid == me:
             found.append(int(name))
     return found
+
+
+def _ended(proc: subprocess.Popen, sig: int, within: float = 2.0) -> bool:
+    """Send `sig` to the process's group and wait up to `within` seconds for the process to exit."""
+    try:
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=within)
+    except (ProcessLookupError, PermissionError):
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def kill_group(pid: int, grace: float = 0.0) -> None:
