@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from orchestrate.recorder.campaign import ABANDONED, ACCEPTED, DISPATCHED, INVALIDATED, LANDED, PENDING, REWORK, SKIPPED
 from orchestrate.workers import handwork
+from orchestrate.workers.launch import WAITING
 
 SETTLED = (ACCEPTED, SKIPPED, ABANDONED)
-WAITING = (PENDING, REWORK, INVALIDATED)
 IN_FLIGHT = (DISPATCHED, LANDED)
 
 

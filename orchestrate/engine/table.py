@@ -45,7 +45,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.RECONCILE, O.ESCALATE, S.REALIGN, "attempts spent: realign or ask"),
     Transition(S.RECONCILE, O.ABANDONED, S.CHECKPOINT, "(+) attempts spent on an `on_exhausted: continue` node: ABANDONED, the campaign goes on"),
     Transition(S.RECONCILE, O.ADHERENCE_FAILED, S.HALT, "the campaign branch holds a commit that is not a node merge"),
-    Transition(S.MERGE, O.MERGED, S.CHECKPOINT, "--no-ff merge committed in the integration worktree; ACCEPTED"),
+    Transition(S.MERGE, O.MERGED, S.CHECKPOINT, "two-parent --no-ff merge commit of the judged head (merge-tree without campaign checks, else in the integration worktree); ACCEPTED"),
     Transition(S.MERGE, O.REWORK, S.DISPATCH, "conflict or red checks on the merged tree: merge aborted, node reworked"),
     Transition(S.MERGE, O.ESCALATE, S.REALIGN, "(+) merge failed and attempts are spent"),
     Transition(S.MERGE, O.ABANDONED, S.CHECKPOINT, "(+) merge failed, attempts spent, `on_exhausted: continue`: ABANDONED"),

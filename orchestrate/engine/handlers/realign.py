@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from orchestrate.engine import judge, schedule
+from orchestrate.engine.schedule import WAITING  # where an attempt the environment stopped leaves its node
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
-from orchestrate.recorder.campaign import DISPATCHED, INVALIDATED, PENDING, REWORK
+from orchestrate.recorder.campaign import DISPATCHED, INVALIDATED, REWORK
 from orchestrate.seams.choices import CHOICES
 
 
@@ -22,7 +23,6 @@ def handle(ctx: Context) -> Outcome:
     return Outcome.NEEDS_HUMAN
 
 
-WAITING = (PENDING, REWORK, INVALIDATED)  # where an attempt the environment stopped leaves its node
 
 
 def _why(ctx: Context) -> tuple[str, str, str]:
