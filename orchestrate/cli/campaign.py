@@ -158,6 +158,11 @@ def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: 
     (merging campaign/<topic> and pushing stay yours). `decide budget raise` needs the new limit:
     --limit-usd X, --limit-tokens N, or both.
 
+    While a runner holds the campaign (the eager schedule goes on past a seam about one node:
+    realignment, review-divergence, reserved-halt), the answer is left for that runner, which records
+    and applies it at its next step; a campaign whose workers run without the sandbox takes answers only
+    once it pauses.
+
     \b
     Examples:
       orchestrate decide final-acceptance accept --note "read the diff"
@@ -165,10 +170,10 @@ def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: 
 
     \b
     Exit codes:
-      0  recorded (for final acceptance: the campaign is complete)
+      0  recorded (for final acceptance: the campaign is complete), or left for the running campaign
       2  the seam is not open, the choice is not one it offers, several campaigns to choose from, or no
          identity to record; nothing is written
-      4  a runner holds the campaign
+      4  a runner holds the campaign and takes no answer now (or one already waits for it)
     """
     from orchestrate.errors import UsageError
     from orchestrate.seams.choices import limit_note

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from orchestrate import faults
-from orchestrate.engine import schedule, watch
+from orchestrate.engine import answers, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.workers.launch import roll_back
 from orchestrate.workers.returns import environment_error, fail_attempt, returned
@@ -33,7 +33,7 @@ def collect(ctx: Context, *, until_all: bool) -> None:
                 fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].head, ctx.blamed.pop(outcome.node))
             if environment_error(outcome.rc, outcome.log):  # the next ones would meet the same: keep them waiting
                 _unqueue(ctx, ex)
-        if not running or (not until_all and (finished or schedule.landed(ctx)
+        if not running or (not until_all and (finished or schedule.landed(ctx) or answers.left(ctx)
                                               or schedule.frozen(ctx, "surface-exceed", "reserved-halt"))):
             break
         ctx.out.running(running, queued=[r.node for r in getattr(ex, "queue", ())])

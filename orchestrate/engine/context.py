@@ -42,6 +42,7 @@ class Context:
     evaluated: dict = field(default_factory=dict)  # (node, attempt) -> its evaluators' verdict, run ahead
     refuted: dict = field(default_factory=dict)  # eager: node -> the head its premise was found stale against
     routed: set = field(default_factory=set)  # eager: pending nodes whose incoming edges were decided
+    announced: set = field(default_factory=set)  # ids of the seams this run has told a person about
     schedule_override: str | None = None  # --schedule
     launching: str = ""  # the node whose start() is asking the executor now (it says itself how that went)
 

@@ -120,7 +120,7 @@ def _notify(ctx: Context, nxt: State, verdicts: list[dict]) -> None:
     c = ctx.campaign
     for v in verdicts:
         ctx.out.notify("verdict", c.topic, node=v["node"], verdict=v["verdict"])
-    if nxt is State.PAUSE and c.seam:
+    if nxt is State.PAUSE and c.seam and c.seam["id"] not in ctx.announced:
         ctx.out.notify("seam", c.topic, seam=c.seam)
     elif nxt is State.HALT:
         reason = (ctx.halt_reason or c.halt).splitlines()
@@ -161,4 +161,6 @@ def _finish(ctx: Context, state: State) -> int:
         ctx.out.always(f"  {command}")
     if seam.get("seam") != "final-acceptance":
         ctx.out.always(f"then: orchestrate resume --topic {c.topic}")
+    for later in c.queued:  # seams opened while this one was open: each is asked once those before it are
+        ctx.out.always(f"asked after it: seam {later['seam']}" + (f" for node {later['node']}" if later.get("node") else ""))
     return ExitCode.PAUSED

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from orchestrate import git
 from orchestrate.engine.context import Context
 from orchestrate.engine.loop import drive
-from orchestrate.errors import Halted, UsageError
+from orchestrate.errors import Concurrency, Halted, UsageError
 from orchestrate.recorder import topics
 from orchestrate.recorder.campaign import Campaign
 from orchestrate.recorder.journal import Recorder
@@ -164,7 +164,12 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
     layout = project(cwd)
     name = topic or _paused_topic(layout)
     out = Reporter(quiet=quiet)
-    with CampaignLock(layout.scratch / "locks", name):
+    lock = CampaignLock(layout.scratch / "locks", name)
+    try:
+        lock.acquire()
+    except Concurrency as busy:  # a runner holds it: leave the answer for it (eager runs go on past a seam)
+        return _leave_answer(layout, name, seam, choice, as_who, note, out, busy)
+    try:
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
         seams.check_answer(campaign.seam, seam, choice)
@@ -186,6 +191,33 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
             out.always(f"campaign {name} accepted at {campaign.tip[:12]}; merging {campaign.branch} into your "
                        "branch, and pushing, stay yours to do")
         return 0
+    finally:
+        lock.release()
+
+
+def _leave_answer(layout: Layout, name: str, seam: str, choice: str, as_who: str | None, note: str,
+                  out: Reporter, busy: Exception) -> int:
+    """`decide` while a runner holds the campaign: the answer is left for it (seams/inbox.py) when the seam
+    is open and the campaign takes answers so; otherwise the runner's lock stands (exit 4)."""
+    from orchestrate.recorder.locate import peek
+    from orchestrate.seams import choices as seams
+    from orchestrate.engine import answers
+    from orchestrate.seams import inbox
+    from orchestrate.recorder.campaign import NODE_SEAMS
+    campaign = peek(layout, name)
+    if campaign.seam is None or campaign.seam["seam"] not in NODE_SEAMS:  # the runner is pausing, or no seam
+        raise busy
+    seams.check_answer(campaign.seam, seam, choice)
+    ctx = Context(layout=layout, campaign=campaign, recorder=None, executor=LocalExecutor(1), out=Reporter(quiet=True))
+    ctx.reload_dag()
+    if not answers.taken(ctx):
+        raise Concurrency(f"{busy}; its workers run without the sandbox, which could write an answer too, so "
+                          "it takes answers once it pauses", hint="wait for the pause, then decide again") from None
+    who = seams.who(layout.root, as_who)
+    inbox.leave(layout, name, campaign.seam, choice, note, who)
+    out.always(f"left for the running campaign: {seam} {choice} by {who}; its runner applies it at its next step "
+               f"(if it has stopped meanwhile, `orchestrate resume --topic {name}` does)")
+    return 0
 
 
 def rediscover(cwd: Path, node: str, *, topic: str | None, as_who: str | None, note: str, quiet: bool) -> int:

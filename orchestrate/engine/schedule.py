@@ -150,10 +150,23 @@ def _serial_due(ctx, node_id: str, serial: set[str]) -> bool:
 
 
 def frozen(ctx, *kinds: str) -> list[str]:
-    """Nodes whose worker returned frozen (a freeze file; of `kinds`, if given) and wait for a decision."""
+    """Nodes whose worker returned frozen (a freeze file; of `kinds`, if given) and wait for a decision
+    that no seam asks yet."""
     c = ctx.campaign
-    return [n for n in c.with_status(DISPATCHED) if c.nodes[n].freeze
+    asked = held(ctx)
+    return [n for n in c.with_status(DISPATCHED) if c.nodes[n].freeze and n not in asked
             and (not kinds or c.nodes[n].freeze.get("freeze") in kinds)]
+
+
+def held(ctx) -> set[str]:
+    """Nodes a seam (open, or queued behind the open one) asks about: they wait for its answer, and the rest
+    goes on. An environment seam holds every node the environment stopped: one fix answers them all."""
+    c = ctx.campaign
+    seams = ([c.seam] if c.seam else []) + c.queued
+    out = {s["node"] for s in seams if s.get("node")}
+    if any(s.get("case") == "environment" for s in seams):
+        out.update(n for n in c.window() if c.nodes[n].env_error)
+    return out
 
 
 def waiting_on_workers(ctx) -> bool:
@@ -177,6 +190,12 @@ def parked(ctx) -> list[str]:
     return out
 
 
+def unasked(ctx) -> list[str]:
+    """Eager: parked nodes that no seam asks about yet (REALIGN opens one for the first)."""
+    asked = held(ctx)
+    return [n for n in parked(ctx) if n not in asked]
+
+
 def can_progress(ctx) -> bool:
     """Eager: is there anything to do that does not wait for a person?"""
     return bool(to_dispatch(ctx) or unrouted(ctx) or landed(ctx)) or waiting_on_workers(ctx)
@@ -192,10 +211,12 @@ def landed(ctx) -> list[str]:
     member still in play has landed; the group then appears once, as its first member."""
     c, dag = ctx.campaign, ctx.dag
     ready, seen = [], set()
+    for n in held(ctx) if (c.seam or c.queued) else ():  # a seam about a group holds all of it
+        seen.update(dag.group_of(n))
     for n in c.with_status(LANDED):
-        group = dag.group_of(n)
         if n in seen:
             continue
+        group = dag.group_of(n)
         seen.update(group)
         if len(group) > 1 and any(c.nodes[m].status not in (LANDED,) + SETTLED for m in group):
             continue

@@ -59,14 +59,17 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.REALIGN, O.REDISPATCH, S.DISPATCH, "premises or surface rewritten; node PENDING again"),
     Transition(S.REALIGN, O.RESCHEDULED, S.RUN_LAYER, "the schedule changed: layers re-derived"),
     Transition(S.REALIGN, O.NEEDS_HUMAN, S.SEAM, "outside policy: seam realignment"),
-    Transition(S.REALIGN, O.DEFERRED, S.CHECKPOINT, "(+) eager: nodes that do not wait for it can still progress: "
-               "the realignment waits until nothing else can"),
-    Transition(S.CHECKPOINT, O.ESCALATE, S.REALIGN, "(+) eager: nothing else can progress and a node waits for "
-               "realignment"),
+    Transition(S.CHECKPOINT, O.ESCALATE, S.REALIGN, "(+) eager: a node needs realigning and no seam asks about it yet"),
+    Transition(S.CHECKPOINT, O.NEEDS_HUMAN, S.SEAM, "(+) eager: an answer to the open seam was left by `decide`, "
+               "or nothing else can progress: it is applied, asked, or the run pauses"),
+    Transition(S.AWAIT, O.NEEDS_HUMAN, S.SEAM, "(+) eager: an answer to the open seam was left by `decide` "
+               "while workers ran"),
     Transition(S.CLOSE, O.CLOSED, S.SEAM, "retrospective recorded, close-check passed: seam final-acceptance"),
     Transition(S.CLOSE, O.FAILED, S.HALT, "(+) adherence or close-check failed"),
     Transition(S.RECONCILE, O.NEEDS_HUMAN, S.SEAM, "(+) reviewer evaluators disagree: seam review-divergence"),
     Transition(S.SEAM, O.PAUSED, S.PAUSE, "(+) nobody can answer now: seam recorded, decide commands printed, exit 75"),
+    Transition(S.SEAM, O.DEFERRED, S.CHECKPOINT, "(+) eager: a seam about one node, and other nodes can progress: "
+               "the person is told now, the run goes on, the answer is applied when `decide` leaves it"),
     Transition(S.SEAM, O.REWORK, S.DISPATCH, "(+) answer rework: a new attempt with the answer's note in its brief; or budget raise: dispatching resumes under the new limit"),
     Transition(S.SEAM, O.SKIP, S.CHECKPOINT, "(+) answer skip: the node and its dependents are SKIPPED"),
     Transition(S.SEAM, O.AMENDED, S.BOUNDARY, "(+) amended DAG accepted: re-validated, layers re-derived"),

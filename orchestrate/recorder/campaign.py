@@ -58,6 +58,9 @@ class Campaign:
     serial: list[str] = field(default_factory=list)  # nodes rescheduled into the serial rest
     merged: list[str] = field(default_factory=list)
     seam: dict | None = None  # the open seam, with the id of the entry that opened it
+    # seams opened while another was open (the eager schedule goes on past a node's seam): each is asked
+    # once those before it are answered; a seam that stops the whole run goes first
+    queued: list[dict] = field(default_factory=list)
     decision: dict | None = None  # an answer recorded but not yet applied
     policy_log: list[str] = field(default_factory=list)  # nodes realigned by policy, once per decision
     halt: str = ""
@@ -133,6 +136,8 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
             ns.settled_entry = event["id"]
         if ctx.get("status") in (DISPATCHED, SKIPPED, ABANDONED):  # the probed head is out of play
             c.probes.pop(ctx["node"], None)
+        if ctx.get("status") in (ACCEPTED, SKIPPED, ABANDONED):  # a seam about a settled node asks nothing
+            _settle_seams(c, ctx["node"])
     elif kind == "layer":
         c.k, c.tip, c.layer_base = ctx["k"], ctx["tip"], ctx["tip"]
     elif kind == "tip":
@@ -150,6 +155,7 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         c.merged.append(ctx["node"])
         c.tip = ctx["sha"]
         c.probes.pop(ctx["node"], None)
+        _settle_seams(c, ctx["node"])
     elif kind == "probe":
         c.probed = ctx["onto"]
         c.probes[ctx["node"]] = {k: ctx[k] for k in ("head", "onto", "clean", "conflicts", "merged")} | {
@@ -157,7 +163,7 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
     elif kind == "round":
         c.round = ctx["round"]
     elif kind == "seam":
-        c.seam = {**ctx, "id": event["id"]}
+        _open_seam(c, {**ctx, "id": event["id"]})
     elif kind == "decision":
         c.decision = {**ctx, "id": event["id"], "source_type": event.get("source_type"),
                       "case": (c.seam or {}).get("case")}
@@ -168,6 +174,7 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
             c.accepted_by = ctx
     elif kind == "applied":
         c.decision = None
+        _next_seam(c)
     elif kind == "halt":
         c.halt = ctx["reason"]
     elif kind == "close":
@@ -198,3 +205,29 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         if "outputs" in ctx:
             ns.outputs = ctx["outputs"]
     # other verdicts, intents and results are provenance: they change no state here
+
+
+# seams about one node, which the eager schedule lets the rest of the campaign run past (DESIGN §14)
+NODE_SEAMS = ("realignment", "review-divergence", "reserved-halt")
+
+
+def _open_seam(c: Campaign, seam: dict) -> None:
+    if c.seam is None and c.decision is None:
+        c.seam = seam
+    elif seam["seam"] not in NODE_SEAMS and c.seam is not None and c.seam["seam"] in NODE_SEAMS:
+        c.queued.insert(0, c.seam)  # a seam that stops the whole run is asked first
+        c.seam = seam
+    else:
+        c.queued.append(seam)
+
+
+def _next_seam(c: Campaign) -> None:
+    if c.seam is None and c.decision is None and c.queued:
+        c.seam = c.queued.pop(0)
+
+
+def _settle_seams(c: Campaign, node: str) -> None:
+    c.queued = [s for s in c.queued if s.get("node") != node]
+    if c.seam is not None and c.seam.get("node") == node and c.seam["seam"] in NODE_SEAMS:
+        c.seam = None
+        _next_seam(c)

@@ -128,7 +128,7 @@ def summary(c: Campaign) -> dict:
     return {"topic": c.topic, "state": c.state, "layer": c.k, "layer_count": len(c.layers), "tip": c.tip,
             "baseline": c.baseline, "branch": c.branch, "mode": c.mode, "closed": c.closed,
             "accepted": c.accepted_by is not None, "halt": c.halt or None,
-            "seams": [c.seam] if c.seam else [], "nodes": nodes,
+            "seams": [c.seam] if c.seam else [], "queued_seams": list(c.queued), "nodes": nodes,
             "flags": [f"guardrail {f['message'].removeprefix('guardrail ')}" for f in c.flags],
             "enabled": dict(c.enabled), "conflicts": pending_conflicts(c)}
 
@@ -150,6 +150,9 @@ def waiting_reason(c: Campaign, node: str, k: int) -> str:
     if c.seam and c.seam.get("node") == node:
         reason = c.seam.get("reason", "")
         return f"seam {c.seam['seam']}: {reason.splitlines()[0] if reason else ''}"
+    later = next((q for q in c.queued if q.get("node") == node), None)
+    if later is not None:
+        return f"seam {later['seam']}, asked after the open one"
     if s.status == "INVALIDATED":
         return f"stale premise: {s.feedback}"
     if s.status == "REWORK":
@@ -194,6 +197,10 @@ def render(data: dict) -> list[str]:
         block = _indented(f"open seam {seam['seam']}: ", seam.get("reason", ""))
         block[0] += f" ({node}choices: {', '.join(seam['choices'])})"
         lines += block + [f"    {line}" for extra in seam.get("show", []) for line in str(extra).splitlines()]
+    for seam in data.get("queued_seams", []):
+        node = f" for node {seam['node']}" if seam.get("node") else ""
+        reason = (seam.get("reason") or "").splitlines()
+        lines.append(f"asked after it: seam {seam['seam']}{node}" + (f": {reason[0]}" if reason else ""))
     for node, found in data.get("conflicts", {}).items():
         merged = ", ".join(found["with"]) or "earlier nodes"
         lines.append(f"pending conflict: {node} at {found['head'][:12]} conflicts with {found['onto'][:12]} "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from orchestrate.engine import collect, schedule
+from orchestrate.engine import answers, collect, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.seams.choices import CHOICES
@@ -30,6 +30,8 @@ def _after(ctx: Context) -> Outcome:
                           "show": [f"freeze report: {json.dumps(ns.freeze)}", f"worker log: {ns.log}"],
                           "choices": list(CHOICES["reserved-halt"]), "bound_to": ns.head})
         return Outcome.RESERVED_HALT
+    if schedule.eager(ctx) and answers.left(ctx):  # left by `decide` while these workers ran
+        return Outcome.NEEDS_HUMAN
     if "refuted-premise" in kinds and not schedule.eager(ctx):
         return Outcome.REFUTED_PREMISE
     if "surface-exceed" in kinds:

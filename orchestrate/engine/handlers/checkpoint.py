@@ -1,7 +1,7 @@
 """CHECKPOINT: append a reconcile round to the sketch; decide whether to judge, dispatch, or close the layer."""
 from __future__ import annotations
 
-from orchestrate.engine import probes, schedule
+from orchestrate.engine import answers, probes, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder import sketch
@@ -22,16 +22,21 @@ def handle(ctx: Context) -> Outcome:
         sketch.append(path, "\n".join(lines))
     ctx.subject = f"round {round_no}"
     if schedule.eager(ctx):
-        # the boundary first (an incoherent layer stops what would build on it), then whatever can start
-        # (workers run while the landed are judged), then the landed
+        # an answer left for the open seam first; the boundary (an incoherent layer stops what would build
+        # on it); a node that needs a person is asked at once; then whatever can start (workers run while
+        # the landed are judged), then the landed
+        if answers.left(ctx):
+            return Outcome.NEEDS_HUMAN
         if schedule.layer_done(ctx):
             return Outcome.LAYER_DONE
+        if schedule.unasked(ctx):
+            return Outcome.ESCALATE
         if schedule.to_dispatch(ctx) or schedule.unrouted(ctx):
             return Outcome.NEXT
         if schedule.landed(ctx):
             return Outcome.LANDED
-        if not schedule.waiting_on_workers(ctx) and schedule.parked(ctx):
-            return Outcome.ESCALATE  # nothing else can move: the realignment it waited for comes now
+        if c.seam is not None and not schedule.waiting_on_workers(ctx):
+            return Outcome.NEEDS_HUMAN  # nothing else can progress: the open seam is asked, or the run pauses
     elif schedule.landed(ctx):
         return Outcome.LANDED
     elif schedule.layer_done(ctx):

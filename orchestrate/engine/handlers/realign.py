@@ -13,9 +13,6 @@ def handle(ctx: Context) -> Outcome:
     c = ctx.campaign
     node_id, case, reason = _why(ctx)
     ctx.subject = node_id
-    if schedule.eager(ctx) and schedule.can_progress(ctx):  # a person is asked once nothing else can move
-        ctx.out.line(f"{node_id}: realignment ({case}) waits until what does not need it has run")
-        return Outcome.DEFERRED
     ctx.emit("seam", {"seam": "realignment", "case": case, "node": node_id, "reason": reason.splitlines()[0],
                       "show": reason.splitlines()[1:], "choices": list(CHOICES["realignment"]),
                       "bound_to": c.nodes[node_id].head or c.tip})
@@ -23,11 +20,13 @@ def handle(ctx: Context) -> Outcome:
     return Outcome.NEEDS_HUMAN
 
 
-
-
 def _why(ctx: Context) -> tuple[str, str, str]:
+    """The first node that needs realigning and that no seam asks about yet (under the eager schedule the
+    run goes on past a node's seam, so another node may come to need one meanwhile)."""
     c = ctx.campaign
-    for n in c.layer() + [x for x in c.nodes if x not in c.layer()]:
+    asked = schedule.held(ctx)
+    order = [n for n in c.layer() + [x for x in c.nodes if x not in c.layer()] if n not in asked]
+    for n in order:
         s = c.nodes[n]
         if s.env_error and s.status in WAITING:
             others = [x for x, o in c.nodes.items() if x != n and o.env_error and o.status in WAITING]
@@ -36,7 +35,7 @@ def _why(ctx: Context) -> tuple[str, str, str]:
                 f"{s.env_error}\nnot counted as an attempt: {n} is at attempt {s.attempt} and has no branch for it; "
                 f"fix the environment (PATH, the agent's login), then answer rework (`orchestrate decide "
                 f"realignment rework --note WHAT-CHANGED`) and `orchestrate resume` starts it as attempt {s.attempt + 1}{also}")
-    for n in c.layer() + [x for x in c.nodes if x not in c.layer()]:
+    for n in order:
         s = c.nodes[n]
         if s.status == DISPATCHED and s.freeze and s.freeze.get("freeze") == "refuted-premise":
             return n, "refuted-premise", (f"the worker refuted premise {s.freeze.get('premise')!r}\n"

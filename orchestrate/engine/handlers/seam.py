@@ -2,15 +2,23 @@
 
 `final-acceptance` is never settled by policy. What an answer does (rework, skip, accept, halt) is
 decided here and only here.
+
+Under the eager schedule a seam about one node (realignment, review-divergence, reserved-halt) does not
+stop the rest: the person is told at once (notification, and the decide commands on the terminal), the
+run goes on with whatever does not wait for that node, and an answer `orchestrate decide` leaves
+meanwhile (seams/inbox.py) is applied at the runner's next step. The terminal prompt, which would stop
+judging and merging while it waits, comes only once nothing else can progress; so does the pause.
 """
 from __future__ import annotations
 
-from orchestrate.engine import amend, budget
+from orchestrate.engine import amend, answers, budget, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.errors import DagInvalid
+from orchestrate.recorder.campaign import NODE_SEAMS
+from orchestrate.report.notify import decide_commands
 from orchestrate.seams import choices as seams
-from orchestrate.seams import prompt
+from orchestrate.seams import inbox, prompt
 from orchestrate.workers import handwork
 
 
@@ -20,7 +28,12 @@ def handle(ctx: Context) -> Outcome:
         ctx.halt_reason = c.halt or "no seam is open and no answer waits to be applied"
         return Outcome.HALTED
     if c.decision is None:
-        answer = _answer(ctx)
+        answer = _unattended(ctx)
+        if answer is None and goes_on(ctx):
+            announce(ctx)
+            ctx.subject = f"{c.seam['seam']} open" + (f" for {c.seam['node']}" if c.seam.get("node") else "")
+            return Outcome.DEFERRED
+        answer = answer or _prompted(ctx)
         if answer is None:
             return Outcome.PAUSED
         choice, note, who, source = answer
@@ -28,12 +41,44 @@ def handle(ctx: Context) -> Outcome:
     decision = c.decision
     ctx.emit("applied", {"decision": decision["id"]}, derived_from=[decision["id"]])
     ctx.subject = f"{decision['seam']} {decision['choice']}"
-    return _apply(ctx, decision)
+    outcome = _apply(ctx, decision)
+    if c.seam is not None and goes_on(ctx):  # the next queued seam opens now: its person is told at once
+        announce(ctx)
+    return outcome
 
 
-def _answer(ctx: Context) -> tuple[str, str, str, str] | None:
+def goes_on(ctx: Context) -> bool:
+    """Does the run go on past the open seam? Eager, a seam about one node, and something else to do."""
+    seam = ctx.campaign.seam
+    return (seam is not None and seam["seam"] in NODE_SEAMS and schedule.eager(ctx)
+            and schedule.can_progress(ctx))
+
+
+def announce(ctx: Context) -> None:
+    """Tell the person about the open seam once per run: a notification and, above the live view, what to
+    run. The run goes on meanwhile."""
+    seam = ctx.campaign.seam
+    if seam["id"] in ctx.announced:
+        return
+    ctx.announced.add(seam["id"])
+    ctx.out.notify("seam", ctx.topic, seam=seam)
+    ctx.out.always("\n".join(seams.details(seam)))
+    if answers.taken(ctx):
+        ctx.out.always("the run goes on with what does not wait for it; answer meanwhile with one of:")
+        for command in decide_commands(ctx.topic, seam):
+            ctx.out.always(f"  {command}")
+    else:
+        ctx.out.always("the run goes on with what does not wait for it, and asks once nothing else can progress")
+
+
+def _unattended(ctx: Context) -> tuple[str, str, str, str] | None:
+    """An answer that needs nobody at this terminal: left by `decide`, in the answers file, or the policy."""
     seam = ctx.campaign.seam
     name = seam["seam"]
+    left = inbox.waiting(ctx.layout, ctx.topic, seam) if answers.taken(ctx) else None
+    if left is not None:
+        ctx.out.always(f"seam {name}: {left['who']} answered {left['choice']} (orchestrate decide)")
+        return left["choice"], left.get("note") or "", left["who"], "human"
     queued = ctx.answers.get(name)
     if isinstance(queued, list):
         queued = queued.pop(0) if queued else None
@@ -47,12 +92,19 @@ def _answer(ctx: Context) -> tuple[str, str, str, str] | None:
         decided = _policy(ctx, seam)
         if decided is not None:
             return decided
+    return None
+
+
+def _prompted(ctx: Context) -> tuple[str, str, str, str] | None:
+    seam = ctx.campaign.seam
     if prompt.interactive():
         who = _who(ctx)
         if who is None:
             ctx.out.always("cannot record an answer: set `git config user.email`; pausing instead")
             return None
-        ctx.out.notify("seam", ctx.topic, seam=seam)  # whoever is away from this terminal is needed here
+        if seam["id"] not in ctx.announced:  # whoever is away from this terminal is needed here
+            ctx.announced.add(seam["id"])
+            ctx.out.notify("seam", ctx.topic, seam=seam)
         asked = prompt.ask(seam)
         if asked is not None:
             return asked[0], asked[1], who, "human"

@@ -1,0 +1,60 @@
+"""Answers left for a running campaign: `orchestrate decide` while a runner holds the campaign.
+
+The runner owns the journal, so `decide` does not write it: it leaves one answer, bound to the id of the
+seam it answers, in `.scratch/answers/<topic>.json`, and the runner records it as the person's decision
+at its next step (or `orchestrate resume` does, if the runner has stopped). An answer to a seam that has
+since been answered another way is stale and is dropped unread.
+
+A worker in the sandbox cannot write here (the project is read-only to it). A worker without the sandbox
+can write anything its user can, so a campaign that runs one takes no answer this way: `decide` waits
+for the pause, as it always did.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from orchestrate.atomic import write_atomic
+from orchestrate.errors import Concurrency
+
+
+def path(layout, topic: str) -> Path:
+    return layout.scratch / "answers" / f"{topic}.json"
+
+
+def leave(layout, topic: str, seam: dict, choice: str, note: str, who: str) -> None:
+    """Leave an answer to `seam` for the runner; one at a time, so that none is lost."""
+    target = path(layout, topic)
+    waiting = _read(target)
+    if waiting is not None and waiting.get("seam_id") == seam["id"]:
+        raise Concurrency(f"an answer to seam {waiting['seam']} already waits for the runner ({waiting['choice']} "
+                          f"by {waiting['who']})", hint="it is applied at the runner's next step")
+    write_atomic(target, json.dumps({"seam_id": seam["id"], "seam": seam["seam"], "node": seam.get("node"),
+                                     "choice": choice, "note": note, "who": who,
+                                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
+
+
+def waiting(layout, topic: str, seam: dict | None) -> dict | None:
+    """The answer left for the open `seam`, if any; a stale one (another seam's) is removed."""
+    target = path(layout, topic)
+    answer = _read(target)
+    if answer is None:
+        return None
+    if seam is None or answer.get("seam_id") != seam.get("id") or answer.get("choice") not in seam["choices"]:
+        target.unlink(missing_ok=True)
+        return None
+    return answer
+
+
+def has_answer(layout, topic: str, seam: dict | None) -> bool:
+    """Has an answer to the open seam been left? A stat while nothing waits."""
+    return seam is not None and path(layout, topic).exists() and waiting(layout, topic, seam) is not None
+
+
+def _read(target: Path) -> dict | None:
+    try:
+        data = json.loads(target.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
