@@ -152,20 +152,24 @@ nodes:
   - {{id: Q, title: two, depends_on: [P], file_surface: [q/], discipline: sh}}
   - {{id: R, title: three, depends_on: [Q], file_surface: [r/], discipline: sh}}
 """
-# R, last of the chain that does not need F, returns only once F's seam is in the journal (the run goes
-# on past it), or after a short while under the layered barrier, where R never starts before the pause
+# R, last of the chain that does not need F, returns only once the person was notified of F's seam (the
+# run goes on past it); under the layered barrier R never starts before the pause
 PLAIN = r"""#!/bin/sh
 d=$(echo "$ORCH_NODE" | tr A-Z a-z)
 n=0
-while [ "$ORCH_NODE" = R ] && ! grep -q '"kind":"seam"' "JOURNAL" && [ "$n" -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done
+while [ "$ORCH_NODE" = R ] && ! grep -q "seam realignment F" "NOTIFIED" && [ "$n" -lt 2400 ]; do
+  sleep 0.05; n=$((n + 1))
+done
 mkdir -p "$d" && echo "$ORCH_NODE" > "$d/one.txt"
 """
 
 
 @pytest.mark.parametrize("schedule", ["eager", "layered"])
 def test_a_node_waiting_for_realignment_does_not_stop_the_nodes_that_do_not_need_it(tmp_path, orch, schedule):
-    worker = PLAIN.replace("JOURNAL", str(tmp_path / "repo" / ".ledger" / "state" / "defer" / "journal.jsonl"))
-    repo = campaign_repo(tmp_path, DEFER_DAG.format(schedule=schedule), worker)
+    notified = tmp_path / "repo" / ".scratch" / "notified"
+    repo = campaign_repo(tmp_path, DEFER_DAG.format(schedule=schedule), PLAIN.replace("NOTIFIED", str(notified)))
+    (repo / ".ledger" / "config.yaml").write_text(
+        f"notify: 'echo \"$ORCH_EVENT $ORCH_SEAM $ORCH_NODE\" >> {notified}'\n")
     result = orch("run", "--jobs", "2", cwd=repo)
     assert result.rc == 75, result.out + result.err
     seams = [e["context"] for e in journal(repo, "defer") if e["kind"] == "seam"]
@@ -180,6 +184,7 @@ def test_a_node_waiting_for_realignment_does_not_stop_the_nodes_that_do_not_need
         assert [(t["outcome"], t["to"]) for t in went_on] == [("deferred", "CHECKPOINT"), ("paused", "PAUSE")]
     else:  # the barrier: layer 1 (Q) waits for layer 0, where F waits for the person
         assert found["Q"] == "PENDING" and found["R"] == "PENDING"
+    assert notified.read_text().splitlines() == ["seam realignment F"]  # once: when it opened, or at the pause
     # skip: F and its dependent G are skipped, and the campaign closes
     assert orch("decide", "realignment", "skip", cwd=repo).rc == 0
     done = orch("resume", "--topic", "defer", cwd=repo)
