@@ -33,6 +33,7 @@ class NodeState:
     outputs: dict = field(default_factory=dict)  # what the accepted attempt reported (outputs-present)
     gate_rcs: dict = field(default_factory=dict)  # gate name -> exit code of its latest run
     accept_entry: str = ""  # the accept verdict its merge cites
+    accepted_at: str = ""  # the head that verdict judged: MERGE merges only a head the gates accepted
     settled_entry: str = ""  # the entry that made it ACCEPTED or ABANDONED, which edge decisions cite
     objects: str = ""  # a sandboxed attempt's private object store (empty: not sandboxed)
     spawned: int = 0  # the attempt whose process last started; below `attempt`, that attempt is only queued
@@ -192,7 +193,8 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
     elif kind == "discovery" and ctx.get("chosen"):
         c.workers[ctx["node"]] = ctx["chosen"]
     elif kind == "verdict" and ctx.get("verdict") == "accept":
-        c.node(ctx["node"]).accept_entry = event["id"]
+        ns = c.node(ctx["node"])
+        ns.accept_entry, ns.accepted_at = event["id"], ctx.get("at", "")
     elif kind == "rediscover":
         c.workers.pop(ctx["node"], None)
     elif kind == "result" and ctx.get("effect") == "worker-spawn":

@@ -20,7 +20,7 @@ from orchestrate.workers import worktrees
 
 def handle(ctx: Context) -> Outcome:
     c = ctx.campaign
-    first = schedule.landed(ctx)[0]  # the node (or LOOPS_WITH group) RECONCILE just accepted
+    first = accepted(ctx)  # the node (or LOOPS_WITH group) RECONCILE, or a person at a seam, just accepted
     members = [m for m in ctx.dag.group_of(first) if c.nodes[m].status == LANDED]
     ctx.subject = "+".join(members)
     changed = [m for m in members if c.nodes[m].head != c.nodes[m].base]
@@ -163,6 +163,17 @@ def _moved_text(ctx: Context, node_id: str) -> str:
     ns = ctx.campaign.nodes[node_id]
     now = git.rev_parse(ctx.root, ns.branch) or "?"
     return f"{ns.branch} was judged at {ns.head[:12]} and now points at {now[:12]} (nothing of it was merged)"
+
+
+def accepted(ctx: Context) -> str:
+    """The first landed node (or group) whose judged head carries an accept verdict. Under the eager schedule
+    other nodes land while one is judged, or while a person settles a review divergence: those were not
+    judged, and never merge here."""
+    c = ctx.campaign
+    for n in schedule.landed(ctx):
+        if all(c.nodes[m].accepted_at == c.nodes[m].head for m in ctx.dag.group_of(n) if c.nodes[m].status == LANDED):
+            return n
+    raise AssertionError(f"MERGE entered with no accepted head among {schedule.landed(ctx)}")
 
 
 def _cites(ns) -> list[str]:
