@@ -19,6 +19,7 @@ REJECTED_TYPES = {"personality": ("'personality' edges are not supported (a camp
                                   'use type: conditional with when: "params.<name> >= <threshold>"')}
 REJECTED_VIOLATIONS = {"sanitize": ("'sanitize' is not supported (orchestrate never rewrites a node's commits); "
                                     "use block, reroute or warn")}
+_EDGE_KEYS = {**EDGE_FIELDS, **{k: (None, False) for k in REJECTED_KEYS}}  # rejected keys get their own message
 # Which edge types a predicate may have (static goes everywhere).
 TYPE_PREDICATES = {"conditional": ROUTABLE, "discovery": ROUTABLE, "static": PREDICATES}
 # Optional fields that belong to one type or to some predicates only.
@@ -74,7 +75,7 @@ def _parse(rep: Report, raw: Mapping, where: str, index: int, by_id: dict[str, N
     for key, why in REJECTED_KEYS.items():
         if key in raw:
             rep.add(raw.key_line(key), f"{where}.{key}", "unsupported", why)
-    rep.fields(raw, {**EDGE_FIELDS, **{k: (None, False) for k in REJECTED_KEYS}}, where)
+    rep.fields(raw, _EDGE_KEYS, where)
     if "id" in raw and isinstance(raw["id"], str) and (why := id_problem(raw["id"])):
         rep.add(raw.key_line("id"), f"{where}.id", "id", why)
     predicate, etype = raw.get("predicate"), raw.get("type", "static")

@@ -65,7 +65,7 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
         else:
             usable.append(token)
     for j, dep in enumerate(raw.get("depends_on") or ()):
-        if isinstance(raw["depends_on"], Sequence) and (why := id_problem(dep)) and isinstance(dep, bool):
+        if isinstance(dep, bool) and isinstance(raw["depends_on"], Sequence) and (why := id_problem(dep)):
             rep.add(raw["depends_on"].item_line(j), f"{where}.depends_on", "id", why)
     evaluators, plugin_gates = _evaluators(rep, raw.get("evaluators"), raw.key_line("evaluators"),
                                            f"{where}.evaluators", gates)
@@ -255,8 +255,13 @@ def _worker(rep: Report, raw: Mapping, where: str) -> tuple[str | None, dict | N
     return None, dict(value)
 
 
+_OUTCOME_KEYS = frozenset([key for key, _, _ in NODE_ENUMS] + ["outputs", "on_exhausted"])
+
+
 def _outcome_fields(rep: Report, raw: Mapping, where: str) -> None:
     """activation, join, on_exhausted (closed sets), outputs (readable names) and the ABANDONED opt-in."""
+    if raw.keys().isdisjoint(_OUTCOME_KEYS):  # most nodes set none of them
+        return
     for key, allowed, called in NODE_ENUMS:
         value = raw.get(key)
         if isinstance(value, str) and value not in allowed:

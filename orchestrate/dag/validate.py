@@ -12,6 +12,7 @@ from orchestrate.dag.schema import (
     COMMAND_GATE_FIELDS,
     DEFAULT_FIELDS,
     POLICY_CASES,
+    POLICY_FIELDS,
     POLICY_RULE_FIELDS,
     TOP_FIELDS,
     Report,
@@ -127,12 +128,11 @@ def validate(data: object, file: str, *, topic: str | None = None,
         raw = node_lines[n.id]
         seen = set()
         for j, dep in enumerate(n.depends_on):
-            line = raw["depends_on"].item_line(j) if isinstance(raw.get("depends_on"), Sequence) else raw.line
             if dep in seen:
-                rep.add(line, f"nodes.{n.id}.depends_on", "duplicate-dependency", f"`{dep}` is listed twice")
+                rep.add(_item_line(raw, j), f"nodes.{n.id}.depends_on", "duplicate-dependency", f"`{dep}` is listed twice")
             seen.add(dep)
             if dep not in by_id and dep not in declared:  # a declared id that is unreadable is reported there
-                rep.add(line, f"nodes.{n.id}.depends_on", "dangling",
+                rep.add(_item_line(raw, j), f"nodes.{n.id}.depends_on", "dangling",
                         f"`{dep}` is not a node of this DAG{did_you_mean(dep, by_id)}")
     nodes = [_with_deps(n, tuple(d for d in dict.fromkeys(n.depends_on) if d in by_id)) for n in nodes]
     model = edge_rules.check(rep, data.get("edges"), data.key_line("edges"), nodes, node_lines,
@@ -160,6 +160,11 @@ def validate(data: object, file: str, *, topic: str | None = None,
                _effective=model.effective), []
 
 
+def _item_line(raw: Mapping, j: int) -> int:
+    """The line of a node's j-th dependency: looked up only for a problem, never per dependency."""
+    return raw["depends_on"].item_line(j) if isinstance(raw.get("depends_on"), Sequence) else raw.line
+
+
 def _with_deps(node: Node, deps: tuple[str, ...]) -> Node:
     return node if deps == node.depends_on else replace(node, depends_on=deps)  # replace() is slow at 100k
 
@@ -175,7 +180,7 @@ def _policy(rep: Report, value: object, line: int) -> dict:
     if not isinstance(value, Mapping):
         rep.add(line, "policy", "type", f"expected a mapping, got {kind_of(value)}")
         return {}
-    rep.fields(value, {"realignment": (None, False)}, "policy")
+    rep.fields(value, POLICY_FIELDS, "policy")
     cases = value.get("realignment") or Mapping()
     if not isinstance(cases, Mapping):
         rep.add(value.key_line("realignment"), "policy.realignment", "type", f"expected a mapping, got {kind_of(cases)}")

@@ -7,6 +7,7 @@ instead. Mappings come back as `Mapping` (a dict with `.line` and `.key_line`), 
 from __future__ import annotations
 
 import re
+import types
 from dataclasses import dataclass
 
 import yaml
@@ -33,6 +34,7 @@ class Problem:
 
 class Mapping(dict):
     line: int = 0
+    _lines: "types.MappingProxyType | dict" = types.MappingProxyType({})  # none known (read as JSON)
 
     def key_line(self, key: str) -> int:
         return self._lines.get(key, self.line)
@@ -40,6 +42,7 @@ class Mapping(dict):
 
 class Sequence(list):
     line: int = 0
+    _lines: tuple | list = ()  # none known (read as JSON)
 
     def item_line(self, index: int) -> int:
         return self._lines[index] if index < len(self._lines) else self.line
@@ -126,25 +129,23 @@ class _Duplicate(Exception):
 
 
 def _pairs(pairs: list) -> "Mapping":
-    result = Mapping()
+    """Each JSON object as a Mapping, its lists as Sequences. The decoder builds objects inside out, so
+    every value here is final: no second walk over the whole document is needed."""
+    result = Mapping(pairs)
+    if len(result) != len(pairs):
+        raise _Duplicate  # the YAML reader names the key and its lines
     for key, value in pairs:
-        if key in result:
-            raise _Duplicate(key)
-        result[key] = value
-    result._lines = {}
+        if value.__class__ is list:
+            result[key] = _sequence(value)
     return result
 
 
-def _sequences(value: object) -> object:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            value[key] = _sequences(item)
-        return value
-    if isinstance(value, list):
-        seq = Sequence(_sequences(item) for item in value)
-        seq._lines = []
-        return seq
-    return value
+def _sequence(items: list) -> "Sequence":
+    seq = Sequence(items)
+    for i, item in enumerate(seq):
+        if item.__class__ is list:  # a list directly inside a list; objects were converted by _pairs
+            seq[i] = _sequence(item)
+    return seq
 
 
 def _load_json(text: str) -> "Mapping | None":
@@ -154,7 +155,8 @@ def _load_json(text: str) -> "Mapping | None":
         data = json.loads(text, object_pairs_hook=_pairs)
     except (ValueError, _Duplicate):
         return None
-    data = _sequences(data)
+    if data.__class__ is list:
+        data = _sequence(data)
     if isinstance(data, Mapping):
         data.fast = True
     return data
