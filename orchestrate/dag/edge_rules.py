@@ -51,12 +51,13 @@ def check(rep: Report, raw_edges: object, line: int, nodes: list[Node], node_lin
 
 def _cycles(rep: Report, deps: dict, edges: list[Edge], node_lines: dict[str, Mapping]) -> set[str]:
     """Ordering cycles, each reported once; one through COMPOSES explains the reversed arrow (P9)."""
+    found = graph.cycles(deps)
     why = {}
-    for e in edges:
+    for e in edges if found else ():  # which edge made each step: wanted only to explain a cycle
         if e.orders:
             why.setdefault((e.after, e.before), e)
     on_cycle: set[str] = set()
-    for cycle in graph.cycles(deps):
+    for cycle in found:
         on_cycle.update(cycle)
         steps = [why[a, b] for a, b in zip(cycle, cycle[1:])]
         composes = [e for e in steps if e.predicate == "COMPOSES"]
@@ -82,6 +83,8 @@ def _group_ordering(rep: Report, deps: dict, layer_deps: dict, groups: list[tupl
                     edges: list[Edge]) -> set[str]:
     """Members of one group must not order each other (L3), nor may two groups order each other both ways."""
     bad: set[str] = set()
+    if not groups:  # then layer_deps is deps, whose cycles are already reported
+        return bad
     succ: dict[str, list[str]] = {n: [] for n in deps}
     for n, ds in deps.items():
         for d in ds:

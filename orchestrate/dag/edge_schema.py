@@ -3,7 +3,7 @@ they belong to, the `depends_on` short form, and the problems of a single edge r
 from __future__ import annotations
 
 from orchestrate.dag import surface
-from orchestrate.dag.edges import DISCOVER_KINDS, PLUGIN_PREFIX, PREDICATES, ROUTABLE, TYPES, VIOLATIONS, Edge, sugar_id
+from orchestrate.dag.edges import DISCOVER_KINDS, PLUGIN_PREFIX, PREDICATES, ROUTABLE, TYPES, VIOLATIONS, Edge, short_form
 from orchestrate.dag.model import Node
 from orchestrate.dag.schema import Report, did_you_mean, id_problem, is_str_list, is_text, kind_of
 from orchestrate.dag.yamlfile import Mapping, Sequence
@@ -38,7 +38,7 @@ def sugar(nodes: list[Node], node_lines: dict[str, Mapping]) -> list[Edge]:
         raw = node_lines[n.id].get("depends_on")
         for j, dep in enumerate(dict.fromkeys(n.depends_on)):
             line = raw.item_line(j) if isinstance(raw, Sequence) else node_lines[n.id].line
-            out.append(Edge(sugar_id(dep, n.id), dep, n.id, "TRIGGERS", line=line))
+            out.append(short_form(dep, n.id, line))
     return out
 
 

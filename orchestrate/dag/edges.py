@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from orchestrate.dag import graph
-from orchestrate.dag.model import Node
+from orchestrate.dag.model import Node, assemble
 
 PREDICATES = ("COMPOSES", "EXTENDS", "LOOPS_WITH", "PRODUCES", "TRIGGERS")  # sorted: messages list them so
 ORDERING = ("TRIGGERS", "PRODUCES", "COMPOSES")
@@ -75,6 +75,11 @@ def sugar_id(dep: str, node: str) -> str:
     return f"{dep}->{node}"
 
 
+def short_form(dep: str, node: str, line: int) -> Edge:
+    """The static TRIGGERS edge `depends_on: [dep]` on `node` stands for; a 100k-node DAG has some 300k."""
+    return assemble(Edge, id=sugar_id(dep, node), src=dep, dst=node, predicate="TRIGGERS", line=line, lines={})
+
+
 @dataclass
 class Model:
     """What validation derives from the edges; the `Dag` keeps it and answers from it."""
@@ -90,10 +95,13 @@ class Model:
 
 def ordering_deps(by_id: dict[str, Node], edges: Iterable[Edge]) -> dict[str, tuple[str, ...]]:
     """node -> its ordering predecessors, whatever the edge's condition (layers must not depend on it)."""
-    acc: dict[str, list[str]] = {n: [] for n in by_id}
+    acc: dict[str, dict[str, None]] = {n: {} for n in by_id}  # ordered sets: a wide fan-in stays linear
     for e in edges:
-        if e.orders and e.before in by_id and e.after in by_id and e.before not in acc[e.after]:
-            acc[e.after].append(e.before)
+        predicate = e.predicate  # the properties `orders`, `before`, `after` inlined: 300k edges at 100k nodes
+        if predicate in ORDERING:
+            before, after = (e.dst, e.src) if predicate == "COMPOSES" else (e.src, e.dst)
+            if before in by_id and after in by_id:
+                acc[after][before] = None
     return {n: tuple(ds) for n, ds in acc.items()}
 
 
@@ -154,7 +162,16 @@ def effective_gates(by_id: dict[str, Node], edges: Iterable[Edge],
         elif e.predicate == "PRODUCES":
             payloads.setdefault(e.src, []).append(payload_gate(e.id))
     group = {m: g for g in groups for m in g}
-    return {n: _walk(n, by_id, spokes, extends, group, payloads) for n in by_id}
+    out = {}
+    for n, node in by_id.items():
+        if n in spokes or n in group:
+            out[n] = _walk(n, by_id, spokes, extends, group, payloads)
+        else:  # what _walk finds for a node without spokes or peers, without its stack and visited set
+            found = {*own_gates(node), *extends.get(n, ()), *payloads.get(n, ())}
+            if node.outputs:
+                found.add(OUTPUTS_GATE)
+            out[n] = sorted(found)
+    return out
 
 
 def _walk(node_id: str, by_id: dict[str, Node], spokes: dict[str, list[str]], extends: dict[str, list[str]],

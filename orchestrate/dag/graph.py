@@ -61,10 +61,13 @@ def topological_order(deps: Mapping[str, Iterable[str]]) -> list[str]:
 
 def cycles(deps: Mapping[str, Iterable[str]]) -> list[list[str]]:
     """One cycle path per strongly connected component that has one, e.g. ['D2', 'D3', 'D2']."""
-    known = set(deps)
+    known = deps.keys()
     # Nodes that Kahn can settle cannot be on a cycle; only what is left is sorted and searched (a valid
     # DAG, the common case, costs one unsorted Kahn pass).
-    settled = _settled({n: [d for d in ds if d in known] for n, ds in deps.items()})
+    order = kahn_order(deps)
+    if len(order) == len(deps):
+        return []
+    settled = set(order)
     rest = {n: natural_sorted(d for d in set(deps[n]) if d in known and d not in settled)
             for n in deps if n not in settled}
     found = []
@@ -77,23 +80,24 @@ def cycles(deps: Mapping[str, Iterable[str]]) -> list[list[str]]:
     return sorted(found, key=lambda c: natural_key(c[0]))
 
 
-def _settled(deps: Mapping[str, list[str]]) -> set[str]:
-    """Every node Kahn's algorithm can order, in no particular order (no sorting: only membership counts)."""
-    indegree = {n: len(set(ds)) for n, ds in deps.items()}
+def kahn_order(deps: Mapping[str, Iterable[str]]) -> list[str]:
+    """Every node Kahn's algorithm can order, dependencies first but otherwise unsorted: what needs only
+    some topological order (cycle search, ancestor sweeps) skips `kahn_layers`' natural sort of each
+    layer. Dependencies outside `deps` are ignored; nodes on or behind a cycle are left out."""
+    indegree: dict[str, int] = {}
     children: dict[str, list[str]] = defaultdict(list)
     for node, ds in deps.items():
-        for d in set(ds):
+        pending = [d for d in set(ds) if d in deps]
+        indegree[node] = len(pending)
+        for d in pending:
             children[d].append(node)
-    ready = [n for n, k in indegree.items() if k == 0]
-    done = set(ready)
-    while ready:
-        n = ready.pop()
+    order = [n for n, k in indegree.items() if k == 0]
+    for n in order:  # the list grows as nodes become ready
         for c in children.get(n, ()):
             indegree[c] -= 1
             if indegree[c] == 0:
-                done.add(c)
-                ready.append(c)
-    return done
+                order.append(c)
+    return order
 
 
 def _strong_components(graph: Mapping[str, list[str]]) -> list[list[str]]:
@@ -197,7 +201,7 @@ def surface_conflicts(surfaces: Mapping[str, tuple[str, ...]], deps: Mapping[str
     involved = {n for pair in candidate for n in pair} | {n for t in shared_groups for n in owners[t]}
     if not involved:
         return []
-    order = {n: i for i, n in enumerate(topological_order(deps))}
+    order = {n: i for i, n in enumerate(kahn_order(deps))}  # any topological order serves
     ancestors = _ancestor_bits(deps, order, involved)
     bit = {n: 1 << i for i, n in enumerate(sorted(involved, key=natural_key))}
 
@@ -250,7 +254,7 @@ def _ancestor_bits(deps: Mapping[str, Iterable[str]], order: Mapping[str, int], 
     """For every node, a bitset of its involved ancestors, in one sweep in topological order."""
     bit = {n: 1 << i for i, n in enumerate(sorted(involved, key=natural_key))}
     bits: dict[str, int] = {}
-    for node in sorted(order, key=order.__getitem__):
+    for node in order:  # insertion order is topological
         acc = 0
         for d in deps.get(node, ()):
             acc |= bits.get(d, 0) | bit.get(d, 0)

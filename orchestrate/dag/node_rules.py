@@ -23,6 +23,7 @@ from orchestrate.dag.model import (
     Check,
     Node,
     Tripwire,
+    assemble,
 )
 from orchestrate.dag.schema import (
     AGENT_FIELDS,
@@ -101,8 +102,8 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
         return raw[key] if raw.get(key) in allowed else default
 
     max_rework = raw.get("max_rework")
-    built = Node(
-        id=node_id, title=raw["title"] if isinstance(raw.get("title"), str) and raw["title"] else node_id,
+    built = assemble(
+        Node, id=node_id, title=raw["title"] if isinstance(raw.get("title"), str) and raw["title"] else node_id,
         depends_on=texts("depends_on"),
         file_surface=tuple(usable),
         worker=worker or (None if worker_spec else workers.get(discipline or "")),
