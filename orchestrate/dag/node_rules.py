@@ -68,9 +68,11 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
     for j, dep in enumerate(raw.get("depends_on") or ()):
         if isinstance(dep, bool) and isinstance(raw["depends_on"], Sequence) and (why := id_problem(dep)):
             rep.add(raw["depends_on"].item_line(j), f"{where}.depends_on", "id", why)
-    evaluators, plugin_gates = _evaluators(rep, raw.get("evaluators"), raw.key_line("evaluators"),
-                                           f"{where}.evaluators", gates)
-    tripwires = checks_of(rep, raw.get("tripwires"), raw.key_line("tripwires"), f"{where}.tripwires", TRIPWIRE_FIELDS)
+    # Most nodes have neither: skip the calls and the field names built for their messages.
+    evaluators, plugin_gates = _evaluators(rep, raw["evaluators"], raw.key_line("evaluators"),
+                                           f"{where}.evaluators", gates) if "evaluators" in raw else ([], [])
+    tripwires = checks_of(rep, raw["tripwires"], raw.key_line("tripwires"), f"{where}.tripwires",
+                          TRIPWIRE_FIELDS) if "tripwires" in raw else []
     if "brief" in raw and "brief_file" in raw:
         rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "exclusive", "give `brief` or `brief_file`, not both")
     elif isinstance(raw.get("brief_file"), str) and not (base_dir / raw["brief_file"]).is_file():
@@ -91,6 +93,8 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
         return None, False
 
     def valid(key: str, check, default):
+        if key not in raw and key not in defaults:
+            return default
         value = raw.get(key, defaults.get(key, default))
         return default if check(value) else value
 
@@ -118,7 +122,7 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
         line=raw.line, plugin_gates=tuple(plugin_gates),
         outputs=tuple(k for k in texts("outputs") if k.isidentifier()),
         activation=one_of("activation", ACTIVATIONS, "always"), join=one_of("join", JOINS, "all"),
-        max_rework=None if is_count(max_rework) else max_rework,
+        max_rework=None if max_rework is None or is_count(max_rework) else max_rework,
         on_exhausted=one_of("on_exhausted", ON_EXHAUSTED, "halt"), worker_spec=worker_spec,
         sandbox=raw["sandbox"] if raw.get("sandbox") in SANDBOXES else defaults.get("sandbox"),
         budget=budget(rep, raw["budget"], raw.key_line("budget"), f"{where}.budget") if "budget" in raw else None)

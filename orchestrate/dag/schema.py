@@ -66,8 +66,11 @@ def kind_of(v: object) -> str:
         return "nothing (null)"
     if isinstance(v, bool):
         return f"the boolean {str(v).lower()}"
-    return {dict: "a mapping", Mapping: "a mapping", list: "a list", Sequence: "a list",
-            int: "a number", float: "a number", str: "text"}.get(type(v), type(v).__name__)
+    return _KINDS.get(type(v), type(v).__name__)
+
+
+_KINDS = {dict: "a mapping", Mapping: "a mapping", list: "a list", Sequence: "a list",
+          int: "a number", float: "a number", str: "text"}
 
 
 CHECK_FIELDS: dict[str, tuple[Checker, bool]] = {
