@@ -48,10 +48,34 @@ class Sequence(list):
         return self._lines[index] if index < len(self._lines) else self.line
 
 
+_MAP, _SEQ, _STR = ("tag:yaml.org,2002:" + kind for kind in ("map", "seq", "str"))
+
+
 class _Loader(_Base):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.duplicates: list[tuple[int, str, int]] = []
+
+    def _value(self, node):
+        """`construct_object(node, deep=True)` for the three kinds a DAG is made of, without its dispatch:
+        a plain string is the node's text; a mapping or a list goes to our constructors below with the
+        same bookkeeping (an alias returns the object already built, a node inside itself is refused).
+        Every other tag (numbers, booleans, null, explicit tags) takes PyYAML's own path."""
+        tag = node.tag
+        if tag == _STR and isinstance(node, yaml.ScalarNode):
+            return node.value
+        if tag != _MAP and tag != _SEQ:
+            return self.construct_object(node, deep=True)
+        if node in self.constructed_objects:
+            return self.constructed_objects[node]
+        if node in self.recursive_objects:
+            raise yaml.constructor.ConstructorError(None, None, "found unconstructable recursive node",
+                                                    node.start_mark)
+        self.recursive_objects[node] = None
+        data = self.construct_mapping(node) if tag == _MAP else self.construct_sequence(node)
+        self.constructed_objects[node] = data
+        del self.recursive_objects[node]
+        return data
 
     def construct_mapping(self, node, deep=False):  # noqa: D401 - PyYAML hook
         self.flatten_mapping(node)
@@ -59,7 +83,7 @@ class _Loader(_Base):
         result.line = node.start_mark.line + 1
         lines: dict = {}
         for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=True)
+            key = self._value(key_node)
             try:
                 hash(key)
             except TypeError:
@@ -69,12 +93,12 @@ class _Loader(_Base):
             if key in lines:
                 self.duplicates.append((line, str(key), lines[key]))
             lines[key] = line
-            result[key] = self.construct_object(value_node, deep=True)
+            result[key] = self._value(value_node)
         result._lines = lines
         return result
 
     def construct_sequence(self, node, deep=False):
-        result = Sequence(self.construct_object(child, deep=True) for child in node.value)
+        result = Sequence([self._value(child) for child in node.value])
         result.line = node.start_mark.line + 1
         result._lines = [child.start_mark.line + 1 for child in node.value]
         return result
