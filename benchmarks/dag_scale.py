@@ -22,15 +22,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def write(path: Path, nodes: list[dict]) -> None:
-    """The same DAG as flow-style YAML (one node a line) and as JSON beside it."""
+def write(path: Path, nodes: list[dict], edges: list[dict] = ()) -> None:
+    """The same DAG as flow-style YAML (one node or edge a line) and as JSON beside it."""
     lines = ["topic: scale", "workers: {core: \"true\"}", "nodes:"]
     for node in nodes:
         extra = ", serialize: true" if node.get("serialize") else ""
+        if node.get("evaluators"):
+            extra += ", evaluators: [" + ", ".join(f"{{name: {e['name']}, run: \"{e['run']}\"}}"
+                                                   for e in node["evaluators"]) + "]"
         lines.append(f"  - {{id: {node['id']}, depends_on: [{', '.join(node['depends_on'])}], file_surface: "
                      f"[{', '.join(json.dumps(s) for s in node['file_surface'])}], discipline: core{extra}}}")
+    if edges:
+        lines.append("edges:")
+        lines += [f"  - {{id: {e['id']}, from: {e['from']}, to: {e['to']}, predicate: {e['predicate']}}}" for e in edges]
     path.write_text("\n".join(lines) + "\n")
-    path.with_suffix(".json").write_text(json.dumps({"topic": "scale", "workers": {"core": "true"}, "nodes": nodes}))
+    doc = {"topic": "scale", "workers": {"core": "true"}, "nodes": nodes, **({"edges": edges} if edges else {})}
+    path.with_suffix(".json").write_text(json.dumps(doc))
 
 
 def generate_deep(n: int, path: Path, seed: int = 7) -> None:
@@ -83,7 +90,40 @@ def generate(n: int, path: Path, seed: int = 7) -> None:
     write(path, nodes)
 
 
-SHAPES = {"layered": generate, "deep": generate_deep}
+def generate_composes(n: int, path: Path, seed: int = 7) -> None:
+    """Chains of 100 nodes, each hub COMPOSES the next (which runs first), so a chain's head is judged by
+    the gates of all 99 below it; every tenth node has an evaluator (seven names in all). Each chain's
+    deepest spoke depends on a node of the chain before, so chains follow one another in ten lanes."""
+    rng = random.Random(seed)
+    nodes, edges = [], []
+    for i in range(n):
+        depth = i % 100
+        deps = [f"N{i - 1000 + rng.randrange(100)}"] if depth == 99 and i >= 1000 else []
+        node = {"id": f"N{i}", "depends_on": deps, "file_surface": [f"pkg{i}/"], "discipline": "core"}
+        if i % 10 == 0:
+            node["evaluators"] = [{"name": f"check{i % 7}", "run": "true"}]
+        nodes.append(node)
+        if depth < 99 and i + 1 < n:
+            edges.append({"id": f"c{i}", "from": f"N{i}", "to": f"N{i + 1}", "predicate": "COMPOSES"})
+    write(path, nodes, edges)
+
+
+def generate_loops(n: int, path: Path, seed: int = 7) -> None:
+    """LOOPS_WITH groups of 50 nodes (a chain of LOOPS_WITH edges through each), group after group: every
+    member depends on one member of the group before, so a group waits for the whole previous one."""
+    rng = random.Random(seed)
+    nodes, edges = [], []
+    for i in range(n):
+        group, member = divmod(i, 50)
+        deps = [f"N{(group - 1) * 50 + rng.randrange(50)}"] if group else []
+        nodes.append({"id": f"N{i}", "depends_on": deps, "file_surface": [f"src{group}/mod{member}.py"],
+                      "discipline": "core"})
+        if member and i < n:
+            edges.append({"id": f"g{i}", "from": f"N{i - 1}", "to": f"N{i}", "predicate": "LOOPS_WITH"})
+    write(path, nodes, edges)
+
+
+SHAPES = {"layered": generate, "deep": generate_deep, "composes": generate_composes, "loops": generate_loops}
 
 
 PROBE = r"""

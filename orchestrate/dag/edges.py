@@ -162,20 +162,44 @@ def effective_gates(by_id: dict[str, Node], edges: Iterable[Edge],
         elif e.predicate == "PRODUCES":
             payloads.setdefault(e.src, []).append(payload_gate(e.id))
     group = {m: g for g in groups for m in g}
-    out = {}
-    for n, node in by_id.items():
-        if n in spokes or n in group:
-            out[n] = _walk(n, by_id, spokes, extends, group, payloads)
-        else:  # what _walk finds for a node without spokes or peers, without its stack and visited set
-            found = {*own_gates(node), *extends.get(n, ()), *payloads.get(n, ())}
-            if node.outputs:
-                found.add(OUTPUTS_GATE)
-            out[n] = sorted(found)
-    return out
+    return {n: sorted(found | _implicit(by_id[n], payloads)) for n, found in _found(by_id, spokes, extends, group).items()}
+
+
+def _found(by_id: dict[str, Node], spokes: dict[str, list[str]], extends: dict[str, list[str]],
+           group: dict[str, tuple[str, ...]]) -> dict[str, set[str]]:
+    """What each node's walk finds, without walking again below a spoke already done. Spokes come first
+    (Kahn over the spoke graph); a node whose spokes reach no LOOPS_WITH member gets the union of its
+    own gates, its EXTENDS actions and what its spokes found: the set its walk would collect, since every
+    node below is visited once whichever path reaches it. A 100-deep COMPOSES chain walked from each
+    hub was quadratic. A group member adds its peers' own gates (those of the whole group, gathered
+    once) and marks them visited, which changes what a walk above it may reach: nodes with a member
+    below them, and nodes on or behind a spoke cycle (reported elsewhere), take the walk itself."""
+    own = {n: own_gates(node) for n, node in by_id.items()}
+    peers_own = {g: {gate for m in g for gate in own[m]} for g in set(group.values())}
+    found: dict[str, set[str]] = {}
+    walked: set[str] = set()  # nodes whose set came from the walk: not a sum of their parts
+    for n in graph.kahn_order({n: spokes.get(n, ()) for n in by_id}):
+        below = spokes.get(n, ())
+        if n in group and not below:
+            found[n] = peers_own[group[n]].union(extends.get(n, ()))
+            walked.add(n)
+        elif n in group or any(s in walked for s in below):
+            found[n] = _walk(n, by_id, spokes, extends, group)
+            walked.add(n)
+        else:
+            found[n] = set(own[n]).union(extends.get(n, ()), *(found[s] for s in below))
+    for n in by_id.keys() - found.keys():
+        found[n] = _walk(n, by_id, spokes, extends, group)
+    return found
+
+
+def _implicit(node: Node, payloads: dict[str, list[str]]) -> set[str]:
+    """The contracts that belong to the node alone: never inherited by a hub or a peer."""
+    return {*payloads.get(node.id, ()), *((OUTPUTS_GATE,) if node.outputs else ())}
 
 
 def _walk(node_id: str, by_id: dict[str, Node], spokes: dict[str, list[str]], extends: dict[str, list[str]],
-          group: dict[str, tuple[str, ...]], payloads: dict[str, list[str]]) -> list[str]:
+          group: dict[str, tuple[str, ...]]) -> set[str]:
     visited: set[str] = set()
     found: set[str] = set()
     stack = [node_id]  # explicit stack: a long COMPOSES chain must not hit the recursion limit
@@ -191,10 +215,7 @@ def _walk(node_id: str, by_id: dict[str, Node], spokes: dict[str, list[str]], ex
                 visited.add(peer)
                 found.update(own_gates(by_id[peer]))
         stack.extend(reversed(spokes.get(n, ())))
-    if by_id[node_id].outputs:
-        found.add(OUTPUTS_GATE)
-    found.update(payloads.get(node_id, ()))
-    return sorted(found)
+    return found
 
 
 def known_gates(node: Node, gates: dict) -> list[str]:
