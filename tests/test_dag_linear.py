@@ -138,3 +138,23 @@ def test_groups_ordering_each_other_through_the_to_ends_of_their_edges_are_repor
     assert dag is None
     assert [(p.line, p.field, p.code) for p in problems] == [(8, "edges[0]", "group-ordered")]
     assert "LOOPS_WITH groups {A, B} and {C, D} order each other" in problems[0].message
+
+
+def test_assembled_and_replaced_records_equal_the_constructors():
+    from dataclasses import replace
+
+    from orchestrate.dag.model import assemble, replaced
+    made = Node(id="A", title="A", depends_on=("B",), file_surface=("a/",), worker="true", timeout=5)
+    built = assemble(Node, id="A", title="A", depends_on=("B",), file_surface=("a/",), worker="true", timeout=5)
+    assert built == made and hash(built) == hash(made) and repr(built) == repr(made)
+    assert replaced(built, depends_on=("C",)) == replace(made, depends_on=("C",))
+    assert built.depends_on == ("B",)  # the original is untouched
+    assert assemble(Edge, id="x", src="a", dst="b", predicate="TRIGGERS", lines={}) == Edge("x", "a", "b", "TRIGGERS")
+    with pytest.raises(TypeError):
+        assemble(Node, id="A", title="A", depends_on=(), file_surface=(), worker=None, colour="red")
+    with pytest.raises(TypeError):
+        assemble(Node, id="A")  # title, depends_on, file_surface and worker have no default
+    with pytest.raises(TypeError):
+        replaced(made, colour="red")
+    with pytest.raises(TypeError):
+        assemble(Edge, id="x", src="a", dst="b", predicate="TRIGGERS")  # `lines` comes from a factory

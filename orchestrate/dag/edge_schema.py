@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orchestrate.dag import surface
 from orchestrate.dag.edges import DISCOVER_KINDS, PLUGIN_PREFIX, PREDICATES, ROUTABLE, TYPES, VIOLATIONS, Edge, short_form
-from orchestrate.dag.model import Node
+from orchestrate.dag.model import Node, assemble
 from orchestrate.dag.schema import Report, did_you_mean, id_problem, is_str_list, is_text, kind_of
 from orchestrate.dag.yamlfile import Mapping, Sequence
 
@@ -94,8 +94,11 @@ def _parse(rep: Report, raw: Mapping, where: str, index: int, by_id: dict[str, N
         _endpoints(rep, raw, where, predicate, by_id, declared)
     if raw.get("from") is not None and raw.get("from") == raw.get("to") and isinstance(raw.get("id"), str):
         rep.add(raw.line, where, "self-edge", f"edge {raw['id']} connects {raw['from']} to itself")
-    guardrails = _guardrails(rep, raw.get("guardrails"), raw.key_line("guardrails"), f"{where}.guardrails", by_id)
-    discover = _discover(rep, raw.get("discover"), raw.key_line("discover"), f"{where}.discover")
+    # most edges have neither: skip the calls and the field names built for their messages
+    guardrails = _guardrails(rep, raw["guardrails"], raw.key_line("guardrails"), f"{where}.guardrails",
+                             by_id) if "guardrails" in raw else None
+    discover = _discover(rep, raw["discover"], raw.key_line("discover"), f"{where}.discover") \
+        if "discover" in raw else None
     actions = _actions(rep, raw, where, predicate)
     if predicate == "PRODUCES" and not raw.get("payload"):
         rep.add(raw.line, where, "missing",
@@ -107,7 +110,7 @@ def _parse(rep: Report, raw: Mapping, where: str, index: int, by_id: dict[str, N
             rep.add(raw["payload"].item_line(j), f"{where}.payload[{j}]", "surface-token", why)
     if len(rep.problems) != before:
         return None
-    return Edge(id=raw["id"], src=raw["from"], dst=raw["to"], predicate=predicate, type=etype,
+    return assemble(Edge, id=raw["id"], src=raw["from"], dst=raw["to"], predicate=predicate, type=etype,
                 when=raw.get("when"), payload=tuple(raw.get("payload") or ()),
                 guardrails=guardrails, discover=discover, fallback=raw.get("fallback"),
                 actions=actions, line=raw.line, index=index, lines=_lines(raw))

@@ -162,7 +162,8 @@ def effective_gates(by_id: dict[str, Node], edges: Iterable[Edge],
         elif e.predicate == "PRODUCES":
             payloads.setdefault(e.src, []).append(payload_gate(e.id))
     group = {m: g for g in groups for m in g}
-    return {n: sorted(found | _implicit(by_id[n], payloads)) for n, found in _found(by_id, spokes, extends, group).items()}
+    found = _found(by_id, spokes, extends, group)
+    return {n: sorted(found[n] | _implicit(node, payloads)) for n, node in by_id.items()}
 
 
 def _found(by_id: dict[str, Node], spokes: dict[str, list[str]], extends: dict[str, list[str]],
@@ -178,12 +179,15 @@ def _found(by_id: dict[str, Node], spokes: dict[str, list[str]], extends: dict[s
     peers_own = {g: {gate for m in g for gate in own[m]} for g in set(group.values())}
     found: dict[str, set[str]] = {}
     walked: set[str] = set()  # nodes whose set came from the walk: not a sum of their parts
-    for n in graph.kahn_order({n: spokes.get(n, ()) for n in by_id}):
-        below = spokes.get(n, ())
-        if n in group and not below:
+    for n in by_id.keys() - spokes.keys():  # no spokes: the node, its actions and maybe its peers
+        if n in group:
             found[n] = peers_own[group[n]].union(extends.get(n, ()))
             walked.add(n)
-        elif n in group or any(s in walked for s in below):
+        else:
+            found[n] = set(own[n]).union(extends.get(n, ())) if n in extends else set(own[n])
+    for n in graph.kahn_order(spokes):  # hubs, each after the hubs among its spokes
+        below = spokes[n]
+        if n in group or any(s in walked for s in below):
             found[n] = _walk(n, by_id, spokes, extends, group)
             walked.add(n)
         else:

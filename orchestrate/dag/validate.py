@@ -1,12 +1,11 @@
 """Validation of a loaded DAG: every rule of the contract checked, every problem reported with its line."""
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from orchestrate.dag import edge_rules, graph, node_rules
 from orchestrate.dag.model import (COMMAND_PLUGIN, MODES, RESERVED_GATES, SANDBOXES, SCHEDULES, SCHEMA_VERSIONS,
-                                   UNSANDBOXED, Dag, Node)
+                                   UNSANDBOXED, Dag, Node, replaced)
 from orchestrate.dag.schema import (
     CHECK_FIELDS,
     COMMAND_GATE_FIELDS,
@@ -166,7 +165,7 @@ def _item_line(raw: Mapping, j: int) -> int:
 
 
 def _with_deps(node: Node, deps: tuple[str, ...]) -> Node:
-    return node if deps == node.depends_on else replace(node, depends_on=deps)  # replace() is slow at 100k
+    return node if deps == node.depends_on else replaced(node, depends_on=deps)
 
 
 def _flags_readable(raw: Mapping) -> bool:
