@@ -158,3 +158,30 @@ def test_assembled_and_replaced_records_equal_the_constructors():
         replaced(made, colour="red")
     with pytest.raises(TypeError):
         assemble(Edge, id="x", src="a", dst="b", predicate="TRIGGERS")  # `lines` comes from a factory
+
+
+def reference_layers(deps, settled=()):
+    """Kahn generations, one vertex per node."""
+    done, layers = set(settled), []
+    left = {n: {d for d in ds if d not in done} for n, ds in deps.items() if n not in done}
+    while True:
+        ready = graph.natural_sorted(n for n, ds in left.items() if not ds)
+        if not ready:
+            return layers
+        layers.append(ready)
+        left = {n: ds - set(ready) for n, ds in left.items() if n not in ready}
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_kahn_layers_with_shared_dependency_tuples_match_one_vertex_per_node(seed):
+    """Nodes sharing one tuple (as contracted groups do) are one vertex inside kahn_layers; a shared tuple
+    naming one of its holders, a dependency outside the graph and settled nodes keep their meaning."""
+    rng = random.Random(seed)
+    ids = [f"N{i}" for i in range(15)]
+    shared = [tuple(rng.sample(ids + ["ghost"], rng.randint(0, 3))) for _ in range(3)]
+    deps = {n: rng.choice(shared) if rng.random() < 0.5 else tuple(rng.sample(ids[:i], min(i, rng.randint(0, 3))))
+            for i, n in enumerate(ids)}
+    settled = rng.sample(ids, rng.randint(0, 3))
+    assert graph.kahn_layers(deps, settled) == reference_layers(deps, settled)
+    known = {n: tuple(d for d in ds if d in deps) for n, ds in deps.items()}
+    assert sorted(graph.kahn_order(deps)) == sorted(n for layer in reference_layers(known) for n in layer)
