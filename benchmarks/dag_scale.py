@@ -1,11 +1,15 @@
 """Validate + layer DAGs of 1k, 10k and 100k nodes; print time, peak memory and a ratio to plain parsing.
 
 Run by hand: .venv/bin/python benchmarks/dag_scale.py [--sizes 1000,10000,100000] [--shapes layered,deep]
+    [--before DIR]
 Shapes: `layered` is wide layers each depending on the one before (shallow); `deep` gives every node up
-to three dependencies among the 300 nodes before it, so ancestry runs thousands of layers deep.
+to three dependencies among the 300 nodes before it, so ancestry runs thousands of layers deep; `composes`
+is 100-deep COMPOSES chains (a chain's head inherits the gates of all below it); `loops` is LOOPS_WITH
+groups of 50, each waiting for the group before (contracted groups, wide shared dependencies).
 Each measurement runs in a fresh process so memory figures (peak RSS) do not mix. The baseline, measured in the
 same run on the same file, is the parser alone (PyYAML's C loader for YAML, `json` for the same DAG
-written as JSON): the floor any validator reading that format pays.
+written as JSON): the floor any validator reading that format pays. With `--before DIR` (a checkout of older
+code, e.g. `git worktree add DIR main`) each DAG is also validated by that code, right after, for a ratio.
 Targets (2-core machine), for every shape: 10k nodes < 1 s as JSON and < 2 s as YAML, 100k < 10 s as JSON;
 peak memory < 1 GB.
 """
@@ -155,8 +159,8 @@ print(json.dumps({{"seconds": seconds, "rss": rss, "layers": layers, "problems":
 """
 
 
-def measure(path: Path, mode: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", PROBE.format(root=str(ROOT)), str(path), mode],
+def measure(path: Path, mode: str, root: Path = ROOT) -> dict:
+    done = subprocess.run([sys.executable, "-c", PROBE.format(root=str(root)), str(path), mode],
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
 
@@ -165,10 +169,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated, of: {', '.join(SHAPES)}")
+    ap.add_argument("--before", type=Path, metavar="DIR",
+                    help="a checkout of older code (e.g. `git worktree add DIR main`): each DAG is also validated "
+                         "with it, right after the current code, and the time and after/before ratio printed")
     args = ap.parse_args()
     targets = {("json", 10000): 1.0, ("yaml", 10000): 2.0, ("json", 100000): 10.0}
+    before = f" {'before':>8} {'after/before':>12}" if args.before else ""
     print(f"{'shape':>8} {'nodes':>8} {'format':>6} {'validate+layers':>16} {'parse only':>11} {'ratio':>6} {'peak rss':>9} "
-          f"{'layers':>7}  target")
+          f"{'layers':>7}{before}  target")
     with tempfile.TemporaryDirectory() as tmp:
         for shape, n in ((s, int(x)) for s in args.shapes.split(",") for x in args.sizes.split(",")):
             path = Path(tmp) / f"{shape}{n}.yaml"
@@ -176,13 +184,16 @@ def main() -> None:
             for fmt, file in (("yaml", path), ("json", path.with_suffix(".json"))):
                 base = measure(file, "baseline")
                 full = measure(file, "full")
+                if args.before:
+                    old = measure(file, "full", args.before.resolve())
+                    before = f" {old['seconds']:>7.2f}s {full['seconds'] / old['seconds']:>12.2f}"
                 target = targets.get((fmt, n))
                 verdict = ""
                 if target:
                     ok = full["seconds"] < target and full["rss"] < 1 << 30
                     verdict = f"< {target:g}s, < 1 GB: {'PASS' if ok else 'MISS'}"
                 print(f"{shape:>8} {n:>8} {fmt:>6} {full['seconds']:>15.2f}s {base['seconds']:>10.2f}s "
-                      f"{full['seconds'] / base['seconds']:>6.2f} {full['rss'] / 2**20:>7.0f}MB {full['layers']:>7}  {verdict}")
+                      f"{full['seconds'] / base['seconds']:>6.2f} {full['rss'] / 2**20:>7.0f}MB {full['layers']:>7}{before}  {verdict}")
 
 
 if __name__ == "__main__":
