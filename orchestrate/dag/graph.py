@@ -236,14 +236,22 @@ def _overlapping_tokens(tokens: list[str]) -> list[tuple[str, str]]:
             parent = "/".join(parts[:k])
             if parent in literal:
                 pairs.append((parent, t))
+    if not globs:
+        return list(dict.fromkeys(pairs))
     # A glob can only meet tokens under its literal prefix, or tokens whose literal prefix contains it.
+    # Both indexes keep only the keys some glob looks up.
+    glob_lits = {surface.literal_prefix(g) for g in globs}
+    heads = {lit[:k] for lit in glob_lits for k in range(len(lit))}
+    deepest = max(map(len, glob_lits))
     by_prefix: dict[tuple[str, ...], list[str]] = defaultdict(list)
     under: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for t in tokens:
         lit = surface.literal_prefix(t)
-        by_prefix[lit].append(t)
-        for k in range(len(lit) + 1):
-            under[lit[:k]].append(t)
+        if lit in heads:
+            by_prefix[lit].append(t)
+        for k in range(min(len(lit), deepest) + 1):
+            if lit[:k] in glob_lits:
+                under[lit[:k]].append(t)
     for g in globs:
         lit = surface.literal_prefix(g)
         pool = under.get(lit, []) + [t for k in range(len(lit)) for t in by_prefix.get(lit[:k], ())]
