@@ -40,25 +40,24 @@ def _generations(deps: Mapping[str, Iterable[str]], done: set[str], known_only: 
     dependencies. A contracted LOOPS_WITH group shares one tuple of outside dependencies among its
     members (`edges.contract`), so a group of 50 waiting for 50 nodes costs 50 edges here, not 2,500.
     `known_only` ignores dependencies that are not keys of `deps`; otherwise such a node never starts."""
-    members: dict[int, list[str]] = {}  # id of a dependency collection -> the nodes holding it
-    collections = []  # keeps each collection alive while its id is a key (ids are unique among live objects)
+    # id of a dependency collection -> (the collection, the nodes holding it); holding the collection
+    # keeps it alive, so its id cannot be reused while it is a key
+    members: dict[int, tuple[Iterable[str], list[str]]] = {}
     for node, ds in deps.items():
-        if node in done:
-            continue
-        same = members.get(id(ds))
-        if same is None:
-            members[id(ds)] = [node]
-            collections.append(ds)
-        else:
-            same.append(node)
+        if node not in done:
+            key = id(ds)
+            if key in members:
+                members[key][1].append(node)
+            else:
+                members[key] = (ds, [node])
     indegree: dict[int, int] = {}
     children: dict[str, list[int]] = defaultdict(list)
-    for ds in collections:
-        pending = [d for d in set(ds) if d not in done and (d in deps or not known_only)]
-        indegree[id(ds)] = len(pending)
+    for key, (ds, _) in members.items():
+        pending = [d for d in set(ds) if d not in done and (d in deps or not known_only)] if ds else ()
+        indegree[key] = len(pending)
         for d in pending:
-            children[d].append(id(ds))
-    ready = [n for key, k in indegree.items() if k == 0 for n in members[key]]
+            children[d].append(key)
+    ready = [n for key, k in indegree.items() if k == 0 for n in members[key][1]]
     layers = []
     while ready:
         layers.append(ready)
@@ -67,7 +66,7 @@ def _generations(deps: Mapping[str, Iterable[str]], done: set[str], known_only: 
             for key in children.get(n, ()):
                 indegree[key] -= 1
                 if indegree[key] == 0:
-                    ready.extend(members[key])
+                    ready.extend(members[key][1])
     return layers
 
 

@@ -133,7 +133,7 @@ def validate(data: object, file: str, *, topic: str | None = None,
             if dep not in by_id and dep not in declared:  # a declared id that is unreadable is reported there
                 rep.add(_item_line(raw, j), f"nodes.{n.id}.depends_on", "dangling",
                         f"`{dep}` is not a node of this DAG{did_you_mean(dep, by_id)}")
-    nodes = [_with_deps(n, tuple(d for d in dict.fromkeys(n.depends_on) if d in by_id)) for n in nodes]
+    nodes = [_with_deps(n, _known(n.depends_on, by_id)) for n in nodes]
     model = edge_rules.check(rep, data.get("edges"), data.key_line("edges"), nodes, node_lines,
                           declared, params, gates)
     # Every ordering predecessor becomes part of depends_on, so code reading a node alone sees them all.
@@ -162,6 +162,14 @@ def validate(data: object, file: str, *, topic: str | None = None,
 def _item_line(raw: Mapping, j: int) -> int:
     """The line of a node's j-th dependency: looked up only for a problem, never per dependency."""
     return raw["depends_on"].item_line(j) if isinstance(raw.get("depends_on"), Sequence) else raw.line
+
+
+def _known(deps: tuple[str, ...], by_id: dict) -> tuple[str, ...]:
+    """`deps` without repeats and unknown ids: most often `deps` itself, with no tuple built."""
+    unique = dict.fromkeys(deps)
+    if len(unique) == len(deps) and by_id.keys() >= unique.keys():
+        return deps
+    return tuple(d for d in unique if d in by_id)
 
 
 def _with_deps(node: Node, deps: tuple[str, ...]) -> Node:
