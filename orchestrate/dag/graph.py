@@ -18,8 +18,8 @@ _DIGITS = re.compile(r"(\d+)")
 
 def natural_key(node_id: str) -> tuple:
     """Sort key putting `N2` before `N10`; the id itself breaks ties (`N02` vs `N2`)."""
-    parts = _DIGITS.split(node_id)
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts), node_id
+    parts = _DIGITS.split(node_id)  # text, digits, text, ...: digit runs are the odd parts
+    return tuple([(0, int(p), "") if i & 1 else (1, 0, p) for i, p in enumerate(parts)]), node_id
 
 
 def natural_sorted(ids: Iterable[str]) -> list[str]:

@@ -193,7 +193,7 @@ def assemble(cls: type, **values):
     `object.__setattr__`, three to four times the cost of filling `__dict__`, and validation builds a
     Node per node and an Edge per dependency (100k and 300k of them in a 100k-node DAG). A field with
     a default factory must be given; unknown or missing names fail as they would in the constructor."""
-    defaults, names, required = _shape(cls)
+    defaults, names, required = _DEFAULTS.get(cls) or _shape(cls)
     if not (values.keys() <= names and required <= values.keys()):
         raise TypeError(f"{cls.__name__}: unknown or missing fields among {sorted(values)}")
     obj = object.__new__(cls)
