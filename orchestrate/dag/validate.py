@@ -128,7 +128,8 @@ def validate(data: object, file: str, *, topic: str | None = None,
         seen = set()
         for j, dep in enumerate(n.depends_on):
             if dep in seen:
-                rep.add(_item_line(raw, j), f"nodes.{n.id}.depends_on", "duplicate-dependency", f"`{dep}` is listed twice")
+                rep.add(_item_line(raw, j), f"nodes.{n.id}.depends_on", "duplicate-dependency",
+                        f"`{dep}` is listed twice")
             seen.add(dep)
             if dep not in by_id and dep not in declared:  # a declared id that is unreadable is reported there
                 rep.add(_item_line(raw, j), f"nodes.{n.id}.depends_on", "dangling",
