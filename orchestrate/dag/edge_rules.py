@@ -51,12 +51,13 @@ def check(rep: Report, raw_edges: object, line: int, nodes: list[Node], node_lin
 
 def _cycles(rep: Report, deps: dict, edges: list[Edge], node_lines: dict[str, Mapping]) -> set[str]:
     """Ordering cycles, each reported once; one through COMPOSES explains the reversed arrow (P9)."""
+    found = graph.cycles(deps)
     why = {}
-    for e in edges:
+    for e in edges if found else ():  # which edge made each step: wanted only to explain a cycle
         if e.orders:
             why.setdefault((e.after, e.before), e)
     on_cycle: set[str] = set()
-    for cycle in graph.cycles(deps):
+    for cycle in found:
         on_cycle.update(cycle)
         steps = [why[a, b] for a, b in zip(cycle, cycle[1:])]
         composes = [e for e in steps if e.predicate == "COMPOSES"]
@@ -82,11 +83,19 @@ def _group_ordering(rep: Report, deps: dict, layer_deps: dict, groups: list[tupl
                     edges: list[Edge]) -> set[str]:
     """Members of one group must not order each other (L3), nor may two groups order each other both ways."""
     bad: set[str] = set()
+    if not groups:  # then layer_deps is deps, whose cycles are already reported
+        return bad
+    # A path between two members either is one dependency inside the group, or leaves it: then in
+    # layer_deps, where every member waits for what any member waits for, it closes a cycle through the
+    # group, and Kahn cannot settle that member. Only such groups are searched (a search per group
+    # walks everything downstream of it: quadratic over many groups).
+    settled = set(graph.kahn_order(layer_deps))
+    suspects = [g for g in groups if not settled.issuperset(g) or _inside(g, deps)]
     succ: dict[str, list[str]] = {n: [] for n in deps}
-    for n, ds in deps.items():
+    for n, ds in deps.items() if suspects else ():
         for d in ds:
             succ[d].append(n)
-    for g in groups:
+    for g in suspects:
         path = _path_within(g, succ)
         if path:
             e = next(e for e in edges if e.predicate == "LOOPS_WITH" and e.src in g)
@@ -97,7 +106,9 @@ def _group_ordering(rep: Report, deps: dict, layer_deps: dict, groups: list[tupl
     if bad:
         return bad
     for cycle in graph.cycles(layer_deps):  # only groups contracted into one vertex can make these
-        e = next(e for e in edges if e.predicate == "LOOPS_WITH" and e.src in cycle)
+        loops = [e for e in edges if e.predicate == "LOOPS_WITH"]
+        # the cycle may pass through only the `to` ends of its groups' edges (it used to crash then)
+        e = next((e for e in loops if e.src in cycle), None) or next(e for e in loops if e.dst in cycle)
         involved = [g for g in groups if set(g) & set(cycle)]
         rep.add(e.line, e.where, "group-ordered",
                 f"LOOPS_WITH groups {' and '.join('{' + ', '.join(g) + '}' for g in involved)} order each other "
@@ -105,6 +116,12 @@ def _group_ordering(rep: Report, deps: dict, layer_deps: dict, groups: list[tupl
                 "members of a co-reconciled group must share one layer")
         bad.update(cycle)
     return bad
+
+
+def _inside(group: tuple[str, ...], deps: dict) -> bool:
+    """Does a member depend directly on another member?"""
+    members = set(group)
+    return any(d in members for m in group for d in deps[m])
 
 
 def _path_within(group: tuple[str, ...], succ: dict[str, list[str]]) -> list[str] | None:

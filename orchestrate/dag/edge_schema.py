@@ -3,8 +3,8 @@ they belong to, the `depends_on` short form, and the problems of a single edge r
 from __future__ import annotations
 
 from orchestrate.dag import surface
-from orchestrate.dag.edges import DISCOVER_KINDS, PLUGIN_PREFIX, PREDICATES, ROUTABLE, TYPES, VIOLATIONS, Edge, sugar_id
-from orchestrate.dag.model import Node
+from orchestrate.dag.edges import DISCOVER_KINDS, PLUGIN_PREFIX, PREDICATES, ROUTABLE, TYPES, VIOLATIONS, Edge, short_form
+from orchestrate.dag.model import Node, assemble
 from orchestrate.dag.schema import Report, did_you_mean, id_problem, is_str_list, is_text, kind_of
 from orchestrate.dag.yamlfile import Mapping, Sequence
 
@@ -19,6 +19,7 @@ REJECTED_TYPES = {"personality": ("'personality' edges are not supported (a camp
                                   'use type: conditional with when: "params.<name> >= <threshold>"')}
 REJECTED_VIOLATIONS = {"sanitize": ("'sanitize' is not supported (orchestrate never rewrites a node's commits); "
                                     "use block, reroute or warn")}
+_EDGE_KEYS = {**EDGE_FIELDS, **{k: (None, False) for k in REJECTED_KEYS}}  # rejected keys get their own message
 # Which edge types a predicate may have (static goes everywhere).
 TYPE_PREDICATES = {"conditional": ROUTABLE, "discovery": ROUTABLE, "static": PREDICATES}
 # Optional fields that belong to one type or to some predicates only.
@@ -37,7 +38,7 @@ def sugar(nodes: list[Node], node_lines: dict[str, Mapping]) -> list[Edge]:
         raw = node_lines[n.id].get("depends_on")
         for j, dep in enumerate(dict.fromkeys(n.depends_on)):
             line = raw.item_line(j) if isinstance(raw, Sequence) else node_lines[n.id].line
-            out.append(Edge(sugar_id(dep, n.id), dep, n.id, "TRIGGERS", line=line))
+            out.append(short_form(dep, n.id, line))
     return out
 
 
@@ -74,7 +75,7 @@ def _parse(rep: Report, raw: Mapping, where: str, index: int, by_id: dict[str, N
     for key, why in REJECTED_KEYS.items():
         if key in raw:
             rep.add(raw.key_line(key), f"{where}.{key}", "unsupported", why)
-    rep.fields(raw, {**EDGE_FIELDS, **{k: (None, False) for k in REJECTED_KEYS}}, where)
+    rep.fields(raw, _EDGE_KEYS, where)
     if "id" in raw and isinstance(raw["id"], str) and (why := id_problem(raw["id"])):
         rep.add(raw.key_line("id"), f"{where}.id", "id", why)
     predicate, etype = raw.get("predicate"), raw.get("type", "static")
@@ -93,8 +94,11 @@ def _parse(rep: Report, raw: Mapping, where: str, index: int, by_id: dict[str, N
         _endpoints(rep, raw, where, predicate, by_id, declared)
     if raw.get("from") is not None and raw.get("from") == raw.get("to") and isinstance(raw.get("id"), str):
         rep.add(raw.line, where, "self-edge", f"edge {raw['id']} connects {raw['from']} to itself")
-    guardrails = _guardrails(rep, raw.get("guardrails"), raw.key_line("guardrails"), f"{where}.guardrails", by_id)
-    discover = _discover(rep, raw.get("discover"), raw.key_line("discover"), f"{where}.discover")
+    # most edges have neither: skip the calls and the field names built for their messages
+    guardrails = _guardrails(rep, raw["guardrails"], raw.key_line("guardrails"), f"{where}.guardrails",
+                             by_id) if "guardrails" in raw else None
+    discover = _discover(rep, raw["discover"], raw.key_line("discover"), f"{where}.discover") \
+        if "discover" in raw else None
     actions = _actions(rep, raw, where, predicate)
     if predicate == "PRODUCES" and not raw.get("payload"):
         rep.add(raw.line, where, "missing",
@@ -106,7 +110,7 @@ def _parse(rep: Report, raw: Mapping, where: str, index: int, by_id: dict[str, N
             rep.add(raw["payload"].item_line(j), f"{where}.payload[{j}]", "surface-token", why)
     if len(rep.problems) != before:
         return None
-    return Edge(id=raw["id"], src=raw["from"], dst=raw["to"], predicate=predicate, type=etype,
+    return assemble(Edge, id=raw["id"], src=raw["from"], dst=raw["to"], predicate=predicate, type=etype,
                 when=raw.get("when"), payload=tuple(raw.get("payload") or ()),
                 guardrails=guardrails, discover=discover, fallback=raw.get("fallback"),
                 actions=actions, line=raw.line, index=index, lines=_lines(raw))

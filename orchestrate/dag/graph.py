@@ -18,8 +18,8 @@ _DIGITS = re.compile(r"(\d+)")
 
 def natural_key(node_id: str) -> tuple:
     """Sort key putting `N2` before `N10`; the id itself breaks ties (`N02` vs `N2`)."""
-    parts = _DIGITS.split(node_id)
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts), node_id
+    parts = _DIGITS.split(node_id)  # text, digits, text, ...: digit runs are the odd parts
+    return tuple([(0, int(p), "") if i & 1 else (1, 0, p) for i, p in enumerate(parts)]), node_id
 
 
 def natural_sorted(ids: Iterable[str]) -> list[str]:
@@ -31,27 +31,42 @@ def kahn_layers(deps: Mapping[str, Iterable[str]], settled: Iterable[str] = ()) 
 
     Nodes on a cycle never become ready and are left out: validate first.
     """
-    done = set(settled)
-    indegree: dict[str, int] = {}
-    children: dict[str, list[str]] = defaultdict(list)
+    return [natural_sorted(layer) for layer in _generations(deps, set(settled), known_only=False)]
+
+
+def _generations(deps: Mapping[str, Iterable[str]], done: set[str], known_only: bool) -> list[list[str]]:
+    """Kahn generations, unsorted. Nodes holding the very same dependency collection (one object) are
+    counted as one vertex: they become ready together, or never if one of them is among those
+    dependencies. A contracted LOOPS_WITH group shares one tuple of outside dependencies among its
+    members (`edges.contract`), so a group of 50 waiting for 50 nodes costs 50 edges here, not 2,500.
+    `known_only` ignores dependencies that are not keys of `deps`; otherwise such a node never starts."""
+    # id of a dependency collection -> (the collection, the nodes holding it); holding the collection
+    # keeps it alive, so its id cannot be reused while it is a key
+    members: dict[int, tuple[Iterable[str], list[str]]] = {}
     for node, ds in deps.items():
-        if node in done:
-            continue
-        pending = [d for d in set(ds) if d not in done]
-        indegree[node] = len(pending)
+        if node not in done:
+            key = id(ds)
+            if key in members:
+                members[key][1].append(node)
+            else:
+                members[key] = (ds, [node])
+    indegree: dict[int, int] = {}
+    children: dict[str, list[int]] = defaultdict(list)
+    for key, (ds, _) in members.items():
+        pending = [d for d in set(ds) if d not in done and (d in deps or not known_only)] if ds else ()
+        indegree[key] = len(pending)
         for d in pending:
-            children[d].append(node)
-    ready = [n for n, k in indegree.items() if k == 0]
+            children[d].append(key)
+    ready = [n for key, k in indegree.items() if k == 0 for n in members[key][1]]
     layers = []
     while ready:
-        layer = natural_sorted(ready)
-        layers.append(layer)
+        layers.append(ready)
         ready = []
-        for n in layer:
-            for c in children.get(n, ()):
-                indegree[c] -= 1
-                if indegree[c] == 0:
-                    ready.append(c)
+        for n in layers[-1]:
+            for key in children.get(n, ()):
+                indegree[key] -= 1
+                if indegree[key] == 0:
+                    ready.extend(members[key][1])
     return layers
 
 
@@ -61,10 +76,13 @@ def topological_order(deps: Mapping[str, Iterable[str]]) -> list[str]:
 
 def cycles(deps: Mapping[str, Iterable[str]]) -> list[list[str]]:
     """One cycle path per strongly connected component that has one, e.g. ['D2', 'D3', 'D2']."""
-    known = set(deps)
+    known = deps.keys()
     # Nodes that Kahn can settle cannot be on a cycle; only what is left is sorted and searched (a valid
     # DAG, the common case, costs one unsorted Kahn pass).
-    settled = _settled({n: [d for d in ds if d in known] for n, ds in deps.items()})
+    order = kahn_order(deps)
+    if len(order) == len(deps):
+        return []
+    settled = set(order)
     rest = {n: natural_sorted(d for d in set(deps[n]) if d in known and d not in settled)
             for n in deps if n not in settled}
     found = []
@@ -77,23 +95,11 @@ def cycles(deps: Mapping[str, Iterable[str]]) -> list[list[str]]:
     return sorted(found, key=lambda c: natural_key(c[0]))
 
 
-def _settled(deps: Mapping[str, list[str]]) -> set[str]:
-    """Every node Kahn's algorithm can order, in no particular order (no sorting: only membership counts)."""
-    indegree = {n: len(set(ds)) for n, ds in deps.items()}
-    children: dict[str, list[str]] = defaultdict(list)
-    for node, ds in deps.items():
-        for d in set(ds):
-            children[d].append(node)
-    ready = [n for n, k in indegree.items() if k == 0]
-    done = set(ready)
-    while ready:
-        n = ready.pop()
-        for c in children.get(n, ()):
-            indegree[c] -= 1
-            if indegree[c] == 0:
-                done.add(c)
-                ready.append(c)
-    return done
+def kahn_order(deps: Mapping[str, Iterable[str]]) -> list[str]:
+    """Every node Kahn's algorithm can order, dependencies first but otherwise unsorted: what needs only
+    some topological order (cycle search, ancestor sweeps) skips `kahn_layers`' natural sort of each
+    layer. Dependencies outside `deps` are ignored; nodes on or behind a cycle are left out."""
+    return [n for layer in _generations(deps, set(), known_only=True) for n in layer]
 
 
 def _strong_components(graph: Mapping[str, list[str]]) -> list[list[str]]:
@@ -197,7 +203,7 @@ def surface_conflicts(surfaces: Mapping[str, tuple[str, ...]], deps: Mapping[str
     involved = {n for pair in candidate for n in pair} | {n for t in shared_groups for n in owners[t]}
     if not involved:
         return []
-    order = {n: i for i, n in enumerate(topological_order(deps))}
+    order = {n: i for i, n in enumerate(kahn_order(deps))}  # any topological order serves
     ancestors = _ancestor_bits(deps, order, involved)
     bit = {n: 1 << i for i, n in enumerate(sorted(involved, key=natural_key))}
 
@@ -229,14 +235,22 @@ def _overlapping_tokens(tokens: list[str]) -> list[tuple[str, str]]:
             parent = "/".join(parts[:k])
             if parent in literal:
                 pairs.append((parent, t))
+    if not globs:
+        return list(dict.fromkeys(pairs))
     # A glob can only meet tokens under its literal prefix, or tokens whose literal prefix contains it.
+    # Both indexes keep only the keys some glob looks up.
+    glob_lits = {surface.literal_prefix(g) for g in globs}
+    heads = {lit[:k] for lit in glob_lits for k in range(len(lit))}
+    deepest = max(map(len, glob_lits))
     by_prefix: dict[tuple[str, ...], list[str]] = defaultdict(list)
     under: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for t in tokens:
         lit = surface.literal_prefix(t)
-        by_prefix[lit].append(t)
-        for k in range(len(lit) + 1):
-            under[lit[:k]].append(t)
+        if lit in heads:
+            by_prefix[lit].append(t)
+        for k in range(min(len(lit), deepest) + 1):
+            if lit[:k] in glob_lits:
+                under[lit[:k]].append(t)
     for g in globs:
         lit = surface.literal_prefix(g)
         pool = under.get(lit, []) + [t for k in range(len(lit)) for t in by_prefix.get(lit[:k], ())]
@@ -250,7 +264,7 @@ def _ancestor_bits(deps: Mapping[str, Iterable[str]], order: Mapping[str, int], 
     """For every node, a bitset of its involved ancestors, in one sweep in topological order."""
     bit = {n: 1 << i for i, n in enumerate(sorted(involved, key=natural_key))}
     bits: dict[str, int] = {}
-    for node in sorted(order, key=order.__getitem__):
+    for node in order:  # insertion order is topological
         acc = 0
         for d in deps.get(node, ()):
             acc |= bits.get(d, 0) | bit.get(d, 0)

@@ -2,7 +2,7 @@
 the engine asks of a DAG (layers, groups, incoming and outgoing edges, effective checks)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 
 from orchestrate.dag import graph
 
@@ -173,3 +173,40 @@ class Dag:
         return [n.id for n in self.nodes
                 if n.id != node_id and not n.complete and n.id not in ancestors
                 and node_id not in graph.reaches(deps, n.id)]
+
+
+_DEFAULTS: dict[type, tuple[dict, frozenset, frozenset]] = {}
+
+
+def _shape(cls: type) -> tuple[dict, frozenset, frozenset]:
+    """(plain defaults, field names, fields without a plain default) of a dataclass, found once."""
+    known = _DEFAULTS.get(cls)
+    if known is None:
+        defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+        names = frozenset(f.name for f in fields(cls))
+        known = _DEFAULTS[cls] = (defaults, names, names - defaults.keys())
+    return known
+
+
+def assemble(cls: type, **values):
+    """`cls(**values)` for a frozen dataclass, made without its `__init__`: that sets each field through
+    `object.__setattr__`, three to four times the cost of filling `__dict__`, and validation builds a
+    Node per node and an Edge per dependency (100k and 300k of them in a 100k-node DAG). A field with
+    a default factory must be given; unknown or missing names fail as they would in the constructor."""
+    defaults, names, required = _DEFAULTS.get(cls) or _shape(cls)
+    if not (values.keys() <= names and required <= values.keys()):
+        raise TypeError(f"{cls.__name__}: unknown or missing fields among {sorted(values)}")
+    obj = object.__new__(cls)
+    obj.__dict__.update(defaults, **values)
+    return obj
+
+
+def replaced(obj, **changes):
+    """`dataclasses.replace(obj, **changes)` for a frozen dataclass built by `assemble` or its constructor,
+    without running `__init__` again (validation adds the ordering predecessors to every hub's node)."""
+    if not changes.keys() <= _shape(type(obj))[1]:
+        raise TypeError(f"{type(obj).__name__}: unknown fields among {sorted(changes)}")
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__, **changes)
+    return new
+

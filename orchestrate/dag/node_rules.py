@@ -23,6 +23,7 @@ from orchestrate.dag.model import (
     Check,
     Node,
     Tripwire,
+    assemble,
 )
 from orchestrate.dag.schema import (
     AGENT_FIELDS,
@@ -65,11 +66,13 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
         else:
             usable.append(token)
     for j, dep in enumerate(raw.get("depends_on") or ()):
-        if isinstance(raw["depends_on"], Sequence) and (why := id_problem(dep)) and isinstance(dep, bool):
+        if isinstance(dep, bool) and isinstance(raw["depends_on"], Sequence) and (why := id_problem(dep)):
             rep.add(raw["depends_on"].item_line(j), f"{where}.depends_on", "id", why)
-    evaluators, plugin_gates = _evaluators(rep, raw.get("evaluators"), raw.key_line("evaluators"),
-                                           f"{where}.evaluators", gates)
-    tripwires = checks_of(rep, raw.get("tripwires"), raw.key_line("tripwires"), f"{where}.tripwires", TRIPWIRE_FIELDS)
+    # Most nodes have neither: skip the calls and the field names built for their messages.
+    evaluators, plugin_gates = _evaluators(rep, raw["evaluators"], raw.key_line("evaluators"),
+                                           f"{where}.evaluators", gates) if "evaluators" in raw else ([], [])
+    tripwires = checks_of(rep, raw["tripwires"], raw.key_line("tripwires"), f"{where}.tripwires",
+                          TRIPWIRE_FIELDS) if "tripwires" in raw else []
     if "brief" in raw and "brief_file" in raw:
         rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "exclusive", "give `brief` or `brief_file`, not both")
     elif isinstance(raw.get("brief_file"), str) and not (base_dir / raw["brief_file"]).is_file():
@@ -90,6 +93,8 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
         return None, False
 
     def valid(key: str, check, default):
+        if key not in raw and key not in defaults:
+            return default
         value = raw.get(key, defaults.get(key, default))
         return default if check(value) else value
 
@@ -101,8 +106,8 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
         return raw[key] if raw.get(key) in allowed else default
 
     max_rework = raw.get("max_rework")
-    built = Node(
-        id=node_id, title=raw["title"] if isinstance(raw.get("title"), str) and raw["title"] else node_id,
+    built = assemble(
+        Node, id=node_id, title=raw["title"] if isinstance(raw.get("title"), str) and raw["title"] else node_id,
         depends_on=texts("depends_on"),
         file_surface=tuple(usable),
         worker=worker or (None if worker_spec else workers.get(discipline or "")),
@@ -117,7 +122,7 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
         line=raw.line, plugin_gates=tuple(plugin_gates),
         outputs=tuple(k for k in texts("outputs") if k.isidentifier()),
         activation=one_of("activation", ACTIVATIONS, "always"), join=one_of("join", JOINS, "all"),
-        max_rework=None if is_count(max_rework) else max_rework,
+        max_rework=None if max_rework is None or is_count(max_rework) else max_rework,
         on_exhausted=one_of("on_exhausted", ON_EXHAUSTED, "halt"), worker_spec=worker_spec,
         sandbox=raw["sandbox"] if raw.get("sandbox") in SANDBOXES else defaults.get("sandbox"),
         budget=budget(rep, raw["budget"], raw.key_line("budget"), f"{where}.budget") if "budget" in raw else None)
@@ -255,8 +260,13 @@ def _worker(rep: Report, raw: Mapping, where: str) -> tuple[str | None, dict | N
     return None, dict(value)
 
 
+_OUTCOME_KEYS = frozenset([key for key, _, _ in NODE_ENUMS] + ["outputs", "on_exhausted"])
+
+
 def _outcome_fields(rep: Report, raw: Mapping, where: str) -> None:
     """activation, join, on_exhausted (closed sets), outputs (readable names) and the ABANDONED opt-in."""
+    if raw.keys().isdisjoint(_OUTCOME_KEYS):  # most nodes set none of them
+        return
     for key, allowed, called in NODE_ENUMS:
         value = raw.get(key)
         if isinstance(value, str) and value not in allowed:

@@ -66,13 +66,17 @@ def kind_of(v: object) -> str:
         return "nothing (null)"
     if isinstance(v, bool):
         return f"the boolean {str(v).lower()}"
-    return {dict: "a mapping", Mapping: "a mapping", list: "a list", Sequence: "a list",
-            int: "a number", float: "a number", str: "text"}.get(type(v), type(v).__name__)
+    return _KINDS.get(type(v), type(v).__name__)
+
+
+_KINDS = {dict: "a mapping", Mapping: "a mapping", list: "a list", Sequence: "a list",
+          int: "a number", float: "a number", str: "text"}
 
 
 CHECK_FIELDS: dict[str, tuple[Checker, bool]] = {
     "name": (is_text, True), "run": (is_text, True), "timeout": (is_pos_int, False), "review": (is_bool, False)}
 POLICY_CASES = ("attempts-spent", "stale-premise", "refuted-premise")
+POLICY_FIELDS: dict[str, tuple[Checker | None, bool]] = {"realignment": (None, False)}
 POLICY_RULE_FIELDS: dict[str, tuple[Checker, bool]] = {
     "choice": (is_text, True), "limit": (is_pos_int, False), "then": (is_text, False)}
 TRIPWIRE_FIELDS: dict[str, tuple[Checker, bool]] = {
@@ -148,19 +152,34 @@ class Report:
         self.problems.append(Problem(self.file, line, fld, code, message))
 
     def fields(self, data: Mapping, spec: dict, where: str) -> None:
-        """Unknown keys, missing required keys, and simple types of one mapping."""
-        for key in data:
-            if key not in spec:
+        """Unknown keys, missing required keys, and simple types of one mapping.
+
+        Walks the keys the mapping has, not every key the spec knows (a node has a handful of its 22):
+        each key yields at most one problem, under its own field, so the order is the sorted report's."""
+        for key, value in data.items():
+            entry = spec.get(key)
+            if entry is None:
                 self.add(data.key_line(key), join_path(where, str(key)), "unknown-key",
                          f"unknown key `{key}`{did_you_mean(str(key), spec)}")
-        for key, (checker, required) in spec.items():
+            elif entry[0] is not None and (why := entry[0](value)):
+                self.add(data.key_line(key), join_path(where, key), "type", why)
+        for key in _required(spec):
             if key not in data:
-                if required:
-                    self.add(data.line, join_path(where, key), "missing", f"required key `{key}` is missing")
-            elif checker is not None:
-                why = checker(data[key])
-                if why:
-                    self.add(data.key_line(key), join_path(where, key), "type", why)
+                self.add(data.line, join_path(where, key), "missing", f"required key `{key}` is missing")
+
+
+_REQUIRED: dict[int, tuple[dict, tuple[str, ...]]] = {}
+
+
+def _required(spec: dict) -> tuple[str, ...]:
+    """The required keys of a spec, found once: specs are module constants. The entry keeps the spec
+    itself alive, so its id cannot be reused by another dict while cached."""
+    hit = _REQUIRED.get(id(spec))
+    if hit is None:
+        if len(_REQUIRED) > 256:  # a caller building specs on the fly must not grow this without end
+            _REQUIRED.clear()
+        hit = _REQUIRED[id(spec)] = (spec, tuple(k for k, (_, required) in spec.items() if required))
+    return hit[1]
 
 
 def join_path(where: str, key: str) -> str:

@@ -99,8 +99,12 @@ def _slash_in_class(token: str) -> bool:
     return False
 
 
+_SPECIAL = re.compile(r"[*?\[\\]")  # _GLOB_CHARS as a character class
+
+
 def _first_special(pattern: str) -> int:
-    return next((i for i, ch in enumerate(pattern) if ch in _GLOB_CHARS), len(pattern))
+    found = _SPECIAL.search(pattern)
+    return found.start() if found else len(pattern)
 
 
 @lru_cache(maxsize=65536)
@@ -120,6 +124,8 @@ def _segments(token: str) -> tuple[str, ...]:
 
 def literal_prefix(token: str) -> tuple[str, ...]:
     """The token's segments before its first glob segment (all of them for a plain path): an index key."""
+    if not is_glob(token):  # what _segments gives a plain path, without its cache (tokens are mostly unique)
+        return tuple(token.rstrip("/").split("/"))
     out = []
     for seg in _segments(token):
         if is_glob(seg):

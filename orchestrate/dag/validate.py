@@ -1,17 +1,17 @@
 """Validation of a loaded DAG: every rule of the contract checked, every problem reported with its line."""
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from orchestrate.dag import edge_rules, graph, node_rules
 from orchestrate.dag.model import (COMMAND_PLUGIN, MODES, RESERVED_GATES, SANDBOXES, SCHEDULES, SCHEMA_VERSIONS,
-                                   UNSANDBOXED, Dag, Node)
+                                   UNSANDBOXED, Dag, Node, replaced)
 from orchestrate.dag.schema import (
     CHECK_FIELDS,
     COMMAND_GATE_FIELDS,
     DEFAULT_FIELDS,
     POLICY_CASES,
+    POLICY_FIELDS,
     POLICY_RULE_FIELDS,
     TOP_FIELDS,
     Report,
@@ -127,14 +127,14 @@ def validate(data: object, file: str, *, topic: str | None = None,
         raw = node_lines[n.id]
         seen = set()
         for j, dep in enumerate(n.depends_on):
-            line = raw["depends_on"].item_line(j) if isinstance(raw.get("depends_on"), Sequence) else raw.line
             if dep in seen:
-                rep.add(line, f"nodes.{n.id}.depends_on", "duplicate-dependency", f"`{dep}` is listed twice")
+                rep.add(_item_line(raw, j), f"nodes.{n.id}.depends_on", "duplicate-dependency",
+                        f"`{dep}` is listed twice")
             seen.add(dep)
             if dep not in by_id and dep not in declared:  # a declared id that is unreadable is reported there
-                rep.add(line, f"nodes.{n.id}.depends_on", "dangling",
+                rep.add(_item_line(raw, j), f"nodes.{n.id}.depends_on", "dangling",
                         f"`{dep}` is not a node of this DAG{did_you_mean(dep, by_id)}")
-    nodes = [_with_deps(n, tuple(d for d in dict.fromkeys(n.depends_on) if d in by_id)) for n in nodes]
+    nodes = [_with_deps(n, _known(n.depends_on, by_id)) for n in nodes]
     model = edge_rules.check(rep, data.get("edges"), data.key_line("edges"), nodes, node_lines,
                           declared, params, gates)
     # Every ordering predecessor becomes part of depends_on, so code reading a node alone sees them all.
@@ -160,8 +160,21 @@ def validate(data: object, file: str, *, topic: str | None = None,
                _effective=model.effective), []
 
 
+def _item_line(raw: Mapping, j: int) -> int:
+    """The line of a node's j-th dependency: looked up only for a problem, never per dependency."""
+    return raw["depends_on"].item_line(j) if isinstance(raw.get("depends_on"), Sequence) else raw.line
+
+
+def _known(deps: tuple[str, ...], by_id: dict) -> tuple[str, ...]:
+    """`deps` without repeats and unknown ids: most often `deps` itself, with no tuple built."""
+    unique = dict.fromkeys(deps)
+    if len(unique) == len(deps) and by_id.keys() >= unique.keys():
+        return deps
+    return tuple(d for d in unique if d in by_id)
+
+
 def _with_deps(node: Node, deps: tuple[str, ...]) -> Node:
-    return node if deps == node.depends_on else replace(node, depends_on=deps)  # replace() is slow at 100k
+    return node if deps == node.depends_on else replaced(node, depends_on=deps)
 
 
 def _flags_readable(raw: Mapping) -> bool:
@@ -175,7 +188,7 @@ def _policy(rep: Report, value: object, line: int) -> dict:
     if not isinstance(value, Mapping):
         rep.add(line, "policy", "type", f"expected a mapping, got {kind_of(value)}")
         return {}
-    rep.fields(value, {"realignment": (None, False)}, "policy")
+    rep.fields(value, POLICY_FIELDS, "policy")
     cases = value.get("realignment") or Mapping()
     if not isinstance(cases, Mapping):
         rep.add(value.key_line("realignment"), "policy.realignment", "type", f"expected a mapping, got {kind_of(cases)}")

@@ -7,6 +7,7 @@ instead. Mappings come back as `Mapping` (a dict with `.line` and `.key_line`), 
 from __future__ import annotations
 
 import re
+import types
 from dataclasses import dataclass
 
 import yaml
@@ -33,6 +34,7 @@ class Problem:
 
 class Mapping(dict):
     line: int = 0
+    _lines: "types.MappingProxyType | dict" = types.MappingProxyType({})  # none known (read as JSON)
 
     def key_line(self, key: str) -> int:
         return self._lines.get(key, self.line)
@@ -40,9 +42,13 @@ class Mapping(dict):
 
 class Sequence(list):
     line: int = 0
+    _lines: tuple | list = ()  # none known (read as JSON)
 
     def item_line(self, index: int) -> int:
         return self._lines[index] if index < len(self._lines) else self.line
+
+
+_MAP, _SEQ, _STR = ("tag:yaml.org,2002:" + kind for kind in ("map", "seq", "str"))
 
 
 class _Loader(_Base):
@@ -50,13 +56,34 @@ class _Loader(_Base):
         super().__init__(stream)
         self.duplicates: list[tuple[int, str, int]] = []
 
+    def _value(self, node):
+        """`construct_object(node, deep=True)` for the three kinds a DAG is made of, without its dispatch:
+        a plain string is the node's text; a mapping or a list goes to our constructors below with the
+        same bookkeeping (an alias returns the object already built, a node inside itself is refused).
+        Every other tag (numbers, booleans, null, explicit tags) takes PyYAML's own path."""
+        tag = node.tag
+        if tag == _STR and isinstance(node, yaml.ScalarNode):
+            return node.value
+        if tag != _MAP and tag != _SEQ:
+            return self.construct_object(node, deep=True)
+        if node in self.constructed_objects:
+            return self.constructed_objects[node]
+        if node in self.recursive_objects:
+            raise yaml.constructor.ConstructorError(None, None, "found unconstructable recursive node",
+                                                    node.start_mark)
+        self.recursive_objects[node] = None
+        data = self.construct_mapping(node) if tag == _MAP else self.construct_sequence(node)
+        self.constructed_objects[node] = data
+        del self.recursive_objects[node]
+        return data
+
     def construct_mapping(self, node, deep=False):  # noqa: D401 - PyYAML hook
         self.flatten_mapping(node)
         result = Mapping()
         result.line = node.start_mark.line + 1
         lines: dict = {}
         for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=True)
+            key = self._value(key_node)
             try:
                 hash(key)
             except TypeError:
@@ -66,12 +93,12 @@ class _Loader(_Base):
             if key in lines:
                 self.duplicates.append((line, str(key), lines[key]))
             lines[key] = line
-            result[key] = self.construct_object(value_node, deep=True)
+            result[key] = self._value(value_node)
         result._lines = lines
         return result
 
     def construct_sequence(self, node, deep=False):
-        result = Sequence(self.construct_object(child, deep=True) for child in node.value)
+        result = Sequence([self._value(child) for child in node.value])
         result.line = node.start_mark.line + 1
         result._lines = [child.start_mark.line + 1 for child in node.value]
         return result
@@ -126,25 +153,23 @@ class _Duplicate(Exception):
 
 
 def _pairs(pairs: list) -> "Mapping":
-    result = Mapping()
+    """Each JSON object as a Mapping, its lists as Sequences. The decoder builds objects inside out, so
+    every value here is final: no second walk over the whole document is needed."""
+    result = Mapping(pairs)
+    if len(result) != len(pairs):
+        raise _Duplicate  # the YAML reader names the key and its lines
     for key, value in pairs:
-        if key in result:
-            raise _Duplicate(key)
-        result[key] = value
-    result._lines = {}
+        if value.__class__ is list:
+            result[key] = _sequence(value)
     return result
 
 
-def _sequences(value: object) -> object:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            value[key] = _sequences(item)
-        return value
-    if isinstance(value, list):
-        seq = Sequence(_sequences(item) for item in value)
-        seq._lines = []
-        return seq
-    return value
+def _sequence(items: list) -> "Sequence":
+    seq = Sequence(items)
+    for i, item in enumerate(seq):
+        if item.__class__ is list:  # a list directly inside a list; objects were converted by _pairs
+            seq[i] = _sequence(item)
+    return seq
 
 
 def _load_json(text: str) -> "Mapping | None":
@@ -154,7 +179,8 @@ def _load_json(text: str) -> "Mapping | None":
         data = json.loads(text, object_pairs_hook=_pairs)
     except (ValueError, _Duplicate):
         return None
-    data = _sequences(data)
+    if data.__class__ is list:
+        data = _sequence(data)
     if isinstance(data, Mapping):
         data.fast = True
     return data
