@@ -73,6 +73,9 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
     settled and a --jobs slot is free; landed nodes are judged while others run, their evaluators up to
     --jobs at once; merges go one at a time. Layers are still where coherence is checked. `--schedule
     layered` (or `schedule: layered` in the DAG) starts a layer only when the previous one has merged.
+    A seam about one node (realignment, review-divergence, reserved-halt) does not stop an eager run:
+    the person is told at once, `orchestrate decide` answers while the run goes on, and the run asks
+    (or pauses, exit 75) only once nothing else can progress.
 
     With --executor dask, each worker runs on a Dask cluster: the node branch is pushed to --remote at
     its base, a Dask worker fetches it, runs the worker, pushes the branch back, and the engine fetches
