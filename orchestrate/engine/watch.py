@@ -28,9 +28,10 @@ def refresh(ctx: Context) -> None:
         arm(ctx)
 
 
-def arm(ctx: Context) -> None:
-    """Before workers start when none runs (also after a resume: whatever happened before is not seen)."""
-    ctx.watch = _take(ctx)
+def arm(ctx: Context, taken: fingerprint.Fingerprint | None = None) -> None:
+    """Before workers start when none runs (also after a resume: whatever happened before is not seen).
+    `taken`: a fingerprint just taken and found unchanged (check's), which is the state as it is now."""
+    ctx.watch = taken or _take(ctx)
     if ctx.recorder is not None:  # a foreign journal line names the nodes that were running
         ctx.recorder.suspects = lambda: list(getattr(ctx.executor, "live", ())) or _dispatched(ctx)
         ctx.recorder.pinned = lambda: _pinned(ctx)
@@ -88,9 +89,11 @@ def check(ctx: Context, finished: list[str], running: list[str]) -> None:
     if checkout:
         ctx.out.always(f"warning: the checkout changed while {', '.join(suspects)} ran: {'; '.join(checkout)} "
                        "(left as it is: it may be your own work)")
-    if changed:
+    if changed:  # what was put back is read again; a moved ref or branch is not put back, but is seen now
         _blame(ctx, suspects, changed, fingerprint.restore(ctx.watch, keep=_kept(ctx)))
-    arm(ctx)
+        arm(ctx)
+    else:  # the look just taken is the state the workers still running go on from: no second look
+        arm(ctx, now)
 
 
 def _blame(ctx: Context, suspects: list[str], changed: list[str], put_back: list[str]) -> None:
