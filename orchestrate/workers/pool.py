@@ -166,12 +166,10 @@ def _rebase(path: Path, base: str, branch: str | None, keep_ignored: bool) -> bo
     listed = git.git(path, "ls-files", "-z", "--others", "--directory", check=False)
     if not listed or listed.stderr.strip():  # an unreadable folder: what it holds is unknown
         return False
-    left = [entry.rstrip("/") for entry in listed.stdout.split("\0") if entry]
-    if keep_ignored:
-        left = _not_ignored(path, left)
-        if left is None:
-            return False
+    left: list[str] | None = [entry.rstrip("/") for entry in listed.stdout.split("\0") if entry]
     try:
+        if keep_ignored and (left := _not_ignored(path, left)) is None:
+            return False
         for entry in left:
             _remove(path / entry)
         for folder in git.git(path, "ls-tree", "-r", "-d", "--name-only", "-z", "HEAD").stdout.split("\0"):
@@ -183,9 +181,9 @@ def _rebase(path: Path, base: str, branch: str | None, keep_ignored: bool) -> bo
 
 
 def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
-    """The entries the repository's ignore rules (the new base's `.gitignore` files and `info/exclude`)
-    do not match, untracked `.gitignore` files among them. Not the user's global excludes file: a worker
-    may have written it. None when git could not tell."""
+    """Remove each untracked `.gitignore` among `entries`, then return the entries the repository's ignore
+    rules (the new base's `.gitignore` files and `info/exclude`; not the user's global excludes file,
+    which a worker may have written) do not match. None when git could not tell."""
     planted = [e for e in entries if os.path.basename(e) == ".gitignore"]
     for entry in planted:  # gone before git is asked: each would make what it names look ignored
         _remove(path / entry)
