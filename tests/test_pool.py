@@ -95,3 +95,54 @@ def test_a_spare_pooled_by_another_process_is_removed_not_reused(tmp_path):
     git.worktree_add(repo, spare, "node/t/N1", "HEAD")  # on disk, but this process never pooled it
     assert not pool.take(repo, home / "N2", home, "HEAD", "node/t/N2")
     assert not spare.exists()
+
+
+# A leaves an ignored build cache, a `.gitignore` of its own that makes its planted file (and itself) look
+# ignored, so that nothing of it is committed as a leftover, and a repository planted in a tracked folder (no
+# git listing shows a `.git` below the top). B, reusing A's working copy, writes down what it finds.
+CACHE_WORKER = r"""#!/bin/sh
+set -eu
+case "$ORCH_NODE" in
+  A)
+    echo A > a.txt && git add a.txt && git commit -qm A
+    mkdir -p build && echo warm > build/cache.o
+    printf '*\n' > sub/.gitignore && echo planted > sub/planted.txt
+    mkdir sub/.git && echo "ref: refs/heads/evil" > sub/.git/HEAD ;;
+  B)
+    for f in build/cache.o sub/.gitignore sub/planted.txt sub/.git; do
+      test -e "$f" && echo "$f" >> b.txt
+    done
+    echo end >> b.txt && git add b.txt && git commit -qm B ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("where", ["none", "dag", "config"])
+def test_ignored_files_survive_only_with_keep_ignored(tmp_path, orch, where):
+    dag = DAG.format(mode="none").replace("sandbox: none", "sandbox: none, keep_ignored: true" if where == "dag"
+                                          else "sandbox: none")
+    repo = campaign_repo(tmp_path, dag, CACHE_WORKER, {**FILES, "sub/kept.txt": "tracked\n"})
+    if where == "config":
+        (repo / ".ledger" / "config.yaml").write_text("sandbox: {keep_ignored: true}\n")
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 75, done.out + done.err
+    adds = {e["context"]["node"]: e["context"] for e in journal(repo, "pool")
+            if e["kind"] == "result" and e["context"].get("effect") == "worktree-add"}
+    assert adds["B"].get("reused"), "B did not reuse A's working copy: this test would prove nothing"
+    seen = repo.git("show", "campaign/pool:b.txt").splitlines()
+    assert seen == (["end"] if where == "none" else ["build/cache.o", "end"])
+
+
+def test_a_bad_keep_ignored_setting_is_one_line_naming_it(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG.format(mode="none").replace("sandbox: none", "sandbox: none, keep_ignored: yes please"),
+                         WORKER, FILES)
+    r = orch("validate", cwd=repo)
+    assert r.rc == 1
+    assert r.out.splitlines() == [f"{repo / '.ledger' / 'state' / 'dag.yaml'}:3: defaults.keep_ignored: expected true "
+                                  "or false, got text"]
+    repo = campaign_repo(tmp_path / "c", DAG.format(mode="none"), WORKER, FILES)
+    (repo / ".ledger" / "config.yaml").write_text("sandbox: {keep_ignored: sometimes}\n")
+    r = orch("validate", cwd=repo)
+    assert r.rc == 1
+    assert r.out.splitlines() == [f"{repo / '.ledger' / 'config.yaml'}:1: sandbox.keep_ignored: `sometimes` is not "
+                                  "true or false"]

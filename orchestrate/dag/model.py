@@ -92,6 +92,7 @@ class Dag:
     budget: dict = field(default_factory=dict, compare=False)  # the campaign's {cost_usd, tokens}; {}: none
     schedule: str = "eager"  # eager | layered: when a node may start (engine/schedule.py)
     unsandboxed: str | None = None  # `defaults: {unsandboxed: ...}`; None: `.ledger/config.yaml`'s, else serial
+    keep_ignored: bool | None = None  # `defaults: {keep_ignored: ...}`; None: `.ledger/config.yaml`'s, else false
     _groups: tuple = field(default=(), repr=False, compare=False)
     _layer_deps: dict = field(default_factory=dict, repr=False, compare=False)
     _effective: dict = field(default_factory=dict, repr=False, compare=False)

@@ -112,7 +112,8 @@ TOP_FIELDS: dict[str, tuple[Checker | None, bool]] = {
     "workers": (None, False), "checks": (None, False), "nodes": (None, True), "edges": (None, False),
     "policy": (None, False), "budget": (None, False)}
 DEFAULT_FIELDS: dict[str, tuple[Checker, bool]] = {"timeout": (is_timeout, False), "max_attempts": (is_count, False),
-                                                   "sandbox": (is_text, False), "unsandboxed": (is_text, False)}
+                                                   "sandbox": (is_text, False), "unsandboxed": (is_text, False),
+                                                   "keep_ignored": (is_bool, False)}
 
 
 def did_you_mean(word: str, choices) -> str:

@@ -156,6 +156,7 @@ def validate(data: object, file: str, *, topic: str | None = None,
                workers=dict(workers), checks=tuple(node_rules.check_of(c) for c in checks),
                nodes=tuple(nodes), by_id=by_id, policy=policy, edges=tuple(model.edges), params=params,
                gates=gates, budget=budget or {}, unsandboxed=defaults.get("unsandboxed"),
+               keep_ignored=defaults.get("keep_ignored"),
                _groups=tuple(model.groups), _layer_deps=model.layer_deps,
                _effective=model.effective), []
 

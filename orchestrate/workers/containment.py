@@ -22,7 +22,7 @@ from orchestrate.dag.model import UNSANDBOXED
 from orchestrate.workers import private_objects, sandbox
 from orchestrate.workers.local import LocalExecutor
 
-CONFIG_KEYS = ("mode", "writable", "unsandboxed")
+CONFIG_KEYS = ("mode", "writable", "unsandboxed", "keep_ignored")
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,14 @@ def runs_alone(ctx) -> bool:
     else serial. Only the local executor serialises: a Dask worker runs in a task folder on its own machine."""
     chosen = getattr(ctx.dag, "unsandboxed", None) or _configured(ctx.layout.ledger)[2]
     return chosen != "parallel" and isinstance(ctx.executor, LocalExecutor)
+
+
+def keeps_ignored(ctx) -> bool:
+    """Do ignored files (build caches) stay in a pooled working copy from one node to the next (workers/pool.py)?
+    The DAG's `defaults: {keep_ignored: true}`, else `sandbox: {keep_ignored: true}` in `.ledger/config.yaml`,
+    else no: what one worker leaves, even ignored, is never seen by the next."""
+    chosen = getattr(ctx.dag, "keep_ignored", None)
+    return _configured(ctx.layout.ledger)[3] if chosen is None else chosen
 
 
 def enabled(ctx, node) -> bool:
@@ -78,20 +86,21 @@ def settle(ctx, ns) -> None:
     private_objects.bring_in(ctx.root, Path(ns.objects), common / "objects")
 
 
-def _configured(ledger: Path | None) -> tuple[str, list[str], str]:
-    """(mode, writable folders, unsandboxed) from `.ledger/config.yaml`'s `sandbox:`."""
+def _configured(ledger: Path | None) -> tuple[str, list[str], str, bool]:
+    """(mode, writable folders, unsandboxed, keep_ignored) from `.ledger/config.yaml`'s `sandbox:`."""
     found = config.read(ledger, "sandbox")
     value = found.value
     home = [os.path.expanduser("~")]
     if value is None:
-        return "auto", home, "serial"
+        return "auto", home, "serial", False
     if isinstance(value, str):
         if value not in sandbox.MODES:
             raise found.error("sandbox", found.line, f"`{value}` is not a sandbox setting: use {', '.join(sandbox.MODES)}")
-        return value, home, "serial"
+        return value, home, "serial", False
     if not isinstance(value, dict):
         raise found.error("sandbox", found.line,
-                          "expected auto, bwrap, none, or {mode: ..., writable: [...], unsandboxed: ...}")
+                          "expected auto, bwrap, none, or {mode: ..., writable: [...], unsandboxed: ..., "
+                          "keep_ignored: ...}")
     for key in value:
         if key not in CONFIG_KEYS:
             raise found.error(f"sandbox.{key}", found.line, f"unknown key; keys: {', '.join(CONFIG_KEYS)}")
@@ -105,4 +114,7 @@ def _configured(ledger: Path | None) -> tuple[str, list[str], str]:
     if alone not in UNSANDBOXED:
         raise found.error("sandbox.unsandboxed", found.line,
                           f"`{alone}` is not an unsandboxed setting: use {', '.join(UNSANDBOXED)}")
-    return chosen, [os.path.expanduser(w) for w in writable], alone
+    keep = value.get("keep_ignored", False)
+    if not isinstance(keep, bool):
+        raise found.error("sandbox.keep_ignored", found.line, f"`{keep}` is not true or false")
+    return chosen, [os.path.expanduser(w) for w in writable], alone, keep

@@ -13,6 +13,7 @@ checkout is only reported: the user may be working there.
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,18 +30,20 @@ class Fingerprint:
     refs: dict[str, str] = field(default_factory=dict)
     checkout: dict[str, str] = field(default_factory=dict)
     recorder: dict[Path, bytes | None] = field(default_factory=dict)  # recorder file -> content
+    looked: float = 0.0  # when the checkout was looked at (time.monotonic())
 
 
 def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (),
-         other_topics: list[str] = ()) -> Fingerprint:
+         other_topics: list[str] = (), seen: Fingerprint | None = None) -> Fingerprint:
     """`own_refs`: the refs the running workers may move (their own node branches); `other_topics`: the
-    campaigns whose node and campaign branches are not watched here (their runners move them)."""
+    campaigns whose node and campaign branches are not watched here (their runners move them); `seen`: a
+    fingerprint whose look at the checkout (the costly part: a `git status`) stands for a new one."""
     common = common_dir(root)
     fp = Fingerprint(common, files=take_files(common))
     theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
     fp.refs = {name: sha for name, sha in git.refs(root, "refs").items()
                if name not in own_refs and not (name + "/").startswith(theirs)}
-    fp.checkout = _checkout(root)
+    fp.checkout, fp.looked = (seen.checkout, seen.looked) if seen else (_checkout(root), time.monotonic())
     fp.recorder = {path: _read(path) for path in recorder_files}
     return fp
 
@@ -134,10 +137,20 @@ def _read(path: Path) -> bytes | None:
 
 
 def _checkout(root: Path) -> dict[str, str]:
+    """HEAD, branch and status from one `git status` (porcelain v2's branch header names HEAD and its
+    branch, as rev-parse and symbolic-ref would, in the same process), and the index's hash. Every untracked
+    file is listed, not only its folder: a file added to a folder that was already untracked is a change.
+    Renames are not looked for and ahead/behind is not counted: neither is needed to see a change, and both
+    cost time on a big checkout or a long history."""
     index = root / ".git" / "index"
-    return {"HEAD": git.rev_parse(root, "HEAD") or "", "branch": git.head_branch(root) or "(detached)",
+    fields = git.git(root, "status", "--porcelain=v2", "--branch", "--no-ahead-behind", "--no-renames", "-z",
+                     "--untracked-files=all").stdout.split("\0")
+    header = dict(f[2:].partition(" ")[::2] for f in fields if f.startswith("# "))
+    entries = "\0".join(f for f in fields if not f.startswith("# "))
+    head = header.get("branch.oid", "")
+    return {"HEAD": "" if head == "(initial)" else head, "branch": header.get("branch.head", "(detached)"),
             "index": hashlib.sha256(index.read_bytes()).hexdigest() if index.is_file() else "",
-            "status": hashlib.sha256(git.status_porcelain(root).encode()).hexdigest()}
+            "status": hashlib.sha256(entries.encode()).hexdigest()}
 
 
 def _shown(path: Path) -> str:

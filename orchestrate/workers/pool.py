@@ -11,18 +11,27 @@ A worker had the run of the worktree it leaves behind, so nothing in it is trust
   started (its hash is checked). Every file the worker touched since then has a newer ctime than that
   index records, which no unprivileged process can set back, so git sees it as changed and rewrites
   it; an index the worker crafted to hide a change is never read;
-- then a forced checkout of the new base, `git clean -ffdx` (untracked and ignored files, nested
-  repositories), and `git status --ignored` must come out empty.
+- then one pass over the tree (`_rebase`): a forced checkout of the new base (it writes only the paths
+  whose index entries differ, after one stat per file), then every path the index does not hold, as
+  `git ls-files --others --directory` lists them (untracked and ignored files, nested repositories,
+  empty folders; a folder wholly untracked is one entry), is removed, and so is a `.git` planted in a
+  tracked folder, which no git listing shows. No `git clean` and no `git status --ignored` afterwards:
+  each would be a second and third pass over the whole tree.
+With `keep_ignored: true` (the DAG's `defaults:` or `sandbox:` in `.ledger/config.yaml`) the entries
+the new base's own ignore rules match are kept (build caches); an untracked `.gitignore` is never kept,
+nor consulted, since it would widen what counts as ignored.
 Any step that fails removes the spare and the node gets a fresh worktree, as without a pool.
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrate import git
+from orchestrate.errors import GitError
 
 SPARES = 8  # kept per topic; more would only cost disk
 _KEEP = frozenset({"HEAD", "commondir", "gitdir", "index"})  # the index is then replaced by the snapshot
@@ -71,15 +80,17 @@ def keep(root: Path, path: Path, worktrees: Path) -> bool:
     return True
 
 
-def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None) -> bool:
-    """Re-base a spare as `path` (on `branch`, or detached at `base`); False when there was none to use."""
+def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None, *,
+         keep_ignored: bool = False) -> bool:
+    """Re-base a spare as `path` (on `branch`, or detached at `base`); False when there was none to use.
+    `keep_ignored`: files the new base's ignore rules match stay (warm build caches)."""
     for spare in _spares_in(folder(worktrees)):
         made = _spares.pop(str(spare), None)
         if made is None:  # pooled by another process: its history is unknown here
             discard(root, spare)
             continue
         if _trusted(spare, made) and git.worktree_move(root, spare, path):
-            if _reset_admin(made) and git.worktree_switch(path, base, branch):
+            if _reset_admin(made) and _rebase(path, base, branch, keep_ignored):
                 made.snapshot.unlink(missing_ok=True)
                 return True
             discard(root, path)
@@ -139,3 +150,58 @@ def _reset_admin(made: Made) -> bool:
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# Stat checks a planted config must not weaken: the index snapshot's trust rests on ctime (see above).
+_STAT = ("-c", "core.trustctime=true", "-c", "core.checkStat=default", "-c", "core.ignoreStat=false")
+
+
+def _rebase(path: Path, base: str, branch: str | None, keep_ignored: bool) -> bool:
+    """The worktree exactly at `base` (on `branch`, or detached), nothing else in it but, with
+    `keep_ignored`, ignored files. True when it is; False (the spare is then removed) when git refused
+    or said anything about what it could not read."""
+    switch = ["checkout", "--quiet", "--force"] + (["-B", branch, base] if branch else ["--detach", base])
+    if not git.git(path, *_STAT, *switch, check=False):
+        return False
+    listed = git.git(path, "ls-files", "-z", "--others", "--directory", check=False)
+    if not listed or listed.stderr.strip():  # an unreadable folder: what it holds is unknown
+        return False
+    left: list[str] | None = [entry.rstrip("/") for entry in listed.stdout.split("\0") if entry]
+    try:
+        if keep_ignored and (left := _not_ignored(path, left)) is None:
+            return False
+        for entry in left:
+            _remove(path / entry)
+        for folder in git.git(path, "ls-tree", "-r", "-d", "--name-only", "-z", "HEAD").stdout.split("\0"):
+            if folder:  # git never lists a `.git` below the top, nor tracks one: it is a planted repository
+                _remove(path / folder / ".git")
+    except (OSError, GitError):
+        return False
+    return True
+
+
+def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
+    """Remove each untracked `.gitignore` among `entries`, then return the entries the repository's ignore
+    rules (the new base's `.gitignore` files and `info/exclude`; not the user's global excludes file,
+    which a worker may have written) do not match. None when git could not tell."""
+    planted = [e for e in entries if os.path.basename(e) == ".gitignore"]
+    for entry in planted:  # gone before git is asked: each would make what it names look ignored
+        _remove(path / entry)
+    rest = [e for e in entries if os.path.basename(e) != ".gitignore"]
+    if not rest:
+        return []
+    # without a trailing slash a folder is matched by the rules above it, never by a .gitignore inside it
+    asked = git.git(path, "-c", "core.excludesFile=/dev/null", "check-ignore", "-z", "--stdin",
+                    input="\0".join(rest) + "\0", check=False)
+    if asked.rc not in (0, 1):
+        return None
+    ignored = set(asked.stdout.split("\0"))
+    return [e for e in rest if e not in ignored]
+
+
+def _remove(target: Path) -> None:
+    """Remove a file, a symlink (never followed) or a folder with everything in it; absent is fine."""
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif os.path.lexists(target):
+        target.unlink()

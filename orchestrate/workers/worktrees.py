@@ -11,7 +11,7 @@ from pathlib import Path
 
 from orchestrate import git
 from orchestrate.errors import Halted
-from orchestrate.workers import pool
+from orchestrate.workers import containment, pool
 
 
 def branch_name(topic: str, node: str, attempt: int) -> str:
@@ -39,7 +39,8 @@ def create(ctx, node: str, attempt: int, base: str, *, detached: bool = False) -
     home = ctx.layout.worktrees(topic)
     if detached:
         git.create_branch(ctx.root, branch, base)
-    reused = pool.take(ctx.root, path, home, base, None if detached else branch)
+    reused = pool.take(ctx.root, path, home, base, None if detached else branch,
+                       keep_ignored=containment.keeps_ignored(ctx))
     if not reused and detached:
         git.worktree_add_detached(ctx.root, path, base)
     elif not reused:
