@@ -248,17 +248,6 @@ def worktree_detach(worktree: str | Path) -> bool:
     return bool(git(worktree, "update-ref", "--no-deref", "-m", "detach", "HEAD", "HEAD", check=False))
 
 
-def worktree_switch(worktree: str | Path, base: str, branch: str | None) -> bool:
-    """Point a reused worktree at `base` (on `branch`, or detached) and remove every file that is not
-    `base`'s: git rewrites only the paths whose index entries differ, so this costs O(the diff plus one
-    stat per file), not a checkout of the whole tree. True when the worktree is then exactly `base`."""
-    switch = ["checkout", "--quiet", "--force"] + (["-B", branch, base] if branch else ["--detach", base])
-    if not git(worktree, *switch, check=False) or not git(worktree, "clean", "-ffdxq", check=False):
-        return False
-    left = git(worktree, "status", "--porcelain", "--ignored", "--untracked-files=all", check=False)
-    return bool(left) and not left.stdout.strip()
-
-
 def worktrees(repo: str | Path) -> list[dict[str, str]]:
     text = git(repo, "worktree", "list", "--porcelain").stdout
     return [{k: v for k, _, v in (ln.partition(" ") for ln in block.splitlines())}

@@ -11,7 +11,7 @@ A worker had the run of the worktree it leaves behind, so nothing in it is trust
   started (its hash is checked). Every file the worker touched since then has a newer ctime than that
   index records, which no unprivileged process can set back, so git sees it as changed and rewrites
   it; an index the worker crafted to hide a change is never read;
-- then one pass over the tree (`_rebase`): a forced checkout of the new base (it writes only the paths
+- then one pass over the tree (`rebase`): a forced checkout of the new base (it writes only the paths
   whose index entries differ, after one stat per file), then every path the index does not hold, as
   `git ls-files --others --directory` lists them (untracked and ignored files, nested repositories,
   empty folders; a folder wholly untracked is one entry), is removed, and so is a `.git` planted in a
@@ -90,7 +90,7 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
             discard(root, spare)
             continue
         if _trusted(spare, made) and git.worktree_move(root, spare, path):
-            if _reset_admin(made) and _rebase(path, base, branch, keep_ignored):
+            if _reset_admin(made) and rebase(path, base, branch, keep_ignored):
                 made.snapshot.unlink(missing_ok=True)
                 return True
             discard(root, path)
@@ -156,7 +156,7 @@ def _digest(path: Path) -> str:
 _STAT = ("-c", "core.trustctime=true", "-c", "core.checkStat=default", "-c", "core.ignoreStat=false")
 
 
-def _rebase(path: Path, base: str, branch: str | None, keep_ignored: bool) -> bool:
+def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False) -> bool:
     """The worktree exactly at `base` (on `branch`, or detached), nothing else in it but, with
     `keep_ignored`, ignored files. True when it is; False (the spare is then removed) when git refused
     or said anything about what it could not read."""

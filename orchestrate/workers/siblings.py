@@ -168,7 +168,7 @@ def _put_back(ctx, k: Kept, common: Path, branches: Branches) -> bool:
         if k.path.is_dir() and _linked(k.path, common):
             if k.detached and branches.get(k.ref) != k.sha:  # an attached checkout -B moves the branch itself
                 git.update_ref(ctx.root, k.ref, k.sha, reason=f"put back node {k.node}'s branch")
-            if git.worktree_switch(k.path, k.sha, None if k.detached else k.branch):
+            if pool.rebase(k.path, k.sha, None if k.detached else k.branch):
                 return True
         pool.discard(ctx.root, k.path)
         pool.forget(k.path)  # never pooled: the record of how orchestrate made it no longer holds
