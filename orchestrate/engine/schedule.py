@@ -99,7 +99,7 @@ def _eager(ctx) -> list[str]:
     serial = {n for n in window if _serialized(dag, n)}
     if any(n in serial for n in flight):  # a serialized node runs alone
         return []
-    stuck = set(parked(ctx))
+    stuck = set(parked(ctx)) | held(ctx)  # a node a seam asks about waits for its answer
     if any(c.nodes[n].env_error for n in stuck):  # the next ones would meet the same environment: none starts
         return []
     ready = [n for n in window if c.nodes[n].status in WAITING and (n in ctx.routed or c.nodes[n].status != PENDING)
