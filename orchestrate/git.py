@@ -45,12 +45,13 @@ def lines(repo: str | Path, *args: str, **kw) -> list[str]:
 # ---- repository discovery -------------------------------------------------------------------
 
 def toplevel(path: str | Path) -> Path:
-    """The top of the working tree containing `path`, or UsageError naming the fix."""
-    done = git(path, "rev-parse", "--show-toplevel", check=False)
-    if not done:
+    """The top of the working tree containing `path` (git_batch keeps it), or UsageError naming the fix."""
+    from orchestrate import git_batch
+    top = git_batch.toplevel(path)
+    if top is None:
         raise UsageError(f"{Path(path).resolve()} is not inside a git repository",
                          hint="run from the project's checkout, or `git init` first")
-    return Path(done.stdout.strip())
+    return top
 
 
 def main_worktree(path: str | Path) -> Path:
@@ -120,7 +121,8 @@ def head_branch(repo: str | Path) -> str | None:
 
 
 def branch_exists(repo: str | Path, branch: str) -> bool:
-    return bool(git(repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}", check=False))
+    from orchestrate import git_batch  # a reader kept open, or `show-ref --verify`
+    return git_batch.has_ref(repo, f"refs/heads/{branch}")
 
 
 def refs(repo: str | Path, pattern: str) -> dict[str, str]:

@@ -104,6 +104,7 @@ _readers: dict[tuple, Reader] = {}  # (worktree path, admin dir, its inode) -> r
 _guard = threading.Lock()
 _commits: set[tuple[str, str]] = set()  # (object store, full id) known to be a commit
 _identities: dict[tuple, dict[str, str]] = {}  # config stamp -> identity_env's answer
+_tops: dict[tuple, Path] = {}  # (path, the admin dir found from it, its inode) -> the top of its working tree
 
 
 def _admin(repo: Path) -> tuple[Path, int] | None:
@@ -183,6 +184,32 @@ def show(repo: str | Path, rev: str, path: str) -> str | None:
         pass
     done = git.git(repo, "show", f"{rev}:{path}", check=False)
     return done.stdout if done else None
+
+
+def has_ref(repo: str | Path, ref: str) -> bool:
+    """Whether the full ref name `ref` exists (`show-ref --verify` where no reader can say)."""
+    try:
+        return read(repo, ref) is not None
+    except Unusable:
+        return bool(git.git(repo, "show-ref", "--verify", "--quiet", ref, check=False))
+
+
+def toplevel(path: str | Path) -> Path | None:
+    """`rev-parse --show-toplevel` in `path`, asked once while the admin dir found from `path` stays the same
+    (a repository made or removed between the two finds another); None outside a working tree."""
+    where = Path(path).absolute()
+    found = _admin(where)
+    key = (str(where), str(found[0]), found[1]) if found else None
+    if key not in _tops:
+        done = git.git(where, "rev-parse", "--show-toplevel", check=False)
+        if not done:
+            return None
+        if key is None:
+            return Path(done.stdout.strip())
+        if len(_tops) > 256:
+            _tops.clear()
+        _tops[key] = Path(done.stdout.strip())
+    return _tops[key]
 
 
 def identity(repo: str | Path) -> dict[str, str]:
