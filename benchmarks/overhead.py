@@ -3,16 +3,26 @@ against a script that does the same git work by hand in the same run (per node: 
 commit, `merge --no-ff` in an integration worktree, worktree remove; plus one commit in a second
 repository per transition, as the recorder does).
 
-Run by hand: .venv/bin/python benchmarks/overhead.py [--sizes 16,64,256] [--layers 4]
+Run by hand: .venv/bin/python benchmarks/overhead.py [--sizes 16,64,256] [--layers 4] [--count-git]
+            [--against DIR --rounds 3]
 Target: ratio <= 1.5 at every N under both schedules, and per-node cost flat in N. The engine runs per size
 with workers outside the sandbox (`sandbox: none`) under the eager and the layered schedule (each ratio
 against the by-hand script), and eager inside the sandbox (`sandbox: bwrap`, when bubblewrap works here),
 whose cost per node is printed against the first.
+
+With --count-git, nothing is timed: each schedule runs once with a `git` on PATH that logs its arguments
+before it execs the real one, and the git processes per node are printed by subcommand, the engine's apart
+from the workers' own (a worker's environment carries ORCH_NODE). Counts do not depend on the machine's load,
+which the timings do. With --against DIR, the code unpacked in DIR (`git archive REV | tar -x -C DIR`) is
+timed too, interleaved with this code and the by-hand script round by round (medians printed; no sandbox).
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,8 +51,9 @@ def repo_with(root: Path, name: str) -> Path:
     return repo
 
 
-def engine(root: Path, n: int, layers: int, sandbox: str = "none", schedule: str = "eager") -> float:
-    repo = repo_with(root, f"engine-{n}-{sandbox}-{schedule}")
+def engine(root: Path, n: int, layers: int, sandbox: str = "none", schedule: str = "eager",
+           env: dict[str, str] = ENV, tag: str = "") -> float:
+    repo = repo_with(root, f"engine-{n}-{sandbox}-{schedule}{tag}")
     sh(repo, str(BIN / "orchestrate"), "init")
     per = max(1, n // layers)
     lines = ["topic: over", f"defaults: {{sandbox: {sandbox}}}", "workers: {sh: ./work.sh}", "nodes:"]
@@ -52,8 +63,7 @@ def engine(root: Path, n: int, layers: int, sandbox: str = "none", schedule: str
     (repo / ".ledger" / "state" / "dag.yaml").write_text("\n".join(lines) + "\n")
     t0 = time.perf_counter()
     done = subprocess.run([str(BIN / "orchestrate"), "run", "--jobs", "1", "--schedule", schedule, "--quiet"],
-                          cwd=repo, env=ENV,
-                          capture_output=True, text=True)
+                          cwd=repo, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - t0
     assert done.returncode == 75, done.stdout + done.stderr
     return elapsed
@@ -81,12 +91,72 @@ def by_hand(root: Path, n: int) -> float:
     return time.perf_counter() - t0
 
 
+def count_git(root: Path, n: int, layers: int, schedule: str) -> None:
+    """Run the campaign once with a logging `git` first on PATH; print git processes per node."""
+    shim, log = root / "shim", root / f"git-{schedule}.log"
+    shim.mkdir(exist_ok=True)
+    (shim / "git").write_text(f'#!/bin/sh\nprintf "%s %s\\0" "${{ORCH_NODE:+W}}${{ORCH_NODE:-E}}" "$*" >> {log}\n'
+                              f'exec {shutil.which("git")} "$@"\n')
+    (shim / "git").chmod(0o755)
+    engine(root, n, layers, schedule=schedule, env=dict(ENV, PATH=f"{shim}{os.pathsep}{ENV['PATH']}"))
+    engine_calls: collections.Counter = collections.Counter()
+    workers = 0
+    for line in filter(None, log.read_text().split("\0")):  # a commit message spans lines
+        who, _, args = line.partition(" ")
+        if who != "E":
+            workers += 1
+            continue
+        words = args.split(" ")
+        while words and words[0] in ("-C", "-c"):  # the options before the subcommand
+            words = words[2:]
+        engine_calls[words[0] if words else "?"] += 1
+    total = sum(engine_calls.values())
+    top = ", ".join(f"{cmd} {k / n:.1f}" for cmd, k in engine_calls.most_common(8))
+    print(f"{n:>6} {schedule:>8}: {total / n:5.1f} engine git processes per node ({top}); workers {workers / n:.1f}",
+          flush=True)
+
+
+def compare(root: Path, n: int, layers: int, other: Path, rounds: int) -> None:
+    """This code and the code at `other` (on PYTHONPATH), interleaved round by round with the by-hand script:
+    the median of each, so that both ratios are measured in the same run under the same load."""
+    theirs_env = dict(ENV, PYTHONPATH=str(other))
+    runs: dict[str, list[float]] = {k: [] for k in ("hand", "eager", "eager other", "layered", "layered other")}
+    for r in range(rounds):
+        sub = root / f"round-{r}"
+        sub.mkdir()
+        runs["hand"].append(by_hand(sub, n))
+        order = [("eager", ENV), ("eager other", theirs_env), ("layered", ENV), ("layered other", theirs_env)]
+        for name, env in (order if r % 2 == 0 else order[::-1]):
+            runs[name].append(engine(sub, n, layers, schedule=name.split()[0], env=env, tag=name.replace(" ", "-")))
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    cells = "".join(f" {med[k]:>7.2f}s {med[k] / med['hand']:>5.2f} {1000 * med[k] / n:>5.0f}ms"
+                    for k in ("eager", "layered", "eager other", "layered other"))
+    print(f"{n:>6} {med['hand']:>7.2f}s{cells}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="16,64,256")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--dir", default=None, help="where to build the repositories (e.g. /dev/shm for tmpfs)")
+    ap.add_argument("--count-git", action="store_true", help="count git processes per node instead of timing")
+    ap.add_argument("--against", metavar="DIR", help="also time the orchestrate code in DIR (an unpacked older "
+                    "commit, put first on PYTHONPATH), interleaved; medians of --rounds")
+    ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
+    if a.against:
+        print(f"{'nodes':>6} {'by hand':>8}" + "".join(f" {h:>22}" for h in (
+            "eager (ratio, /node)", "layered", f"eager {Path(a.against).name}", f"layered {Path(a.against).name}")))
+        for n in (int(x) for x in a.sizes.split(",")):
+            with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
+                compare(Path(tmp), n, a.layers, Path(a.against).resolve(), a.rounds)
+        return
+    if a.count_git:
+        for n in (int(x) for x in a.sizes.split(",")):
+            for schedule in ("eager", "layered"):
+                with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
+                    count_git(Path(tmp), n, a.layers, schedule)
+        return
     from orchestrate.workers import sandbox
     boxed = sandbox.probe() is None
     print(f"{'nodes':>6} {'by hand':>9} {'eager':>9} {'ratio':>6} {'per node':>9} {'layered':>9} {'ratio':>6}"

@@ -17,18 +17,21 @@ _READ_ENV = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
 
 def git(repo: str | Path, *args: str, check: bool = True, env: dict[str, str] | None = None,
         input: str | None = None, timeout: float | None = None) -> "proc.Completed":
-    from orchestrate import inert, proc  # lazily: subprocess's import is most of what `status` would cost
-    merged = dict(_READ_ENV)
-    merged.update(inert.env(Path(repo)))
-    if env:
-        merged.update(env)
+    from orchestrate import proc  # lazily: subprocess's import is most of what `status` would cost
+    argv, merged = command(repo, *args, env=env)
     try:
-        done = proc.run(["git", "-C", str(repo), *args], env=merged, input=input, timeout=timeout)
+        done = proc.run(argv, env=merged, input=input, timeout=timeout)
     except ProcError as exc:
         raise GitError(exc.cmd, None, message=f"git is not installed or cannot start: {exc.message}") from exc
     if check and not done:
         raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
     return done
+
+
+def command(repo: str | Path, *args: str, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment of a git call in `repo`: C locale, no optional locks, inert."""
+    from orchestrate import inert
+    return ["git", "-C", str(repo), *args], {**_READ_ENV, **inert.env(Path(repo)), **(env or {})}
 
 
 def out(repo: str | Path, *args: str, **kw) -> str:
@@ -42,12 +45,13 @@ def lines(repo: str | Path, *args: str, **kw) -> list[str]:
 # ---- repository discovery -------------------------------------------------------------------
 
 def toplevel(path: str | Path) -> Path:
-    """The top of the working tree containing `path`, or UsageError naming the fix."""
-    done = git(path, "rev-parse", "--show-toplevel", check=False)
-    if not done:
+    """The top of the working tree containing `path` (git_batch keeps it), or UsageError naming the fix."""
+    from orchestrate import git_batch
+    top = git_batch.toplevel(path)
+    if top is None:
         raise UsageError(f"{Path(path).resolve()} is not inside a git repository",
                          hint="run from the project's checkout, or `git init` first")
-    return Path(done.stdout.strip())
+    return top
 
 
 def main_worktree(path: str | Path) -> Path:
@@ -100,8 +104,8 @@ def is_repo_root(path: str | Path) -> bool:
 # ---- refs and commits -------------------------------------------------------------------------
 
 def rev_parse(repo: str | Path, rev: str) -> str | None:
-    done = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
-    return done.stdout.strip() if done else None
+    from orchestrate import git_batch  # a reader kept open where it answers as `rev-parse --verify` would
+    return git_batch.commit(repo, rev)
 
 
 def resolve(repo: str | Path, rev: str) -> str:
@@ -117,7 +121,8 @@ def head_branch(repo: str | Path) -> str | None:
 
 
 def branch_exists(repo: str | Path, branch: str) -> bool:
-    return bool(git(repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}", check=False))
+    from orchestrate import git_batch  # a reader kept open, or `show-ref --verify`
+    return git_batch.has_ref(repo, f"refs/heads/{branch}")
 
 
 def refs(repo: str | Path, pattern: str) -> dict[str, str]:
@@ -146,10 +151,6 @@ def commit_subjects(repo: str | Path, rev_range: str, *extra: str) -> list[tuple
     """[(sha, subject)] newest first."""
     rows = (ln.partition("\t") for ln in lines(repo, "log", "--format=%H%x09%s", *extra, rev_range))
     return [(sha, subject) for sha, _, subject in rows]
-
-
-def parents(repo: str | Path, sha: str) -> list[str]:
-    return out(repo, "rev-list", "--parents", "-n", "1", sha).split()[1:]
 
 
 # ---- changes ----------------------------------------------------------------------------------
@@ -329,18 +330,14 @@ def push(repo: str | Path, remote: str, src: str, ref: str, *, lease: str | None
 
 
 def identity_env(repo: str | Path) -> dict[str, str]:
-    """A committer identity for our own commits when the user has none configured."""
-    env = {}
-    if not config_get(repo, "user.name"):
-        env.update(GIT_AUTHOR_NAME="orchestrate", GIT_COMMITTER_NAME="orchestrate")
-    if not config_get(repo, "user.email"):
-        env.update(GIT_AUTHOR_EMAIL="orchestrate@localhost", GIT_COMMITTER_EMAIL="orchestrate@localhost")
-    return env
+    """A committer identity for our own commits when the user has none configured (git_batch keeps it)."""
+    from orchestrate import git_batch
+    return git_batch.identity(repo)
 
 
 def show_file(repo: str | Path, rev: str, path: str) -> str | None:
-    done = git(repo, "show", f"{rev}:{path}", check=False)
-    return done.stdout if done else None
+    from orchestrate import git_batch  # a reader kept open where it reads as `git show rev:path` would
+    return git_batch.show(repo, rev, path)
 
 
 def files_in_commit(repo: str | Path, sha: str) -> list[str]:

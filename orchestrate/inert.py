@@ -62,9 +62,15 @@ def env(repo: str | Path) -> dict[str, str]:
     return out
 
 
+def config_stamp(repo: Path, files: list[Path] | None = None) -> tuple:
+    """The config files git reads for `repo` (or `files`, found already) with their mtimes and sizes: while
+    it is equal, so is what they say (a file they include is not stamped)."""
+    return tuple((str(f), *_stamp(f)) for f in (_config_files(repo) if files is None else files))
+
+
 def _drivers(repo: Path) -> set[tuple[str, str]]:
     files = _config_files(repo)
-    key = tuple((str(f), *_stamp(f)) for f in files)
+    key = config_stamp(repo, files)
     if key not in _cache:
         found: set[tuple[str, str]] = set()
         seen: set[Path] = set()

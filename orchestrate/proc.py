@@ -120,6 +120,37 @@ def spawn(cmd: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log: I
         raise ProcError(argv, None, message=f"cannot start `{argv[0]}`: {exc.strerror or exc}") from exc
 
 
+def start_pipe(cmd: Sequence[str], *, env: Mapping[str, str] | None = None) -> subprocess.Popen:
+    """Start a long-running helper that answers on stdout (bytes) what it is sent on stdin, stderr discarded,
+    in a session of its own (a Ctrl-C at the terminal is the caller's to handle, not the helper's).
+    `end_pipe` stops it; until then it is ours, never taken for an orphan."""
+    argv = [str(c) for c in cmd]
+    try:
+        with _spawning:
+            child = subprocess.Popen(argv, env=clean_env(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+            _ours.add(child.pid)
+    except OSError as exc:
+        raise ProcError(argv, None, message=f"cannot start `{argv[0]}`: {exc.strerror or exc}") from exc
+    return child
+
+
+def end_pipe(child: subprocess.Popen, within: float = 2.0) -> None:
+    """Close a helper's input (it exits at its end) and reap it; one still running after `within` is killed."""
+    for pipe in (child.stdin, child.stdout):
+        try:
+            pipe.close()
+        except OSError:  # a dead helper: its unread input cannot be flushed
+            pass
+    try:
+        child.wait(timeout=within)
+    except subprocess.TimeoutExpired:
+        kill_group(child.pid)
+        child.wait()
+    finally:
+        _ours.discard(child.pid)
+
+
 # The children this module started and has not yet waited for (their pids), and a lock held while one
 # starts, so that `kill_orphans` never takes a child being started for an orphan.
 _ours: set[int] = set()

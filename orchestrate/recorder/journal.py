@@ -203,32 +203,42 @@ class Recorder:
         """Commit the recorder's files (held entries first) as one CAS step of the recorder branch.
 
         Under the recorder-wide lock, so runners of other topics commit one at a time; their commits since
-        this runner's last one are built on, a commit of this topic by anyone else is refused."""
+        this runner's last one are built on, a commit of this topic by anyone else is refused.
+
+        The branch is not read first: the commit is built on this runner's last one and the compare-and-swap
+        itself says whether anyone moved the branch (a process saved on every transition). Only then is the
+        move followed (another topic's commit, whose files the index already holds: it was staged and
+        committed under the same lock) and the commit made again on top of it, or refused."""
         from orchestrate.recorder.lock import RecorderLock
         self.flush()
         self.verify()
         faults.reach("flush")
         with RecorderLock(self.ledger):
-            followed = self._follow()
+            followed = self._pending is not None and self._follow()  # an interrupted commit of ours may have landed
             self._stage()
             self._keep_pinned()
             self.verify()  # a line appended while `add` ran may be in the index: refuse it too
             tree = git.out(self.ledger, "write-tree")
-            if not followed and self.head and tree == (self._tree or git.out(self.ledger, "rev-parse",
-                                                                              f"{self.head}^{{tree}}")):
+            if self.head and tree == (self._tree or git.out(self.ledger, "rev-parse", f"{self.head}^{{tree}}")) \
+                    and not (followed or self._follow()):
                 return self.head  # nothing changed (after another topic's commit, this one's subject still counts)
             message = subject + (f"\n\n{body}" if body else "") + f"\n\n{TOPIC_TRAILER}: {self.topic}"
-            args = ["commit-tree", tree, "-m", message] + (["-p", self.head] if self.head else [])
-            sha = git.out(self.ledger, *args, env=self._env)
-            faults.reach("commit")
-            # a Ctrl-C may land after git moved the ref and before the next line: the interrupt's own commit
-            # then finds this sha on the branch, and it is this runner's, not a foreign move
-            self._pending = (sha, tree)
-            if not git.update_ref(self.ledger, self.ref, sha, self.head or "0" * 40, reason=subject):
-                raise self._moved()
-            self.head, self._tree = sha, tree  # `add -A` left the index at this tree: `git status` is clean
-            self._pending = None
-            return sha
+            for _ in range(3):  # each retry follows a commit of another topic made before this lock was taken
+                args = ["commit-tree", tree, "-m", message] + (["-p", self.head] if self.head else [])
+                sha = git.out(self.ledger, *args, env=self._env)
+                faults.reach("commit")
+                # a Ctrl-C may land after git moved the ref and before the next line: the interrupt's own commit
+                # then finds this sha on the branch, and it is this runner's, not a foreign move
+                self._pending = (sha, tree)
+                if git.update_ref(self.ledger, self.ref, sha, self.head or "0" * 40, reason=subject):
+                    self.head, self._tree = sha, tree  # `add -A` left the index at this tree: `git status` is clean
+                    self._pending = None
+                    return sha
+                if not self._follow() and self._pending is not None:
+                    raise self._moved()  # the branch is where this runner left it, yet the swap failed
+                if self._pending is None:  # the swap reported failure, yet the branch holds this very commit
+                    return self.head
+            raise self._moved()
 
     def _follow(self) -> bool:
         """Build on what runners of other topics committed since this runner's last commit; a move that is

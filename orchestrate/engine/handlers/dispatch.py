@@ -24,7 +24,7 @@ def handle(ctx: Context) -> Outcome:
     stopped = budget.before_dispatch(ctx, nodes)  # what returned so far is journalled
     if stopped is not None:
         return stopped
-    integ = worktrees.integration(ctx)
+    integ = worktrees.integration(ctx, bring=any(ctx.dag.by_id[n].tripwires for n in nodes))  # premises read it
     head = c.tip
     refuted = []
     for node_id in nodes:

@@ -1,0 +1,237 @@
+"""What git has answered once is not asked of a new git process again (git.py speaks git; this is its memory).
+
+- A full object id that named a commit names it for good (objects never change): it is checked once per
+  object store, then answered without git.
+- Other names (refs, `rev:path`) are read through one long-running `git cat-file --batch` per worktree, a
+  pipe round trip instead of a process. cat-file looks each ref (loose or packed) up afresh for every name
+  and rescans the packs when an object is missing, so it answers what a new process would. Abbreviated
+  object ids and index paths (`:path`) still get a process: a long-running git keeps the listing of loose
+  objects and the index it read first. A reader is kept per worktree path and its admin dir (path and
+  inode), so a worktree removed and made again at the same path gets a new one.
+- The committer identity, until a config file git reads for the repository changes (orchestrate.inert
+  stamps them).
+
+GitPython offers the same persistent reader (its `Repo.odb`); it is not used: benchmarks/README.md has the
+measurement. Readers are shared by threads (a lock each; GitPython's are not thread-safe), started again
+once when one has died, closed at exit, and never used by a forked child.
+"""
+from __future__ import annotations
+
+import atexit
+import locale
+import os
+import re
+import threading
+from pathlib import Path
+
+from orchestrate import git, inert
+from orchestrate.errors import ProcError
+
+_FULL = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_ABBREVIATED = re.compile(r"[0-9a-fA-F]{4,63}")  # as the start of a name: maybe a short object id
+_TYPES = (b"commit", b"tree", b"blob", b"tag")
+MAX_READERS = 16  # worktrees come and go: the least recently used reader is closed past this
+
+
+class Unusable(Exception):
+    """The name cannot be asked of a reader (or no reader works here): ask a git process of its own."""
+
+
+class Reader:
+    """One `git cat-file --batch` in `repo`; `read` is safe from several threads."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self.pid = os.getpid()
+        self._lock = threading.Lock()
+        self._child = None
+
+    def read(self, name: str) -> tuple[str, str, bytes] | None:
+        """(object id, type, content) of `name`, None when it names no object; Unusable when the reader died
+        twice in a row or answered out of protocol (it is closed then)."""
+        with self._lock:
+            for attempt in (1, 2):
+                if self._child is None:
+                    self._start()
+                try:
+                    return self._ask(name)
+                except (OSError, ValueError):
+                    self._stop()
+                    if attempt == 2:
+                        raise Unusable(f"git cat-file in {self.repo} stopped answering") from None
+                except BaseException:  # a Ctrl-C mid-answer leaves the rest of it in the pipe
+                    self._stop()
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start(self) -> None:
+        from orchestrate import proc
+        argv, env = git.command(self.repo, "cat-file", "--batch")
+        try:
+            self._child = proc.start_pipe(argv, env=env)
+        except ProcError as exc:
+            raise Unusable(str(exc)) from exc
+
+    def _ask(self, name: str) -> tuple[str, str, bytes] | None:
+        child = self._child
+        child.stdin.write(name.encode() + b"\n")
+        child.stdin.flush()
+        header = child.stdout.readline()
+        if not header.endswith(b"\n"):
+            raise ValueError("the reader ended")  # EOF: it died
+        if header.endswith((b" missing\n", b" ambiguous\n")):
+            return None
+        sha, kind, size = header.split()
+        if not _FULL.fullmatch(sha.decode()) or kind not in _TYPES:
+            raise ValueError(f"unexpected answer {header!r}")
+        content = child.stdout.read(int(size) + 1)
+        if len(content) != int(size) + 1:
+            raise ValueError("the reader ended mid-object")
+        return sha.decode(), kind.decode(), content[:-1]
+
+    def _stop(self) -> None:
+        child, self._child = self._child, None
+        if child is not None:
+            from orchestrate import proc
+            proc.end_pipe(child)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+
+_readers: dict[tuple, Reader] = {}  # (worktree path, admin dir, its inode) -> reader, least recently used first
+_guard = threading.Lock()
+_commits: set[tuple[str, str]] = set()  # (object store, full id) known to be a commit
+_identities: dict[tuple, dict[str, str]] = {}  # config stamp -> identity_env's answer
+_tops: dict[tuple, Path] = {}  # (path, the admin dir found from it, its inode) -> the top of its working tree
+
+
+def _admin(repo: Path) -> tuple[Path, int] | None:
+    """The admin dir git uses for `repo` (found as inert finds it, from the `.git` entries) and its inode."""
+    gitdir = inert._gitdir(repo)
+    try:
+        return (gitdir, gitdir.stat().st_ino) if gitdir is not None else None
+    except OSError:
+        return None
+
+
+def _store(admin: Path) -> str:
+    """The object store behind an admin dir: a linked worktree's `commondir` names the main one."""
+    try:
+        return str((admin / (admin / "commondir").read_text().strip()).resolve())
+    except OSError:
+        return str(admin)
+
+
+def reader(repo: str | Path) -> Reader:
+    repo = Path(repo).absolute()
+    found = _admin(repo)
+    if found is None:
+        raise Unusable(f"{repo}: no git admin dir found from its files")
+    key = (str(repo), str(found[0]), found[1])
+    with _guard:
+        if any(r.pid != os.getpid() for r in _readers.values()):
+            _readers.clear()  # a forked child: the readers (and their pipes) are the parent's
+        one = _readers.pop(key, None) or Reader(repo)
+        _readers[key] = one  # last: the most recently used
+        stale = [k for k in _readers if k[0] == key[0] and k != key]  # the path's former worktree
+        kept = [k for k in _readers if k not in stale]
+        dropped = [_readers.pop(k) for k in stale + kept[:max(0, len(kept) - MAX_READERS)]]
+    for old in dropped:
+        old.close()
+    return one
+
+
+def read(repo: str | Path, name: str) -> tuple[str, str, bytes] | None:
+    """(object id, type, content) of the object `name` names in `repo`, None when none; Unusable when the
+    name must be asked of a process of its own (see the module's docstring)."""
+    head = re.split(r"[\^~:@]", name, maxsplit=1)[0]
+    if not name or name.strip() != name or "\n" in name or name.startswith((":", "-")) \
+            or (_ABBREVIATED.fullmatch(head) and not _FULL.fullmatch(head)):
+        raise Unusable(name)
+    return reader(repo).read(name)
+
+
+def commit(repo: str | Path, rev: str) -> str | None:
+    """The commit `rev` names in `repo` (peeled, as `rev-parse --verify rev^{commit}`), or None."""
+    found = _admin(Path(repo).absolute())
+    store = _store(found[0]) if found else None
+    if store and _FULL.fullmatch(rev) and (store, rev) in _commits:
+        return rev
+    try:
+        answer = read(repo, f"{rev}^{{commit}}")
+        sha = answer[0] if answer else None
+    except Unusable:
+        done = git.git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+        sha = done.stdout.strip() if done else None
+    if store and sha == rev:
+        _commits.add((store, rev))
+    return sha
+
+
+def show(repo: str | Path, rev: str, path: str) -> str | None:
+    """A file's text at `rev` as `git show rev:path` printed through proc.run reads (decoded as the locale
+    says, universal newlines), or None when there is none; a tree (which `git show` lists) is asked of git."""
+    try:
+        answer = read(repo, f"{rev}:{path}")
+        if answer is None:
+            return None
+        if answer[1] == "blob":
+            decoded = answer[2].decode(locale.getpreferredencoding(False), errors="replace")
+            return decoded.replace("\r\n", "\n").replace("\r", "\n")
+    except Unusable:
+        pass
+    done = git.git(repo, "show", f"{rev}:{path}", check=False)
+    return done.stdout if done else None
+
+
+def has_ref(repo: str | Path, ref: str) -> bool:
+    """Whether the full ref name `ref` exists (`show-ref --verify` where no reader can say)."""
+    try:
+        return read(repo, ref) is not None
+    except Unusable:
+        return bool(git.git(repo, "show-ref", "--verify", "--quiet", ref, check=False))
+
+
+def toplevel(path: str | Path) -> Path | None:
+    """`rev-parse --show-toplevel` in `path`, asked once while the admin dir found from `path` stays the same
+    (a repository made or removed between the two finds another); None outside a working tree."""
+    where = Path(path).absolute()
+    found = _admin(where)
+    key = (str(where), str(found[0]), found[1]) if found else None
+    if key not in _tops:
+        done = git.git(where, "rev-parse", "--show-toplevel", check=False)
+        if not done:
+            return None
+        if key is None:
+            return Path(done.stdout.strip())
+        if len(_tops) > 256:
+            _tops.clear()
+        _tops[key] = Path(done.stdout.strip())
+    return _tops[key]
+
+
+def identity(repo: str | Path) -> dict[str, str]:
+    """git.identity_env's answer, asked of git again only when a config file it reads has changed."""
+    stamp = inert.config_stamp(Path(repo))
+    if stamp not in _identities:
+        env = {}
+        if not git.config_get(repo, "user.name"):
+            env.update(GIT_AUTHOR_NAME="orchestrate", GIT_COMMITTER_NAME="orchestrate")
+        if not git.config_get(repo, "user.email"):
+            env.update(GIT_AUTHOR_EMAIL="orchestrate@localhost", GIT_COMMITTER_EMAIL="orchestrate@localhost")
+        if len(_identities) > 64:
+            _identities.clear()
+        _identities[stamp] = env
+    return dict(_identities[stamp])
+
+
+@atexit.register
+def close_all() -> None:
+    """Stop every reader (each exits on the end of its input); a forked child leaves its parent's alone."""
+    with _guard:
+        mine = [r for r in _readers.values() if r.pid == os.getpid()]
+        _readers.clear()
+    for one in mine:
+        one.close()

@@ -1,0 +1,154 @@
+"""git_batch: the reader kept open answers what a git process would, sees every later change, is closed and
+survives its process dying; what is remembered (commits by full id, the identity) is asked of git once."""
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+
+import pytest
+
+from orchestrate import git, git_batch, proc
+from orchestrate.recorder.journal import Recorder
+from tests.engine_helpers import campaign_repo
+from tests.helpers import make_repo
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = make_repo(tmp_path / "r", {"a.txt": "one\r\ntwo\n", "dir/b.md": "# b\n"})
+    r.git("tag", "-a", "-m", "annotated", "v1")
+    yield r
+    git_batch.close_all()
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """The argv of every process proc.run starts from here on (the real process still runs)."""
+    seen: list[list[str]] = []
+    real = proc.run
+
+    def counting(cmd, **kw):
+        seen.append([str(c) for c in cmd])
+        return real(cmd, **kw)
+    monkeypatch.setattr(proc, "run", counting)
+    return seen
+
+
+def test_names_resolve_as_rev_parse_does(repo):
+    head = repo.head()
+    tag = repo.git("rev-parse", "v1")
+    assert tag != head  # an annotated tag: peeled to its commit
+    for name in ("HEAD", "main", "refs/heads/main", head, "v1", "refs/tags/v1", "HEAD~0", tag):
+        assert git.rev_parse(repo, name) == head, name
+    for name in ("nope", "refs/heads/nope", "0" * 40, "HEAD:a.txt", "HEAD~5", "has space", " HEAD"):
+        assert git.rev_parse(repo, name) is None, name
+    assert git_batch.read(repo, "HEAD:a.txt")[2] == b"one\r\ntwo\n"
+    assert git_batch.read(repo, "HEAD:nope") is None
+
+
+def test_files_read_as_git_show_prints_them(repo):
+    for path in ("a.txt", "dir/b.md", "dir", "nope"):
+        done = git.git(repo, "show", f"HEAD:{path}", check=False)
+        assert git.show_file(repo, "HEAD", path) == (done.stdout if done else None), path
+
+
+def test_abbreviated_ids_and_index_paths_are_asked_of_a_process(repo, started):
+    head = repo.head()
+    for name in (head[:10], ":a.txt", "-x"):
+        with pytest.raises(git_batch.Unusable):
+            git_batch.read(repo, name)
+    assert git.rev_parse(repo, head[:10]) == head
+    assert [c[3:5] for c in started] == [["rev-parse", "--verify"]]
+
+
+def test_a_ref_moved_by_another_process_is_seen_at_once(repo):
+    first = repo.head()
+    assert git.rev_parse(repo, "refs/heads/main") == first
+    second = repo.commit("more", {"c.txt": "c\n"})
+    assert git.rev_parse(repo, "refs/heads/main") == second
+    repo.git("pack-refs", "--all")
+    repo.git("update-ref", "refs/heads/main", first)
+    assert git.rev_parse(repo, "main") == first
+    repo.git("update-ref", "-d", "refs/tags/v1")
+    assert git.rev_parse(repo, "v1") is None
+
+
+def test_a_full_id_found_once_is_not_asked_again(repo, started):
+    head = repo.head()
+    reads = []
+    real = git_batch.Reader.read
+    git_batch.Reader.read = lambda self, name: reads.append(name) or real(self, name)
+    try:
+        assert git.rev_parse(repo, head) == head
+        assert git.rev_parse(repo, head) == head
+        assert git.rev_parse(repo / "dir", head) == head  # the same object store, from a subfolder
+    finally:
+        git_batch.Reader.read = real
+    assert reads == [f"{head}^{{commit}}"]
+    assert started == []
+
+
+def test_the_reader_is_closed_at_exit_and_replaced_when_it_dies(repo):
+    git.rev_parse(repo, "HEAD")
+    (one,) = git_batch._readers.values()
+    first = one._child
+    os.kill(first.pid, 9)
+    first.wait()
+    assert git.rev_parse(repo, "HEAD") == repo.head()  # a new process answered
+    second = one._child
+    assert second is not None and second.pid != first.pid
+    git_batch.close_all()
+    assert second.poll() is not None and git_batch._readers == {}
+    assert second.pid not in proc._ours
+
+
+def test_a_worktree_made_again_at_the_same_path_gets_a_reader_of_its_own(repo, tmp_path):
+    where = tmp_path / "wt"
+    base = repo.head()
+    repo.git("worktree", "add", "-q", "--detach", str(where), base)
+    assert git.rev_parse(where, "HEAD") == base
+    repo.git("worktree", "remove", "--force", str(where))
+    other = make_repo(tmp_path / "other", {"x.txt": "x\n"})
+    other_head = other.head()
+    shutil.move(str(other), str(where))  # a different repository at the worktree's old path
+    assert git.rev_parse(where, "HEAD") == other_head != base
+    assert len([k for k in git_batch._readers if k[0] == str(where)]) == 1
+
+
+def test_threads_share_a_reader_and_each_gets_its_own_answer(repo):
+    shas = {f"refs/heads/b{i}": repo.commit(f"c{i}", {f"f{i}.txt": str(i)}) for i in range(6)}
+    for name, sha in shas.items():
+        repo.git("update-ref", name, sha)
+    wrong: list[str] = []
+
+    def ask():
+        for _ in range(20):
+            wrong.extend(n for n, sha in shas.items() if git.rev_parse(repo, n) != sha)
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == [] and len(git_batch._readers) == 1
+
+
+def test_the_identity_is_asked_again_only_when_the_config_changes(repo, started):
+    first = git.identity_env(repo)
+    asked = len(started)
+    assert git.identity_env(repo) == first and len(started) == asked
+    repo.git("config", "user.name", "Someone Else Entirely")
+    assert "GIT_AUTHOR_NAME" not in git.identity_env(repo) and len(started) > asked
+
+
+def test_a_recorder_commit_starts_four_git_processes(tmp_path, started):
+    repo = campaign_repo(tmp_path, "nodes: []\n", "#!/bin/sh\n")
+    rec = Recorder(repo / ".ledger", "t").pin()
+    rec.event("note", {"x": 1})
+    rec.commit("t: one")
+    rec.event("note", {"x": 2})
+    del started[:]
+    sha = rec.commit("t: two")
+    assert [c[3] for c in started if c[0] == "git"] == ["add", "write-tree", "commit-tree", "update-ref"]
+    assert git.rev_parse(repo / ".ledger", "HEAD") == sha
+    assert git.show_file(repo / ".ledger", sha, "state/t/journal.jsonl") == rec.journal.read_text()
