@@ -7,7 +7,7 @@ from typing import Collection
 
 from gates.shared import gatecli
 from gates.shared.verdict import FAIL, PASS, Item, Verdict, usage
-from orchestrate import git
+from orchestrate import git, git_batch
 from orchestrate.dag.schema import topic_problem
 from orchestrate.errors import ProcError, UsageError
 
@@ -67,13 +67,16 @@ def _audit(repo: Path, topic: str, baseline: str, ref: str, node_heads: Collecti
     if wrong_ref:
         items.append(Item("FAIL", "integration ref", wrong_ref))
         problems.append(f"{ref} is not campaign/{topic}")
-    if not git.is_ancestor(root, base, head):
+    # The engine audits what was merged since its last audit: the baseline a few first parents down.
+    chain = git_batch.first_parents(root, base, head)
+    if chain is None and not git.is_ancestor(root, base, head):
         # without a common line the range would be arbitrary history, so nothing below is meaningful
         items.append(Item("FAIL", "baseline", f"{base[:12]} is not an ancestor of {ref} ({head[:12]})"))
         problems.append("the baseline is not an ancestor of the campaign head")
         return Verdict(GATE, FAIL, "FAIL: " + "; ".join(problems), tuple(items), data)
 
-    chain = _first_parent_chain(root, base, head)
+    if chain is None:
+        chain = _first_parent_chain(root, base, head)
     if not chain:
         items.append(Item("INFO", "no commits after the baseline"))
     has_merges = any(len(parents) > 1 for _, parents, _ in chain)
@@ -120,6 +123,8 @@ def _audit(repo: Path, topic: str, baseline: str, ref: str, node_heads: Collecti
 
 def _not_the_campaign_branch(root: Path, ref: str, topic: str) -> str | None:
     """Why `ref` is not the branch campaign/<topic>, or None when it is."""
+    if ref == f"campaign/{topic}" and git_batch.is_branch(root, ref):
+        return None
     full = git.out(root, "rev-parse", "--symbolic-full-name", ref, check=False)
     if full == f"refs/heads/campaign/{topic}":
         return None

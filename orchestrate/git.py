@@ -131,6 +131,9 @@ def refs(repo: str | Path, pattern: str) -> dict[str, str]:
 
 
 def is_ancestor(repo: str | Path, ancestor: str, descendant: str) -> bool:
+    from orchestrate import git_batch  # a few commits down the first-parent line, read without a process
+    if git_batch.first_parents(repo, ancestor, descendant, limit=8) is not None:
+        return True
     done = git(repo, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
     if done.rc not in (0, 1):
         raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
@@ -160,9 +163,20 @@ def changed_paths(repo: str | Path, base: str, head: str | None = None) -> list[
 
     `--no-renames` reports a rename as a deletion plus an addition, so both its old and new path count.
     """
+    key = (base, head)  # commits with these ids are the same commits in any repository
+    if key in _diffs:  # between two commits named by full ids: what it was, it stays
+        return list(_diffs[key])
     args = ["diff", "--name-status", "--no-renames", "-z", base] + ([head] if head else [])
     fields = git(repo, *args).stdout.split("\0")
-    return [(fields[i][0], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i]]
+    found = [(fields[i][0], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i]]
+    if head and all(len(x) in (40, 64) and not x.strip("0123456789abcdef") for x in (base, head)):
+        if len(_diffs) > 4096:
+            _diffs.clear()
+        _diffs[key] = tuple(found)
+    return found
+
+
+_diffs: dict[tuple, tuple] = {}  # RECONCILE's surface check, coherence and the probes ask for a node's diff
 
 
 def status_porcelain(repo: str | Path) -> str:

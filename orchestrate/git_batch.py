@@ -194,6 +194,95 @@ def has_ref(repo: str | Path, ref: str) -> bool:
         return bool(git.git(repo, "show-ref", "--verify", "--quiet", ref, check=False))
 
 
+def first_parents(repo: str | Path, base: str, head: str, limit: int = 64) -> list[tuple[str, list[str], str]] | None:
+    """[(sha, parents, subject)] of `head`'s first-parent line down to `base` (excluded), oldest first, as
+    `git log --first-parent --format='%H %P %s' base..head` lists it, read commit by commit through the kept
+    reader; None when `base` is not on that line within `limit` commits (then git answers)."""
+    chain: list[tuple[str, list[str], str]] = []
+    sha = head
+    try:
+        for _ in range(limit + 1):
+            if sha == base:
+                return chain[::-1]
+            got = read(repo, sha)
+            if got is None or got[1] != "commit":
+                return None
+            parents, subject = _commit_fields(got[2])
+            chain.append((got[0], parents, subject))
+            if not parents:
+                return None
+            sha = parents[0]
+    except Unusable:
+        return None
+    return None
+
+
+def _commit_fields(raw: bytes) -> tuple[list[str], str]:
+    """A commit object's parents and subject (its first paragraph on one line, as `%s` prints it)."""
+    header, _, message = raw.partition(b"\n\n")
+    parents = [ln[7:].decode() for ln in header.split(b"\n") if ln.startswith(b"parent ")]
+    first = message.decode(errors="replace").strip("\n").split("\n\n", 1)[0]
+    return parents, " ".join(ln.strip() for ln in first.split("\n"))
+
+
+def is_branch(repo: str | Path, name: str) -> bool | None:
+    """Does `name` resolve to refs/heads/`name` (what `rev-parse --symbolic-full-name` would say)? True or
+    False when the reader can tell: no ref git looks at first (`refs/<name>`, `refs/tags/<name>`, a file of
+    that name in the git dir) exists; None otherwise."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/-]*", name) or ".." in name or name.startswith("refs/"):
+        return None
+    found = _admin(Path(repo).absolute())
+    if found is None or (found[0] / name).exists() or (Path(_store(found[0])) / name).exists():
+        return None
+    try:
+        if read(repo, f"refs/{name}") is not None or read(repo, f"refs/tags/{name}") is not None:
+            return None
+        return read(repo, f"refs/heads/{name}") is not None
+    except Unusable:
+        return None
+
+
+def worktree_head(repo: str | Path, worktree: str | Path) -> str | None:
+    """The commit HEAD names in `worktree`, a linked worktree of `repo`: its admin dir's HEAD file, resolved
+    through `repo`'s reader (a reader of its own would be a process per worktree). Unusable when the
+    worktree is not plainly one of `repo`'s or its HEAD is neither a branch nor a full id."""
+    found, admin = _admin(Path(repo).absolute()), git.admin_dir(worktree)
+    if found is None or admin is None or admin.parent != Path(_store(found[0])) / "worktrees":
+        raise Unusable(str(worktree))
+    try:
+        text = (admin / "HEAD").read_text(errors="replace").strip()
+    except OSError:
+        raise Unusable(str(worktree)) from None
+    name = text[5:] if text.startswith("ref: refs/heads/") else text if _FULL.fullmatch(text) else None
+    sha = commit(repo, name) if name else None
+    if sha is None:
+        raise Unusable(str(worktree))  # an unborn or odd HEAD: git says what it makes of it
+    return sha
+
+
+def checked_out(repo: str | Path, ref: str) -> list[Path] | None:
+    """The worktrees of `repo` whose HEAD is on `ref` (as `git worktree list` reports a branch), read from
+    their HEAD files; None when the layout is not the plain one (then git is asked)."""
+    found = _admin(Path(repo).absolute())
+    if found is None:
+        return None
+    common = Path(_store(found[0]))
+    heads = [(common / "HEAD", common.parent if common.name == ".git" else None)]
+    try:
+        for admin in (common / "worktrees").iterdir() if (common / "worktrees").is_dir() else ():
+            back = (admin / "gitdir").read_text(errors="replace").strip()
+            heads.append((admin / "HEAD", Path(back).parent))
+        holders = []
+        for head, where in heads:
+            if head.read_text(errors="replace").strip() == f"ref: {ref}":
+                if where is None:
+                    return None
+                holders.append(where)
+    except OSError:
+        return None
+    return holders
+
+
 def toplevel(path: str | Path) -> Path | None:
     """`rev-parse --show-toplevel` in `path`, asked once while the admin dir found from `path` stays the same
     (a repository made or removed between the two finds another); None outside a working tree."""

@@ -27,6 +27,30 @@ def repo(tmp_path):
     return campaign_repo(tmp_path, "nodes: []\n", "#!/bin/sh\n")
 
 
+def _ledger_git(ledger, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(ledger), *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_the_recorder_s_index_matches_its_branch_when_a_command_ends(repo, orch):
+    """Commits go through git processes kept open, without the index (recorder/snapshot.py); the command's
+    end sets the index to the branch, so `git status` in .ledger shows only what changed since."""
+    (repo / ".ledger" / "state" / "dag.yaml").write_text(
+        "topic: synced\nworkers: {sh: ./work.sh}\nnodes:\n  - {id: A, file_surface: [a.txt], discipline: sh}\n")
+    (repo / "work.sh").write_text("#!/bin/sh\necho a > a.txt\n")
+    assert orch("run", "--no-interactive", cwd=repo).rc == 75  # final acceptance
+    ledger = repo / ".ledger"
+    assert _ledger_git(ledger, "status", "--porcelain", "--untracked-files=all") == ""
+    assert len(_ledger_git(ledger, "log", "--format=%H").split()) > 5  # many commits, one index sync
+    rec = Recorder(ledger, "synced").pin()
+    for i in range(2):  # the first commit of a process is staged by git (it learns what git ignores)
+        rec.event("note", {"after": "the run", "i": i})
+        rec.commit(f"synced: {i}, outside the CLI")
+    assert "journal.jsonl" in _ledger_git(ledger, "diff", "--cached", "--name-only")  # left behind, until
+    from orchestrate.recorder.journal import sync_left_behind
+    sync_left_behind()  # the CLI's boundary (or this process's exit) sets it
+    assert _ledger_git(ledger, "status", "--porcelain", "--untracked-files=all") == ""
+
+
 @pytest.mark.parametrize("round_", range(5))
 def test_three_runners_of_three_topics_commit_at_once_and_none_is_refused(repo, round_):
     ledger = repo / ".ledger"

@@ -141,7 +141,7 @@ def test_the_identity_is_asked_again_only_when_the_config_changes(repo, started)
     assert "GIT_AUTHOR_NAME" not in git.identity_env(repo) and len(started) > asked
 
 
-def test_a_recorder_commit_starts_four_git_processes(tmp_path, started):
+def test_a_recorder_commit_starts_no_git_process_once_its_writers_run(tmp_path, started):
     repo = campaign_repo(tmp_path, "nodes: []\n", "#!/bin/sh\n")
     rec = Recorder(repo / ".ledger", "t").pin()
     rec.event("note", {"x": 1})
@@ -149,6 +149,50 @@ def test_a_recorder_commit_starts_four_git_processes(tmp_path, started):
     rec.event("note", {"x": 2})
     del started[:]
     sha = rec.commit("t: two")
-    assert [c[3] for c in started if c[0] == "git"] == ["add", "write-tree", "commit-tree", "update-ref"]
+    assert [c for c in started if c[0] == "git"] == []
     assert git.rev_parse(repo / ".ledger", "HEAD") == sha
     assert git.show_file(repo / ".ledger", sha, "state/t/journal.jsonl") == rec.journal.read_text()
+
+
+def test_a_first_parent_line_reads_as_git_log_lists_it(repo):
+    base = repo.head()
+    repo.git("checkout", "-q", "-b", "side")
+    side = repo.commit("side work", {"s.txt": "s\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("on main\n\nwith a body\nof two lines", {"m.txt": "m\n"})
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side\nsecond line of the subject", "side")
+    head = repo.head()
+    logged = [(ln.split("\x1f")[0].split()[0], ln.split("\x1f")[0].split()[1:], ln.split("\x1f")[1])
+              for ln in repo.git("log", "--first-parent", "--reverse", "--format=%H %P%x1f%s",
+                                 f"{base}..{head}").splitlines()]
+    assert git_batch.first_parents(repo, base, head) == logged
+    assert git_batch.first_parents(repo, head, head) == []
+    assert git_batch.first_parents(repo, side, head) is None  # not on the first-parent line: git answers
+    assert git_batch.first_parents(repo, base, head, limit=1) is None
+
+
+def test_a_branch_name_is_told_from_a_tag_of_the_same_name(repo):
+    repo.git("branch", "campaign/x")
+    assert git_batch.is_branch(repo, "campaign/x") is True
+    assert git_batch.is_branch(repo, "campaign/none") is False
+    repo.git("tag", "campaign/x")  # `campaign/x` now names the tag first: git says what it is
+    assert git_batch.is_branch(repo, "campaign/x") is None
+    assert git_batch.is_branch(repo, "refs/heads/main") is None
+
+
+def test_a_worktree_s_head_and_who_holds_a_branch_are_read_as_git_reports_them(repo, tmp_path):
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", "-b", "node/t/A", str(wt))
+    assert git_batch.worktree_head(repo, wt) == repo.git("-C", str(wt), "rev-parse", "HEAD")
+    repo.git("-C", str(wt), "commit", "-q", "--allow-empty", "-m", "moved")
+    assert git_batch.worktree_head(repo, wt) == repo.git("-C", str(wt), "rev-parse", "HEAD")
+    repo.git("-C", str(wt), "checkout", "-q", "--detach")
+    assert git_batch.worktree_head(repo, wt) == repo.git("-C", str(wt), "rev-parse", "HEAD")
+    with pytest.raises(git_batch.Unusable):
+        git_batch.worktree_head(repo, repo)  # the main checkout is not a linked worktree
+    assert git_batch.checked_out(repo, "refs/heads/main") == [repo]
+    assert git_batch.checked_out(repo, "refs/heads/node/t/A") == []  # detached above
+    repo.git("-C", str(wt), "checkout", "-q", "node/t/A")
+    assert [p.resolve() for p in git_batch.checked_out(repo, "refs/heads/node/t/A")] == [wt.resolve()]
+    listed = [b for b in repo.git("worktree", "list", "--porcelain").split("\n\n") if "branch refs/heads/node/t/A" in b]
+    assert len(listed) == 1

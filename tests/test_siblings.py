@@ -112,3 +112,27 @@ def test_a_bad_unsandboxed_setting_is_one_line_naming_it(tmp_path, orch):
                                   "unsandboxed setting: use serial, parallel"]
     ran = orch("run", cwd=repo)
     assert ran.rc == 2 and "sandbox.unsandboxed: `always` is not an unsandboxed setting" in ran.err
+
+
+def test_a_sibling_found_unchanged_is_not_asked_of_git_again_until_something_in_it_is_written(tmp_path, monkeypatch):
+    from orchestrate import proc, stamps
+    from orchestrate.workers import fingerprint, siblings
+    from tests.helpers import make_repo
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", "-b", "node/t/S", str(wt))
+    kept = siblings.Kept("S", wt, "wt", repo.head(), "node/t/S", False)
+    common = fingerprint.common_dir(repo)
+    monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: True)  # written long ago
+    asked: list[list[str]] = []
+    real = proc.run
+    monkeypatch.setattr(proc, "run", lambda cmd, **kw: asked.append(list(cmd)) or real(cmd, **kw))
+    branches = siblings.Branches(repo, "t")
+    assert siblings._changed(kept, common, branches) == "" and len(asked) == 1  # git status, once
+    assert siblings._changed(kept, common, branches) == "" and len(asked) == 1  # the stamp stands for it
+    (wt / "a.txt").write_text("changed\n")
+    assert siblings._changed(kept, common, branches) == "a.txt" and len(asked) == 2
+    (wt / "a.txt").write_text("a\n")  # as it was, but written: git is asked again and finds nothing
+    assert siblings._changed(kept, common, branches) == "" and len(asked) == 3
+    repo.git("-C", str(wt), "commit", "-q", "--allow-empty", "-m", "moved")  # HEAD's branch moves
+    assert "HEAD moved" in siblings._changed(kept, common, branches) and len(asked) == 4

@@ -54,6 +54,9 @@ def _run(argv: list[str] | None) -> int:
         _report_bug(exc)
         return ExitCode.INTERNAL
     finally:
+        journal = sys.modules.get("orchestrate.recorder.journal")  # loaded only by commands that record
+        if journal is not None:
+            journal.sync_left_behind()
         try:
             sys.stdout.flush()
         except (BrokenPipeError, ValueError):

@@ -28,7 +28,7 @@ def amend_node(ctx, node_id: str, reason: str, *, add_surface: list[str] | None 
     path = ctx.dag_file
     if ctx.campaign.dag_hash and file_hash(path) != ctx.campaign.dag_hash:
         raise Halted(f"{path} changed outside the engine while the campaign ran, so it cannot be amended now",
-                     hint="restore it from the recorder (`git -C .ledger diff` shows the edit), or keep it and "
+                     hint="restore it from the recorder (`git -C .ledger diff HEAD` shows the edit), or keep it and "
                           "`orchestrate resume`: a person's edit of the plan opens the dag-amendment seam before "
                           "anything uses it")
     data, _ = yamlfile.load(path.read_text(), str(path))

@@ -3,7 +3,8 @@ trial-merged onto the new head (`git merge-tree --write-tree`: no checkout, mill
 is known before the node is judged and merged.
 
 Each probe is journalled (`probe`: the node, its judged head, the head it was merged onto, the nodes
-merged since that judged head was last found clean, clean or not, the conflicting paths). A conflicting
+merged since that judged head was last found clean, clean or not, the conflicting paths; `apart` when no
+merge was needed to know it is clean: see `_apart`). A conflicting
 node is reworked at once from the new head, its next brief naming the paths and the merged node(s) it
 conflicts with; a LOOPS_WITH group lands as one, so it is reworked as one, as MERGE does.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from gates.shared.verdict import ALTERNATIVE, Item, Verdict
 from orchestrate import git
+from orchestrate.errors import GitError
 from orchestrate.engine import judge
 from orchestrate.recorder.campaign import LANDED, REWORK
 
@@ -35,16 +37,17 @@ def after_merge(ctx) -> list[str]:
     found = []  # the probe entries that found a conflict
     for node_id in _due(c):
         ns = c.nodes[node_id]
-        trial = git.merge_tree(ctx.root, c.tip, ns.head)
-        if trial is None:
+        merged = merged_since(c, _clean_at(c, node_id))
+        apart = _apart(ctx, node_id, merged)
+        trial = None if apart else git.merge_tree(ctx.root, c.tip, ns.head)
+        if trial is None and not apart:
             _unable.add(str(ctx.root))
             ctx.out.line("this git has no `merge-tree --write-tree` (git 2.38 or later): conflicts are found "
                          "when each node merges, not before its turn")
             return []
-        conflicts = trial[1]
-        merged = merged_since(c, _clean_at(c, node_id))
+        conflicts = trial[1] if trial else []
         entry = ctx.emit("probe", {"node": node_id, "head": ns.head, "onto": c.tip, "merged": merged,
-                                   "clean": not conflicts, "conflicts": conflicts},
+                                   "clean": not conflicts, "conflicts": conflicts, **({"apart": True} if apart else {})},
                          derived_from=[c.nodes[m].settled_entry for m in merged if c.nodes[m].settled_entry])
         if conflicts:
             found.append(entry)
@@ -68,6 +71,44 @@ def _due(c) -> list[str]:
             continue
         due.append(node_id)
     return due
+
+
+def _apart(ctx, node_id: str, merged: list[str]) -> bool:
+    """Can the `merged` nodes (merged since this node's head was last found clean, or since its base) conflict
+    with it? Not when neither side deletes a file and no path one side changed is, or lies under, a path the
+    other changed: git's merge then takes each side's files as they are (a deletion could be half of a
+    rename, and renames and directory renames move the other side's changes). Such a probe is recorded
+    clean and `apart` without a merge (both diffs are known from judging): a layer of L nodes landing
+    together would otherwise cost L*L/2 merges. A conflict this could miss is still MERGE's to find; the
+    probe only finds conflicts early."""
+    c = ctx.campaign
+    mine = _touched(ctx, c.nodes[node_id])
+    if mine is None:
+        return False
+    for other in merged:
+        theirs = _touched(ctx, c.nodes[other])
+        if theirs is None or _overlap(mine, theirs) or _overlap(theirs, mine):
+            return False
+    return True
+
+
+def _touched(ctx, ns) -> set[str] | None:
+    """The paths a node's judged head changed, None when it deleted one (or its diff cannot be read)."""
+    if not ns.base or not ns.head:
+        return None
+    try:
+        changes = git.changed_paths(ctx.root, ns.base, ns.head)
+    except GitError:
+        return None
+    return None if any(status == "D" for status, _ in changes) else {path for _, path in changes}
+
+
+def _overlap(paths: set[str], other: set[str]) -> bool:
+    """Is a path of `paths` also in `other`, or a folder holding one of `other`'s?"""
+    if paths & other:
+        return True
+    folders = {p[:i] for p in other for i, ch in enumerate(p) if ch == "/"}
+    return bool(paths & folders)
 
 
 def _clean_at(c, node_id: str) -> str:

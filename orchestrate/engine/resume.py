@@ -16,7 +16,7 @@ from orchestrate.engine.context import WRITE_AHEAD, Context
 from orchestrate.errors import UsageError
 from orchestrate.recorder import checkpoints, damage, topics
 from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
-from orchestrate.recorder.journal import Recorder
+from orchestrate.recorder.journal import Recorder, sync_index
 from orchestrate.recorder.paths import Layout
 from orchestrate.workers import handwork
 
@@ -112,6 +112,7 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
 
 def _restore_recorder_files(ledger: Path, journal_rel: str) -> None:
     """Put every recorder file but the journal back to its last commit (a half-done state's edits)."""
+    sync_index(ledger)  # the crashed runner's commits left the index behind: status then shows only its edits
     changed = [ln[3:] for ln in git.git(ledger, "status", "--porcelain=v1", "--untracked-files=all").stdout.splitlines()]
     for path in changed:
         if path == journal_rel or path.endswith(".tmp"):
@@ -231,6 +232,7 @@ def pick(layout: Layout, topic: str | None) -> str:
 def _unopened(layout: Layout) -> list[str]:
     """Topics whose journal holds an `open` entry that a crash kept out of the recorder's log."""
     found = []
+    sync_index(layout.ledger)  # a runner's commits leave the index behind (recorder/journal.py)
     for line in git.lines(layout.ledger, "status", "--porcelain=v1", "--untracked-files=all", "--", "state"):
         path = line[3:]
         if path.endswith("/journal.jsonl") and path.count("/") == 2:

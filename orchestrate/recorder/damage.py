@@ -64,7 +64,7 @@ def refuse(journal: Path) -> None:
     raise ForeignWrite(f"{journal.name}:{number}: {why}: a line orchestrate did not write{more}; "
                        "nothing was resumed or repaired",
                        hint=f"`orchestrate doctor` lists every problem; restore the journal with `git -C {ledger} "
-                            f"checkout -- {journal.relative_to(ledger)}` (or delete the line), then resume")
+                            f"checkout HEAD -- {journal.relative_to(ledger)}` (or delete the line), then resume")
 
 
 def describe(journal: Path) -> str | None:

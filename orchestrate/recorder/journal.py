@@ -7,6 +7,7 @@ it, the commit is refused instead of interleaved.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -15,7 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from orchestrate import __version__, faults, git
+from orchestrate import __version__, faults, git, git_pipe
+from orchestrate.recorder import snapshot
 from orchestrate.errors import Concurrency, ForeignWrite, OrchestrateError
 
 ENGINE = f"orchestrate@{__version__}"
@@ -50,6 +52,8 @@ class Recorder:
         # and puts back any a worker edited (engine/watch.py): a commit carries them only as pinned.
         self.pinned = lambda: {}
         self.put_back = lambda: None
+        self._snapshot = snapshot.Snapshot(ledger, topic)
+        self._index: str | None = None  # the tree the recorder's index holds, when this runner knows it
 
     # Resolved on first use: reading a campaign back (status) never needs them.
     @property
@@ -193,8 +197,8 @@ class Recorder:
         who = ", ".join(self.suspects()) or "something other than this runner"
         raise ForeignWrite(f"{self.journal}: changed behind the engine's back ({what}) while {who} ran; "
                            "nothing of it was committed",
-                           hint=f"inspect it with `git -C {self.ledger} diff`, restore it with "
-                                f"`git -C {self.ledger} checkout -- {self.journal.relative_to(self.ledger)}`, "
+                           hint=f"inspect it with `git -C {self.ledger} diff HEAD`, restore it with "
+                                f"`git -C {self.ledger} checkout HEAD -- {self.journal.relative_to(self.ledger)}`, "
                                 "then `orchestrate resume`")
 
     # ---- commits ------------------------------------------------------------------------------
@@ -206,39 +210,51 @@ class Recorder:
         this runner's last one are built on, a commit of this topic by anyone else is refused.
 
         The branch is not read first: the commit is built on this runner's last one and the compare-and-swap
-        itself says whether anyone moved the branch (a process saved on every transition). Only then is the
-        move followed (another topic's commit, whose files the index already holds: it was staged and
-        committed under the same lock) and the commit made again on top of it, or refused."""
+        itself says whether anyone moved the branch. Only then is the move followed (another topic's commit)
+        and the commit made again on top of it, or refused. Trees, the commit and the swap go through git
+        processes kept open (recorder/snapshot.py, orchestrate/git_pipe.py): no process starts per commit."""
         from orchestrate.recorder.lock import RecorderLock
         self.flush()
         self.verify()
         faults.reach("flush")
         with RecorderLock(self.ledger):
             followed = self._pending is not None and self._follow()  # an interrupted commit of ours may have landed
-            self._stage()
-            self._keep_pinned()
-            self.verify()  # a line appended while `add` ran may be in the index: refuse it too
-            tree = git.out(self.ledger, "write-tree")
-            if self.head and tree == (self._tree or git.out(self.ledger, "rev-parse", f"{self.head}^{{tree}}")) \
-                    and not (followed or self._follow()):
-                return self.head  # nothing changed (after another topic's commit, this one's subject still counts)
+            tree = self._build()
+            if self.head and tree == self._head_tree() and not followed:
+                if not self._follow():
+                    return self.head  # nothing changed
+                tree = self._build()  # on the commit followed (after another topic's, this subject still counts)
             message = subject + (f"\n\n{body}" if body else "") + f"\n\n{TOPIC_TRAILER}: {self.topic}"
+            store = git_pipe.store(self.ledger)
             for _ in range(3):  # each retry follows a commit of another topic made before this lock was taken
-                args = ["commit-tree", tree, "-m", message] + (["-p", self.head] if self.head else [])
-                sha = git.out(self.ledger, *args, env=self._env)
+                sha = store.commit(tree, [self.head] if self.head else [], message, self._env)
                 faults.reach("commit")
                 # a Ctrl-C may land after git moved the ref and before the next line: the interrupt's own commit
                 # then finds this sha on the branch, and it is this runner's, not a foreign move
                 self._pending = (sha, tree)
-                if git.update_ref(self.ledger, self.ref, sha, self.head or "0" * 40, reason=subject):
-                    self.head, self._tree = sha, tree  # `add -A` left the index at this tree: `git status` is clean
+                if store.swap(self.ref, sha, self.head or "0" * 40):
+                    self.head, self._tree = sha, tree
                     self._pending = None
+                    self._left_index(tree)
                     return sha
                 if not self._follow() and self._pending is not None:
                     raise self._moved()  # the branch is where this runner left it, yet the swap failed
                 if self._pending is None:  # the swap reported failure, yet the branch holds this very commit
                     return self.head
+                tree = self._build()  # on the commit followed: its files are in its tree, not in ours
             raise self._moved()
+
+    def _head_tree(self) -> str | None:
+        if not self.head:
+            return None
+        if self._tree is None:
+            from orchestrate import git_batch
+            try:
+                found = git_batch.read(self.ledger, f"{self.head}^{{tree}}")
+            except git_batch.Unusable:
+                found = None
+            self._tree = found[0] if found else git.out(self.ledger, "rev-parse", f"{self.head}^{{tree}}")
+        return self._tree
 
     def _follow(self) -> bool:
         """Build on what runners of other topics committed since this runner's last commit; a move that is
@@ -257,43 +273,47 @@ class Recorder:
         self.head, self._tree = actual, None
         return True
 
-    def _stage(self) -> None:
-        """`git add -A` of all but other campaigns' files (each runner commits its own; one left half-written
-        in another's commit would make that one's next commit look empty); a file vanishing under it (an
-        editor's temp file) is retried, not fatal."""
-        spec = [".", *self._others()]
-        for attempt in range(5):
-            done = git.git(self.ledger, "add", "-A", "--", *spec, env=self._env, check=False)
-            if done.rc == 0:
-                return
-            time.sleep(0.05 * (attempt + 1))
-        git.git(self.ledger, "add", "-A", "--", *spec, env=self._env)
-
-    def _keep_pinned(self) -> None:
-        """Compare what `add` staged of the pinned files with their pinned content (the index, not the
-        files: a worker may write between the two); put back and stage again until they agree."""
+    def _build(self) -> str:
+        """The tree of the recorder's files now, on the last commit's; pinned files (workers run) put back
+        and the tree built again until it holds them as pinned."""
         for _ in range(3):
+            tree = self._snapshot.tree(self._head_tree()) or self._staged()
+            self.verify()  # a line appended while the files were read may be in the tree: refuse it too
             pinned = {str(p.relative_to(self.ledger)): c for p, c in self.pinned().items()}
-            if not pinned:
-                return
-            staged = {}
-            for record in git.git(self.ledger, "ls-files", "-s", "-z", "--", *pinned).stdout.split("\0"):
-                if record:
-                    meta, _, path = record.partition("\t")
-                    staged[path] = meta.split()[1]
-            wrong = [p for p, c in pinned.items() if _staged_wrong(staged.get(p), c, self.ledger / p)]
+            wrong = [p for p, c in pinned.items() if _staged_wrong(self._snapshot.blob_at(tree, p), c, self.ledger / p)]
             if not wrong:
-                return
+                return tree
             self.put_back()
-            self._stage()
         raise ForeignWrite(f"{self.ledger}: {', '.join(wrong)} keep changing behind the engine's back while "
                            f"{', '.join(self.suspects()) or 'workers'} run; nothing of it was committed",
                            hint="stop what writes there, then `orchestrate resume`")
 
-    def _others(self) -> list[str]:
-        state = self.ledger / "state"
-        others = [p.name for p in state.iterdir() if p.is_dir() and p.name != self.topic] if state.is_dir() else []
-        return [spec for o in others for spec in (f":(exclude,literal)state/{o}", f":(exclude,glob)log/????-??-??-{o}.md")]
+    def _staged(self) -> str:
+        """The tree git's own staging makes: the index set to the last commit (other runners' commits leave
+        it behind), `git add -A` of all but other campaigns' files (each runner commits its own; one left
+        half-written in another's commit would make that one's next commit look empty), `write-tree`. A file
+        vanishing under `add` (an editor's temp file) is retried, not fatal."""
+        if self.head:
+            git.git(self.ledger, "reset", "--quiet", self.head, "--", ".")
+        spec = [".", *snapshot.others_pathspec(self._snapshot._others())]
+        for attempt in range(5):
+            done = git.git(self.ledger, "add", "-A", "--", *spec, env=self._env, check=False)
+            if done.rc == 0:
+                break
+            time.sleep(0.05 * (attempt + 1))
+        else:
+            git.git(self.ledger, "add", "-A", "--", *spec, env=self._env)
+        tree = git.out(self.ledger, "write-tree")
+        self._snapshot.learn(tree)
+        self._index = tree
+        return tree
+
+    def _left_index(self, tree: str) -> None:
+        """A commit of a tree the index does not hold: the index is set to the branch when the command ends
+        (`sync_left_behind`), so that `git status` in .ledger shows only what changed since; after a crash,
+        `resume` sets it."""
+        if tree != self._index:
+            _left_behind.add(str(self.ledger))
 
     def _moved(self) -> Concurrency:
         actual = git.rev_parse(self.ledger, self.ref) or "nothing"
@@ -303,9 +323,39 @@ class Recorder:
                            hint="another runner is writing this campaign; stop one of them")
 
 
+_left_behind: set[str] = set()  # recorders whose index this process's commits left behind
+
+
+def sync_left_behind() -> None:
+    """At the end of a command (the CLI's boundary, or this process's exit): every recorder whose index a
+    commit of this process left behind is set to its branch. A recorder gone meanwhile is skipped."""
+    while _left_behind:
+        ledger = Path(_left_behind.pop())
+        if not (ledger / ".git").is_dir():
+            continue
+        try:
+            sync_index(ledger)
+        except (OrchestrateError, OSError):  # removed, or no longer a repository: nothing to show anyone
+            continue
+
+
+atexit.register(sync_left_behind)
+
+
+def sync_index(ledger: Path) -> None:
+    """The recorder's index set to its branch's commit (file contents untouched), so that `git status` in
+    .ledger shows what changed since: commits made through git_pipe leave the index behind."""
+    from orchestrate.recorder.lock import RecorderLock
+    with RecorderLock(ledger):
+        head = git.rev_parse(ledger, "HEAD")
+        if head:
+            git.git(ledger, "reset", "--quiet", head, "--", ".")
+
+
 def _staged_wrong(staged: str | None, pinned: bytes | None, path: Path) -> bool:
-    """Would the index commit something else than the pinned content? A path the recorder does not track
-    (never staged, still there) is not committed at all; one a worker deleted would be."""
+    """Would the commit hold something else than the pinned content (`staged`: the blob the tree holds)? A
+    path the recorder does not track (not in the tree, still there) is not committed at all; one a worker
+    deleted would be."""
     if staged is None:
         return pinned is not None and not path.exists()
     return staged != _blob_id(pinned, len(staged))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchestrate import git
+from orchestrate import git, git_batch
 from orchestrate.errors import GitError
 from orchestrate.workers import containment, siblings
 from orchestrate.workers.brief import usage_path
@@ -24,6 +24,14 @@ def returned(ctx, outcome, *, journal_result: bool = True) -> None:
     _settle(ctx, outcome)
     if trespass:
         fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].head, trespass)
+
+
+def _head(root: Path, worktree: Path) -> str:
+    """What `git rev-parse HEAD` says in the worktree, read from its HEAD file where that is plain."""
+    try:
+        return git_batch.worktree_head(root, worktree)
+    except git_batch.Unusable:
+        return git.out(worktree, "rev-parse", "HEAD")
 
 
 def _settle(ctx, outcome) -> None:
@@ -54,7 +62,7 @@ def _settle(ctx, outcome) -> None:
             return
         ctx.emit("result", {"effect": "leftover-commit", "node": outcome.node})
         ctx.out.line(f"{outcome.node}: committed changes the worker left uncommitted")
-    head = git.out(path, "rev-parse", "HEAD") if path.exists() else ns.base
+    head = _head(ctx.root, path) if path.exists() else ns.base
     if head != ns.base and not git.is_ancestor(ctx.root, ns.base, head):
         fail_attempt(ctx, outcome, head, f"node {outcome.node}: its head {head[:12]} does not contain its base "
                 f"{ns.base[:12]} (the branch was reset or replaced); its attempt failed")

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrate import git
+from orchestrate import git, stamps
 from orchestrate.errors import GitError
 from orchestrate.recorder.campaign import DISPATCHED, LANDED
 from orchestrate.workers import fingerprint, handwork, pool
@@ -121,11 +121,41 @@ def _kept(ctx, node_id: str) -> list[Kept]:
 
 
 def _changed(k: Kept, common: Path, branches: Branches) -> str:
-    """What differs from what `k` must be, or ""."""
+    """What differs from what `k` must be, or "". A worktree found unchanged whose files, index, HEAD and
+    branch have not been written since (orchestrate.stamps) is not asked of git again: a layer of L
+    landed nodes was L*L/2 `git status` processes, one per sibling per return."""
     if not k.path.is_dir():
         return "it was removed"
     if not _linked(k.path, common):  # git would run in whatever repository the link names: never ask it
         return "its .git link or admin dir was replaced"
+    stamp = _stamp(k, common)
+    if stamp is not None and _clean.get(str(k.path)) == stamp:
+        return ""
+    found = _asked(k, branches)
+    if not found and stamp is not None:  # taken before git looked: a write since shows in the next stamp
+        if len(_clean) > 4096:
+            _clean.clear()
+        _clean[str(k.path)] = stamp
+    return found
+
+
+# Worktrees git found as they must be, with the stamp taken just before: (what it must hold, files, git's).
+_clean: dict[str, tuple] = {}
+
+
+def _stamp(k: Kept, common: Path) -> tuple | None:
+    """What `k`'s worktree holds and the stat stamps of its files, its index and HEAD, and its branch (a
+    detached sibling's branch is read by git: it is not HEAD's)."""
+    if k.detached:
+        return None
+    admin = git.admin_dir(k.path)
+    if admin is None:
+        return None
+    files = stamps.tree(k.path, admin / "HEAD", admin / "index", common / k.ref, common / "packed-refs")
+    return None if files is None else (k.sha, k.branch, files)
+
+
+def _asked(k: Kept, branches: Branches) -> str:
     try:
         sha, branch, paths = git.head_and_changes(k.path)
     except GitError as exc:
@@ -164,6 +194,7 @@ def _linked(worktree: Path, common: Path) -> bool:
 def _put_back(ctx, k: Kept, common: Path, branches: Branches) -> bool:
     """The worktree at `k.sha` on its branch (or detached) with nothing else in it: checked out again, or,
     when its git link is broken, removed and added anew. False when git refused."""
+    _clean.pop(str(k.path), None)
     try:
         if k.path.is_dir() and _linked(k.path, common):
             if k.detached and branches.get(k.ref) != k.sha:  # an attached checkout -B moves the branch itself

@@ -147,6 +147,8 @@ def _merged_before_crash(ctx: Context, heads: list[str]) -> str | None:
     on the campaign's first-parent line since the tip whose parents are the tip's line plus exactly these
     heads. An ancestor is not enough: a branch reset to before its base is an ancestor of everything."""
     c = ctx.campaign
+    if git.rev_parse(ctx.root, c.branch) == c.tip:  # the branch is where this runner knows it: nothing was merged
+        return None
     for line in git.lines(ctx.root, "rev-list", "--first-parent", "--parents", f"{c.tip}..{c.branch}"):
         sha, *parents = line.split()
         if len(parents) > 1 and sorted(parents[1:]) == sorted(heads):

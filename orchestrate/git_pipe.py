@@ -1,0 +1,196 @@
+"""Long-running git processes that write: objects and compare-and-swap ref updates as pipe round trips
+(git.py speaks git; this keeps the writers it would otherwise start once per call).
+
+A recorder commit per transition cost four processes (`add`, `write-tree`, `commit-tree`, `update-ref`):
+the largest share of a node's overhead (benchmarks/README.md). Each repository gets here, on first use:
+
+- `git hash-object -w --no-filters --stdin-paths` for blobs: no filter or conversion program ever runs,
+  what is on disk is what is stored;
+- `git mktree -z --batch` for trees (git checks that every entry names an object of its type);
+- `git hash-object -w -t commit --no-filters --stdin-paths` for commits (git checks the commit's format),
+  fed from a file of this process's own;
+- `git update-ref --stdin`, one transaction per swap (`start`, `update <ref> <new> <old>`, `prepare`,
+  `commit`): git refuses an update whose old value no longer holds and dies on it, which is the answer
+  "someone moved it"; the next swap starts another.
+
+None of these commands runs a program a config file could name (no filter: `--no-filters`; no hook: the
+inert environment's core.hooksPath, a command-line override, outranks every file), so a writer started once
+stays inert whatever is planted in the repository's config later. Each is shared by threads (a lock each),
+never used by a forked child, and closed at exit.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from orchestrate import git, inert
+from orchestrate.errors import GitError, ProcError
+
+
+class _Writer:
+    """One long-running git command in `repo` answering a line per request."""
+
+    def __init__(self, repo: Path, args: tuple[str, ...]) -> None:
+        self.repo, self.args = repo, args
+        self.pid = os.getpid()
+        self.lock = threading.Lock()
+        self._child = None
+
+    def ask(self, request: bytes, answers: int = 1) -> list[bytes] | None:
+        """Send `request`, read `answers` lines (newline stripped); None when git ended instead of answering
+        (it is gone then, and the next request starts it again). Call with the lock held."""
+        if self._child is None:
+            self._start()
+        child = self._child
+        try:
+            child.stdin.write(request)
+            child.stdin.flush()
+            got = [child.stdout.readline() for _ in range(answers)]
+        except OSError:
+            got = []
+        except BaseException:  # a Ctrl-C mid-answer leaves the rest of it in the pipe
+            self.stop()
+            raise
+        if len(got) < answers or not all(line.endswith(b"\n") for line in got):
+            self.stop()
+            return None
+        return [line[:-1] for line in got]
+
+    def _start(self) -> None:
+        from orchestrate import proc
+        argv, env = git.command(self.repo, *self.args)
+        try:
+            self._child = proc.start_pipe(argv, env=env)
+        except ProcError as exc:
+            raise GitError(argv, None, message=f"git is not installed or cannot start: {exc.message}") from exc
+
+    def stop(self) -> None:
+        child, self._child = self._child, None
+        if child is not None:
+            from orchestrate import proc
+            proc.end_pipe(child)
+
+
+class Store:
+    """The writers of one repository."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self.pid = os.getpid()
+        self.blobs = _Writer(repo, ("hash-object", "-w", "--no-filters", "--stdin-paths"))
+        self.trees = _Writer(repo, ("mktree", "-z", "--batch"))
+        self.commits = _Writer(repo, ("hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths"))
+        self.refs = _Writer(repo, ("update-ref", "--stdin"))
+        self._file: str | None = None  # where a commit's text is written for hash-object to read
+
+    def blob(self, path: str | Path) -> str:
+        """Store the file at `path` (absolute, no newline in it) as a blob; its object id."""
+        with self.blobs.lock:
+            got = self.blobs.ask(os.fsencode(path) + b"\n")
+        return self._object(got, f"hash-object {path}")
+
+    def tree(self, entries: list[tuple[str, str, str]]) -> str:
+        """A tree of `entries`, each (mode, object id, name); git sorts them. An empty list is the empty tree."""
+        kinds = {"40000": "tree", "160000": "commit"}
+        body = b"".join(f"{mode} {kinds.get(mode, 'blob')} {sha}\t".encode() + os.fsencode(name) + b"\0"
+                        for mode, sha, name in entries)
+        with self.trees.lock:
+            got = self.trees.ask(body + b"\0")
+        return self._object(got, "mktree")
+
+    def commit(self, tree: str, parents: list[str], message: str, env: dict[str, str]) -> str:
+        """A commit of `tree` on `parents` with `message` as `git commit-tree -m` stores it, by the identity
+        git gives under `env` at this moment."""
+        author, committer = identity(self.repo, env)
+        text = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents) + \
+            f"author {author}\ncommitter {committer}\n\n{message}" + ("" if message.endswith("\n") else "\n")
+        with self.commits.lock:
+            if self._file is None:
+                fd, self._file = tempfile.mkstemp(prefix="orchestrate-commit-")
+                os.close(fd)
+            with open(self._file, "wb") as fh:
+                fh.write(text.encode())
+            got = self.commits.ask(os.fsencode(self._file) + b"\n")
+        return self._object(got, "hash-object -t commit")
+
+    def swap(self, ref: str, new: str, old: str) -> bool:
+        """Move `ref` from `old` (all zeros: it must not exist) to `new` in one transaction; False when git
+        refused (the ref is elsewhere, or locked)."""
+        with self.refs.lock:
+            got = self.refs.ask(f"start\nupdate {ref} {new} {old}\nprepare\ncommit\n".encode(), 3)
+        return got == [b"start: ok", b"prepare: ok", b"commit: ok"]
+
+    def _object(self, got: list[bytes] | None, what: str) -> str:
+        sha = got[0].decode() if got else ""
+        if len(sha) not in (40, 64) or not all(c in "0123456789abcdef" for c in sha):
+            raise GitError(git.command(self.repo, *what.split())[0], None,
+                           message=f"git {what} in {self.repo} gave no object id ({sha or 'it ended'})")
+        return sha
+
+    def close(self) -> None:
+        for one in (self.blobs, self.trees, self.commits, self.refs):
+            with one.lock:
+                one.stop()
+        if self._file is not None:
+            Path(self._file).unlink(missing_ok=True)
+            self._file = None
+
+
+MAX_STORES = 4  # repositories written at once (a runner writes one: its recorder); least recently used closed past it
+_stores: dict[tuple, Store] = {}  # (path, admin dir, its inode) -> writers, least recently used first
+_guard = threading.Lock()
+_identities: dict[tuple, tuple[str, str]] = {}
+
+
+def store(repo: str | Path) -> Store:
+    """The writers of `repo`, kept per path and admin dir (a repository made again at the path gets new ones)."""
+    repo = Path(repo).absolute()
+    gitdir = inert._gitdir(repo)
+    try:
+        key = (str(repo), str(gitdir), gitdir.stat().st_ino if gitdir is not None else 0)
+    except OSError:
+        key = (str(repo), str(gitdir), 0)
+    with _guard:
+        if any(s.pid != os.getpid() for s in _stores.values()):
+            _stores.clear()  # a forked child: the writers (and their pipes) are the parent's
+        one = _stores.pop(key, None) or Store(repo)
+        _stores[key] = one  # last: the most recently used
+        stale = [k for k in _stores if k[0] == key[0] and k != key]  # the path's former repository
+        kept = [k for k in _stores if k not in stale]
+        dropped = [_stores.pop(k) for k in stale + kept[:max(0, len(kept) - MAX_STORES)]]
+    for old in dropped:
+        old.close()
+    return one
+
+
+def identity(repo: Path, env: dict[str, str]) -> tuple[str, str]:
+    """(author, committer) as `git var` gives them under `env`, each `Name <email> <seconds> <zone>`. The
+    names are asked of git once per state of the config files; the date is now, unless a GIT_*_DATE
+    variable sets one (then git is asked every time)."""
+    dated = any(k in env or k in os.environ for k in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"))
+    key = (inert.config_stamp(repo), tuple(sorted(env.items())))
+    if dated or key not in _identities:
+        found = tuple(git.out(repo, "var", name, env=env) for name in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"))
+        if dated:
+            return found  # type: ignore[return-value]
+        if len(_identities) > 64:
+            _identities.clear()
+        _identities[key] = tuple(f.rsplit(" ", 2)[0] for f in found)  # type: ignore[assignment]
+    offset = time.localtime().tm_gmtoff // 60
+    stamp = f"{int(time.time())} {'-' if offset < 0 else '+'}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
+    author, committer = _identities[key]
+    return f"{author} {stamp}", f"{committer} {stamp}"
+
+
+@atexit.register
+def close_all() -> None:
+    """Stop every writer (each exits at the end of its input); a forked child leaves its parent's alone."""
+    with _guard:
+        mine = [s for s in _stores.values() if s.pid == os.getpid()]
+        _stores.clear()
+    for one in mine:
+        one.close()

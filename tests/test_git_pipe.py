@@ -1,0 +1,104 @@
+"""git_pipe: the kept writers store what one-shot git commands would (blobs, trees, commits), swap refs only
+from the value they were given, start again after git refused, and stay started across calls."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from orchestrate import git, git_pipe, proc
+from tests.helpers import make_repo
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = make_repo(tmp_path / "r", {"a.txt": "one\n", "dir/b.md": "# b\n"})
+    yield r
+    git_pipe.close_all()
+
+
+@pytest.fixture
+def starts(monkeypatch):
+    """The argv of every long-running helper started from here on."""
+    seen: list[list[str]] = []
+    real = proc.start_pipe
+
+    def counting(cmd, **kw):
+        seen.append([str(c) for c in cmd])
+        return real(cmd, **kw)
+    monkeypatch.setattr(proc, "start_pipe", counting)
+    return seen
+
+
+def test_a_blob_is_what_hash_object_stores(repo):
+    (repo / "c.txt").write_bytes(b"crlf\r\nand bytes \xff\n")
+    sha = git_pipe.store(repo).blob(repo / "c.txt")
+    assert sha == repo.git("hash-object", "--no-filters", "c.txt")
+    assert repo.git("cat-file", "-t", sha) == "blob"  # written, not only hashed
+
+
+def test_a_tree_and_a_commit_read_back_as_git_wrote_them(repo):
+    store = git_pipe.store(repo)
+    blob = store.blob(repo / "a.txt")
+    sub = store.tree([("100755", blob, "run.sh")])
+    root = store.tree([("100644", blob, "z.txt"), ("40000", sub, "bin"), ("100644", blob, "a b.txt")])
+    assert repo.git("ls-tree", "-r", root).splitlines() == [
+        f"100644 blob {blob}\ta b.txt", f"100755 blob {blob}\tbin/run.sh", f"100644 blob {blob}\tz.txt"]
+    assert store.tree([]) == repo.git("hash-object", "-t", "tree", "/dev/null")  # the empty tree
+    head = repo.head()
+    env = {"GIT_AUTHOR_NAME": "A U", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "C M",
+           "GIT_COMMITTER_EMAIL": "c@x"}
+    sha = store.commit(root, [head], "subject\n\nbody line", env)
+    assert repo.git("log", "-1", "--format=%T %P%n%an <%ae>%n%cn <%ce>%n%B", sha).splitlines() == [
+        f"{root} {head}", "A U <a@x>", "C M <c@x>", "subject", "", "body line"]
+    assert repo.git("cat-file", "commit", sha).endswith("body line")  # one newline at the end, as commit-tree -m
+
+
+def test_a_commit_date_set_in_the_environment_is_kept(repo):
+    store = git_pipe.store(repo)
+    tree = repo.git("rev-parse", "HEAD^{tree}")
+    env = {"GIT_AUTHOR_DATE": "@1700000000 +0200", "GIT_COMMITTER_DATE": "@1700000100 -0130"}
+    sha = store.commit(tree, [], "dated", env)
+    assert repo.git("log", "-1", "--format=%at %ai|%ct %ci", sha) == \
+        "1700000000 2023-11-15 00:13:20 +0200|1700000100 2023-11-14 20:45:00 -0130"
+
+
+def test_a_swap_moves_a_ref_only_from_the_value_given_and_the_next_swap_works(repo, starts):
+    store = git_pipe.store(repo)
+    head = repo.head()
+    second = repo.commit("second")
+    assert not store.swap("refs/heads/main", head, head)  # main is at `second`: refused, nothing moved
+    assert repo.head() == second
+    assert store.swap("refs/heads/main", head, second)
+    assert repo.head() == head
+    assert store.swap("refs/heads/new", second, "0" * 40)  # created
+    assert not store.swap("refs/heads/new", head, "0" * 40)  # must not exist: it does
+    assert repo.git("rev-parse", "new") == second
+    assert sum(argv[3:5] == ["update-ref", "--stdin"] for argv in starts) == 2  # refused: started again
+
+
+def test_writers_start_once_for_many_objects(repo, starts):
+    store = git_pipe.store(repo)
+    for i in range(20):
+        (repo / "n.txt").write_text(f"{i}\n")
+        store.tree([("100644", store.blob(repo / "n.txt"), "n.txt")])
+    assert sorted(argv[3] for argv in starts) == ["hash-object", "mktree"]
+
+
+def test_a_file_git_cannot_read_is_an_error_and_the_writer_recovers(repo):
+    store = git_pipe.store(repo)
+    with pytest.raises(git.GitError):
+        store.blob(repo / "missing.txt")
+    assert store.blob(repo / "a.txt") == repo.git("hash-object", "a.txt")
+
+
+def test_a_forked_child_gets_writers_of_its_own(repo):
+    parent = git_pipe.store(repo)
+    parent.blob(repo / "a.txt")
+    pid = os.fork()
+    if pid == 0:  # the child must not write into the parent's pipes
+        child = git_pipe.store(repo)
+        os._exit(0 if child is not parent and child.blob(repo / "a.txt") else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert parent.blob(repo / "a.txt") == repo.git("hash-object", "a.txt")

@@ -1,0 +1,160 @@
+"""recorder/snapshot.py: the tree a recorder commit holds, built from the last commit's tree and the files'
+stat data, is the tree `git add -A` (other campaigns' files excluded) and `git write-tree` make; where it
+cannot tell as git would, it says so and git stages."""
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from orchestrate import git_pipe, stamps
+from orchestrate.recorder.snapshot import Snapshot, others_pathspec
+from tests.helpers import make_repo
+
+FILES = {"config.yaml": "coherence: {}\n", "state/t/journal.jsonl": "{}\n", "state/t/dag.yaml": "nodes: []\n",
+         "state/o/journal.jsonl": "{}\n", "log/2026-01-01-t.md": "# t\n", "log/2026-01-01-o.md": "# o\n",
+         "gates/README.md": "gates\n", "state/README.md": "state\n"}
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    repo = make_repo(tmp_path / "ledger", FILES)
+    yield repo
+    git_pipe.close_all()
+
+
+def staged(repo, base: str) -> str:
+    """What git's own staging writes on `base`, in an index of its own (the repository's is not touched)."""
+    env = dict(os.environ, GIT_INDEX_FILE=str(repo.parent / "scratch-index"))
+    others = sorted(p.name for p in (repo / "state").iterdir() if p.is_dir() and p.name != "t")
+
+    def run(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True,
+                              text=True).stdout.strip()
+    run("read-tree", base)
+    run("add", "-A", "--", ".", *others_pathspec(others))
+    return run("write-tree")
+
+
+def base_of(repo) -> str:
+    return repo.git("rev-parse", "HEAD^{tree}")
+
+
+def test_changed_and_removed_files_make_the_tree_git_would(ledger):
+    snap = Snapshot(ledger, "t")
+    base = base_of(ledger)
+    snap.learn(base)  # as after the first commit of a process, which git stages
+    assert snap.tree(base) == base  # nothing changed: the same tree, nothing written
+    (ledger / "state/t/journal.jsonl").write_text("{}\n{}\n")
+    (ledger / "config.yaml").unlink()
+    (ledger / "gates/README.md").unlink()  # its folder goes with it
+    assert snap.tree(base) == staged(ledger, base)
+
+
+def test_other_campaigns_files_stay_as_the_last_commit_holds_them(ledger):
+    snap = Snapshot(ledger, "t")
+    base = base_of(ledger)
+    snap.learn(base)  # as after the first commit of a process, which git stages
+    (ledger / "state/o/journal.jsonl").write_text("theirs, not yet committed\n")
+    (ledger / "log/2026-01-01-o.md").write_text("# o, edited\n")
+    (ledger / "log/2026-01-01-t.md").write_text("# t, edited\n")
+    tree = snap.tree(base)
+    assert tree == staged(ledger, base)
+    assert snap.blob_at(tree, "state/o/journal.jsonl") == snap.blob_at(base, "state/o/journal.jsonl")
+    assert snap.blob_at(tree, "log/2026-01-01-t.md") != snap.blob_at(base, "log/2026-01-01-t.md")
+
+
+def test_what_only_git_can_decide_is_left_to_git(ledger):
+    snap = Snapshot(ledger, "t")
+    base = base_of(ledger)
+    assert snap.tree(base) is None  # before git has staged once, its ignore rules are unknown
+    snap.learn(base)
+    snap.learn(base)  # as after the first commit of a process, which git stages
+    (ledger / "state/t/new.json").write_text("{}\n")  # a new path: git's ignore rules decide
+    assert snap.tree(base) is None
+    (ledger / "state/t/new.json").unlink()
+    (ledger / "config.yaml").chmod(0o755)  # a mode: git's core.fileMode decides
+    assert snap.tree(base) is None
+    (ledger / "config.yaml").chmod(0o644)
+    (ledger / "state/t/link").symlink_to("dag.yaml")
+    assert snap.tree(base) is None
+    (ledger / "state/t/link").unlink()
+    assert snap.tree(base) == base
+
+
+def test_files_git_left_out_are_learned_and_a_changed_ignore_file_asks_git_again(ledger):
+    (ledger / ".gitignore").write_text("*.tmp\n")
+    base = ledger.commit("ignore temp files")
+    snap = Snapshot(ledger, "t")
+    tree = base_of(ledger)
+    snap.learn(tree)
+    (ledger / "state/t/x.tmp").write_text("scratch\n")
+    assert snap.tree(tree) is None
+    snap.learn(staged(ledger, tree))
+    (ledger / "state/t/journal.jsonl").write_text("{}\n{}\n")
+    assert snap.tree(tree) == staged(ledger, tree)  # x.tmp ignored, as git ignores it
+    (ledger / ".gitignore").write_text("*.json\n")
+    assert snap.tree(tree) is None  # the rules changed: x.tmp may belong in the commit now
+    assert base
+
+
+def test_a_rewrite_of_the_same_size_is_seen_however_soon_it_comes(ledger, monkeypatch):
+    snap = Snapshot(ledger, "t")
+    base = base_of(ledger)
+    snap.learn(base)  # as after the first commit of a process, which git stages
+    journal = ledger / "state/t/journal.jsonl"
+    journal.write_text("aaaa\n")
+    first = snap.tree(base)
+    st = journal.stat()
+    journal.write_text("bbbb\n")  # same size; mtime put back: only the content (and ctime) differ
+    os.utime(journal, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert snap.tree(base) != first
+    assert snap.tree(base) == staged(ledger, base)
+    monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: True)  # its stat is trusted from now on
+    trusted = snap.tree(base)
+    st = journal.stat()
+    journal.write_text("cccc\n")
+    os.utime(journal, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert snap.tree(base) != trusted  # its ctime moved, which no one can set back
+
+
+def test_a_settled_file_is_hashed_once(ledger, monkeypatch):
+    monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: True)  # every file written long ago
+    snap = Snapshot(ledger, "t")
+    base = base_of(ledger)
+    snap.learn(base)  # as after the first commit of a process, which git stages
+    snap.tree(base)
+    asked = []
+    real = git_pipe.Store.blob
+    monkeypatch.setattr(git_pipe.Store, "blob", lambda self, path: asked.append(path) or real(self, path))
+    (ledger / "state/t/journal.jsonl").write_text("{}\n{}\n")
+    snap.tree(base)
+    assert [Path(p).name for p in asked] == ["journal.jsonl"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_edits_give_git_s_tree_or_leave_it_to_git(ledger, seed):
+    rng = random.Random(seed)
+    snap = Snapshot(ledger, "t")
+    snap.learn(base_of(ledger))
+    paths = [p for p in FILES if not p.startswith(("state/o/", "log/2026-01-01-o"))]
+    for _ in range(25):
+        base = base_of(ledger)
+        rel = rng.choice(paths + ["state/t/checkpoints/c1.json", "log/extra.md"])
+        target = ledger / rel
+        if rng.random() < 0.3 and target.exists():
+            target.unlink()
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(rng.choice(["x\n", "y\n", "xy\n", f"{rng.random()}\n"]))
+        tree = snap.tree(base)
+        expected = staged(ledger, base)
+        if tree is None:  # git stages it: as the recorder then does, and commits it
+            snap.learn(expected)
+        else:
+            assert tree == expected, rel
+        ledger.git("add", "-A")
+        ledger.git("commit", "-q", "--allow-empty", "-m", "step")
