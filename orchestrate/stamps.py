@@ -34,7 +34,8 @@ def tree(path: Path, *extra: Path) -> tuple | None:
     (absent ones included as absent): equal stamps mean nothing was written, created, removed or renamed
     in between. None when an entry has not settled yet (see the module's docstring) or cannot be read."""
     now = time.time_ns()
-    found: list[tuple] = []
+    found: list = []
+    newest = coarse = 0
     try:
         for one in (path, *extra):
             try:
@@ -42,19 +43,21 @@ def tree(path: Path, *extra: Path) -> tuple | None:
             except FileNotFoundError:
                 found.append((str(one), None))
                 continue
-            if not settled(st, now):
-                return None
             found.append((str(one), key(st)))
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+            coarse |= st.st_mtime_ns % _SECOND == 0
         todo = [str(path)]
-        while todo:
+        while todo:  # every entry's stat in one flat list: this runs once per waiting worktree per return
             with os.scandir(todo.pop()) as entries:
                 for e in entries:
                     st = e.stat(follow_symlinks=False)
-                    if not settled(st, now):
-                        return None
-                    found.append((e.path, key(st)))
+                    mtime, ctime = st.st_mtime_ns, st.st_ctime_ns
+                    found += (e.path, st.st_ino, st.st_size, mtime, ctime, st.st_mode)
+                    if mtime > newest or ctime > newest:
+                        newest = max(mtime, ctime)
                     if e.is_dir(follow_symlinks=False):
                         todo.append(e.path)
     except OSError:
         return None
-    return tuple(sorted(found))
+    margin = int((COARSE if coarse else FINE) * _SECOND)
+    return tuple(found) if newest < now - margin else None

@@ -123,7 +123,8 @@ def test_a_sibling_found_unchanged_is_not_asked_of_git_again_until_something_in_
     repo.git("worktree", "add", "-q", "-b", "node/t/S", str(wt))
     kept = siblings.Kept("S", wt, "wt", repo.head(), "node/t/S", False)
     common = fingerprint.common_dir(repo)
-    monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: True)  # written long ago
+    monkeypatch.setattr(stamps, "FINE", -60.0)  # as if every file had been written a minute ago
+    monkeypatch.setattr(stamps, "COARSE", -60.0)
     asked: list[list[str]] = []
     real = proc.run
     monkeypatch.setattr(proc, "run", lambda cmd, **kw: asked.append(list(cmd)) or real(cmd, **kw))

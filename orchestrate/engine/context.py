@@ -41,6 +41,8 @@ class Context:
     blamed: dict = field(default_factory=dict)  # node -> what it changed outside its node, while running
     evaluated: dict = field(default_factory=dict)  # (node, attempt) -> its evaluators' verdict, run ahead
     refuted: dict = field(default_factory=dict)  # eager: node -> the head its premise was found stale against
+    known_clean: dict = field(default_factory=dict)  # node -> (judged head, the campaign head it was last known
+    #                                                   clean against: probed, or no merge since could conflict)
     routed: set = field(default_factory=set)  # eager: pending nodes whose incoming edges were decided
     announced: set = field(default_factory=set)  # ids of the seams this run has told a person about
     schedule_override: str | None = None  # --schedule

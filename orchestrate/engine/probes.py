@@ -3,8 +3,8 @@ trial-merged onto the new head (`git merge-tree --write-tree`: no checkout, mill
 is known before the node is judged and merged.
 
 Each probe is journalled (`probe`: the node, its judged head, the head it was merged onto, the nodes
-merged since that judged head was last found clean, clean or not, the conflicting paths; `apart` when no
-merge was needed to know it is clean: see `_apart`). A conflicting
+merged since that judged head was last known clean that could conflict with it, clean or not, the
+conflicting paths). A node that no merge since could conflict with is not probed (`_could_conflict`). A conflicting
 node is reworked at once from the new head, its next brief naming the paths and the merged node(s) it
 conflicts with; a LOOPS_WITH group lands as one, so it is reworked as one, as MERGE does.
 
@@ -35,19 +35,23 @@ def after_merge(ctx) -> list[str]:
     if str(ctx.root) in _unable:
         return []
     found = []  # the probe entries that found a conflict
-    for node_id in _due(c):
+    for node_id in _due(ctx):
         ns = c.nodes[node_id]
-        merged = merged_since(c, _clean_at(c, node_id))
-        apart = _apart(ctx, node_id, merged)
-        trial = None if apart else git.merge_tree(ctx.root, c.tip, ns.head)
-        if trial is None and not apart:
+        merged = _could_conflict(ctx, node_id, merged_since(c, _clean_at(ctx, node_id)))
+        if not merged:  # known clean without a merge: remembered by this runner, not journalled
+            ctx.known_clean[node_id] = (ns.head, c.tip)
+            continue
+        trial = git.merge_tree(ctx.root, c.tip, ns.head)
+        if trial is None:
             _unable.add(str(ctx.root))
             ctx.out.line("this git has no `merge-tree --write-tree` (git 2.38 or later): conflicts are found "
                          "when each node merges, not before its turn")
             return []
-        conflicts = trial[1] if trial else []
+        conflicts = trial[1]
+        if not conflicts:
+            ctx.known_clean[node_id] = (ns.head, c.tip)
         entry = ctx.emit("probe", {"node": node_id, "head": ns.head, "onto": c.tip, "merged": merged,
-                                   "clean": not conflicts, "conflicts": conflicts, **({"apart": True} if apart else {})},
+                                   "clean": not conflicts, "conflicts": conflicts},
                          derived_from=[c.nodes[m].settled_entry for m in merged if c.nodes[m].settled_entry])
         if conflicts:
             found.append(entry)
@@ -58,38 +62,36 @@ def after_merge(ctx) -> list[str]:
     return reworked
 
 
-def _due(c) -> list[str]:
+def _due(ctx) -> list[str]:
     """Landed nodes, of every layer, whose judged head may conflict with the campaign head and has not
     been probed against it. A worker that failed is left to RECONCILE (which tells a failing environment
     from a failing attempt); a node that branched from this very head, or changed nothing, cannot conflict."""
+    c = ctx.campaign
     due = []
     for node_id, ns in c.nodes.items():
         if ns.status != LANDED or ns.rc not in (0, None) or ns.head in (ns.base, "") or ns.base == c.tip:
             continue
         last = c.probes.get(node_id)
-        if last and last["head"] == ns.head and last["onto"] == c.tip:
+        if (last and last["head"] == ns.head and last["onto"] == c.tip) or ctx.known_clean.get(node_id) == (ns.head, c.tip):
             continue
         due.append(node_id)
     return due
 
 
-def _apart(ctx, node_id: str, merged: list[str]) -> bool:
-    """Can the `merged` nodes (merged since this node's head was last found clean, or since its base) conflict
-    with it? Not when neither side deletes a file and no path one side changed is, or lies under, a path the
+def _could_conflict(ctx, node_id: str, merged: list[str]) -> list[str]:
+    """Which of the `merged` nodes (merged since this node's head was last known clean) could conflict with
+    it? Not one where neither side deletes a file and no path one side changed is, or lies under, a path the
     other changed: git's merge then takes each side's files as they are (a deletion could be half of a
-    rename, and renames and directory renames move the other side's changes). Such a probe is recorded
-    clean and `apart` without a merge (both diffs are known from judging): a layer of L nodes landing
-    together would otherwise cost L*L/2 merges. A conflict this could miss is still MERGE's to find; the
+    rename, and renames and directory renames move the other side's changes). When none could, the node is
+    not probed (both diffs are known from judging): a layer of L nodes landing together would otherwise cost
+    L*L/2 merges and as many journal entries. A conflict this could miss is still MERGE's to find: the
     probe only finds conflicts early."""
     c = ctx.campaign
     mine = _touched(ctx, c.nodes[node_id])
     if mine is None:
-        return False
-    for other in merged:
-        theirs = _touched(ctx, c.nodes[other])
-        if theirs is None or _overlap(mine, theirs) or _overlap(theirs, mine):
-            return False
-    return True
+        return merged
+    return [m for m in merged if (theirs := _touched(ctx, c.nodes[m])) is None
+            or _overlap(mine, theirs) or _overlap(theirs, mine)]
 
 
 def _touched(ctx, ns) -> set[str] | None:
@@ -111,10 +113,15 @@ def _overlap(paths: set[str], other: set[str]) -> bool:
     return bool(paths & folders)
 
 
-def _clean_at(c, node_id: str) -> str:
-    """The campaign head this node's judged head was last found clean against, else its base: what merged
-    after it is what the head can conflict with."""
-    ns, last = c.nodes[node_id], c.probes.get(node_id)
+def _clean_at(ctx, node_id: str) -> str:
+    """The campaign head this node's judged head was last known clean against (this runner remembers both
+    clean probes and heads no merge since could conflict with; after a resume, the journal's last clean
+    probe), else its base: what merged after it is what the head can conflict with."""
+    ns = ctx.campaign.nodes[node_id]
+    head, onto = ctx.known_clean.get(node_id, ("", ""))
+    if head == ns.head:
+        return onto
+    last = ctx.campaign.probes.get(node_id)
     return last["onto"] if last and last["clean"] and last["head"] == ns.head else ns.base
 
 

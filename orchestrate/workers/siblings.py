@@ -124,13 +124,13 @@ def _changed(k: Kept, common: Path, branches: Branches) -> str:
     """What differs from what `k` must be, or "". A worktree found unchanged whose files, index, HEAD and
     branch have not been written since (orchestrate.stamps) is not asked of git again: a layer of L
     landed nodes was L*L/2 `git status` processes, one per sibling per return."""
+    stamp = _stamp(k, common)  # its .git link and what that names are in it: `_linked` held for that stamp
+    if stamp is not None and _clean.get(str(k.path)) == stamp:
+        return ""
     if not k.path.is_dir():
         return "it was removed"
     if not _linked(k.path, common):  # git would run in whatever repository the link names: never ask it
         return "its .git link or admin dir was replaced"
-    stamp = _stamp(k, common)
-    if stamp is not None and _clean.get(str(k.path)) == stamp:
-        return ""
     found = _asked(k, branches)
     if not found and stamp is not None:  # taken before git looked: a write since shows in the next stamp
         if len(_clean) > 4096:
@@ -151,7 +151,8 @@ def _stamp(k: Kept, common: Path) -> tuple | None:
     admin = git.admin_dir(k.path)
     if admin is None:
         return None
-    files = stamps.tree(k.path, admin / "HEAD", admin / "index", common / k.ref, common / "packed-refs")
+    files = stamps.tree(k.path, admin / "HEAD", admin / "index", admin / "gitdir", admin / "commondir",
+                        common / k.ref, common / "packed-refs")
     return None if files is None else (k.sha, k.branch, files)
 
 

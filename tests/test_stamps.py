@@ -1,0 +1,49 @@
+"""stamps: a stat stamp of a folder changes with every write, creation, removal, rename and mode change in
+it, and is not given while an entry is too fresh for its stat to show a second write."""
+from __future__ import annotations
+
+import os
+import time
+
+from orchestrate import stamps
+
+
+def _aged(monkeypatch) -> None:
+    monkeypatch.setattr(stamps, "FINE", -60.0)  # as if every entry had been written a minute ago
+    monkeypatch.setattr(stamps, "COARSE", -60.0)
+
+
+def test_every_kind_of_change_moves_the_stamp(tmp_path, monkeypatch):
+    _aged(monkeypatch)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f.txt").write_text("one\n")
+    (tmp_path / "g.txt").write_text("g\n")
+    extra = tmp_path.parent / f"{tmp_path.name}-HEAD"
+    seen = [stamps.tree(tmp_path, extra)]
+    assert seen[0] == stamps.tree(tmp_path, extra)  # nothing happened
+    st = (tmp_path / "d" / "f.txt").stat()
+    (tmp_path / "d" / "f.txt").write_text("two\n")  # same size, mtime put back: ctime still moves
+    os.utime(tmp_path / "d" / "f.txt", ns=(st.st_atime_ns, st.st_mtime_ns))
+    for change in (lambda: (tmp_path / "d" / "new").write_text(""),
+                   lambda: (tmp_path / "d" / "new").unlink(),
+                   lambda: (tmp_path / "g.txt").rename(tmp_path / "d" / "g.txt"),
+                   lambda: (tmp_path / "d" / "g.txt").chmod(0o755),
+                   lambda: extra.write_text("ref: x\n")):
+        seen.append(stamps.tree(tmp_path, extra))
+        change()
+    seen.append(stamps.tree(tmp_path, extra))
+    assert None not in seen and len(set(seen)) == len(seen)
+
+
+def test_a_fresh_entry_gives_no_stamp_until_it_has_settled(tmp_path, monkeypatch):
+    (tmp_path / "f.txt").write_text("just written\n")
+    assert stamps.tree(tmp_path) is None
+    old = time.time_ns() - 60 * 10**9
+    for p in (tmp_path / "f.txt", tmp_path):
+        os.utime(p, ns=(old, old))
+    assert stamps.tree(tmp_path) is None  # the utime itself moved the ctimes: still fresh
+    monkeypatch.setattr(stamps, "FINE", 0.0)
+    time.sleep(0.01)
+    assert stamps.tree(tmp_path) is not None
+    st = (tmp_path / "f.txt").stat()
+    assert stamps.settled(st) and not stamps.settled(st, st.st_ctime_ns)
