@@ -18,11 +18,9 @@ from orchestrate.engine.context import Context
 from orchestrate.recorder.campaign import DISPATCHED
 from orchestrate.workers import fingerprint
 
-# How old a look at the user's checkout and the shared git dir may be and still stand for the one taken
-# before workers start, when no worker ran since (a `git status` of the whole checkout: 50-100 ms on 20,000
-# files; a `for-each-ref`). Between a return and the next start only this runner acts, and it moves no
-# watched ref (its own campaign's are not fingerprinted) and writes no watched file. A change the user makes
-# in that window is reported at the next return, as one made while a worker runs is.
+# How old a look at the user's checkout may be and still stand for the one taken before workers start, when
+# no worker ran since (a `git status` of the whole checkout: 50-100 ms on 20,000 files). A change the user
+# makes in that window is then reported at the next return, as the warning says it may be: their own work.
 REUSE_FOR = 1.0
 
 
@@ -43,7 +41,7 @@ def arm(ctx: Context, taken: fingerprint.Fingerprint | None = None) -> None:
     now, and every worker that ran before was checked when it returned, with a look of its own."""
     last = ctx.watch
     recent = last is not None and time.monotonic() - last.looked < REUSE_FOR
-    ctx.watch = taken or _take(ctx, last if recent else None, git_dir=last if recent else None)
+    ctx.watch = taken or _take(ctx, last if recent else None)
     if ctx.recorder is not None:  # a foreign journal line names the nodes that were running
         ctx.recorder.suspects = lambda: list(getattr(ctx.executor, "live", ())) or _dispatched(ctx)
         ctx.recorder.pinned = lambda: _pinned(ctx)
@@ -130,13 +128,12 @@ def _kept(ctx: Context):
     return ctx.layout.scratch / "rejected" / ctx.topic
 
 
-def _take(ctx: Context, seen: fingerprint.Fingerprint | None = None,
-          git_dir: fingerprint.Fingerprint | None = None) -> fingerprint.Fingerprint:
+def _take(ctx: Context, seen: fingerprint.Fingerprint | None = None) -> fingerprint.Fingerprint:
     # This campaign's node branches are each judged by the sha read when its worker returned (a branch
     # moved after that is reported at MERGE), and its campaign branch is compared with the recorded tip:
     # neither is fingerprinted, because this runner moves them itself while other workers run.
     return fingerprint.take(ctx.root, set(), recorder_files=_recorder_files(ctx),
-                            other_topics=_other_topics(ctx) + [ctx.topic], seen=seen, git_dir=git_dir)
+                            other_topics=_other_topics(ctx) + [ctx.topic], seen=seen)
 
 
 def _recorder_files(ctx: Context) -> list[Path]:

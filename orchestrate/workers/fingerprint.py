@@ -34,20 +34,15 @@ class Fingerprint:
 
 
 def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (),
-         other_topics: list[str] = (), seen: Fingerprint | None = None,
-         git_dir: Fingerprint | None = None) -> Fingerprint:
+         other_topics: list[str] = (), seen: Fingerprint | None = None) -> Fingerprint:
     """`own_refs`: the refs the running workers may move (their own node branches); `other_topics`: the
     campaigns whose node and campaign branches are not watched here (their runners move them); `seen`: a
-    fingerprint whose look at the checkout (the costly part: a `git status`) stands for a new one;
-    `git_dir`: one whose files and refs of the shared git dir stand for new ones (a `for-each-ref`)."""
+    fingerprint whose look at the checkout (the costly part: a `git status`) stands for a new one."""
     common = common_dir(root)
-    if git_dir is not None:
-        fp = Fingerprint(common, files=dict(git_dir.files), refs=dict(git_dir.refs))
-    else:
-        fp = Fingerprint(common, files=take_files(common))
-        theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
-        fp.refs = {name: sha for name, sha in git.refs(root, "refs").items()
-                   if name not in own_refs and not (name + "/").startswith(theirs)}
+    fp = Fingerprint(common, files=take_files(common))
+    theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
+    fp.refs = {name: sha for name, sha in git.refs(root, "refs").items()
+               if name not in own_refs and not (name + "/").startswith(theirs)}
     fp.checkout, fp.looked = (seen.checkout, seen.looked) if seen else (_checkout(root), time.monotonic())
     fp.recorder = {path: _read(path) for path in recorder_files}
     return fp
