@@ -236,6 +236,15 @@ def _links(tree: _Tree, files: Sequence[str]) -> tuple[list[Item], int]:
     return broken, count
 
 
+def needs_checkout(ledger: Path | None) -> bool:
+    """Will `check` run anything on the head's files (project gates, configured evaluators)? The rest of
+    coherence reads commits, so a caller without them needs no checkout of the head."""
+    try:
+        return bool(project_checks.gate_files(ledger)) or bool(project_checks.load_config(ledger).evaluators)
+    except (OrchestrateError, OSError):  # a config `check` refuses: it says so itself
+        return True
+
+
 @contextmanager
 def _head_tree(repo: Path, head: str, worktree: Path | None, needed: bool) -> Iterator[Path]:
     """Where project gates run: the given worktree; the repository when it has head checked out; else a

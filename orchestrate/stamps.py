@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-FINE = 0.05
+FINE = 0.025
 COARSE = 2.0
 _SECOND = 1_000_000_000
 

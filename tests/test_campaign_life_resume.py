@@ -94,7 +94,8 @@ def test_resume_after_an_adherence_halt_says_why_until_fixed_then_goes_on(tmp_pa
     repo = campaign_repo(tmp_path, LIFE, TOOL)
     assert orch("run", "--no-interactive", cwd=repo).rc == 75
     tip = repo.git("rev-parse", "campaign/life")
-    integration = repo / ".scratch" / "integration" / "life"  # the campaign head, checked out (detached)
+    integration = tmp_path / "forger"  # the campaign head, checked out (detached), where a commit is forged
+    repo.git("worktree", "add", "-q", "--detach", str(integration), "campaign/life")
     (integration / "x.txt").write_text("not a node\n")
     repo.git("-C", str(integration), "add", "x.txt")
     repo.git("-C", str(integration), "commit", "-qm", "a commit no node made")

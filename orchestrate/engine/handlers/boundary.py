@@ -13,7 +13,10 @@ def handle(ctx: Context) -> Outcome:
     if not schedule.layer_done(ctx):  # an amendment accepted mid-layer: back to the layer's work
         ctx.subject = f"layer {c.k}: its work goes on under the amended DAG"
         return Outcome.NEXT_LAYER
-    integ = worktrees.integration(ctx)
+    # Only project gates and coherence evaluators read files on disk: the rest of coherence reads commits.
+    # Without them the integration worktree is neither made nor brought to the head (O(the repository) the
+    # first time, O(the layer's diff) after).
+    integ = worktrees.integration(ctx) if coherence.needs_checkout(ctx.layout.ledger) else None
     verdict = coherence.check(ctx.root, c.layer_base, c.tip, ledger=ctx.layout.ledger, dag_path=ctx.dag_file,
                               topic=c.topic, worktree=integ, brief_dir=ctx.brief_dir)
     entry = judge.record(ctx, None, verdict)

@@ -24,7 +24,9 @@ def handle(ctx: Context) -> Outcome:
     stopped = budget.before_dispatch(ctx, nodes)  # what returned so far is journalled
     if stopped is not None:
         return stopped
-    integ = worktrees.integration(ctx, bring=any(ctx.dag.by_id[n].tripwires for n in nodes))  # premises read it
+    # premises read the head's files: only then is the integration worktree made (a checkout of the whole
+    # repository) or brought to the head
+    integ = worktrees.integration(ctx) if any(ctx.dag.by_id[n].tripwires for n in nodes) else None
     head = c.tip
     refuted = []
     for node_id in nodes:
