@@ -6,7 +6,8 @@ the largest share of a node's overhead (benchmarks/README.md). Each repository g
 
 - `git hash-object -w --no-filters --stdin-paths` for blobs: no filter or conversion program ever runs,
   what is on disk is what is stored;
-- `git mktree -z --batch` for trees (git checks that every entry names an object of its type);
+- `git mktree -z --batch --missing` for trees (every entry names an object just written or read: the check
+  git would make looks only where objects were when it started, and a repack moves them);
 - `git hash-object -w -t commit --no-filters --stdin-paths` for commits (git checks the commit's format),
   fed from a file of this process's own;
 - `git update-ref --stdin`, one transaction per swap (`start`, `update <ref> <new> <old>`, `prepare`,
@@ -82,7 +83,7 @@ class Store:
         self.repo = repo
         self.pid = os.getpid()
         self.blobs = _Writer(repo, ("hash-object", "-w", "--no-filters", "--stdin-paths"))
-        self.trees = _Writer(repo, ("mktree", "-z", "--batch"))
+        self.trees = _Writer(repo, ("mktree", "-z", "--batch", "--missing"))
         self.commits = _Writer(repo, ("hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths"))
         self.refs = _Writer(repo, ("update-ref", "--stdin"))
         self._file: str | None = None  # where a commit's text is written for hash-object to read

@@ -46,8 +46,8 @@ def test_the_recorder_s_index_matches_its_branch_when_a_command_ends(repo, orch)
         rec.event("note", {"after": "the run", "i": i})
         rec.commit(f"synced: {i}, outside the CLI")
     assert "journal.jsonl" in _ledger_git(ledger, "diff", "--cached", "--name-only")  # left behind, until
-    from orchestrate.recorder.journal import sync_left_behind
-    sync_left_behind()  # the CLI's boundary (or this process's exit) sets it
+    from orchestrate.recorder import upkeep
+    upkeep.finish()  # the CLI's boundary (or this process's exit) sets it
     assert _ledger_git(ledger, "status", "--porcelain", "--untracked-files=all") == ""
 
 
@@ -101,3 +101,21 @@ def test_a_commit_made_by_hand_is_refused_too(repo):
     r.event("note", {"x": 1})
     with pytest.raises(Concurrency, match="by hand"):
         r.commit("ta: one")
+
+
+def test_a_long_campaign_s_recorder_is_packed_as_it_goes(repo, monkeypatch):
+    """Every commit holds the whole journal again: its loose objects are packed in the background once
+    enough was written, and the recorder reads back the same."""
+    from orchestrate.recorder import upkeep
+    monkeypatch.setattr(upkeep, "PACK_AFTER", 20_000)
+    ledger = repo / ".ledger"
+    rec = Recorder(ledger, "long").pin()
+    for i in range(40):
+        rec.event("note", {"i": i, "padding": "x" * 400})
+        rec.commit(f"long: step {i}")
+    upkeep.finish()
+    counts = dict(line.split(": ") for line in _ledger_git(ledger, "count-objects", "-v").splitlines())
+    assert int(counts["in-pack"]) > 100 and int(counts["count"]) < 100  # most objects packed, the rest loose
+    assert _ledger_git(ledger, "show", f"{rec.head}:state/long/journal.jsonl") == rec.journal.read_text()
+    assert len(_ledger_git(ledger, "log", "--format=%s").splitlines()) >= 40
+    assert _ledger_git(ledger, "fsck", "--no-progress") == ""

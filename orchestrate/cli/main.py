@@ -54,9 +54,9 @@ def _run(argv: list[str] | None) -> int:
         _report_bug(exc)
         return ExitCode.INTERNAL
     finally:
-        journal = sys.modules.get("orchestrate.recorder.journal")  # loaded only by commands that record
-        if journal is not None:
-            journal.sync_left_behind()
+        upkeep = sys.modules.get("orchestrate.recorder.upkeep")  # loaded only by commands that record
+        if upkeep is not None:
+            upkeep.finish()
         try:
             sys.stdout.flush()
         except (BrokenPipeError, ValueError):

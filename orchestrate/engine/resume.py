@@ -16,7 +16,8 @@ from orchestrate.engine.context import WRITE_AHEAD, Context
 from orchestrate.errors import UsageError
 from orchestrate.recorder import checkpoints, damage, topics
 from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
-from orchestrate.recorder.journal import Recorder, sync_index
+from orchestrate.recorder.journal import Recorder
+from orchestrate.recorder.upkeep import sync_index
 from orchestrate.recorder.paths import Layout
 from orchestrate.workers import handwork
 

@@ -7,7 +7,6 @@ it, the commit is refused instead of interleaved.
 """
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import os
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from orchestrate import __version__, faults, git, git_pipe
-from orchestrate.recorder import snapshot
+from orchestrate.recorder import snapshot, upkeep
 from orchestrate.errors import Concurrency, ForeignWrite, OrchestrateError
 
 ENGINE = f"orchestrate@{__version__}"
@@ -236,6 +235,7 @@ class Recorder:
                     self.head, self._tree = sha, tree
                     self._pending = None
                     self._left_index(tree)
+                    upkeep.committed(self.ledger, self._size or 0)
                     return sha
                 if not self._follow() and self._pending is not None:
                     raise self._moved()  # the branch is where this runner left it, yet the swap failed
@@ -310,10 +310,10 @@ class Recorder:
 
     def _left_index(self, tree: str) -> None:
         """A commit of a tree the index does not hold: the index is set to the branch when the command ends
-        (`sync_left_behind`), so that `git status` in .ledger shows only what changed since; after a crash,
+        (recorder/upkeep.py), so that `git status` in .ledger shows only what changed since; after a crash,
         `resume` sets it."""
         if tree != self._index:
-            _left_behind.add(str(self.ledger))
+            upkeep.left_behind(self.ledger)
 
     def _moved(self) -> Concurrency:
         actual = git.rev_parse(self.ledger, self.ref) or "nothing"
@@ -321,35 +321,6 @@ class Recorder:
         return Concurrency(f"the recorder branch moved under this runner (expected {self.head[:12]}, found "
                            f"{actual[:12]}{': ' + who if who else ''})",
                            hint="another runner is writing this campaign; stop one of them")
-
-
-_left_behind: set[str] = set()  # recorders whose index this process's commits left behind
-
-
-def sync_left_behind() -> None:
-    """At the end of a command (the CLI's boundary, or this process's exit): every recorder whose index a
-    commit of this process left behind is set to its branch. A recorder gone meanwhile is skipped."""
-    while _left_behind:
-        ledger = Path(_left_behind.pop())
-        if not (ledger / ".git").is_dir():
-            continue
-        try:
-            sync_index(ledger)
-        except (OrchestrateError, OSError):  # removed, or no longer a repository: nothing to show anyone
-            continue
-
-
-atexit.register(sync_left_behind)
-
-
-def sync_index(ledger: Path) -> None:
-    """The recorder's index set to its branch's commit (file contents untouched), so that `git status` in
-    .ledger shows what changed since: commits made through git_pipe leave the index behind."""
-    from orchestrate.recorder.lock import RecorderLock
-    with RecorderLock(ledger):
-        head = git.rev_parse(ledger, "HEAD")
-        if head:
-            git.git(ledger, "reset", "--quiet", head, "--", ".")
 
 
 def _staged_wrong(staged: str | None, pinned: bytes | None, path: Path) -> bool:

@@ -1,0 +1,86 @@
+"""What the recorder's git repository needs beside its commits: its index set to its branch when a command
+ends, and its loose objects packed while a long campaign runs.
+
+The index. Commits are made through git writers kept open (recorder/snapshot.py, orchestrate/git_pipe.py),
+not through the index, which therefore stays at the last commit git staged. When a command ends (the CLI's
+boundary calls `finish`; the process's exit too) the index of every recorder it committed to is set to the
+branch, so that `git status` in .ledger shows only what changed since; after a crash, `resume` sets it.
+
+Packing. Every transition commits the whole journal again, a file that only grows, so a campaign's loose
+objects grow with the square of its length: 256 trivial nodes left 147 MB in 7,000 loose objects, 1.7 MB
+once packed (the journal's versions delta-compress against each other). Each time the commits of this
+process have written about PACK_AFTER bytes of journal, a `git repack -d -q` packs what is loose, in a
+thread, while the run goes on: git's object store takes writers and readers while it packs (that is how
+`git gc` runs behind other commands; the tree writer does not look objects up, see git_pipe). One pack
+thread and a delta window of 4 keep it light (pack-objects sorts the journal's versions next to each
+other, so each finds the one before it): 256 trivial nodes, 147 MB -> 13 MB, for about 2 s more of a 28 s
+run on 2 cores, against 4.5 s with git's defaults. Every CONSOLIDATE_EVERY-th repack merges the packs into
+one (`-a`). A command waits for its repacks to end before it returns.
+"""
+from __future__ import annotations
+
+import atexit
+import threading
+from pathlib import Path
+
+from orchestrate import git
+from orchestrate.errors import OrchestrateError
+
+PACK_AFTER = 256 * 2**20
+CONSOLIDATE_EVERY = 8
+
+_left_behind: set[str] = set()  # recorders whose index this process's commits left behind
+_written: dict[str, int] = {}  # recorder -> journal bytes committed since its last repack began
+_repacks: dict[str, int] = {}  # recorder -> repacks started by this process
+_running: dict[str, threading.Thread] = {}
+
+
+def left_behind(ledger: Path) -> None:
+    _left_behind.add(str(ledger))
+
+
+def committed(ledger: Path, journal_bytes: int) -> None:
+    """A commit holding a journal of `journal_bytes` was made: pack the recorder once enough was written."""
+    key = str(ledger)
+    _written[key] = _written.get(key, 0) + journal_bytes
+    if _written[key] < PACK_AFTER or (key in _running and _running[key].is_alive()):
+        return
+    _written[key] = 0
+    _repacks[key] = _repacks.get(key, 0) + 1
+    whole = _repacks[key] % CONSOLIDATE_EVERY == 0
+    thread = threading.Thread(target=_repack, args=(ledger, whole), name="recorder-repack", daemon=True)
+    _running[key] = thread
+    thread.start()
+
+
+def _repack(ledger: Path, whole: bool) -> None:
+    git.git(ledger, "-c", "pack.threads=1", "repack", "-d", "-q", "--window=4", *(["-a"] if whole else []), check=False)
+
+
+def finish() -> None:
+    """At the end of a command: its repacks waited for, every index its commits left behind set to the
+    branch (a recorder gone meanwhile is skipped)."""
+    while _running:
+        _, thread = _running.popitem()
+        thread.join()
+    while _left_behind:
+        ledger = Path(_left_behind.pop())
+        if not (ledger / ".git").is_dir():
+            continue
+        try:
+            sync_index(ledger)
+        except (OrchestrateError, OSError):  # removed, or no longer a repository: nothing to show anyone
+            continue
+
+
+atexit.register(finish)
+
+
+def sync_index(ledger: Path) -> None:
+    """The recorder's index set to its branch's commit (file contents untouched), under the recorder-wide
+    lock (a runner of another topic may be staging)."""
+    from orchestrate.recorder.lock import RecorderLock
+    with RecorderLock(ledger):
+        head = git.rev_parse(ledger, "HEAD")
+        if head:
+            git.git(ledger, "reset", "--quiet", head, "--", ".")
