@@ -83,6 +83,12 @@ def test_what_only_git_can_decide_is_left_to_git(ledger):
     assert snap.tree(base) is None
     (ledger / "state/t/link").unlink()
     assert snap.tree(base) == base
+    weird = ledger / "log" / "two\nlines.md"  # tracked: a name git holds, which a line cannot carry
+    weird.write_text("x\n")
+    weird_base = staged(ledger, base)
+    snap.learn(weird_base)
+    weird.write_text("y\n")
+    assert snap.tree(weird_base) is None
 
 
 def test_files_git_left_out_are_learned_and_a_changed_ignore_file_asks_git_again(ledger):

@@ -86,7 +86,7 @@ class Snapshot:
             name, path, old = e.name, rel + e.name, base.get(e.name)
             if (not rel and name == ".git") or _excluded(rel, name, others):
                 continue
-            if name == ".gitignore" and old is None:
+            if (name == ".gitignore" and old is None) or "\n" in name:  # (a path is a line to hash-object)
                 raise _GitMustLook(path)
             if e.is_dir(follow_symlinks=False):
                 if os.path.lexists(os.path.join(e.path, ".git")) or (old and old[0] != _TREE):
