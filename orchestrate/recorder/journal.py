@@ -1,9 +1,14 @@
 """The recorder: the journal (the authority for resume) and one compare-and-swap commit per transition.
 
-Events are appended to `state/<topic>/journal.jsonl` as they happen (flushed and fsynced, so an
-intent is on disk before its effect). A transition commits the journal and the sketch with
-`git commit-tree` and moves the recorder branch with `update-ref <new> <old>`: if anyone else moved
-it, the commit is refused instead of interleaved.
+Events are appended to `state/<topic>/journal.jsonl` as they happen. A write holding an intent, or an
+entry that is not the engine's own (a person's decision, a worker's usage), is fsynced (and with it all
+written before), so an intent is on disk before its effect and an answer survives a power cut. The engine's
+bookkeeping between two intents (statuses, verdicts, results, the transition) is written without: what a
+power cut loses of it, resume finds out again (an intent without its result is checked against git; a
+state whose transition is lost runs again), and the recorder commit that follows is no more durable
+(git does not fsync loose objects). A transition commits the journal and the sketch as one commit of the
+recorder branch, moved by compare-and-swap: if anyone else moved it, the commit is refused instead of
+interleaved.
 """
 from __future__ import annotations
 
@@ -159,7 +164,8 @@ class Recorder:
         with self.journal.open("ab") as fh:
             fh.write(payload)
             fh.flush()
-            os.fsync(fh.fileno())
+            if any(e["kind"] == "intent" or e["source_type"] != "engine" for e in entries):
+                os.fsync(fh.fileno())  # (and everything written before it, in order: one file)
         expected = (self._size or 0) + len(payload)
         self._digest.update(payload)
         self._refuse_foreign_lines(expected)  # a line appended by someone else at the same moment
