@@ -20,8 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from orchestrate import __version__, faults, git, git_pipe
-from orchestrate.recorder import snapshot, upkeep
+from orchestrate import __version__, faults, git
 from orchestrate.errors import Concurrency, ForeignWrite, OrchestrateError
 
 ENGINE = f"orchestrate@{__version__}"
@@ -56,7 +55,7 @@ class Recorder:
         # and puts back any a worker edited (engine/watch.py): a commit carries them only as pinned.
         self.pinned = lambda: {}
         self.put_back = lambda: None
-        self._snapshot = snapshot.Snapshot(ledger, topic)
+        self._tree_of = None  # recorder/snapshot.py's Snapshot, made at the first commit (status never commits)
         self._index: str | None = None  # the tree the recorder's index holds, when this runner knows it
 
     # Resolved on first use: reading a campaign back (status) never needs them.
@@ -230,6 +229,8 @@ class Recorder:
                     return self.head  # nothing changed
                 tree = self._build()  # on the commit followed (after another topic's, this subject still counts)
             message = subject + (f"\n\n{body}" if body else "") + f"\n\n{TOPIC_TRAILER}: {self.topic}"
+            from orchestrate import git_pipe
+            from orchestrate.recorder import upkeep
             store = git_pipe.store(self.ledger)
             for _ in range(3):  # each retry follows a commit of another topic made before this lock was taken
                 sha = store.commit(tree, [self.head] if self.head else [], message, self._env)
@@ -249,6 +250,13 @@ class Recorder:
                     return self.head
                 tree = self._build()  # on the commit followed: its files are in its tree, not in ours
             raise self._moved()
+
+    @property
+    def _snapshot(self):
+        if self._tree_of is None:
+            from orchestrate.recorder.snapshot import Snapshot
+            self._tree_of = Snapshot(self.ledger, self.topic)
+        return self._tree_of
 
     def _head_tree(self) -> str | None:
         if not self.head:
@@ -301,7 +309,8 @@ class Recorder:
         vanishing under `add` (an editor's temp file) is retried, not fatal."""
         if self.head:
             git.git(self.ledger, "reset", "--quiet", self.head, "--", ".")
-        spec = [".", *snapshot.others_pathspec(self._snapshot._others())]
+        from orchestrate.recorder.snapshot import others_pathspec
+        spec = [".", *others_pathspec(self._snapshot._others())]
         for attempt in range(5):
             done = git.git(self.ledger, "add", "-A", "--", *spec, env=self._env, check=False)
             if done.rc == 0:
@@ -319,6 +328,7 @@ class Recorder:
         (recorder/upkeep.py), so that `git status` in .ledger shows only what changed since; after a crash,
         `resume` sets it."""
         if tree != self._index:
+            from orchestrate.recorder import upkeep
             upkeep.left_behind(self.ledger)
 
     def _moved(self) -> Concurrency:
