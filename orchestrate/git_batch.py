@@ -100,8 +100,41 @@ class Reader:
             self._stop()
 
 
-_readers: dict[tuple, Reader] = {}  # (worktree path, admin dir, its inode) -> reader, least recently used first
-_guard = threading.Lock()
+class Kept:
+    """Helpers (readers, writers) kept per repository: its path, its admin dir and that dir's inode, so a
+    repository made again at the path gets new ones. The least recently used is closed past `most`, and a
+    forked child is never handed its parent's (their pipes are the parent's). Each helper has `pid` and
+    `close()`."""
+
+    def __init__(self, make, most: int) -> None:
+        self._make, self._most = make, most
+        self.kept: dict[tuple, object] = {}  # key -> helper, least recently used first
+        self._guard = threading.Lock()
+
+    def get(self, key: tuple, repo: Path):
+        with self._guard:
+            if any(h.pid != os.getpid() for h in self.kept.values()):
+                self.kept.clear()
+            one = self.kept.pop(key, None) or self._make(repo)
+            self.kept[key] = one  # last: the most recently used
+            stale = [k for k in self.kept if k[0] == key[0] and k != key]  # the path's former repository
+            kept = [k for k in self.kept if k not in stale]
+            dropped = [self.kept.pop(k) for k in stale + kept[:max(0, len(kept) - self._most)]]
+        for old in dropped:
+            old.close()
+        return one
+
+    def close_all(self) -> None:
+        """Close every helper of this process (each git exits at the end of its input)."""
+        with self._guard:
+            mine = [h for h in self.kept.values() if h.pid == os.getpid()]
+            self.kept.clear()
+        for one in mine:
+            one.close()
+
+
+_kept = Kept(lambda repo: Reader(repo), MAX_READERS)
+_readers = _kept.kept  # (worktree path, admin dir, its inode) -> reader
 _commits: set[tuple[str, str]] = set()  # (object store, full id) known to be a commit
 _identities: dict[tuple, dict[str, str]] = {}  # config stamp -> identity_env's answer
 _tops: dict[tuple, Path] = {}  # (path, the admin dir found from it, its inode) -> the top of its working tree
@@ -129,18 +162,7 @@ def reader(repo: str | Path) -> Reader:
     found = _admin(repo)
     if found is None:
         raise Unusable(f"{repo}: no git admin dir found from its files")
-    key = (str(repo), str(found[0]), found[1])
-    with _guard:
-        if any(r.pid != os.getpid() for r in _readers.values()):
-            _readers.clear()  # a forked child: the readers (and their pipes) are the parent's
-        one = _readers.pop(key, None) or Reader(repo)
-        _readers[key] = one  # last: the most recently used
-        stale = [k for k in _readers if k[0] == key[0] and k != key]  # the path's former worktree
-        kept = [k for k in _readers if k not in stale]
-        dropped = [_readers.pop(k) for k in stale + kept[:max(0, len(kept) - MAX_READERS)]]
-    for old in dropped:
-        old.close()
-    return one
+    return _kept.get((str(repo), str(found[0]), found[1]), repo)
 
 
 def read(repo: str | Path, name: str) -> tuple[str, str, bytes] | None:
@@ -319,8 +341,4 @@ def identity(repo: str | Path) -> dict[str, str]:
 @atexit.register
 def close_all() -> None:
     """Stop every reader (each exits on the end of its input); a forked child leaves its parent's alone."""
-    with _guard:
-        mine = [r for r in _readers.values() if r.pid == os.getpid()]
-        _readers.clear()
-    for one in mine:
-        one.close()
+    _kept.close_all()

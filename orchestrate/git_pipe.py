@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from orchestrate import git, inert
+from orchestrate import git, git_batch, inert
 from orchestrate.errors import GitError, ProcError
 
 
@@ -142,8 +142,7 @@ class Store:
 
 
 MAX_STORES = 4  # repositories written at once (a runner writes one: its recorder); least recently used closed past it
-_stores: dict[tuple, Store] = {}  # (path, admin dir, its inode) -> writers, least recently used first
-_guard = threading.Lock()
+_stores = git_batch.Kept(lambda repo: Store(repo), MAX_STORES)
 _identities: dict[tuple, tuple[str, str]] = {}
 
 
@@ -155,17 +154,7 @@ def store(repo: str | Path) -> Store:
         key = (str(repo), str(gitdir), gitdir.stat().st_ino if gitdir is not None else 0)
     except OSError:
         key = (str(repo), str(gitdir), 0)
-    with _guard:
-        if any(s.pid != os.getpid() for s in _stores.values()):
-            _stores.clear()  # a forked child: the writers (and their pipes) are the parent's
-        one = _stores.pop(key, None) or Store(repo)
-        _stores[key] = one  # last: the most recently used
-        stale = [k for k in _stores if k[0] == key[0] and k != key]  # the path's former repository
-        kept = [k for k in _stores if k not in stale]
-        dropped = [_stores.pop(k) for k in stale + kept[:max(0, len(kept) - MAX_STORES)]]
-    for old in dropped:
-        old.close()
-    return one
+    return _stores.get(key, repo)
 
 
 def identity(repo: Path, env: dict[str, str]) -> tuple[str, str]:
@@ -190,8 +179,4 @@ def identity(repo: Path, env: dict[str, str]) -> tuple[str, str]:
 @atexit.register
 def close_all() -> None:
     """Stop every writer (each exits at the end of its input); a forked child leaves its parent's alone."""
-    with _guard:
-        mine = [s for s in _stores.values() if s.pid == os.getpid()]
-        _stores.clear()
-    for one in mine:
-        one.close()
+    _stores.close_all()
