@@ -137,3 +137,7 @@ def test_a_sibling_found_unchanged_is_not_asked_of_git_again_until_something_in_
     assert siblings._changed(kept, common, branches) == "" and len(asked) == 3
     repo.git("-C", str(wt), "commit", "-q", "--allow-empty", "-m", "moved")  # HEAD's branch moves
     assert "HEAD moved" in siblings._changed(kept, common, branches) and len(asked) == 4
+    moved = siblings.Kept("S", wt, "wt", repo.git("rev-parse", "node/t/S"), "node/t/S", False)
+    assert siblings._changed(moved, common, branches) == "" and len(asked) == 5
+    monkeypatch.setattr(siblings, "STAMPED", 0)  # a worktree past it: git is asked at every return
+    assert siblings._changed(moved, common, branches) == "" and len(asked) == 6

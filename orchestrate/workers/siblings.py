@@ -141,15 +141,27 @@ def _changed(k: Kept, common: Path, branches: Branches) -> str:
 
 # Worktrees git found as they must be, with the stamp taken just before: (what it must hold, files, git's).
 _clean: dict[str, tuple] = {}
+STAMPED = 5000  # tracked files, at most, of a worktree whose stamp stands for `git status`
+
+
+def _entries(index: Path) -> int:
+    """How many entries a git index holds (its header: signature, version, count), or a lot if unreadable."""
+    try:
+        with open(index, "rb") as fh:
+            head = fh.read(12)
+    except OSError:
+        return 1 << 31
+    return int.from_bytes(head[8:12], "big") if len(head) == 12 and head[:4] == b"DIRC" else 1 << 31
 
 
 def _stamp(k: Kept, common: Path) -> tuple | None:
     """What `k`'s worktree holds and the stat stamps of its files, its index and HEAD, and its branch (a
-    detached sibling's branch is read by git: it is not HEAD's)."""
+    detached sibling's branch is read by git: it is not HEAD's). None past STAMPED files: a walk in Python
+    costs more than `git status` there (20,000 files: 44 ms against 28-38 ms)."""
     if k.detached:
         return None
     admin = git.admin_dir(k.path)
-    if admin is None:
+    if admin is None or _entries(admin / "index") > STAMPED:
         return None
     files = stamps.tree(k.path, admin / "HEAD", admin / "index", admin / "gitdir", admin / "commondir",
                         common / k.ref, common / "packed-refs")
