@@ -62,7 +62,10 @@ def finish() -> None:
     branch (a recorder gone meanwhile is skipped)."""
     while _running:
         _, thread = _running.popitem()
-        thread.join()
+        try:
+            thread.join()
+        except KeyboardInterrupt:  # a second Ctrl-C at the end: git finishes its pack alone, harmlessly
+            return
     while _left_behind:
         ledger = Path(_left_behind.pop())
         if not (ledger / ".git").is_dir():
