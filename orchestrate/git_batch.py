@@ -264,47 +264,6 @@ def is_branch(repo: str | Path, name: str) -> bool | None:
         return None
 
 
-def worktree_head(repo: str | Path, worktree: str | Path) -> str | None:
-    """The commit HEAD names in `worktree`, a linked worktree of `repo`: its admin dir's HEAD file, resolved
-    through `repo`'s reader (a reader of its own would be a process per worktree). Unusable when the
-    worktree is not plainly one of `repo`'s or its HEAD is neither a branch nor a full id."""
-    found, admin = _admin(Path(repo).absolute()), git.admin_dir(worktree)
-    if found is None or admin is None or admin.parent != Path(_store(found[0])) / "worktrees":
-        raise Unusable(str(worktree))
-    try:
-        text = (admin / "HEAD").read_text(errors="replace").strip()
-    except OSError:
-        raise Unusable(str(worktree)) from None
-    name = text[5:] if text.startswith("ref: refs/heads/") else text if _FULL.fullmatch(text) else None
-    sha = commit(repo, name) if name else None
-    if sha is None:
-        raise Unusable(str(worktree))  # an unborn or odd HEAD: git says what it makes of it
-    return sha
-
-
-def checked_out(repo: str | Path, ref: str) -> list[Path] | None:
-    """The worktrees of `repo` whose HEAD is on `ref` (as `git worktree list` reports a branch), read from
-    their HEAD files; None when the layout is not the plain one (then git is asked)."""
-    found = _admin(Path(repo).absolute())
-    if found is None:
-        return None
-    common = Path(_store(found[0]))
-    heads = [(common / "HEAD", common.parent if common.name == ".git" else None)]
-    try:
-        for admin in (common / "worktrees").iterdir() if (common / "worktrees").is_dir() else ():
-            back = (admin / "gitdir").read_text(errors="replace").strip()
-            heads.append((admin / "HEAD", Path(back).parent))
-        holders = []
-        for head, where in heads:
-            if head.read_text(errors="replace").strip() == f"ref: {ref}":
-                if where is None:
-                    return None
-                holders.append(where)
-    except OSError:
-        return None
-    return holders
-
-
 def toplevel(path: str | Path) -> Path | None:
     """`rev-parse --show-toplevel` in `path`, asked once while the admin dir found from `path` stays the same
     (a repository made or removed between the two finds another); None outside a working tree."""

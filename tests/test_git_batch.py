@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from orchestrate import git, git_batch, proc
+from orchestrate import git, git_batch, git_files, proc
 from orchestrate.recorder.journal import Recorder
 from tests.engine_helpers import campaign_repo
 from tests.helpers import make_repo
@@ -183,16 +183,31 @@ def test_a_branch_name_is_told_from_a_tag_of_the_same_name(repo):
 def test_a_worktree_s_head_and_who_holds_a_branch_are_read_as_git_reports_them(repo, tmp_path):
     wt = tmp_path / "wt"
     repo.git("worktree", "add", "-q", "-b", "node/t/A", str(wt))
-    assert git_batch.worktree_head(repo, wt) == repo.git("-C", str(wt), "rev-parse", "HEAD")
+    assert git_files.worktree_head(repo, wt) == repo.git("-C", str(wt), "rev-parse", "HEAD")
     repo.git("-C", str(wt), "commit", "-q", "--allow-empty", "-m", "moved")
-    assert git_batch.worktree_head(repo, wt) == repo.git("-C", str(wt), "rev-parse", "HEAD")
+    assert git_files.worktree_head(repo, wt) == repo.git("-C", str(wt), "rev-parse", "HEAD")
     repo.git("-C", str(wt), "checkout", "-q", "--detach")
-    assert git_batch.worktree_head(repo, wt) == repo.git("-C", str(wt), "rev-parse", "HEAD")
+    assert git_files.worktree_head(repo, wt) == repo.git("-C", str(wt), "rev-parse", "HEAD")
     with pytest.raises(git_batch.Unusable):
-        git_batch.worktree_head(repo, repo)  # the main checkout is not a linked worktree
-    assert git_batch.checked_out(repo, "refs/heads/main") == [repo]
-    assert git_batch.checked_out(repo, "refs/heads/node/t/A") == []  # detached above
+        git_files.worktree_head(repo, repo)  # the main checkout is not a linked worktree
+    assert git_files.checked_out(repo, "refs/heads/main") == [repo]
+    assert git_files.checked_out(repo, "refs/heads/node/t/A") == []  # detached above
     repo.git("-C", str(wt), "checkout", "-q", "node/t/A")
-    assert [p.resolve() for p in git_batch.checked_out(repo, "refs/heads/node/t/A")] == [wt.resolve()]
+    assert [p.resolve() for p in git_files.checked_out(repo, "refs/heads/node/t/A")] == [wt.resolve()]
     listed = [b for b in repo.git("worktree", "list", "--porcelain").split("\n\n") if "branch refs/heads/node/t/A" in b]
     assert len(listed) == 1
+
+
+def test_the_ref_files_read_as_for_each_ref_lists_them(repo):
+    repo.git("branch", "b1")
+    repo.git("update-ref", "refs/campaign/x", repo.head())
+    repo.git("pack-refs", "--all")  # b1, main, the tag: packed
+    repo.git("branch", "b2")  # loose
+    second = repo.commit("second")
+    repo.git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/heads/main")
+    listed = dict(ln.rsplit(" ", 1) for ln in repo.git("for-each-ref", "--format=%(refname) %(objectname)",
+                                                       "refs").splitlines())
+    assert git_files.ref_files(repo) == listed
+    assert listed["refs/heads/main"] == second and listed["refs/remotes/origin/HEAD"] == second
+    (repo / ".git" / "refs" / "heads" / "b3.lock").write_text("half-written\n")  # a lock is no ref
+    assert git_files.ref_files(repo) == listed

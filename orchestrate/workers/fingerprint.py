@@ -41,7 +41,9 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (),
     common = common_dir(root)
     fp = Fingerprint(common, files=take_files(common))
     theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
-    fp.refs = {name: sha for name, sha in git.refs(root, "refs").items()
+    from orchestrate import git_files  # the ref files read directly: a `for-each-ref` twice a node otherwise
+    found = git_files.ref_files(root)
+    fp.refs = {name: sha for name, sha in (git.refs(root, "refs") if found is None else found).items()
                if name not in own_refs and not (name + "/").startswith(theirs)}
     fp.checkout, fp.looked = (seen.checkout, seen.looked) if seen else (_checkout(root), time.monotonic())
     fp.recorder = {path: _read(path) for path in recorder_files}

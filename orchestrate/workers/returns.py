@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchestrate import git, git_batch
+from orchestrate import git, git_files
 from orchestrate.errors import GitError
 from orchestrate.workers import containment, siblings
 from orchestrate.workers.brief import usage_path
@@ -29,8 +29,8 @@ def returned(ctx, outcome, *, journal_result: bool = True) -> None:
 def _head(root: Path, worktree: Path) -> str:
     """What `git rev-parse HEAD` says in the worktree, read from its HEAD file where that is plain."""
     try:
-        return git_batch.worktree_head(root, worktree)
-    except git_batch.Unusable:
+        return git_files.worktree_head(root, worktree)
+    except git_files.Unusable:
         return git.out(worktree, "rev-parse", "HEAD")
 
 

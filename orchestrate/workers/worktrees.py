@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrate import git, git_batch
+from orchestrate import git, git_files
 from orchestrate.errors import Halted
 from orchestrate.workers import containment, pool
 
@@ -101,7 +101,7 @@ def free_branch(ctx) -> None:
     campaign halts until it is switched away."""
     ref = f"refs/heads/{ctx.campaign.branch}"
     ours = ctx.layout.integration(ctx.topic).resolve()
-    holders = git_batch.checked_out(ctx.root, ref)
+    holders = git_files.checked_out(ctx.root, ref)
     found = [{"branch": ref, "worktree": str(p)} for p in holders] if holders is not None else git.worktrees(ctx.root)
     for entry in found:
         if entry.get("branch") != ref:

@@ -1,0 +1,115 @@
+"""Git's own files read where their layout is the plain one, instead of asking a git process: which commit a
+linked worktree's HEAD names, which worktrees hold a branch, every ref's object id. Each answers None (or
+raises git_batch.Unusable) where the layout is not the plain one, and the caller asks git."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from orchestrate import git
+from orchestrate.git_batch import _FULL, Unusable, _admin, _store, commit
+
+
+def worktree_head(repo: str | Path, worktree: str | Path) -> str | None:
+    """The commit HEAD names in `worktree`, a linked worktree of `repo`: its admin dir's HEAD file, resolved
+    through `repo`'s reader (a reader of its own would be a process per worktree). Unusable when the
+    worktree is not plainly one of `repo`'s or its HEAD is neither a branch nor a full id."""
+    found, admin = _admin(Path(repo).absolute()), git.admin_dir(worktree)
+    if found is None or admin is None or admin.parent != Path(_store(found[0])) / "worktrees":
+        raise Unusable(str(worktree))
+    try:
+        text = (admin / "HEAD").read_text(errors="replace").strip()
+    except OSError:
+        raise Unusable(str(worktree)) from None
+    name = text[5:] if text.startswith("ref: refs/heads/") else text if _FULL.fullmatch(text) else None
+    sha = commit(repo, name) if name else None
+    if sha is None:
+        raise Unusable(str(worktree))  # an unborn or odd HEAD: git says what it makes of it
+    return sha
+
+
+def checked_out(repo: str | Path, ref: str) -> list[Path] | None:
+    """The worktrees of `repo` whose HEAD is on `ref` (as `git worktree list` reports a branch), read from
+    their HEAD files; None when the layout is not the plain one (then git is asked)."""
+    found = _admin(Path(repo).absolute())
+    if found is None:
+        return None
+    common = Path(_store(found[0]))
+    heads = [(common / "HEAD", common.parent if common.name == ".git" else None)]
+    try:
+        for admin in (common / "worktrees").iterdir() if (common / "worktrees").is_dir() else ():
+            back = (admin / "gitdir").read_text(errors="replace").strip()
+            heads.append((admin / "HEAD", Path(back).parent))
+        holders = []
+        for head, where in heads:
+            if head.read_text(errors="replace").strip() == f"ref: {ref}":
+                if where is None:
+                    return None
+                holders.append(where)
+    except OSError:
+        return None
+    return holders
+
+
+def ref_files(repo: str | Path) -> dict[str, str] | None:
+    """Every ref under refs/ of `repo`'s shared git dir with the object id its file names (a symbolic ref's
+    target followed): the loose files, and packed-refs for the rest, as `for-each-ref refs` lists them (a
+    loose ref wins over its packed line). A look costs a read per loose ref, not a process; packed-refs is
+    parsed again only when its stat changed. None where refs are not kept in files (reftable), or when they
+    kept changing under three reads: then git is asked."""
+    found = _admin(Path(repo).absolute())
+    if found is None:
+        return None
+    common = Path(_store(found[0]))
+    if (common / "reftable").exists():
+        return None
+    for _ in range(3):
+        refs = _read_refs(common)
+        if refs is not None:
+            for name, value in refs.items():  # a symbolic ref stands for what it names, as git lists it
+                for _ in range(5):
+                    if not value.startswith("ref: "):
+                        break
+                    value = refs.get(value[5:], value)
+                refs[name] = value
+            return refs
+    return None
+
+
+def _read_refs(common: Path) -> dict[str, str] | None:
+    try:
+        refs = dict(_packed(common / "packed-refs"))
+        todo = [(common / "refs", "refs/")]
+        while todo:
+            folder, prefix = todo.pop()
+            with os.scandir(folder) as entries:
+                for e in entries:
+                    if e.is_dir(follow_symlinks=False):
+                        todo.append((Path(e.path), f"{prefix}{e.name}/"))
+                    elif not e.name.endswith(".lock"):
+                        with open(e.path, "rb") as fh:
+                            refs[prefix + e.name] = fh.read().decode(errors="replace").strip()
+    except OSError:  # a ref removed between the listing and the read: look again
+        return None
+    return refs
+
+
+_packs: dict[str, tuple[tuple, dict[str, str]]] = {}  # packed-refs path -> (its stat, its refs)
+
+
+def _packed(path: Path) -> dict[str, str]:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return {}
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if _packs.get(str(path), ((), {}))[0] != stamp:
+        refs = {}
+        for line in path.read_bytes().decode(errors="replace").splitlines():
+            if line and line[0] not in "#^":  # the header, and a peeled tag's target
+                sha, _, name = line.partition(" ")
+                refs[name] = sha
+        if len(_packs) > 64:
+            _packs.clear()
+        _packs[str(path)] = (stamp, refs)
+    return _packs[str(path)][1]
