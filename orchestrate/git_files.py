@@ -1,12 +1,16 @@
 """Git's own files read where their layout is the plain one, instead of asking a git process: which commit a
 linked worktree's HEAD names, which worktrees hold a branch, every ref's object id. Each answers None (or
-raises git_batch.Unusable) where the layout is not the plain one, and the caller asks git."""
+raises git_batch.Unusable) where the layout is not the plain one, and the caller asks git.
+
+A worker without the sandbox can write in the git dir while these run, so only regular files are read
+(never through a link, never a FIFO that would block the runner), and never more than a ref's worth."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
-from orchestrate import git
+from orchestrate import git, stamps
 from orchestrate.git_batch import _FULL, Unusable, _admin, _store, commit
 
 
@@ -18,7 +22,7 @@ def worktree_head(repo: str | Path, worktree: str | Path) -> str | None:
     if found is None or admin is None or admin.parent != Path(_store(found[0])) / "worktrees":
         raise Unusable(str(worktree))
     try:
-        text = (admin / "HEAD").read_text(errors="replace").strip()
+        text = small(admin / "HEAD").decode(errors="replace").strip()
     except OSError:
         raise Unusable(str(worktree)) from None
     name = text[5:] if text.startswith("ref: refs/heads/") else text if _FULL.fullmatch(text) else None
@@ -38,11 +42,11 @@ def checked_out(repo: str | Path, ref: str) -> list[Path] | None:
     heads = [(common / "HEAD", common.parent if common.name == ".git" else None)]
     try:
         for admin in (common / "worktrees").iterdir() if (common / "worktrees").is_dir() else ():
-            back = (admin / "gitdir").read_text(errors="replace").strip()
+            back = small(admin / "gitdir").decode(errors="replace").strip()
             heads.append((admin / "HEAD", Path(back).parent))
         holders = []
         for head, where in heads:
-            if head.read_text(errors="replace").strip() == f"ref: {ref}":
+            if small(head).decode(errors="replace").strip() == f"ref: {ref}":
                 if where is None:
                     return None
                 holders.append(where)
@@ -87,11 +91,31 @@ def _read_refs(common: Path) -> dict[str, str] | None:
                     if e.is_dir(follow_symlinks=False):
                         todo.append((Path(e.path), f"{prefix}{e.name}/"))
                     elif not e.name.endswith(".lock"):
-                        with open(e.path, "rb") as fh:
-                            refs[prefix + e.name] = fh.read().decode(errors="replace").strip()
+                        try:
+                            refs[prefix + e.name] = small(e.path).decode(errors="replace").strip()
+                        except NotRegular as odd:  # a link or a FIFO where a ref should be: a change all the same
+                            refs[prefix + e.name] = str(odd)
     except OSError:  # a ref removed between the listing and the read: look again
         return None
     return refs
+
+
+class NotRegular(OSError):
+    """Not a regular file (its kind is the message)."""
+
+
+def small(path: str | Path, most: int | None = 4096) -> bytes:
+    """The first `most` bytes (all, with None) of a regular file, opened without following a link or
+    waiting on a FIFO; NotRegular for anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a link: ELOOP
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(f"not a file ({stat.filemode(st.st_mode)})")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read(st.st_size if most is None else most)
+    finally:
+        os.close(fd)
 
 
 _packs: dict[str, tuple[tuple, dict[str, str]]] = {}  # packed-refs path -> (its stat, its refs)
@@ -99,13 +123,13 @@ _packs: dict[str, tuple[tuple, dict[str, str]]] = {}  # packed-refs path -> (its
 
 def _packed(path: Path) -> dict[str, str]:
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except FileNotFoundError:
         return {}
-    stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    stamp = stamps.key(st)
     if _packs.get(str(path), ((), {}))[0] != stamp:
         refs = {}
-        for line in path.read_bytes().decode(errors="replace").splitlines():
+        for line in small(path, None).decode(errors="replace").splitlines():
             if line and line[0] not in "#^":  # the header, and a peeled tag's target
                 sha, _, name = line.partition(" ")
                 refs[name] = sha

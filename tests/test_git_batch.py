@@ -211,3 +211,26 @@ def test_the_ref_files_read_as_for_each_ref_lists_them(repo):
     assert listed["refs/heads/main"] == second and listed["refs/remotes/origin/HEAD"] == second
     (repo / ".git" / "refs" / "heads" / "b3.lock").write_text("half-written\n")  # a lock is no ref
     assert git_files.ref_files(repo) == listed
+
+
+def test_git_s_files_are_read_only_when_they_are_regular_files(repo, tmp_path):
+    """A worker without the sandbox can plant a FIFO or a link where git keeps a ref or a HEAD: the readers
+    neither block on it nor read through it."""
+    import os
+    from orchestrate.workers import siblings
+    os.mkfifo(repo / ".git" / "refs" / "heads" / "fifo")
+    (repo / ".git" / "refs" / "heads" / "link").symlink_to("/dev/zero")
+    found = git_files.ref_files(repo)  # the link sends it to git, which lists what it makes of it
+    assert found is None or found["refs/heads/fifo"].startswith("not a file")
+    (repo / ".git" / "refs" / "heads" / "link").unlink()
+    assert git_files.ref_files(repo)["refs/heads/fifo"].startswith("not a file")
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", "-b", "w", str(wt))
+    admin = git.admin_dir(wt)
+    (admin / "HEAD").unlink()
+    os.mkfifo(admin / "HEAD")
+    with pytest.raises(git_files.Unusable):
+        git_files.worktree_head(repo, wt)
+    (admin / "index").unlink()
+    os.mkfifo(admin / "index")
+    assert siblings._entries(admin / "index") > siblings.STAMPED

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -137,8 +136,9 @@ def test_a_settled_file_is_hashed_once(ledger, monkeypatch):
     real = git_pipe.Store.blob
     monkeypatch.setattr(git_pipe.Store, "blob", lambda self, path: asked.append(path) or real(self, path))
     (ledger / "state/t/journal.jsonl").write_text("{}\n{}\n")
-    snap.tree(base)
-    assert [Path(p).name for p in asked] == ["journal.jsonl"]
+    tree = snap.tree(base)
+    assert len(asked) == 1  # the journal alone (read through a descriptor of its own: see _hash)
+    assert snap.blob_at(tree, "state/t/journal.jsonl") == ledger.git("hash-object", "state/t/journal.jsonl")
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -164,3 +164,26 @@ def test_random_edits_give_git_s_tree_or_leave_it_to_git(ledger, seed):
             assert tree == expected, rel
         ledger.git("add", "-A")
         ledger.git("commit", "-q", "--allow-empty", "-m", "step")
+
+
+def test_a_file_swapped_for_a_link_after_its_stat_is_left_to_git_never_read_through(ledger, tmp_path):
+    """A worker without the sandbox racing the walk: the journal's name made a link to a file outside after
+    the walk stat'ed it. hash-object must not store what the link names (`git add` stores a link as a link)."""
+    from orchestrate.recorder.snapshot import _GitMustLook
+    snap = Snapshot(ledger, "t")
+    snap.learn(base_of(ledger))
+    snap._store = git_pipe.store(ledger)
+    journal = ledger / "state/t/journal.jsonl"
+    st = journal.stat()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not the recorder's to keep\n")
+    journal.unlink()
+    journal.symlink_to(secret)
+    with pytest.raises(_GitMustLook):
+        snap._blob("state/t/journal.jsonl", st)
+    stored = subprocess.run(["git", "-C", str(ledger), "cat-file", "-e", ledger.git("hash-object", str(secret))])
+    assert stored.returncode != 0  # hashed by the test, never written to the recorder
+    journal.unlink()  # a FIFO in its place is not waited on
+    os.mkfifo(journal)
+    with pytest.raises(_GitMustLook):
+        snap._blob("state/t/journal.jsonl", journal.stat())

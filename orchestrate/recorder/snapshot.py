@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat as statmod
 from pathlib import Path
 
 from orchestrate import git_batch, git_pipe, stamps
@@ -131,15 +132,32 @@ class Snapshot:
         got = self.known.get(path)
         if got is not None and got[0] == key:
             return got[1]
-        try:
-            sha = self._store.blob(self.ledger / path)
-        except GitError as exc:  # unreadable, or gone since its stat
-            raise _GitMustLook(path) from exc
+        sha = self._hash(path, st)
         if stamps.settled(st):
             self.known[path] = (key, sha)
         else:
             self.known.pop(path, None)
         return sha
+
+    def _hash(self, path: str, st: os.stat_result) -> str:
+        """Store the file as a blob through a descriptor opened here without following a link, and only if
+        it is still the regular file that was stat'ed: hash-object reads what it is given by name, and a
+        name swapped for a link between the stat and the read (a worker without the sandbox can write
+        here) would store whatever the link names, or read a FIFO forever. `git add` stores a link as a
+        link; so does the walk, by leaving links to git."""
+        try:
+            fd = os.open(self.ledger / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:  # gone, or a link now
+            raise _GitMustLook(path) from exc
+        try:
+            now = os.fstat(fd)
+            if not statmod.S_ISREG(now.st_mode) or now.st_ino != st.st_ino:
+                raise _GitMustLook(path)
+            return self._store.blob(f"/proc/{os.getpid()}/fd/{fd}" if _PROC_FDS else self.ledger / path)
+        except GitError as exc:  # unreadable
+            raise _GitMustLook(path) from exc
+        finally:
+            os.close(fd)
 
     # ---- trees ------------------------------------------------------------------------------------
 
@@ -180,6 +198,7 @@ class Snapshot:
             return ()
 
 
+_PROC_FDS = os.path.isdir(f"/proc/{os.getpid()}/fd")  # a descriptor of ours another process can open by name
 _SKETCH = re.compile(r"[^/]{4}-[^/]{2}-[^/]{2}-(.+)\.md")
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrate import git, stamps
+from orchestrate import git, git_files, stamps
 from orchestrate.errors import GitError
 from orchestrate.recorder.campaign import DISPATCHED, LANDED
 from orchestrate.workers import fingerprint, handwork, pool
@@ -147,9 +147,8 @@ STAMPED = 5000  # tracked files, at most, of a worktree whose stamp stands for `
 def _entries(index: Path) -> int:
     """How many entries a git index holds (its header: signature, version, count), or a lot if unreadable."""
     try:
-        with open(index, "rb") as fh:
-            head = fh.read(12)
-    except OSError:
+        head = git_files.small(index, 12)
+    except OSError:  # gone, or not a file (a worker's FIFO would block a plain read)
         return 1 << 31
     return int.from_bytes(head[8:12], "big") if len(head) == 12 and head[:4] == b"DIRC" else 1 << 31
 
