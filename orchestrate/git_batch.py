@@ -219,7 +219,10 @@ def has_ref(repo: str | Path, ref: str) -> bool:
 def first_parents(repo: str | Path, base: str, head: str, limit: int = 64) -> list[tuple[str, list[str], str]] | None:
     """[(sha, parents, subject)] of `head`'s first-parent line down to `base` (excluded), oldest first, as
     `git log --first-parent --format='%H %P %s' base..head` lists it, read commit by commit through the kept
-    reader; None when `base` is not on that line within `limit` commits (then git answers)."""
+    reader; None when `base` is not on that line within `limit` commits, or is not a full object id (then
+    git answers)."""
+    if not _FULL.fullmatch(base):
+        return None
     chain: list[tuple[str, list[str], str]] = []
     sha = head
     try:

@@ -141,7 +141,7 @@ class Store:
             self._file = None
 
 
-MAX_STORES = 4  # repositories written at once (a runner writes one: its recorder); least recently used closed past it
+MAX_STORES = 4  # repositories written at once (a runner writes one, its recorder); the oldest closed past it
 _stores = git_batch.Kept(lambda repo: Store(repo), MAX_STORES)
 _identities: dict[tuple, tuple[str, str]] = {}
 
@@ -149,12 +149,8 @@ _identities: dict[tuple, tuple[str, str]] = {}
 def store(repo: str | Path) -> Store:
     """The writers of `repo`, kept per path and admin dir (a repository made again at the path gets new ones)."""
     repo = Path(repo).absolute()
-    gitdir = inert._gitdir(repo)
-    try:
-        key = (str(repo), str(gitdir), gitdir.stat().st_ino if gitdir is not None else 0)
-    except OSError:
-        key = (str(repo), str(gitdir), 0)
-    return _stores.get(key, repo)
+    found = git_batch._admin(repo) or (None, 0)
+    return _stores.get((str(repo), str(found[0]), found[1]), repo)
 
 
 def identity(repo: Path, env: dict[str, str]) -> tuple[str, str]:

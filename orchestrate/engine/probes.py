@@ -4,8 +4,8 @@ is known before the node is judged and merged.
 
 Each probe is journalled (`probe`: the node, its judged head, the head it was merged onto, the nodes
 merged since that judged head was last known clean that could conflict with it, clean or not, the
-conflicting paths). A node that no merge since could conflict with is not probed (`_could_conflict`). A conflicting
-node is reworked at once from the new head, its next brief naming the paths and the merged node(s) it
+conflicting paths). A node that no merge since could conflict with is not probed (`_could_conflict`).
+A conflicting node is reworked at once from the new head, its next brief naming the paths and the merged node(s) it
 conflicts with; a LOOPS_WITH group lands as one, so it is reworked as one, as MERGE does.
 
 The early rework counts against the node's attempts, as the same conflict found at MERGE does. It is no
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from gates.shared.verdict import ALTERNATIVE, Item, Verdict
 from orchestrate import git
-from orchestrate.errors import GitError
 from orchestrate.engine import judge
+from orchestrate.errors import GitError
 from orchestrate.recorder.campaign import LANDED, REWORK
 
 _unable: set[str] = set()  # repositories whose git cannot probe (said once, not asked again)
@@ -72,7 +72,8 @@ def _due(ctx) -> list[str]:
         if ns.status != LANDED or ns.rc not in (0, None) or ns.head in (ns.base, "") or ns.base == c.tip:
             continue
         last = c.probes.get(node_id)
-        if (last and last["head"] == ns.head and last["onto"] == c.tip) or ctx.known_clean.get(node_id) == (ns.head, c.tip):
+        if ctx.known_clean.get(node_id) == (ns.head, c.tip) or \
+                (last and last["head"] == ns.head and last["onto"] == c.tip):
             continue
         due.append(node_id)
     return due

@@ -294,7 +294,8 @@ class Recorder:
             tree = self._snapshot.tree(self._head_tree()) or self._staged()
             self.verify()  # a line appended while the files were read may be in the tree: refuse it too
             pinned = {str(p.relative_to(self.ledger)): c for p, c in self.pinned().items()}
-            wrong = [p for p, c in pinned.items() if _staged_wrong(self._snapshot.blob_at(tree, p), c, self.ledger / p)]
+            wrong = [p for p, c in pinned.items()
+                     if _staged_wrong(self._snapshot.blob_at(tree, p), c, self.ledger / p)]
             if not wrong:
                 return tree
             self.put_back()
@@ -310,7 +311,7 @@ class Recorder:
         if self.head:
             git.git(self.ledger, "reset", "--quiet", self.head, "--", ".")
         from orchestrate.recorder.snapshot import others_pathspec
-        spec = [".", *others_pathspec(self._snapshot._others())]
+        spec = [".", *others_pathspec(self._snapshot.others())]
         for attempt in range(5):
             done = git.git(self.ledger, "add", "-A", "--", *spec, env=self._env, check=False)
             if done.rc == 0:

@@ -49,7 +49,7 @@ class Snapshot:
             return None
         self._store = git_pipe.store(self.ledger)
         try:
-            return self._dir("", base, self._others()) or self._write({})
+            return self._dir("", base, self.others()) or self._write({})
         except _GitMustLook:
             return None
 
@@ -58,7 +58,7 @@ class Snapshot:
         self.ignored = set()
         self._learned = self._rules()
         try:
-            self._left_out("", tree, self._others())
+            self._left_out("", tree, self.others())
         except _GitMustLook:
             self._learned = None  # unreadable: the next commit asks git again
 
@@ -182,7 +182,8 @@ class Snapshot:
             self._trees.clear()
         self._trees[sha] = entries
 
-    def _others(self) -> set[str]:
+    def others(self) -> set[str]:
+        """The other campaigns: the state folders on disk that are not this one's."""
         state = self.ledger / "state"
         try:
             with os.scandir(state) as found:
@@ -192,8 +193,7 @@ class Snapshot:
 
     def _rules(self) -> tuple:
         try:
-            st = (self.ledger / ".git" / "info" / "exclude").stat()
-            return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            return stamps.key((self.ledger / ".git" / "info" / "exclude").stat())
         except OSError:
             return ()
 
@@ -236,6 +236,7 @@ def _parse(content: bytes, width: int) -> dict[str, tuple[str, str]]:
     while i < len(content):
         space = content.index(b" ", i)
         nul = content.index(b"\0", space)
-        entries[os.fsdecode(content[space + 1:nul])] = (content[i:space].decode(), content[nul + 1:nul + 1 + width].hex())
+        sha = content[nul + 1:nul + 1 + width].hex()
+        entries[os.fsdecode(content[space + 1:nul])] = (content[i:space].decode(), sha)
         i = nul + 1 + width
     return entries

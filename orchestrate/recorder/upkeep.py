@@ -54,7 +54,8 @@ def committed(ledger: Path, journal_bytes: int) -> None:
 
 
 def _repack(ledger: Path, whole: bool) -> None:
-    git.git(ledger, "-c", "pack.threads=1", "repack", "-d", "-q", "--window=4", *(["-a"] if whole else []), check=False)
+    git.git(ledger, "-c", "pack.threads=1", "repack", "-d", "-q", "--window=4", *(["-a"] if whole else []),
+            check=False)
 
 
 def finish() -> None:

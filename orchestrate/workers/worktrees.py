@@ -101,8 +101,8 @@ def free_branch(ctx) -> None:
     campaign halts until it is switched away."""
     ref = f"refs/heads/{ctx.campaign.branch}"
     ours = ctx.layout.integration(ctx.topic).resolve()
-    holders = git_files.checked_out(ctx.root, ref)
-    found = [{"branch": ref, "worktree": str(p)} for p in holders] if holders is not None else git.worktrees(ctx.root)
+    holders = git_files.checked_out(ctx.root, ref)  # read from the HEAD files; git is asked where they are odd
+    found = git.worktrees(ctx.root) if holders is None else [{"branch": ref, "worktree": str(p)} for p in holders]
     for entry in found:
         if entry.get("branch") != ref:
             continue
