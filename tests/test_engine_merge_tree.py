@@ -234,3 +234,22 @@ def test_a_campaign_branch_checked_out_elsewhere_halts_the_merge_until_switched_
     done = orch("resume", "--no-interactive", "--topic", "lg", cwd=repo)
     assert done.rc == 75, done.out + done.err
     assert statuses(repo, orch, "lg") == {"A": "ACCEPTED", "B": "ACCEPTED"}
+
+
+def test_a_campaign_that_reads_no_head_files_never_checks_the_repository_out(tmp_path, orch):
+    """No campaign checks, no tripwires, no project gates, no coherence evaluators: nothing reads the head's
+    files, so no integration worktree is made (a checkout of the whole repository); one project gate makes
+    the boundary read them, and it is made."""
+    plain = DAG.replace("CHECKS", "").split("  - {id: C")[0]
+    repo = campaign_repo(tmp_path / "plain", plain, WORKER, {"old.txt": "one\ntwo\n"})
+    with (repo / ".ledger" / "config.yaml").open("a") as config:  # as repo_for has it, without the gate
+        config.write("coherence: {ignore: [work.sh]}\n")
+    assert orch("run", "--jobs", "1", "--no-interactive", cwd=repo).rc == 75
+    assert statuses(repo, orch, "mt") == dict.fromkeys("AB", "ACCEPTED")
+
+    def made(r):
+        return [e for e in journal(r, "mt") if e["kind"] == "intent" and e["context"]["effect"] == "integration-add"]
+    assert made(repo) == [] and not (repo / ".scratch" / "integration").exists()
+    gated = repo_for(tmp_path / "gated", plain, WORKER, {"old.txt": "one\ntwo\n"})
+    assert orch("run", "--jobs", "1", "--no-interactive", cwd=gated).rc == 75
+    assert len(made(gated)) == 1  # (CLOSE removes it again)
