@@ -120,6 +120,28 @@ def spawn(cmd: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log: I
         raise ProcError(argv, None, message=f"cannot start `{argv[0]}`: {exc.strerror or exc}") from exc
 
 
+def exit_fd(pid: int) -> int | None:
+    """A descriptor that becomes readable when process `pid` (a child not yet reaped) exits: a pidfd
+    (Linux 5.3+), so a waiter wakes the moment a worker ends instead of at its next poll. None where the
+    kernel has none; the caller then sleeps between polls."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def wait_exit(fds: Sequence[int], timeout: float) -> None:
+    """Sleep until one of the processes behind `fds` (from `exit_fd`) exits, or `timeout` seconds."""
+    if not fds:
+        time.sleep(timeout)
+        return
+    import select
+    try:
+        select.select(list(fds), [], [], timeout)
+    except (OSError, ValueError):  # a descriptor closed under us: the next poll sees why
+        time.sleep(timeout)
+
+
 def start_pipe(cmd: Sequence[str], *, env: Mapping[str, str] | None = None) -> subprocess.Popen:
     """Start a long-running helper that answers on stdout (bytes) what it is sent on stdin, stderr discarded,
     in a session of its own (a Ctrl-C at the terminal is the caller's to handle, not the helper's).

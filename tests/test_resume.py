@@ -67,15 +67,12 @@ def test_k9_the_journal_wins_over_a_checkpoint_that_disagrees(paused):
 
 
 def test_a_second_runner_is_refused_with_who_holds_the_campaign(paused, orch):
-    from filelock import FileLock
+    import fcntl
     lock_dir = paused / ".scratch" / "locks"
     (lock_dir / "six.json").write_text(json.dumps({"pid": 4711, "host": "elsewhere", "started": "2026-11-22T10:00:00Z"}))
-    held = FileLock(str(lock_dir / "six.lock"), thread_local=False)
-    held.acquire()
-    try:
+    with open(lock_dir / "six.lock", "a") as held:  # any flock holder, not only another orchestrate
+        fcntl.flock(held, fcntl.LOCK_EX)
         result = orch("resume", "--topic", "six", cwd=paused)
-    finally:
-        held.release()
     assert result.rc == 4
     assert "campaign six is being run by pid 4711 on elsewhere since 2026-11-22T10:00:00Z" in result.err
 

@@ -39,7 +39,10 @@ def collect(ctx: Context, *, until_all: bool) -> None:
         ctx.out.running(running, queued=[r.node for r in getattr(ex, "queue", ())])
         faults.reach("poll")
         pause = POLL_FIRST if finished else min(pause * 2, POLL_MAX)
-        time.sleep(pause)
+        if hasattr(ex, "wait"):  # the local executor wakes the moment a worker exits
+            ex.wait(pause)
+        else:
+            time.sleep(pause)
 
 
 def _unqueue(ctx: Context, ex) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from orchestrate.atomic import write_atomic
 from orchestrate.errors import Concurrency
+from orchestrate.flock import Busy, FileLock
 
 
 class CampaignLock:
@@ -21,12 +22,10 @@ class CampaignLock:
         self.took_over: dict | None = None
 
     def acquire(self) -> "CampaignLock":
-        from filelock import FileLock, Timeout
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.path), timeout=0, thread_local=False)
+        lock = FileLock(self.path, timeout=0)
         try:
             lock.acquire()
-        except Timeout:
+        except Busy:
             holder = self._holder() or {}
             raise Concurrency(
                 f"campaign {self.topic} is being run by pid {holder.get('pid', '?')} on {holder.get('host', '?')} "
@@ -82,12 +81,10 @@ class RecorderLock:
         self._lock = None
 
     def __enter__(self) -> "RecorderLock":
-        from filelock import FileLock, Timeout
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.path), timeout=self.WAIT, thread_local=False, is_singleton=False)
+        lock = FileLock(self.path, timeout=self.WAIT)
         try:
             lock.acquire()
-        except Timeout:
+        except Busy:
             raise Concurrency(f"the recorder lock {self.path} was held for more than {self.WAIT:.0f}s",
                               hint="a runner is wedged in a recorder commit: stop it, then resume") from None
         self._lock = lock

@@ -109,6 +109,7 @@ class _Running:
     popen: object
     started: float
     log_handle: object
+    exited: int | None = None  # proc.exit_fd: readable once the worker's process has ended
 
 
 @dataclass
@@ -150,7 +151,7 @@ class LocalExecutor:
             except Exception:
                 handle.close()
                 raise
-            self.live[req.node] = _Running(req, popen, time.monotonic(), handle)
+            self.live[req.node] = _Running(req, popen, time.monotonic(), handle, proc.exit_fd(popen.pid))
             if self.on_spawn is not None:
                 self.on_spawn(req, popen.pid)
 
@@ -177,7 +178,7 @@ class LocalExecutor:
             else:
                 proc.kill_group(run.popen.pid)  # stray children of a finished worker die with it
             proc.kill_tagged(_tags(run.request))  # and those that left its process group (setsid)
-            run.log_handle.close()
+            _let_go(run)
             freeze, error = read_freeze(run.request.return_file)
             done.append(WorkOutcome(node, run.request.attempt, 124 if timed_out else rc,
                                     time.monotonic() - run.started, timed_out, str(run.request.log),
@@ -189,6 +190,11 @@ class LocalExecutor:
         done += self.unstarted
         self.unstarted = []
         return done
+
+    def wait(self, timeout: float) -> None:
+        """Sleep until a running worker exits or `timeout` passes, whichever comes first."""
+        fds = [run.exited for run in self.live.values() if run.exited is not None]
+        proc.wait_exit(fds if len(fds) == len(self.live) else [], timeout)
 
     def running(self) -> list[tuple[str, float]]:
         now = time.monotonic()
@@ -205,11 +211,18 @@ class LocalExecutor:
                 run.popen.wait(timeout=5)
             except Exception:  # noqa: BLE001 - best effort while stopping
                 pass
-            run.log_handle.close()
+            _let_go(run)
         self.live.clear()
 
     def close(self) -> None:
         """Nothing to let go of: the pool is this process's children, stopped by cancel_all."""
+
+
+def _let_go(run: _Running) -> None:
+    run.log_handle.close()
+    if run.exited is not None:
+        os.close(run.exited)
+        run.exited = None
 
 
 def default_jobs() -> int:

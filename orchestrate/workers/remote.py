@@ -21,6 +21,11 @@ import time
 from pathlib import Path
 
 from orchestrate import git, proc
+from orchestrate.flock import FileLock
+
+# a task waits for another on the same machine to finish with the shared cache repository, however long its
+# fetch or checkout takes
+LOCK_WAIT = float("inf")
 
 LOG_LIMIT = 1 << 20  # the tail of a log that travels back; the whole log stays on the worker's disk
 CANCEL_POLL = 0.25
@@ -38,8 +43,7 @@ def run_node(spec: dict) -> dict:
     cache = root / "repos" / hashlib.sha1(spec["remote"].encode()).hexdigest()[:16]
     task = root / "tasks" / spec["topic"] / f"{spec['node']}+{spec['attempt']}"
     tree = task / "tree"
-    from filelock import FileLock
-    with FileLock(str(cache) + ".lock"):  # several tasks on one machine share the cache repository
+    with FileLock(str(cache) + ".lock", timeout=LOCK_WAIT):  # several tasks on one machine share the cache repository
         published = _checkout(spec, cache, task, tree)
     log_path, return_path, brief_path = task / "worker.log", task / "return.json", task / "brief.md"
     brief_path.write_text(spec["brief"], encoding="utf-8")
@@ -56,7 +60,7 @@ def run_node(spec: dict) -> dict:
     head = git.out(tree, "rev-parse", "HEAD")
     if head != published:
         git.push(tree, spec["remote"], head, f"refs/heads/{spec['branch']}", lease=published)
-    with FileLock(str(cache) + ".lock"):
+    with FileLock(str(cache) + ".lock", timeout=LOCK_WAIT):
         git.worktree_remove(cache, tree)
     return {"head": head, "rc": rc, "seconds": seconds, "timed_out": timed_out, "cancelled": cancelled,
             "log": _tail(log_path), "returned": return_path.read_text(errors="replace") if return_path.exists() else None,

@@ -1,0 +1,90 @@
+"""orchestrate/flock.py against real processes: flock(2) is per open file, so the other holder is a child."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from orchestrate.flock import Busy, FileLock
+
+HOLD = """
+import fcntl, sys
+f = open(sys.argv[1], "a")
+fcntl.flock(f, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.readline()
+"""
+
+
+def holder(path):
+    child = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    assert child.stdout.readline() == "held\n"
+    return child
+
+
+def test_a_lock_held_elsewhere_is_busy_at_once_with_no_wait(tmp_path):
+    path = tmp_path / "x.lock"
+    child = holder(path)
+    try:
+        with pytest.raises(Busy):
+            FileLock(path, timeout=0).acquire()
+    finally:
+        child.communicate("")
+    with FileLock(path) as lock:
+        assert lock.held
+    assert not lock.held
+
+
+def test_a_waiting_lock_is_taken_when_the_holder_lets_go(tmp_path):
+    path = tmp_path / "x.lock"
+    child = holder(path)
+    threading.Timer(0.2, lambda: child.communicate("")).start()
+    with FileLock(path, timeout=30) as lock:  # the holder exits after 0.2 s; the wait is far longer
+        assert lock.held
+    assert child.wait() == 0
+    child.stdout.close()
+
+
+def test_the_kernel_drops_the_lock_of_a_holder_that_dies(tmp_path):
+    path = tmp_path / "x.lock"
+    child = holder(path)
+    child.kill()
+    child.communicate()
+    FileLock(path, timeout=5).acquire().release()
+
+
+def test_a_child_started_while_the_lock_is_held_does_not_keep_it(tmp_path):
+    """A worker (or an orphan it leaves) must not hold the runner's lock after the runner lets go."""
+    path = tmp_path / "x.lock"
+    lock = FileLock(path).acquire()
+    sleeper = subprocess.Popen(["sleep", "30"], close_fds=False)
+    try:
+        lock.release()
+        probe = subprocess.run([sys.executable, "-c", "import fcntl, sys; f = open(sys.argv[1], 'a');"
+                                "fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)", str(path)], capture_output=True)
+        assert probe.returncode == 0, probe.stderr
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_the_lock_file_and_its_folders_are_made_when_missing(tmp_path):
+    path = tmp_path / "a" / "b" / "x.lock"
+    with FileLock(path):
+        assert path.is_file()
+
+
+def test_the_wait_gives_up_after_its_timeout(tmp_path):
+    path = tmp_path / "x.lock"
+    child = holder(path)
+    try:
+        start = time.monotonic()
+        with pytest.raises(Busy):
+            FileLock(path, timeout=0.1).acquire()
+        assert time.monotonic() - start >= 0.1
+    finally:
+        child.communicate("")
