@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bytecode import compiled
+
 WORKER = """#!/bin/sh
 sleep "$(sed -n "s/^$ORCH_NODE //p" durations.txt)"
 echo "$ORCH_NODE" > "$ORCH_NODE.txt" && git add "$ORCH_NODE.txt" && git commit -qm "$ORCH_NODE"
@@ -89,6 +91,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--scale", type=float, default=1.0)
     a = ap.parse_args()
+    compiled()
     shapes = {"random": random_dag(a.nodes, a.seed), "chains": chains()}
     print(f"{'dag':>7} {'nodes':>5} {'critical':>9} {'work/jobs':>9} {'fixed':>7} {'wall':>7} {'ratio':>6}  schedule")
     with tempfile.TemporaryDirectory() as tmp:

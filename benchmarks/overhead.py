@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bytecode import compiled
+
 BIN = Path(sys.executable).parent
 ENV = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@x",
            CI="true")
@@ -144,6 +146,7 @@ def main() -> None:
                     "commit, put first on PYTHONPATH), interleaved; medians of --rounds")
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
+    compiled(*([Path(a.against)] if a.against else []), Path(__file__).resolve().parent.parent)
     if a.against:
         print(f"{'nodes':>6} {'by hand':>8}" + "".join(f" {h:>22}" for h in (
             "eager (ratio, /node)", "layered", f"eager {Path(a.against).name}", f"layered {Path(a.against).name}")))

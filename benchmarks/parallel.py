@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bytecode import compiled
+
 WORKER = """#!/bin/sh
 sleep {sleep}
 echo "$ORCH_NODE" > "$ORCH_NODE.txt" && git add -A && git commit -qm "$ORCH_NODE"
@@ -53,6 +55,7 @@ def main() -> None:
     ap.add_argument("--sleep", type=float, default=2.0)
     ap.add_argument("--jobs", type=int, default=4)
     a = ap.parse_args()
+    compiled()
     with tempfile.TemporaryDirectory() as tmp:
         fixed = timed_run(campaign(Path(tmp), a.nodes, 0), a.jobs)
         wall = timed_run(campaign(Path(tmp), a.nodes, a.sleep), a.jobs)

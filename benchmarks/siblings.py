@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from bytecode import compiled
+
 ENV = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@x",
            GIT_CONFIG_NOSYSTEM="1")
 TOPIC = "bench"
@@ -94,6 +96,7 @@ def main() -> None:
     parser.add_argument("--dir", default=None, help="where to build the repository (e.g. /dev/shm)")
     parser.add_argument("--campaign", type=int, default=0, help="also time the check in a run of N nodes")
     args = parser.parse_args()
+    compiled()
     from orchestrate import git as orch_git
     from orchestrate.workers import siblings
     print(f"{args.files} files, {'fresh' if args.fresh else 'settled'} worktrees; median of {args.runs}")
