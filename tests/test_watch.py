@@ -1,7 +1,9 @@
 """The watch around workers (engine/watch.py) on a real repository: a check re-arms with the look at the
 user's checkout it has just taken (one `git status` per return, not two), and so does the next start when
 that look is recent, while the git dir and the recorder files are always read anew; a file added inside
-a folder that was already untracked is seen."""
+a folder that was already untracked is seen. The checkout is looked at only around workers that could
+write it: `start` looks before such a worker starts (`fingerprint.look_before_start`, as workers/launch.py
+calls it), and while only sandboxed workers run (`ctx.sealed`) it is never looked at."""
 from __future__ import annotations
 
 import io
@@ -23,7 +25,7 @@ from tests.helpers import make_repo
 def watched(tmp_path, monkeypatch):
     """(repo, ctx, what the reporter printed, how many looks at the checkout were taken so far). A look
     is never recent enough to stand for the next unless a test says so."""
-    monkeypatch.setattr(watch, "REUSE_FOR", 0.0)
+    monkeypatch.setattr(fingerprint, "STANDS_FOR", 0.0)
     repo = make_repo(tmp_path / "repo", {"README.md": "# project\n"})
     init_project(repo)
     said = io.StringIO()
@@ -40,25 +42,39 @@ def watched(tmp_path, monkeypatch):
     return repo, ctx, said, takes
 
 
+def start(ctx, *nodes: str, sealed: bool = False) -> None:
+    """What workers/launch.py does for the watch as it starts each of `nodes`."""
+    for node in nodes:
+        if sealed:
+            ctx.sealed.add(node)
+        else:
+            ctx.sealed.discard(node)
+            fingerprint.look_before_start(ctx.watch, ctx.root)
+
+
 def test_a_quiet_check_re_arms_with_its_own_look_and_later_changes_are_still_seen(watched):
     repo, ctx, said, takes = watched
     watch.arm(ctx)
-    assert len(takes) == 1
+    assert len(takes) == 0  # nothing that could write the checkout runs yet
+    start(ctx, "A", "B")
+    assert len(takes) == 2  # a look before each start: none is fresh enough here (STANDS_FOR is 0)
     watch.check(ctx, ["A"], ["B"])
-    assert len(takes) == 2 and said.getvalue() == ""  # nothing changed: the look taken is the new baseline
+    assert len(takes) == 3 and said.getvalue() == ""  # nothing changed: the look taken is the new baseline
     (repo / "stray.txt").write_text("x\n")
     watch.check(ctx, ["B"], [])
-    assert len(takes) == 3
+    assert len(takes) == 4
     assert "warning: the checkout changed while B ran: the checkout's status changed" in said.getvalue()
     said.truncate(0)
     said.seek(0)
+    start(ctx, "C")
     watch.check(ctx, ["C"], [])  # the stray file is part of the baseline now: not blamed on C
-    assert len(takes) == 4 and said.getvalue() == ""
+    assert len(takes) == 6 and said.getvalue() == ""
 
 
 def test_a_check_that_puts_something_back_looks_again(watched):
     repo, ctx, said, takes = watched
     watch.arm(ctx)
+    start(ctx, "A")
     hook = repo / ".git" / "hooks" / "post-checkout"
     hook.write_text("#!/bin/sh\necho planted\n")
     watch.check(ctx, ["A"], [])
@@ -76,6 +92,7 @@ def test_a_file_added_to_a_folder_that_was_already_untracked_is_seen(watched):
     (repo / "notes").mkdir()
     (repo / "notes" / "mine.txt").write_text("the user's own notes\n")
     watch.arm(ctx)
+    start(ctx, "A")
     (repo / "notes" / "planted.txt").write_text("x\n")
     watch.check(ctx, ["A"], [])
     assert "warning: the checkout changed while A ran" in said.getvalue()
@@ -84,16 +101,69 @@ def test_a_file_added_to_a_folder_that_was_already_untracked_is_seen(watched):
 def test_a_recent_look_stands_for_the_next_start_but_the_git_dir_is_read_anew(watched, monkeypatch):
     repo, ctx, said, takes = watched
     watch.arm(ctx)
+    start(ctx, "A")
     watch.check(ctx, ["A"], [])
     assert len(takes) == 2
-    monkeypatch.setattr(watch, "REUSE_FOR", 3600.0)
+    monkeypatch.setattr(fingerprint, "STANDS_FOR", 3600.0)
     (repo / ".git" / "hooks" / "pre-push").write_text("#!/bin/sh\n")  # the user's own, between two nodes
     watch.refresh(ctx)  # no worker runs: B is about to start
+    start(ctx, "B")
     assert len(takes) == 2  # the return's look at the checkout stands for this one
     (repo / "stray.txt").write_text("x\n")
     watch.check(ctx, ["B"], [])
     assert "warning: the checkout changed while B ran" in said.getvalue()
     assert "B" not in ctx.blamed and (repo / ".git" / "hooks" / "pre-push").exists()  # read anew at the start
-    monkeypatch.setattr(watch, "REUSE_FOR", 0.0)
+    monkeypatch.setattr(fingerprint, "STANDS_FOR", 0.0)
     watch.refresh(ctx)
+    start(ctx, "C")
     assert len(takes) == 4  # too old: looked at again
+
+
+def test_sandboxed_workers_alone_never_have_the_checkout_looked_at(watched):
+    """The sandbox shows them the checkout read-only: a change there is not theirs, and costs no look."""
+    repo, ctx, said, takes = watched
+    watch.arm(ctx)
+    start(ctx, "A", "B", sealed=True)
+    (repo / "stray.txt").write_text("x\n")  # the user's own work
+    watch.check(ctx, ["A"], ["B"])
+    watch.refresh(ctx)
+    start(ctx, "C", sealed=True)
+    watch.check(ctx, ["B", "C"], [])
+    assert takes == [] and said.getvalue() == "" and not ctx.blamed
+
+
+def test_a_hook_planted_while_only_sandboxed_workers_ran_is_still_put_back(watched):
+    """Only the checkout's look is skipped: the git dir is read at every return, whoever ran."""
+    repo, ctx, said, takes = watched
+    watch.arm(ctx)
+    start(ctx, "A", sealed=True)
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.write_text("#!/bin/sh\necho planted\n")
+    watch.check(ctx, ["A"], [])
+    assert not hook.exists() and "A" in ctx.blamed and takes == []
+
+
+def test_one_worker_that_could_write_the_checkout_among_sandboxed_ones_has_it_looked_at(watched):
+    repo, ctx, said, takes = watched
+    watch.arm(ctx)
+    start(ctx, "A", sealed=True)
+    start(ctx, "B")  # without the sandbox (or with a writable folder inside the checkout)
+    assert len(takes) == 1
+    (repo / "stray.txt").write_text("x\n")
+    watch.check(ctx, ["A"], ["B"])  # B still runs: the checkout is looked at, and the change reported
+    assert len(takes) == 2 and "warning: the checkout changed while A, B ran" in said.getvalue()
+
+
+def test_a_worker_that_could_write_the_checkout_and_waits_for_a_slot_keeps_the_looks_going(watched):
+    """It may start at the next poll, inside this interval: the look taken now is its baseline."""
+    repo, ctx, said, takes = watched
+    watch.arm(ctx)
+    start(ctx, "A", sealed=True)
+    start(ctx, "B")  # queued behind A
+    ctx.executor.queue.append(type("Queued", (), {"node": "B"})())
+    watch.check(ctx, ["A"], [])
+    assert len(takes) == 2
+    ctx.executor.queue.clear()
+    (repo / "stray.txt").write_text("x\n")
+    watch.check(ctx, ["B"], [])
+    assert "warning: the checkout changed while B ran" in said.getvalue()

@@ -39,6 +39,7 @@ class Context:
     gate_plugins: dict | None = None  # the gate plugins the DAG names, loaded on first use
     watch: object = None  # workers.fingerprint.Fingerprint taken before this layer's workers started
     blamed: dict = field(default_factory=dict)  # node -> what it changed outside its node, while running
+    sealed: set = field(default_factory=set)  # nodes whose attempt this runner started unable to write the checkout
     evaluated: dict = field(default_factory=dict)  # (node, attempt) -> its evaluators' verdict, run ahead
     refuted: dict = field(default_factory=dict)  # eager: node -> the head its premise was found stale against
     known_clean: dict = field(default_factory=dict)  # node -> (judged head, the campaign head it was last known

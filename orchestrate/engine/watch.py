@@ -5,7 +5,9 @@ A change to the shared git dir or to the recorder's files is blamed on every nod
 interval: those attempts fail with a message saying what changed, and planted config, hooks and
 attributes and edited recorder files are put back at once, before orchestrate's next git call or commit.
 A journal changed by anyone but this runner halts the campaign (the recorder's ForeignWrite). A change to
-the user's checkout is a warning naming the running nodes.
+the user's checkout is a warning naming the running nodes. The checkout is looked at (a `git status` of
+it, the one costly part) only around workers that could write it: a worker in the sandbox sees it
+read-only (workers/containment.py), so while only such workers run, ran or wait, it is not looked at.
 """
 from __future__ import annotations
 
@@ -17,12 +19,6 @@ from orchestrate import git
 from orchestrate.engine.context import Context
 from orchestrate.recorder.campaign import DISPATCHED
 from orchestrate.workers import fingerprint
-
-# How old a look at the user's checkout may be and still stand for the one taken before workers start, when
-# no worker ran since (a `git status` of the whole checkout: 50-100 ms on 20,000 files). A change the user
-# makes in that window is then reported at the next return, as the warning says it may be: their own work.
-REUSE_FOR = 1.0
-
 
 def refresh(ctx: Context) -> None:
     """Before more workers start: with none running, a new fingerprint (`arm`); with some running (the
@@ -37,11 +33,15 @@ def refresh(ctx: Context) -> None:
 def arm(ctx: Context, taken: fingerprint.Fingerprint | None = None) -> None:
     """Before workers start when none runs (also after a resume: whatever happened before is not seen).
     `taken`: a fingerprint just taken, which is the state as it is now. Otherwise the git dir, refs and
-    recorder files are read anew, and the checkout too unless the last look at it is recent: none runs
-    now, and every worker that ran before was checked when it returned, with a look of its own."""
+    recorder files are read anew, and the checkout too if a worker that could write it runs or waits and
+    the last look is not recent. Every worker that ran before was checked when it returned; one about to
+    start that could write the checkout has it looked at first (workers/launch.py), unless a recent look
+    stands for it."""
     last = ctx.watch
-    recent = last is not None and time.monotonic() - last.looked < REUSE_FOR
-    ctx.watch = taken or _take(ctx, last if recent else None)
+    exposed = _exposed(ctx)
+    recent = last is not None and bool(last.checkout) and time.monotonic() - last.looked < fingerprint.STANDS_FOR
+    keep = last is not None and bool(last.checkout) and (recent or not exposed)
+    ctx.watch = taken or _take(ctx, last if keep else None, look=exposed)
     if ctx.recorder is not None:  # a foreign journal line names the nodes that were running
         ctx.recorder.suspects = lambda: list(getattr(ctx.executor, "live", ())) or _dispatched(ctx)
         ctx.recorder.pinned = lambda: _pinned(ctx)
@@ -93,7 +93,7 @@ def check(ctx: Context, finished: list[str], running: list[str]) -> None:
         ctx.recorder.suspects = lambda: suspects
         ctx.recorder.verify()
     _adopt_engine_amendment(ctx)
-    now = _take(ctx)
+    now = _take(ctx, None if _exposed(ctx, suspects) else ctx.watch)
     changed, checkout = fingerprint.compare(ctx.watch, now)
     changed += _campaign_branch(ctx)
     if checkout:
@@ -128,12 +128,20 @@ def _kept(ctx: Context):
     return ctx.layout.scratch / "rejected" / ctx.topic
 
 
-def _take(ctx: Context, seen: fingerprint.Fingerprint | None = None) -> fingerprint.Fingerprint:
+def _exposed(ctx: Context, suspects: list[str] = ()) -> bool:
+    """Could the checkout have been written by a worker that ran in the interval (`suspects`), or be written
+    by one that runs or waits for a slot? Only the attempts this runner started in the sandbox, with no
+    writable folder inside the checkout, could not (`ctx.sealed`)."""
+    waiting = [request.node for request in getattr(ctx.executor, "queue", ())]
+    return any(node not in ctx.sealed for node in (*suspects, *_live(ctx), *waiting))
+
+
+def _take(ctx: Context, seen: fingerprint.Fingerprint | None = None, look: bool = True) -> fingerprint.Fingerprint:
     # This campaign's node branches are each judged by the sha read when its worker returned (a branch
     # moved after that is reported at MERGE), and its campaign branch is compared with the recorded tip:
     # neither is fingerprinted, because this runner moves them itself while other workers run.
     return fingerprint.take(ctx.root, set(), recorder_files=_recorder_files(ctx),
-                            other_topics=_other_topics(ctx) + [ctx.topic], seen=seen)
+                            other_topics=_other_topics(ctx) + [ctx.topic], seen=seen, look=look)
 
 
 def _recorder_files(ctx: Context) -> list[Path]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from orchestrate import config, git
 from orchestrate.dag.model import UNSANDBOXED
-from orchestrate.workers import private_objects, sandbox
+from orchestrate.workers import fingerprint, private_objects, sandbox
 from orchestrate.workers.local import LocalExecutor
 
 CONFIG_KEYS = ("mode", "writable", "unsandboxed", "keep_ignored")
@@ -77,6 +77,21 @@ def jail(ctx, node_id: str, attempt: int, worktree: Path, run_dir: Path) -> Jail
     writable = [str(worktree), str(admin), str(objects), str(run_dir), *extra]
     return Jail(tuple(dict.fromkeys(writable)), (str(ctx.root), str(common)), str(objects),
                 private_objects.env(objects, common / "objects"))
+
+
+def seals_checkout(ctx, jail: Jail | None) -> bool:
+    """Does a worker in `jail` see the user's checkout read-only? In the sandbox it does, unless a configured
+    writable folder lies inside it (orchestrate's own `.scratch/` and the git dir aside: the checkout's
+    `git status` never lists them, and the git dir is watched file by file)."""
+    if jail is None:
+        return False
+    root = Path(ctx.root).resolve()
+    own = (Path(ctx.layout.scratch).resolve(), fingerprint.common_dir(root).resolve())
+    for path in (Path(w).resolve() for w in jail.writable):
+        inside = path == root or root in path.parents
+        if inside and not any(path == o or o in path.parents for o in own):
+            return False
+    return True
 
 
 def settle(ctx, ns) -> None:

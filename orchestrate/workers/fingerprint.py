@@ -33,11 +33,19 @@ class Fingerprint:
     looked: float = 0.0  # when the checkout was looked at (time.monotonic())
 
 
+# How old a look at the user's checkout may be and still stand for one taken before a worker starts, when no
+# worker that could write the checkout ran since (a `git status` of the whole checkout: 20-40 ms on 20,000
+# files). A change the user makes in that window is reported at the worker's return, as the warning says it
+# may be: their own work.
+STANDS_FOR = 1.0
+
+
 def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (),
-         other_topics: list[str] = (), seen: Fingerprint | None = None) -> Fingerprint:
+         other_topics: list[str] = (), seen: Fingerprint | None = None, look: bool = True) -> Fingerprint:
     """`own_refs`: the refs the running workers may move (their own node branches); `other_topics`: the
     campaigns whose node and campaign branches are not watched here (their runners move them); `seen`: a
-    fingerprint whose look at the checkout (the costly part: a `git status`) stands for a new one."""
+    fingerprint whose look at the checkout (the costly part: a `git status`) stands for a new one; `look`
+    false: no look is taken (the checkout stays `{}`) when no worker that could write it runs."""
     common = common_dir(root)
     fp = Fingerprint(common, files=take_files(common))
     theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
@@ -45,9 +53,19 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (),
     found = git_files.ref_files(root)
     fp.refs = {name: sha for name, sha in (git.refs(root, "refs") if found is None else found).items()
                if name not in own_refs and not (name + "/").startswith(theirs)}
-    fp.checkout, fp.looked = (seen.checkout, seen.looked) if seen else (_checkout(root), time.monotonic())
+    if seen is not None:
+        fp.checkout, fp.looked = seen.checkout, seen.looked
+    elif look:
+        fp.checkout, fp.looked = _checkout(root), time.monotonic()
     fp.recorder = {path: _read(path) for path in recorder_files}
     return fp
+
+
+def look_before_start(fp: Fingerprint | None, root: Path) -> None:
+    """Before a worker that can write the checkout starts: unless `fp` has a look at it taken less than
+    STANDS_FOR ago, look now, so a change it makes is told from what was there before it started."""
+    if fp is not None and (not fp.checkout or time.monotonic() - fp.looked >= STANDS_FOR):
+        fp.checkout, fp.looked = _checkout(root), time.monotonic()
 
 
 def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[str]]:
@@ -69,7 +87,7 @@ def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[st
             what = "created" if old is None else "deleted" if new is None else "changed"
             found.append(f"{_shown(path)} was {what}")
     checkout = [f"the checkout's {k} changed" for k in sorted(before.checkout)
-                if before.checkout[k] != after.checkout.get(k)]
+                if after.checkout and before.checkout[k] != after.checkout.get(k)]
     return found, checkout
 
 

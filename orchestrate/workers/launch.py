@@ -4,7 +4,7 @@ from __future__ import annotations
 from orchestrate.atomic import write_atomic
 from orchestrate.engine import plugin_gates as plugingates
 from orchestrate.recorder.campaign import DISPATCHED, INVALIDATED, PENDING, REWORK
-from orchestrate.workers import brief, containment, discovery, handwork, worktrees
+from orchestrate.workers import brief, containment, discovery, fingerprint, handwork, worktrees
 from orchestrate.workers.local import LocalExecutor, WorkRequest
 
 
@@ -53,6 +53,11 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False, extra_e
                           readable=jail.readable if jail else (), alone=jail is None and containment.runs_alone(ctx))
     ctx.emit("intent", {"effect": "worker-start", "node": node_id, "attempt": attempt, "command": command,
                         "log": str(request.log)})
+    if containment.seals_checkout(ctx, jail):
+        ctx.sealed.add(node_id)
+    else:  # its changes to the checkout are told from what the checkout held before it started
+        ctx.sealed.discard(node_id)
+        fingerprint.look_before_start(ctx.watch, ctx.root)
     ctx.launching = node_id
     try:
         ctx.executor.start(request)

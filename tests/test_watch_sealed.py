@@ -1,0 +1,77 @@
+"""The user's checkout is looked at (a `git status` of all of it) only around workers that could write it
+(engine/watch.py): a campaign whose workers all run in the bubblewrap sandbox never looks, one without the
+sandbox looks around every worker, and a writable folder configured inside the checkout makes a sandboxed
+worker one that could write it. Real bwrap, real workers, the CLI in-process so the looks can be counted."""
+from __future__ import annotations
+
+import pytest
+
+from orchestrate.workers import fingerprint, sandbox
+from tests.engine_helpers import campaign_repo, statuses
+
+REASON = sandbox.probe()
+needs_bwrap = pytest.mark.skipif(REASON is not None, reason=f"bubblewrap does not work here: {REASON}")
+
+DAG = """\
+topic: sealed
+mode: autonomous
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, file_surface: [a.txt], discipline: sh}
+  - {id: B, depends_on: [A], file_surface: [b.txt], discipline: sh}
+"""
+WORKER = """#!/bin/sh
+echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr AB ab).txt"
+if [ -n "$STRAY" ]; then echo x > "$STRAY" 2>/dev/null || true; fi
+git add -A && git commit -qm "$ORCH_NODE"
+"""
+
+
+@pytest.fixture
+def looks(monkeypatch):
+    taken: list[int] = []
+    real = fingerprint._checkout
+
+    def counted(root):
+        taken.append(1)
+        return real(root)
+    monkeypatch.setattr(fingerprint, "_checkout", counted)
+    return taken
+
+
+def configure(repo, mode: str, writable: list[str] | None = None) -> None:
+    config = repo / ".ledger" / "config.yaml"
+    extra = f", writable: [{', '.join(writable)}]" if writable is not None else ""
+    config.write_text(config.read_text() + f"\nsandbox: {{mode: {mode}{extra}}}\n")
+
+
+@needs_bwrap
+def test_sandboxed_workers_never_have_the_checkout_looked_at(tmp_path, orch, looks):
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    configure(repo, "bwrap")
+    result = orch("run", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert statuses(repo, orch, "sealed") == {"A": "ACCEPTED", "B": "ACCEPTED"}
+    assert looks == []
+
+
+def test_workers_without_the_sandbox_have_it_looked_at_around_each_one(tmp_path, orch, looks):
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    configure(repo, "none")
+    result = orch("run", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert len(looks) >= 2  # at least at each return (the start's look may be the last return's)
+
+
+@needs_bwrap
+def test_a_writable_folder_inside_the_checkout_brings_the_looks_back_and_a_write_there_is_reported(
+        tmp_path, orch, looks, monkeypatch):
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    (repo / "cache").mkdir()
+    configure(repo, "bwrap", [str(repo / "cache")])
+    monkeypatch.setenv("STRAY", str(repo / "cache" / "stray.txt"))
+    result = orch("run", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert (repo / "cache" / "stray.txt").exists()  # the sandbox let it through: the folder is writable
+    assert "warning: the checkout changed while A ran" in result.out + result.err
+    assert len(looks) >= 2
