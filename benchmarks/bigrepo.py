@@ -14,7 +14,9 @@ MERGE to the one out of it, both read from the journal), and the disk a node cos
 the run made (fresh working copies and the integration worktree, from the journal) and their size (the
 base tree's files, measured in the user's checkout after the run), how much the repository and the
 recorder grew per node, and whether a file no node changes kept its inode from node to node (a re-base
-that rewrote it would give it a new one). No working copy is walked while the run goes on: walking 20,000
+that rewrote it would give it a new one). Beside it, the floor: the least git work such a node needs, done
+by a script on both repositories in the same run (`by_hand`); its own ratio shows how much of the target a
+tool that runs git can reach at all. No working copy is walked while the run goes on: walking 20,000
 files every fraction of a second took a core from the run being measured (on 2 cores), which inflated the
 big repository's figures only. The big repository's files are written by `git fast-import`, so building
 it is quick; the nodes then pay for checking it out, which is what is measured.
@@ -28,6 +30,8 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+
+from bytecode import compiled
 
 ORCH = str(Path(sys.executable).parent / "orchestrate")
 WORKER = """#!/bin/sh
@@ -64,6 +68,41 @@ def campaign(root: Path, files: int, nodes: int, sandbox: str) -> Path:
               for i in range(nodes)]
     (repo / ".ledger" / "state" / "dag.yaml").write_text("\n".join(lines) + "\n")
     return repo
+
+
+def by_hand(root: Path, files: int, nodes: int) -> list[float]:
+    """The least git work a node of this chain needs, done by a script: one working copy kept and re-based
+    for each node (`checkout -f -B`, which must stat every tracked file), the worker, a `git status` to see
+    what it left, a merge made with `merge-tree --write-tree` + `commit-tree` + `update-ref` (no checkout),
+    and five commits in a second, small repository (the recorder's share). Seconds per node, the first
+    node (the working copy's first checkout) left out, as it is for orchestrate."""
+    import time
+    repo = root / f"hand{files}"
+    repo.mkdir(parents=True)
+    run = lambda cwd, *a: subprocess.run(a, cwd=cwd, check=True, capture_output=True, env=ENV).stdout  # noqa: E731
+    run(repo, "git", "init", "-q", "-b", "main")
+    fast_import(repo, files)
+    ledger = root / f"hand{files}-ledger"
+    ledger.mkdir()
+    run(ledger, "git", "init", "-q", "-b", "main")
+    run(repo, "git", "branch", "campaign", "main")
+    tree = root / f"hand{files}-tree"
+    run(repo, "git", "worktree", "add", "-q", "--detach", str(tree), "main")
+    cycles = []
+    for i in range(nodes):
+        t0 = time.perf_counter()
+        run(tree, "git", "checkout", "-q", "-f", "-B", f"node/B{i}", "campaign")
+        subprocess.run(["sh", "./work.sh"], cwd=tree, check=True, env=dict(ENV, ORCH_NODE=f"B{i}"))
+        run(tree, "git", "status", "--porcelain", "-z", "--untracked-files=all")
+        merged = run(repo, "git", "merge-tree", "--write-tree", "campaign", f"node/B{i}").split()[0].decode()
+        commit = run(repo, "git", "commit-tree", merged, "-p", "campaign", "-p", f"node/B{i}", "-m", f"merge B{i}")
+        run(repo, "git", "update-ref", "refs/heads/campaign", commit.decode().strip())
+        for t in range(5):
+            (ledger / "journal").write_text(f"{i} {t}\n")
+            run(ledger, "git", "add", "-A")
+            run(ledger, "git", "commit", "-qm", f"{i} {t}")
+        cycles.append(time.perf_counter() - t0)
+    return cycles[1:]
 
 
 def du(path: Path) -> int:
@@ -151,11 +190,14 @@ def main() -> None:
                          "drifts in minutes: alternating spreads it over both); medians over all runs")
     ap.add_argument("--sandbox", default="none")
     a = ap.parse_args()
+    compiled()
     runs: dict[int, list] = {20: [], a.files: []}
+    hand: dict[int, list[float]] = {20: [], a.files: []}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.repeat):
             for files in runs:
                 runs[files].append(measured(campaign(Path(tmp) / str(r), files, a.nodes, a.sandbox)))
+                hand[files] += by_hand(Path(tmp) / str(r), files, a.nodes)
     print(f"a chain of {a.nodes} trivial nodes, sandbox {a.sandbox}, {a.repeat} run(s) of each repository; a node's "
           "cycle = from its working copy's start to the next node's")
     steady = {}
@@ -179,6 +221,10 @@ def main() -> None:
     print(f"{'':>16} the worker's own time, later nodes: {workers[20]:.2f}s (20 files), {workers[a.files]:.2f}s "
           f"({a.files} files); the rest of a cycle: {engine[20]:.2f}s and {engine[a.files]:.2f}s, ratio "
           f"{engine[a.files] / engine[20]:.2f}")
+    floor = {files: median(times) for files, times in hand.items()}
+    print(f"{'':>16} by hand, the least git work a node needs (see by_hand): {floor[20]:.2f}s (20 files), "
+          f"{floor[a.files]:.2f}s ({a.files} files), ratio {floor[a.files] / floor[20]:.2f}; orchestrate's cycle "
+          f"less this: {steady[20] - floor[20]:+.2f}s and {steady[a.files] - floor[a.files]:+.2f}s")
     ratio = steady[a.files] / steady[20]
     per_run = ", ".join(f"{median(b[0][1:]) / median(s[0][1:]):.2f}" for s, b in zip(runs[20], runs[a.files]))
     print(f"ratio big / small, later nodes: {ratio:.2f}  (target <= 1.3: {'PASS' if ratio <= 1.3 else 'MISS'}; "
