@@ -82,7 +82,11 @@ class Store:
     def __init__(self, repo: Path) -> None:
         self.repo = repo
         self.pid = os.getpid()
-        self.blobs = _Writer(repo, ("hash-object", "-w", "--no-filters", "--stdin-paths"))
+        # Loose blobs are stored without compression: the journal, written whole at every commit, is most
+        # of them, and zlib (git's level 1) took 40% of writing it (460 KB: 3.7 ms against 2.3 ms). They are
+        # packed, and compressed there, as the campaign goes (recorder/upkeep.py).
+        self.blobs = _Writer(repo, ("-c", "core.looseCompression=0", "hash-object", "-w", "--no-filters",
+                                    "--stdin-paths"))
         self.trees = _Writer(repo, ("mktree", "-z", "--batch", "--missing"))
         self.commits = _Writer(repo, ("hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths"))
         self.refs = _Writer(repo, ("update-ref", "--stdin"))

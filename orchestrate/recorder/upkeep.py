@@ -9,7 +9,8 @@ branch, so that `git status` in .ledger shows only what changed since; after a c
 Packing. Every transition commits the whole journal again, a file that only grows, so a campaign's loose
 objects grow with the square of its length: 256 trivial nodes left 147 MB in 7,000 loose objects, 1.7 MB
 once packed (the journal's versions delta-compress against each other). Each time the commits of this
-process have written about PACK_AFTER bytes of journal, a `git repack -d -q` packs what is loose, in a
+process have written about PACK_AFTER bytes of journal (stored loose without compression, git_pipe.py: so
+that is about the most they take on disk between two packs), a `git repack -d -q` packs what is loose, in a
 thread, while the run goes on: git's object store takes writers and readers while it packs (that is how
 `git gc` runs behind other commands; the tree writer does not look objects up, see git_pipe). One pack
 thread and a delta window of 4 keep it light (pack-objects sorts the journal's versions next to each
@@ -26,7 +27,7 @@ from pathlib import Path
 from orchestrate import git
 from orchestrate.errors import OrchestrateError
 
-PACK_AFTER = 256 * 2**20
+PACK_AFTER = 64 * 2**20
 CONSOLIDATE_EVERY = 8
 
 _left_behind: set[str] = set()  # recorders whose index this process's commits left behind
