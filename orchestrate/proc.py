@@ -136,9 +136,12 @@ def wait_exit(fds: Sequence[int], timeout: float) -> None:
         time.sleep(timeout)
         return
     import select
+    waiter = select.poll()  # not select(): a descriptor past 1023 is out of its range
+    for fd in fds:
+        waiter.register(fd, select.POLLIN)
     try:
-        select.select(list(fds), [], [], timeout)
-    except (OSError, ValueError):  # a descriptor closed under us: the next poll sees why
+        waiter.poll(timeout * 1000)
+    except OSError:  # a descriptor closed under us: the next poll sees why
         time.sleep(timeout)
 
 
