@@ -20,7 +20,7 @@ def git(repo: str | Path, *args: str, check: bool = True, env: dict[str, str] | 
     from orchestrate import proc  # lazily: subprocess's import is most of what `status` would cost
     argv, merged = command(repo, *args, env=env)
     try:
-        done = proc.run(argv, env=merged, input=input, timeout=timeout)
+        done = proc.run(argv, env=merged, input=input, timeout=timeout, confined=True)  # inert: see inert.py
     except ProcError as exc:
         raise GitError(exc.cmd, None, message=f"git is not installed or cannot start: {exc.message}") from exc
     if check and not done:

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import IO, Mapping, Sequence
+from typing import IO, Callable, Mapping, Sequence
 
 from orchestrate.errors import ProcError
 
@@ -32,6 +32,36 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# Processes started outside git and the sandbox (a worker without the sandbox, an evaluator, a check, a
+# tripwire, a notifier): what may have written anywhere the user can. The watch (engine/watch.py) looks at
+# the user's checkout before the first of them starts and after; a command under bwrap, or git, is not one.
+_unconfined = 0
+_count_lock = threading.Lock()
+_before_unconfined: Callable[[], None] | None = None
+
+
+def unconfined() -> int:
+    """How many processes this process has started outside git and the sandbox so far."""
+    return _unconfined
+
+
+def before_unconfined(hook: Callable[[], None] | None) -> None:
+    """Call `hook` before each such process starts (the watch's look at the checkout), or no longer."""
+    global _before_unconfined
+    _before_unconfined = hook
+
+
+def _starting(argv: Sequence[str]) -> None:
+    global _unconfined
+    if os.path.basename(argv[0]) == "bwrap":  # the sandbox: it writes only what it was given
+        return
+    hook = _before_unconfined
+    if hook is not None:
+        hook()
+    with _count_lock:
+        _unconfined += 1
+
+
 @dataclass(frozen=True)
 class Completed:
     cmd: tuple[str, ...]
@@ -46,13 +76,18 @@ class Completed:
 
 
 def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
-        timeout: float | None = None, check: bool = False, input: str | None = None) -> Completed:
+        timeout: float | None = None, check: bool = False, input: str | None = None,
+        confined: bool = False) -> Completed:
     """Run a short command to completion and capture its output.
 
     A command that cannot start raises ProcError (never a pass); with `check`, so does a non-zero exit.
     On timeout the whole process group is killed and `timed_out` is set (rc 124, like timeout(1)).
+    `confined`: the caller knows what the command writes (git, run inert by orchestrate.git), so it is not
+    counted among the processes that may write anywhere (`unconfined`).
     """
     argv = [str(c) for c in cmd]
+    if not confined:
+        _starting(argv)
     started = time.monotonic()
     try:
         with _spawning:
@@ -110,6 +145,7 @@ def spawn(cmd: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log: I
     than to init, where `kill_orphans` finds it."""
     argv = [str(c) for c in cmd]
     become_subreaper()
+    _starting(argv)
     try:
         with _spawning:
             child = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), stdin=subprocess.DEVNULL,
@@ -139,16 +175,15 @@ def wait_exit(fds: Sequence[int], timeout: float) -> None:
     waiter = select.poll()  # not select(): a descriptor past 1023 is out of its range
     for fd in fds:
         waiter.register(fd, select.POLLIN)
-    try:
-        waiter.poll(timeout * 1000)
-    except OSError:  # a descriptor closed under us: the next poll sees why
-        time.sleep(timeout)
+    if any(events & select.POLLNVAL for _, events in waiter.poll(timeout * 1000)):
+        time.sleep(timeout)  # a descriptor closed under us: sleep rather than spin; the next poll sees why
 
 
 def start_pipe(cmd: Sequence[str], *, env: Mapping[str, str] | None = None) -> subprocess.Popen:
     """Start a long-running helper that answers on stdout (bytes) what it is sent on stdin, stderr discarded,
     in a session of its own (a Ctrl-C at the terminal is the caller's to handle, not the helper's).
-    `end_pipe` stops it; until then it is ours, never taken for an orphan."""
+    `end_pipe` stops it; until then it is ours, never taken for an orphan. Only git's readers and writers
+    are started so (orchestrate.git_batch, orchestrate.git_pipe): not counted in `unconfined`."""
     argv = [str(c) for c in cmd]
     try:
         with _spawning:
@@ -323,6 +358,7 @@ def run_merged(cmd: Sequence[str], *, stdin: bytes, cwd: str | Path, env: Mappin
     """Feed `stdin` to a command and capture stdout and stderr as one stream of bytes, undecoded:
     a transcript's shell reads its script this way, and its output must survive byte for byte."""
     argv = [str(c) for c in cmd]
+    _starting(argv)
     try:
         with _spawning:
             child = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), start_new_session=True,

@@ -57,18 +57,30 @@ def test_a_quiet_check_re_arms_with_its_own_look_and_later_changes_are_still_see
     watch.arm(ctx)
     assert len(takes) == 0  # nothing that could write the checkout runs yet
     start(ctx, "A", "B")
-    assert len(takes) == 2  # a look before each start: none is fresh enough here (STANDS_FOR is 0)
+    assert len(takes) == 1  # a look before the first start; the second finds one standing
     watch.check(ctx, ["A"], ["B"])
-    assert len(takes) == 3 and said.getvalue() == ""  # nothing changed: the look taken is the new baseline
+    assert len(takes) == 2 and said.getvalue() == ""  # nothing changed: the look taken is the new baseline
     (repo / "stray.txt").write_text("x\n")
     watch.check(ctx, ["B"], [])
-    assert len(takes) == 4
+    assert len(takes) == 3
     assert "warning: the checkout changed while B ran: the checkout's status changed" in said.getvalue()
     said.truncate(0)
     said.seek(0)
-    start(ctx, "C")
+    start(ctx, "C")  # the last check's look stands: none taken
     watch.check(ctx, ["C"], [])  # the stray file is part of the baseline now: not blamed on C
-    assert len(takes) == 6 and said.getvalue() == ""
+    assert len(takes) == 4 and said.getvalue() == ""
+
+
+def test_a_start_never_swallows_what_a_returned_worker_changed(watched):
+    """A queued worker is started by the same poll that reaps the one before it, before that one is
+    checked: the look its start needs must not replace the baseline the returned worker is judged by."""
+    repo, ctx, said, takes = watched
+    watch.arm(ctx)
+    start(ctx, "A")
+    (repo / "stray.txt").write_text("x\n")  # A's doing; A has exited
+    start(ctx, "B")  # proc's hook, as B's process starts
+    watch.check(ctx, ["A"], ["B"])
+    assert "warning: the checkout changed while A, B ran" in said.getvalue()
 
 
 def test_a_check_that_puts_something_back_looks_again(watched):

@@ -7,6 +7,7 @@ interruption and exits 130; `orchestrate resume` continues from the journal.
 """
 from __future__ import annotations
 
+from orchestrate import proc
 from orchestrate.engine import amend, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.handlers import HANDLERS
@@ -29,6 +30,7 @@ def drive(ctx: Context) -> int:
     try:
         return _finish(ctx, _walk(ctx))
     finally:
+        proc.before_unconfined(None)  # the watch's look belongs to this run (engine/watch.py)
         ctx.out.wait_notifiers()  # after the final line: a slow notifier delays the exit, never the news
 
 

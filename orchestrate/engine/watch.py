@@ -6,17 +6,21 @@ interval: those attempts fail with a message saying what changed, and planted co
 attributes and edited recorder files are put back at once, before orchestrate's next git call or commit.
 A journal changed by anyone but this runner halts the campaign (the recorder's ForeignWrite). A change to
 the user's checkout is a warning naming the running nodes. The checkout is looked at (a `git status` of
-it, the one costly part) only around workers that could write it: a worker in the sandbox sees it
+it, the one costly part) only around what could write it: a worker without the sandbox, and every other
+process started outside it (an evaluator or check runs code a worker wrote), is preceded by a look unless
+a recent one stands, and followed by one at the next check. A worker in the sandbox sees the checkout
 read-only (workers/containment.py), so while only such workers run, ran or wait, it is not looked at.
 """
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from pathlib import Path
 
-from orchestrate import git
+from orchestrate import git, proc
 from orchestrate.engine.context import Context
+from orchestrate.errors import GitError
 from orchestrate.recorder.campaign import DISPATCHED
 from orchestrate.workers import fingerprint
 
@@ -33,15 +37,14 @@ def refresh(ctx: Context) -> None:
 def arm(ctx: Context, taken: fingerprint.Fingerprint | None = None) -> None:
     """Before workers start when none runs (also after a resume: whatever happened before is not seen).
     `taken`: a fingerprint just taken, which is the state as it is now. Otherwise the git dir, refs and
-    recorder files are read anew, and the checkout too if a worker that could write it runs or waits and
-    the last look is not recent. Every worker that ran before was checked when it returned; one about to
-    start that could write the checkout has it looked at first (workers/launch.py), unless a recent look
-    stands for it."""
+    recorder files are read anew, and the checkout too if what could write it runs, waits or has run since
+    the last look, unless that look is recent; an older look is dropped. Every worker that ran before was
+    checked when it returned; a process about to start that could write the checkout has it looked at
+    first when no look stands (workers/launch.py, and proc's hook for every other process)."""
     last = ctx.watch
-    exposed = _exposed(ctx)
     recent = last is not None and bool(last.checkout) and time.monotonic() - last.looked < fingerprint.STANDS_FOR
-    keep = last is not None and bool(last.checkout) and (recent or not exposed)
-    ctx.watch = taken or _take(ctx, last if keep else None, look=exposed)
+    ctx.watch = taken or _take(ctx, last if recent else None, look=_exposed(ctx))
+    proc.before_unconfined(lambda: _look_first(ctx))
     if ctx.recorder is not None:  # a foreign journal line names the nodes that were running
         ctx.recorder.suspects = lambda: list(getattr(ctx.executor, "live", ())) or _dispatched(ctx)
         ctx.recorder.pinned = lambda: _pinned(ctx)
@@ -129,11 +132,27 @@ def _kept(ctx: Context):
 
 
 def _exposed(ctx: Context, suspects: list[str] = ()) -> bool:
-    """Could the checkout have been written by a worker that ran in the interval (`suspects`), or be written
-    by one that runs or waits for a slot? Only the attempts this runner started in the sandbox, with no
-    writable folder inside the checkout, could not (`ctx.sealed`)."""
+    """Could the checkout have been written since the last look: by a worker that ran in the interval
+    (`suspects`), runs or waits for a slot, or by any other process started outside the sandbox? Only the
+    attempts this runner started in the sandbox, with no writable folder inside the checkout, could not
+    (`ctx.sealed`)."""
+    if ctx.watch is not None and proc.unconfined() != ctx.watch.mark:
+        return True
     waiting = [request.node for request in getattr(ctx.executor, "queue", ())]
     return any(node not in ctx.sealed for node in (*suspects, *_live(ctx), *waiting))
+
+
+_looking = threading.Lock()
+
+
+def _look_first(ctx: Context) -> None:
+    """Before a process starts outside the sandbox (proc calls it, from any thread): a look at the checkout
+    for it to be compared with, unless a recent one stands."""
+    with _looking:
+        try:
+            fingerprint.look_before_start(ctx.watch, ctx.root)
+        except GitError:  # the look at the next check says what is wrong; the process still starts
+            pass
 
 
 def _take(ctx: Context, seen: fingerprint.Fingerprint | None = None, look: bool = True) -> fingerprint.Fingerprint:

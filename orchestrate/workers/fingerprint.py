@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrate import git
+from orchestrate import git, proc
 
 _WATCHED_FILES = ("config", "config.worktree", "packed-refs.orig")  # read whole, restored whole
 _WATCHED_DIRS = ("hooks", "info")
@@ -31,12 +31,13 @@ class Fingerprint:
     checkout: dict[str, str] = field(default_factory=dict)
     recorder: dict[Path, bytes | None] = field(default_factory=dict)  # recorder file -> content
     looked: float = 0.0  # when the checkout was looked at (time.monotonic())
+    mark: int = -1  # proc.unconfined() when it was looked at: what started outside the sandbox since
 
 
-# How old a look at the user's checkout may be and still stand for one taken before a worker starts, when no
-# worker that could write the checkout ran since (a `git status` of the whole checkout: 20-40 ms on 20,000
-# files). A change the user makes in that window is reported at the worker's return, as the warning says it
-# may be: their own work.
+# How old a look at the user's checkout may be and still stand for a new one when the watch is armed with
+# no worker running (a `git status` of the whole checkout: 20-40 ms on 20,000 files); an older one is
+# dropped then, and the next process that could write the checkout has a new one taken first. A change
+# the user makes in that window is reported at the next check, as the warning says it may be: their own.
 STANDS_FOR = 1.0
 
 
@@ -54,18 +55,26 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (),
     fp.refs = {name: sha for name, sha in (git.refs(root, "refs") if found is None else found).items()
                if name not in own_refs and not (name + "/").startswith(theirs)}
     if seen is not None:
-        fp.checkout, fp.looked = seen.checkout, seen.looked
+        fp.checkout, fp.looked, fp.mark = seen.checkout, seen.looked, seen.mark
     elif look:
-        fp.checkout, fp.looked = _checkout(root), time.monotonic()
+        _look(fp, root)
+    else:  # no look needed now; one is, once anything starts outside the sandbox
+        fp.mark = proc.unconfined()
     fp.recorder = {path: _read(path) for path in recorder_files}
     return fp
 
 
 def look_before_start(fp: Fingerprint | None, root: Path) -> None:
-    """Before a worker that can write the checkout starts: unless `fp` has a look at it taken less than
-    STANDS_FOR ago, look now, so a change it makes is told from what was there before it started."""
-    if fp is not None and (not fp.checkout or time.monotonic() - fp.looked >= STANDS_FOR):
-        fp.checkout, fp.looked = _checkout(root), time.monotonic()
+    """Before a process that can write the checkout starts: unless `fp` has a look at it already, look now,
+    so a change it makes is told from what was there before it started. A look `fp` has is never replaced:
+    what others changed since it is still to be compared, at the next check."""
+    if fp is not None and not fp.checkout:
+        _look(fp, root)
+
+
+def _look(fp: Fingerprint, root: Path) -> None:
+    fp.mark = proc.unconfined()  # before the look: a process that starts during it makes the next one due
+    fp.checkout, fp.looked = _checkout(root), time.monotonic()
 
 
 def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[str]]:
