@@ -75,3 +75,52 @@ def test_a_writable_folder_inside_the_checkout_brings_the_looks_back_and_a_write
     assert (repo / "cache" / "stray.txt").exists()  # the sandbox let it through: the folder is writable
     assert "warning: the checkout changed while A ran" in result.out + result.err
     assert len(looks) >= 2
+
+
+EVALUATED = """\
+topic: sealed
+mode: autonomous
+schedule: eager
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, file_surface: [a.txt, check.sh], discipline: sh, evaluators: [{name: mine, run: "sh check.sh"}]}
+  - {id: B, file_surface: [b.txt], discipline: sh}
+"""
+EVALUATED_WORKER = """#!/bin/sh
+if [ "$ORCH_NODE" = A ]; then
+  echo A > a.txt
+  printf 'echo x > "%s/stray.txt"\\n' "$STRAY_ROOT" > check.sh
+else
+  while [ ! -e "$STRAY_ROOT/stray.txt" ]; do sleep 0.05; done
+  echo B > b.txt
+fi
+git add -A && git commit -qm "$ORCH_NODE"
+"""
+
+
+@needs_bwrap
+def test_an_evaluator_that_writes_the_checkout_while_sandboxed_workers_run_is_reported(tmp_path, orch, monkeypatch):
+    """Evaluators run outside the sandbox, and run code a worker wrote: the checkout is looked at around them."""
+    repo = campaign_repo(tmp_path, EVALUATED, EVALUATED_WORKER)
+    configure(repo, "bwrap")
+    monkeypatch.setenv("STRAY_ROOT", str(repo))
+    result = orch("run", "--jobs", "2", cwd=repo)  # B waits until A's evaluator has written, so it runs meanwhile
+    assert (repo / "stray.txt").exists()
+    assert "warning: the checkout changed while B ran" in result.out + result.err
+
+
+GIT_DIR_WORKER = """#!/bin/sh
+echo A > a.txt
+git add -A && git commit -qm A
+printf 'ref: refs/heads/elsewhere\\n' > "$(git rev-parse --path-format=absolute --git-common-dir)/HEAD"
+"""
+
+
+@needs_bwrap
+def test_a_writable_git_dir_is_not_sealed_and_a_switched_head_is_reported(tmp_path, orch, looks):
+    repo = campaign_repo(tmp_path, DAG.replace("  - {id: B, depends_on: [A], file_surface: [b.txt], discipline: sh}\n",
+                                               ""), GIT_DIR_WORKER)
+    configure(repo, "bwrap", [str(repo / ".git")])
+    result = orch("run", cwd=repo)
+    assert (repo / ".git" / "HEAD").read_text() == "ref: refs/heads/elsewhere\n"  # the folder was writable
+    assert "warning: the checkout changed while A ran" in result.out + result.err

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from orchestrate import config, git
 from orchestrate.dag.model import UNSANDBOXED
-from orchestrate.workers import fingerprint, private_objects, sandbox
+from orchestrate.workers import private_objects, sandbox
 from orchestrate.workers.local import LocalExecutor
 
 CONFIG_KEYS = ("mode", "writable", "unsandboxed", "keep_ignored")
@@ -31,6 +31,7 @@ class Jail:
     readable: tuple[str, ...]  # the project and its git dir, visible even when they live under /tmp
     objects: str  # the private object store, brought in after the worker returns
     env: dict
+    admin: str = ""  # the worktree's own admin dir in the shared git dir (its HEAD and index)
 
 
 def mode(ctx, node) -> str:
@@ -76,21 +77,31 @@ def jail(ctx, node_id: str, attempt: int, worktree: Path, run_dir: Path) -> Jail
     extra = _configured(ctx.layout.ledger)[1]
     writable = [str(worktree), str(admin), str(objects), str(run_dir), *extra]
     return Jail(tuple(dict.fromkeys(writable)), (str(ctx.root), str(common)), str(objects),
-                private_objects.env(objects, common / "objects"))
+                private_objects.env(objects, common / "objects"), str(admin))
 
 
 def seals_checkout(ctx, jail: Jail | None) -> bool:
-    """Does a worker in `jail` see the user's checkout read-only? In the sandbox it does, unless a configured
-    writable folder lies inside it (orchestrate's own `.scratch/` and the git dir aside: the checkout's
-    `git status` never lists them, and the git dir is watched file by file)."""
+    """Does a worker in `jail` see the user's checkout read-only: its files, and its HEAD, index and refs
+    in the git dir? In the sandbox it does, unless a configured writable folder lies inside one of them
+    (orchestrate's `.scratch/` and the worktree's own admin dir aside: the checkout's `git status` never
+    reads them) or holds one of them deeper than the read-only binds (workers/sandbox.py: the deeper bind
+    wins)."""
     if jail is None:
         return False
-    root = Path(ctx.root).resolve()
-    own = (Path(ctx.layout.scratch).resolve(), fingerprint.common_dir(root).resolve())
-    for path in (Path(w).resolve() for w in jail.writable):
-        inside = path == root or root in path.parents
-        if inside and not any(path == o or o in path.parents for o in own):
-            return False
+    real = lambda p: Path(p).resolve()  # noqa: E731 - as bwrap binds them: links followed
+    under = lambda a, b: a == b or b in a.parents  # noqa: E731
+    # the checkout, and its git dir's HEAD and index (in the common dir when the checkout is a linked worktree)
+    guarded = [real(ctx.root), real(git.admin_dir(ctx.root) or Path(ctx.root) / ".git")]
+    readable = [real(r) for r in jail.readable]
+    own = [real(ctx.layout.scratch)] + ([real(jail.admin)] if jail.admin else [])
+    for path in (real(w) for w in jail.writable):
+        if any(under(path, o) for o in own):
+            continue
+        for guard in guarded:
+            if under(path, guard):
+                return False  # writable inside the checkout or its git dir
+            if under(guard, path) and not any(under(guard, r) and under(r, path) and r != path for r in readable):
+                return False  # holds it, and no read-only bind between them covers it
     return True
 
 
