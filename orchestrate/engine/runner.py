@@ -67,7 +67,7 @@ def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: s
 def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int | None, quiet: bool,
                     answers: Path | None = None, executor: Choice | None = None,
                     interactive: bool | None = None) -> int:
-    from orchestrate.engine import abandon, resume
+    from orchestrate.engine import abandon, resume, watch
     from orchestrate.seams import prompt
     prompt.force(interactive)
     layout = project(cwd)
@@ -93,6 +93,9 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
             ctx.reload_dag()
             _stop_leftovers(ctx, lock.took_over)
             _unqueue(ctx)
+            # before repair starts an attempt again: what it then does to the git dir and the checkout is
+            # compared with this (what the dead runner's workers did before is not seen)
+            watch.arm(ctx)
             resume.repair(ctx)
             if campaign.state in ("HALT", "PAUSE"):
                 campaign.state = _stopped_in(recorder, campaign.state)  # that state runs again: after a fix, or an answer
