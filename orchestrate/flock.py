@@ -32,19 +32,23 @@ class FileLock:
 
     def acquire(self) -> "FileLock":
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         deadline = time.monotonic() + self.timeout
         while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if os.fstat(fd).st_nlink:  # else the file was deleted under its holder: lock the new one
+                    self._fd = fd
+                    return self
             except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise Busy(str(self.path)) from None
-                time.sleep(POLL)
-            else:
-                self._fd = fd
-                return self
+                pass
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+            if time.monotonic() >= deadline:
+                raise Busy(str(self.path))
+            time.sleep(POLL)
 
     def release(self) -> None:
         if self._fd is not None:

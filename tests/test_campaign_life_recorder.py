@@ -119,3 +119,23 @@ def test_a_long_campaign_s_recorder_is_packed_as_it_goes(repo, monkeypatch):
     assert _ledger_git(ledger, "show", f"{rec.head}:state/long/journal.jsonl") == rec.journal.read_text()
     assert len(_ledger_git(ledger, "log", "--format=%s").splitlines()) >= 40
     assert _ledger_git(ledger, "fsck", "--no-progress") == ""
+
+
+def test_short_commands_leave_no_pile_of_loose_objects(repo, monkeypatch):
+    """Each command counts only what it wrote itself; at its end the recorder's loose objects (stored
+    uncompressed) are packed once they reach PACK_AFTER on disk, whoever wrote them."""
+    from orchestrate.recorder import upkeep
+    ledger = repo / ".ledger"
+    rec = Recorder(ledger, "short").pin()
+    for i in range(12):  # as a run of short commands would, none writing enough to pack on its own
+        rec.event("note", {"i": i, "padding": "x" * 2000})
+        rec.commit(f"short: step {i}")
+    loose = upkeep._loose_bytes(ledger)
+    assert loose > 0
+    monkeypatch.setattr(upkeep, "PACK_AFTER", loose // 2)
+    monkeypatch.setattr(upkeep, "_written", {str(ledger): 1})  # this command committed a little
+    upkeep.finish()
+    assert upkeep._loose_bytes(ledger) < loose // 2
+    assert _ledger_git(ledger, "show", f"{rec.head}:state/short/journal.jsonl") == rec.journal.read_text()
+    monkeypatch.setattr(upkeep, "_written", {str(ledger): 0})  # one that committed nothing: no look, no pack
+    upkeep.finish()

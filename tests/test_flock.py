@@ -1,6 +1,8 @@
 """orchestrate/flock.py against real processes: flock(2) is per open file, so the other holder is a child."""
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -58,18 +60,32 @@ def test_the_kernel_drops_the_lock_of_a_holder_that_dies(tmp_path):
 
 
 def test_a_child_started_while_the_lock_is_held_does_not_keep_it(tmp_path):
-    """A worker (or an orphan it leaves) must not hold the runner's lock after the runner lets go."""
+    """A worker (or an orphan it leaves) must not hold the runner's lock once the runner is gone."""
     path = tmp_path / "x.lock"
-    lock = FileLock(path).acquire()
-    sleeper = subprocess.Popen(["sleep", "30"], close_fds=False)
+    holder = subprocess.run([sys.executable, "-c", "import subprocess, sys; from orchestrate.flock import FileLock;"
+                             "FileLock(sys.argv[1]).acquire();"
+                             "print(subprocess.Popen(['sleep', '60'], close_fds=False, stdout=subprocess.DEVNULL, "
+                             "stderr=subprocess.DEVNULL).pid)", str(path)],
+                            capture_output=True, text=True, check=True)  # exits holding it: never released
+    orphan = int(holder.stdout)
     try:
-        lock.release()
-        probe = subprocess.run([sys.executable, "-c", "import fcntl, sys; f = open(sys.argv[1], 'a');"
-                                "fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)", str(path)], capture_output=True)
-        assert probe.returncode == 0, probe.stderr
+        FileLock(path, timeout=5).acquire().release()  # the orphan lives on; had it inherited the lock, Busy
     finally:
-        sleeper.kill()
-        sleeper.wait()
+        os.kill(orphan, signal.SIGKILL)
+
+
+def test_a_lock_file_deleted_under_its_holder_is_not_shared(tmp_path):
+    path = tmp_path / "x.lock"
+    first = FileLock(path).acquire()
+    path.unlink()  # e.g. `rm -rf .scratch` while a runner holds its campaign lock
+    second = FileLock(path).acquire()  # a new file: a lock of its own, as it should be
+    try:
+        assert first.held and second.held
+        with pytest.raises(Busy):
+            FileLock(path).acquire()  # the new file is held
+    finally:
+        first.release()
+        second.release()
 
 
 def test_the_lock_file_and_its_folders_are_made_when_missing(tmp_path):

@@ -54,20 +54,33 @@ def committed(ledger: Path, journal_bytes: int) -> None:
     thread.start()
 
 
+def _loose_bytes(ledger: Path) -> int:
+    """What the recorder's loose objects take on disk (`git count-objects`: no object is read)."""
+    done = git.git(ledger, "count-objects", "-v", check=False)
+    sizes = [line.removeprefix("size: ") for line in done.stdout.splitlines() if line.startswith("size: ")]
+    return int(sizes[0]) * 1024 if sizes and sizes[0].isdigit() else 0
+
+
 def _repack(ledger: Path, whole: bool) -> None:
     git.git(ledger, "-c", "pack.threads=1", "repack", "-d", "-q", "--window=4", *(["-a"] if whole else []),
             check=False)
 
 
 def finish() -> None:
-    """At the end of a command: its repacks waited for, every index its commits left behind set to the
-    branch (a recorder gone meanwhile is skipped)."""
+    """At the end of a command: its repacks waited for, the loose objects of a recorder it committed to
+    packed if they reach PACK_AFTER on disk (short commands each write less than that, and their loose
+    blobs are uncompressed: a campaign driven by many of them would otherwise keep them all), every index
+    its commits left behind set to the branch (a recorder gone meanwhile is skipped)."""
     while _running:
         _, thread = _running.popitem()
         try:
             thread.join()
         except KeyboardInterrupt:  # a second Ctrl-C at the end: git finishes its pack alone, harmlessly
             return
+    while _written:
+        key, since = _written.popitem()
+        if since and (Path(key) / ".git").is_dir() and _loose_bytes(Path(key)) >= PACK_AFTER:
+            _repack(Path(key), whole=False)
     while _left_behind:
         ledger = Path(_left_behind.pop())
         if not (ledger / ".git").is_dir():

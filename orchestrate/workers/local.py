@@ -219,10 +219,12 @@ class LocalExecutor:
 
 
 def _let_go(run: _Running) -> None:
-    run.log_handle.close()
-    if run.exited is not None:
-        os.close(run.exited)
-        run.exited = None
+    try:
+        run.log_handle.close()
+    finally:
+        if run.exited is not None:
+            os.close(run.exited)
+            run.exited = None
 
 
 def default_jobs() -> int:
