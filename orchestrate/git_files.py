@@ -55,12 +55,15 @@ def checked_out(repo: str | Path, ref: str) -> list[Path] | None:
     return holders
 
 
-def ref_files(repo: str | Path) -> dict[str, str] | None:
+def ref_files(repo: str | Path, skip: tuple[str, ...] = ()) -> dict[str, str] | None:
     """Every ref under refs/ of `repo`'s shared git dir with the object id its file names (a symbolic ref's
     target followed): the loose files, and packed-refs for the rest, as `for-each-ref refs` lists them (a
     loose ref wins over its packed line). A look costs a read per loose ref, not a process; packed-refs is
-    parsed again only when its stat changed. None where refs are not kept in files (reftable), or when they
-    kept changing under three reads: then git is asked."""
+    parsed again only when its stat changed. `skip`: prefixes (ending in "/") of refs not wanted: their
+    loose files are not read, nor their folders listed (a campaign's own node branches, one per node:
+    reading them at every look made a campaign's looks grow with its length); packed ones may still be
+    listed. None where refs are not kept in files (reftable), or when they kept changing under three
+    reads: then git is asked."""
     found = _admin(Path(repo).absolute())
     if found is None:
         return None
@@ -68,7 +71,7 @@ def ref_files(repo: str | Path) -> dict[str, str] | None:
     if (common / "reftable").exists():
         return None
     for _ in range(3):
-        refs = _read_refs(common)
+        refs = _read_refs(common, skip)
         if refs is not None:
             for name, value in refs.items():  # a symbolic ref stands for what it names, as git lists it
                 for _ in range(5):
@@ -80,7 +83,7 @@ def ref_files(repo: str | Path) -> dict[str, str] | None:
     return None
 
 
-def _read_refs(common: Path) -> dict[str, str] | None:
+def _read_refs(common: Path, skip: tuple[str, ...] = ()) -> dict[str, str] | None:
     try:
         refs = dict(_packed(common / "packed-refs"))
         todo = [(common / "refs", "refs/")]
@@ -88,6 +91,8 @@ def _read_refs(common: Path) -> dict[str, str] | None:
             folder, prefix = todo.pop()
             with os.scandir(folder) as entries:
                 for e in entries:
+                    if skip and f"{prefix}{e.name}/".startswith(skip):
+                        continue
                     if e.is_dir(follow_symlinks=False):
                         todo.append((Path(e.path), f"{prefix}{e.name}/"))
                     elif not e.name.endswith(".lock"):

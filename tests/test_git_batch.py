@@ -213,6 +213,18 @@ def test_the_ref_files_read_as_for_each_ref_lists_them(repo):
     assert git_files.ref_files(repo) == listed
 
 
+def test_refs_under_a_skipped_prefix_are_not_read(repo):
+    """The watch skips a campaign's own node branches (one per node): their files are not even opened."""
+    import os
+    repo.git("branch", "node/t/A")
+    repo.git("branch", "node/u/A")
+    os.mkfifo(repo / ".git" / "refs" / "heads" / "node" / "t" / "planted")  # opened, it would be "not a file"
+    found = git_files.ref_files(repo, skip=("refs/heads/node/t/",))
+    assert "refs/heads/node/t/A" not in found and "refs/heads/node/t/planted" not in found
+    assert found["refs/heads/node/u/A"] == repo.head() and found["refs/heads/main"] == repo.head()
+    assert git_files.ref_files(repo)["refs/heads/node/t/planted"].startswith("not a file")
+
+
 def test_git_s_files_are_read_only_when_they_are_regular_files(repo, tmp_path):
     """A worker without the sandbox can plant a FIFO or a link where git keeps a ref or a HEAD: the readers
     neither block on it nor read through it."""

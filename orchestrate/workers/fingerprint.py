@@ -51,7 +51,7 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (),
     fp = Fingerprint(common, files=take_files(common))
     theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
     from orchestrate import git_files  # the ref files read directly: a `for-each-ref` twice a node otherwise
-    found = git_files.ref_files(root)
+    found = git_files.ref_files(root, skip=theirs)
     fp.refs = {name: sha for name, sha in (git.refs(root, "refs") if found is None else found).items()
                if name not in own_refs and not (name + "/").startswith(theirs)}
     if seen is not None:
