@@ -31,7 +31,7 @@ class Jail:
     readable: tuple[str, ...]  # the project and its git dir, visible even when they live under /tmp
     objects: str  # the private object store, brought in after the worker returns
     env: dict
-    admin: str = ""  # the worktree's own admin dir in the shared git dir (its HEAD and index)
+    admin: str  # the worktree's own admin dir in the shared git dir (its HEAD and index)
 
 
 def mode(ctx, node) -> str:
@@ -93,7 +93,7 @@ def seals_checkout(ctx, jail: Jail | None) -> bool:
     # the checkout, and its git dir's HEAD and index (in the common dir when the checkout is a linked worktree)
     guarded = [real(ctx.root), real(git.admin_dir(ctx.root) or Path(ctx.root) / ".git")]
     readable = [real(r) for r in jail.readable]
-    own = [real(ctx.layout.scratch)] + ([real(jail.admin)] if jail.admin else [])
+    own = [real(ctx.layout.scratch), real(jail.admin)]
     for path in (real(w) for w in jail.writable):
         if any(under(path, o) for o in own):
             continue

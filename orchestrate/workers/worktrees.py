@@ -65,10 +65,8 @@ def remove(ctx, node: str, path: str) -> None:
     ctx.emit("result", {"effect": "worktree-remove", "node": node, "path": path, **({"pooled": True} if pooled else {})})
 
 
-def integration(ctx, *, bring: bool = True) -> Path:
+def integration(ctx) -> Path:
     """The one worktree where the campaign head is checked out (never the user's), on a detached HEAD.
-    Made when missing; with `bring=False` an existing one is left where it is (no git process): a caller
-    that reads no file of it has no use for the head's.
 
     MERGE moves campaign/<topic> without this worktree when the campaign has no checks to run on the merged
     tree (merge.py), so it may be behind: whoever needs the head's files gets them here, and a worktree the
@@ -83,8 +81,6 @@ def integration(ctx, *, bring: bool = True) -> Path:
         git.git(ctx.root, "worktree", "prune")
         git.worktree_add_detached(ctx.root, path, tip)
         ctx.emit("result", {"effect": "integration-add", "path": str(path)})
-        return path
-    if not bring:
         return path
     head, branch = git.head_state(path)
     if branch is not None:  # made on the branch by an older orchestrate: let go of it, no file changes

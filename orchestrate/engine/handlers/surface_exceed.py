@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gates import collision_check
-from orchestrate.engine import amend, schedule, watch
+from orchestrate.engine import amend, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.errors import DagInvalid
@@ -28,7 +28,6 @@ def handle(ctx: Context) -> Outcome:
         else:
             ctx.out.line(f"{node_id}: surface widened with {', '.join(paths)}; worker resumed")
             ctx.emit("node", {"node": node_id, "freeze": None}, derived_from=[gate["id"]])
-            watch.refresh(ctx)  # as before any start: the first state after a resume may be this one
             start(ctx, node_id, c.nodes[node_id].base, resume_attempt=True)
             return Outcome.WIDEN
     amend.amend_node(ctx, node_id, f"SERIALIZE {node_id}: {', '.join(paths)} collide with concurrent surfaces",
