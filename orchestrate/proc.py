@@ -34,7 +34,8 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 # Processes started outside git and the sandbox (a worker without the sandbox, an evaluator, a check, a
 # tripwire, a notifier): what may have written anywhere the user can. The watch (engine/watch.py) looks at
-# the user's checkout before the first of them starts and after; a command under bwrap, or git, is not one.
+# the user's checkout before the first of them starts and after; a caller that says `confined` (git, run
+# inert; a command in the sandbox) does not count.
 _unconfined = 0
 _count_lock = threading.Lock()
 _before_unconfined: Callable[[], None] | None = None
@@ -51,10 +52,8 @@ def before_unconfined(hook: Callable[[], None] | None) -> None:
     _before_unconfined = hook
 
 
-def _starting(argv: Sequence[str]) -> None:
+def _starting() -> None:
     global _unconfined
-    if os.path.basename(argv[0]) == "bwrap":  # the sandbox: it writes only what it was given
-        return
     hook = _before_unconfined
     if hook is not None:
         hook()
@@ -87,7 +86,7 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
     """
     argv = [str(c) for c in cmd]
     if not confined:
-        _starting(argv)
+        _starting()
     started = time.monotonic()
     try:
         with _spawning:
@@ -137,15 +136,18 @@ def _bash() -> str | None:
     return shutil.which("bash")
 
 
-def spawn(cmd: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log: IO[bytes]) -> subprocess.Popen:
+def spawn(cmd: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log: IO[bytes],
+          confined: bool = False) -> subprocess.Popen:
     """Start a long-running command in its own process group, stdin closed, output to `log`.
 
     The first spawn makes this process a child subreaper (Linux): whatever a worker leaves behind in a
     session of its own, even with its environment wiped (`env -i setsid ...`), is re-parented here rather
-    than to init, where `kill_orphans` finds it."""
+    than to init, where `kill_orphans` finds it. `confined`: the command runs in the sandbox, which lets it
+    write only what it was given (not counted in `unconfined`)."""
     argv = [str(c) for c in cmd]
     become_subreaper()
-    _starting(argv)
+    if not confined:
+        _starting()
     try:
         with _spawning:
             child = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), stdin=subprocess.DEVNULL,
@@ -358,7 +360,7 @@ def run_merged(cmd: Sequence[str], *, stdin: bytes, cwd: str | Path, env: Mappin
     """Feed `stdin` to a command and capture stdout and stderr as one stream of bytes, undecoded:
     a transcript's shell reads its script this way, and its output must survive byte for byte."""
     argv = [str(c) for c in cmd]
-    _starting(argv)
+    _starting()
     try:
         with _spawning:
             child = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), start_new_session=True,

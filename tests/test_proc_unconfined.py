@@ -27,13 +27,16 @@ def test_git_through_orchestrate_git_and_its_kept_readers_are_not_counted(tmp_pa
     assert proc.unconfined() == before
 
 
-def test_a_command_in_the_sandbox_is_not_counted(tmp_path):
+def test_a_command_in_the_sandbox_is_not_counted_and_one_outside_it_is(tmp_path):
     from orchestrate.workers import sandbox
     if sandbox.probe() is not None:
         import pytest
         pytest.skip(f"no sandbox here: {sandbox.probe()}")
     before = proc.unconfined()
     with open(tmp_path / "log", "wb") as log:
-        child = proc.spawn(sandbox.wrap(["true"], cwd=tmp_path, writable=[tmp_path]), cwd=tmp_path, env={}, log=log)
+        child = proc.spawn(sandbox.wrap(["true"], cwd=tmp_path, writable=[tmp_path]), cwd=tmp_path, env={}, log=log,
+                           confined=True)  # as the local executor says of a worker in the sandbox
         child.wait()
-    assert proc.unconfined() == before
+        assert proc.unconfined() == before
+        proc.spawn(["true"], cwd=tmp_path, env={}, log=log).wait()
+    assert proc.unconfined() == before + 1

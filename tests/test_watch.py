@@ -10,13 +10,14 @@ import io
 
 import pytest
 
+from orchestrate import proc
 from orchestrate.engine import watch
 from orchestrate.engine.context import Context
 from orchestrate.recorder.campaign import Campaign
 from orchestrate.recorder.init import init_project
 from orchestrate.recorder.paths import Layout
 from orchestrate.report.live import Reporter
-from orchestrate.workers import fingerprint
+from orchestrate.workers import fingerprint, launch
 from orchestrate.workers.local import LocalExecutor
 from tests.helpers import make_repo
 
@@ -26,6 +27,7 @@ def watched(tmp_path, monkeypatch):
     """(repo, ctx, what the reporter printed, how many looks at the checkout were taken so far). A look
     is never recent enough to stand for the next unless a test says so."""
     monkeypatch.setattr(fingerprint, "STANDS_FOR", 0.0)
+    monkeypatch.setattr(proc, "_before_unconfined", None)  # only a run's loop sets the hook
     repo = make_repo(tmp_path / "repo", {"README.md": "# project\n"})
     init_project(repo)
     said = io.StringIO()
@@ -43,13 +45,9 @@ def watched(tmp_path, monkeypatch):
 
 
 def start(ctx, *nodes: str, sealed: bool = False) -> None:
-    """What workers/launch.py does for the watch as it starts each of `nodes`."""
+    """What workers/launch.py does for the watch as it starts each of `nodes` (its own code)."""
     for node in nodes:
-        if sealed:
-            ctx.sealed.add(node)
-        else:
-            ctx.sealed.discard(node)
-            fingerprint.look_before_start(ctx.watch, ctx.root)
+        launch.before_spawn(ctx, node, sealed=sealed)
 
 
 def test_a_quiet_check_re_arms_with_its_own_look_and_later_changes_are_still_seen(watched):
@@ -179,3 +177,13 @@ def test_a_worker_that_could_write_the_checkout_and_waits_for_a_slot_keeps_the_l
     (repo / "stray.txt").write_text("x\n")
     watch.check(ctx, ["B"], [])
     assert "warning: the checkout changed while B ran" in said.getvalue()
+
+
+def test_a_fifo_planted_in_the_git_dir_never_blocks_the_watch(watched):
+    """Read as it is, a FIFO would block the runner forever: it is read as no file, without waiting."""
+    import os
+    repo, ctx, said, _ = watched
+    watch.arm(ctx)
+    os.mkfifo(repo / ".git" / "hooks" / "post-checkout")
+    watch.check(ctx, ["A"], [])
+    assert ctx.watch is not None

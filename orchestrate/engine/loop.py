@@ -8,7 +8,7 @@ interruption and exits 130; `orchestrate resume` continues from the journal.
 from __future__ import annotations
 
 from orchestrate import proc
-from orchestrate.engine import amend, schedule
+from orchestrate.engine import amend, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.handlers import HANDLERS
 from orchestrate.engine.states import TERMINAL, Outcome, State
@@ -27,10 +27,11 @@ CHECKPOINT_EVERY = 200
 
 def drive(ctx: Context) -> int:
     ctx.out.notifier = Notifier.from_config(ctx.layout)  # a typo in `notify:` stops the run before it starts
+    proc.before_unconfined(lambda: watch.look_first(ctx))  # evaluators and checks run outside the sandbox
     try:
         return _finish(ctx, _walk(ctx))
     finally:
-        proc.before_unconfined(None)  # the watch's look belongs to this run (engine/watch.py)
+        proc.before_unconfined(None)
         ctx.out.wait_notifiers()  # after the final line: a slow notifier delays the exit, never the news
 
 

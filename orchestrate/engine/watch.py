@@ -44,7 +44,6 @@ def arm(ctx: Context, taken: fingerprint.Fingerprint | None = None) -> None:
     last = ctx.watch
     recent = last is not None and bool(last.checkout) and time.monotonic() - last.looked < fingerprint.STANDS_FOR
     ctx.watch = taken or _take(ctx, last if recent else None, look=_exposed(ctx))
-    proc.before_unconfined(lambda: _look_first(ctx))
     if ctx.recorder is not None:  # a foreign journal line names the nodes that were running
         ctx.recorder.suspects = lambda: list(getattr(ctx.executor, "live", ())) or _dispatched(ctx)
         ctx.recorder.pinned = lambda: _pinned(ctx)
@@ -145,9 +144,9 @@ def _exposed(ctx: Context, suspects: list[str] = ()) -> bool:
 _looking = threading.Lock()
 
 
-def _look_first(ctx: Context) -> None:
-    """Before a process starts outside the sandbox (proc calls it, from any thread): a look at the checkout
-    for it to be compared with, unless a recent one stands."""
+def look_first(ctx: Context) -> None:
+    """Before a process starts outside the sandbox (proc calls it, from any thread, while the loop drives
+    the run: engine/loop.py): a look at the checkout for it to be compared with, unless one stands."""
     with _looking:
         try:
             fingerprint.look_before_start(ctx.watch, ctx.root)

@@ -53,11 +53,7 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False, extra_e
                           readable=jail.readable if jail else (), alone=jail is None and containment.runs_alone(ctx))
     ctx.emit("intent", {"effect": "worker-start", "node": node_id, "attempt": attempt, "command": command,
                         "log": str(request.log)})
-    if containment.seals_checkout(ctx, jail):
-        ctx.sealed.add(node_id)
-    else:  # its changes to the checkout are told from what the checkout held before it started
-        ctx.sealed.discard(node_id)
-        fingerprint.look_before_start(ctx.watch, ctx.root)
+    before_spawn(ctx, node_id, sealed=containment.seals_checkout(ctx, jail))
     ctx.launching = node_id
     try:
         ctx.executor.start(request)
@@ -69,6 +65,16 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False, extra_e
         alone = request.alone or any(r.request.alone for r in ctx.executor.live.values())
         why = "workers without the sandbox run one at a time" if alone else "waiting for a free --jobs slot"
         ctx.out.line(f"{node_id}: queued attempt {attempt} on {branch} ({why})")
+
+
+def before_spawn(ctx, node_id: str, *, sealed: bool) -> None:
+    """What the watch (engine/watch.py) needs before `node_id`'s worker starts: whether it can write the
+    user's checkout, and if it can, a look at the checkout to tell its changes from what was there."""
+    if sealed:
+        ctx.sealed.add(node_id)
+    else:
+        ctx.sealed.discard(node_id)
+        fingerprint.look_before_start(ctx.watch, ctx.root)
 
 
 # What a node goes back to when the attempt it was given never ran, or the environment stopped it.

@@ -141,7 +141,7 @@ class LocalExecutor:
                 if req.sandbox is not None:
                     from orchestrate.workers import sandbox
                     argv = sandbox.wrap(argv, cwd=req.worktree, writable=req.sandbox, readable=req.readable)
-                popen = proc.spawn(argv, cwd=req.worktree, env=req.env, log=handle)
+                popen = proc.spawn(argv, cwd=req.worktree, env=req.env, log=handle, confined=req.sandbox is not None)
             except ProcError as exc:  # the environment's fault, never the worker's: the engine says so
                 handle.write(f"orchestrate: {exc.message}\n".encode())
                 handle.close()

@@ -168,7 +168,7 @@ def _look() -> tuple[tuple[str, ...], str | None]:
             argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
                     "--bind", str(scratch), str(scratch), "--chdir", str(scratch), *options, "--", "true"]
             try:
-                done = proc.run(argv, cwd=scratch, timeout=PROBE_TIMEOUT)
+                done = proc.run(argv, cwd=scratch, timeout=PROBE_TIMEOUT, confined=True)
             except ProcError as exc:
                 return _TIERS[0], f"bwrap cannot start: {exc.message}"
             if done:
