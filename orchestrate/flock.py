@@ -8,10 +8,14 @@ so flock is all of it that was used.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
+import math
 import os
 import time
 from pathlib import Path
+
+from orchestrate.errors import OrchestrateError
 
 POLL = 0.02  # seconds between tries while another process holds the lock
 
@@ -22,8 +26,9 @@ class Busy(Exception):
 
 class FileLock:
     """`with FileLock(path, timeout):` holds an exclusive flock on `path` (created when missing) for the
-    block (its folder too). timeout 0 tries once. The descriptor is not inherited by child processes (PEP 446), so a worker
-    the holder starts, or an orphan it leaves, never keeps the lock alive after the holder is gone."""
+    block (its folder too). timeout 0 tries once; math.inf waits in the kernel, without polling. The
+    descriptor is not inherited by child processes (PEP 446), so a worker the holder starts, or an orphan
+    it leaves, never keeps the lock alive after the holder is gone. A link at `path` is refused."""
 
     def __init__(self, path: str | Path, timeout: float = 0.0) -> None:
         self.path = Path(path)
@@ -34,9 +39,17 @@ class FileLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.timeout
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            # not through a link: `.scratch/locks/` is writable by a worker without the sandbox, and a link
+            # planted there would send the lock (and the file it creates) wherever it points
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+                raise OrchestrateError(f"{self.path} is a symbolic link, not a lock file",
+                                       hint="remove it (nothing of orchestrate's is a link there)") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.timeout == math.inf else fcntl.LOCK_NB))
                 if os.fstat(fd).st_nlink:  # else the file was deleted under its holder: lock the new one
                     self._fd = fd
                     return self

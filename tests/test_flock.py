@@ -74,18 +74,47 @@ def test_a_child_started_while_the_lock_is_held_does_not_keep_it(tmp_path):
         os.kill(orphan, signal.SIGKILL)
 
 
-def test_a_lock_file_deleted_under_its_holder_is_not_shared(tmp_path):
+def test_a_lock_file_deleted_under_its_holder_is_not_shared(tmp_path, monkeypatch):
+    """A lock taken on a file that was deleted meanwhile (`rm -rf .scratch` while a runner holds its lock)
+    locks nothing anyone else can see: the lock is taken again on the file the path now names."""
+    import fcntl
+    from orchestrate import flock
     path = tmp_path / "x.lock"
-    first = FileLock(path).acquire()
-    path.unlink()  # e.g. `rm -rf .scratch` while a runner holds its campaign lock
-    second = FileLock(path).acquire()  # a new file: a lock of its own, as it should be
+    calls = []
+    original = fcntl.flock
+
+    def deleting(fd, op):  # the file goes between this process's open and its flock, the first time
+        if not calls:
+            path.unlink()
+        calls.append(op)
+        return original(fd, op)
+    monkeypatch.setattr(flock.fcntl, "flock", deleting)
+    lock = FileLock(path, timeout=5).acquire()
     try:
-        assert first.held and second.held
-        with pytest.raises(Busy):
-            FileLock(path).acquire()  # the new file is held
+        assert len(calls) >= 2 and os.fstat(lock._fd).st_nlink == 1 and path.exists()
     finally:
-        first.release()
-        second.release()
+        monkeypatch.undo()
+        lock.release()
+
+
+def test_a_link_where_the_lock_file_goes_is_refused(tmp_path):
+    from orchestrate.errors import OrchestrateError
+    target = tmp_path / "elsewhere"
+    (tmp_path / "x.lock").symlink_to(target)
+    with pytest.raises(OrchestrateError, match="symbolic link"):
+        FileLock(tmp_path / "x.lock").acquire()
+    assert not target.exists()
+
+
+def test_a_wait_without_end_takes_the_lock_when_the_holder_lets_go(tmp_path):
+    import math
+    path = tmp_path / "x.lock"
+    child = holder(path)
+    threading.Timer(0.2, lambda: child.communicate("")).start()
+    with FileLock(path, timeout=math.inf) as lock:
+        assert lock.held
+    assert child.wait() == 0
+    child.stdout.close()
 
 
 def test_the_lock_file_and_its_folders_are_made_when_missing(tmp_path):

@@ -157,11 +157,14 @@ def take_files(common: Path) -> dict[str, bytes | None]:
 
 
 def _read(path: Path) -> bytes | None:
+    """A watched file's content; a link's target; None for anything else, or nothing. Read without waiting
+    on a FIFO a worker may have planted in the git dir (git_files.small)."""
+    from orchestrate import git_files
     try:
         if path.is_symlink():
             return b"symlink:" + str(path.readlink()).encode()
-        return path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError):
+        return git_files.small(path, None)
+    except (FileNotFoundError, git_files.NotRegular):
         return None
 
 
