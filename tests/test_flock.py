@@ -28,6 +28,19 @@ def holder(path):
     return child
 
 
+def let_go_later(child):
+    """The holder exits once it reads a line. The timer thread only writes that line, and the test joins it
+    before touching the child again: a timer that ran communicate() read the child's stdout while the test
+    closed it, and the descriptor number, reused by the next test's pipe, was then read by the stale thread
+    (CI hung 300 s on that once)."""
+    def say():
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    timer = threading.Timer(0.2, say)
+    timer.start()
+    return timer
+
+
 def test_a_lock_held_elsewhere_is_busy_at_once_with_no_wait(tmp_path):
     path = tmp_path / "x.lock"
     child = holder(path)
@@ -44,11 +57,12 @@ def test_a_lock_held_elsewhere_is_busy_at_once_with_no_wait(tmp_path):
 def test_a_waiting_lock_is_taken_when_the_holder_lets_go(tmp_path):
     path = tmp_path / "x.lock"
     child = holder(path)
-    threading.Timer(0.2, lambda: child.communicate("")).start()
+    timer = let_go_later(child)
     with FileLock(path, timeout=30) as lock:  # the holder exits after 0.2 s; the wait is far longer
         assert lock.held
-    assert child.wait() == 0
-    child.stdout.close()
+    timer.join()
+    child.communicate()
+    assert child.returncode == 0
 
 
 def test_the_kernel_drops_the_lock_of_a_holder_that_dies(tmp_path):
@@ -110,11 +124,12 @@ def test_a_wait_without_end_takes_the_lock_when_the_holder_lets_go(tmp_path):
     import math
     path = tmp_path / "x.lock"
     child = holder(path)
-    threading.Timer(0.2, lambda: child.communicate("")).start()
+    timer = let_go_later(child)
     with FileLock(path, timeout=math.inf) as lock:
         assert lock.held
-    assert child.wait() == 0
-    child.stdout.close()
+    timer.join()
+    child.communicate()
+    assert child.returncode == 0
 
 
 def test_the_lock_file_and_its_folders_are_made_when_missing(tmp_path):
