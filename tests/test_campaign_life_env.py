@@ -137,10 +137,12 @@ def _wait_for_await(repo, timeout=30.0):
 def test_queued_nodes_are_not_attempts_after_an_interrupt(tmp_path, orch, monkeypatch, how):
     marks = tmp_path / "marks"
     marks.mkdir()
-    repo = campaign_repo(tmp_path, DAG.replace('"orch-life-tool"', '"./work.sh"'), SLOW)
-    env = {**os.environ, "MARKS": str(marks)}
     # layered: the layer's nodes are all dispatched at once and wait for the one --jobs slot (eager starts
-    # a node only when a slot is free, so nothing would be queued)
+    # a node only when a slot is free, so nothing would be queued; so does layered for workers that run
+    # alone, hence `unsandboxed: parallel`)
+    repo = campaign_repo(tmp_path, DAG.replace('"orch-life-tool"', '"./work.sh"')
+                         .replace("sandbox: none}", "sandbox: none, unsandboxed: parallel}"), SLOW)
+    env = {**os.environ, "MARKS": str(marks)}
     runner = subprocess.Popen(ORCH + ["run", "--no-interactive", "--jobs", "1", "--schedule", "layered"], cwd=repo,
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     _wait_for(marks / "started")

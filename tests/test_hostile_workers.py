@@ -397,25 +397,46 @@ def merged_alone(repo, orch, result, baseline, hostile: str, innocent: str, mode
 
 INTO_SIBLING = """#!/bin/sh
 case "$ORCH_NODE" in
-  A) echo a > a.txt; until [ -d ../B ]; do sleep 0.01; done; echo planted > ../B/planted.txt ;;
+  A) echo a > a.txt; n=0
+     while [ ! -d ../B ] && [ $n -lt 100 ]; do sleep 0.01; n=$((n + 1)); done
+     [ -d ../B ] && echo planted > ../B/planted.txt; exit 0 ;;
   B) echo b > b.txt ;;
 esac
 """
 
 
-def test_a_write_into_a_running_siblings_worktree_is_blamed_on_the_writer(tmp_path, orch, mode):
-    # With the sandbox both run at once and the write is refused. Without it A runs alone: B, dispatched
-    # with it, waits in the queue (its worktree made) and starts only once A's return is settled.
+def test_a_write_into_a_running_siblings_worktree_is_refused_and_without_the_sandbox_there_is_none(tmp_path, orch,
+                                                                                                  mode):
+    # With the sandbox both run at once and the write is refused. Without it A runs alone, and B's worktree
+    # is made only once A's return is settled: while A runs there is no sibling worktree to write into.
     repo = campaign_repo(tmp_path, siblings(mode, hostile="A"), INTO_SIBLING)
-    baseline = repo.git("rev-parse", "HEAD")
-    result = orch("run", "--jobs", "2", cwd=repo)
-    text = merged_alone(repo, orch, result, baseline, "A", "B", mode)
+    text = both_merged(repo, orch, "2")
+    events = journal(repo, "hostile")
+    order = [(e["context"]["effect"], e["context"]["node"]) for e in events
+             if e["kind"] == "result" and e["context"].get("effect") in ("worktree-add", "worker-start", "worker-spawn")]
     if mode == "none":
-        assert "B: queued attempt 1 on node/hostile/B (workers without the sandbox run one at a time)" in text
-        assert f"changed: planted.txt (put back to {baseline[:12]})" in text  # the base it waits to start on
-        order = [(e["context"]["effect"], e["context"]["node"]) for e in journal(repo, "hostile")
-                 if e["kind"] == "result" and e["context"].get("effect") in ("worker-start", "worker-spawn")]
-        assert order.index(("worker-start", "A")) < order.index(("worker-spawn", "B")), order
+        assert "queued" not in text, text
+        assert order.index(("worker-start", "A")) < order.index(("worktree-add", "B")), order
+        judged = [i for i, e in enumerate(events) if e["kind"] == "verdict"]  # the barrier: after both ran
+        assert judged and min(judged) > order_index(events, ("worker-start", "B")), order
+    else:
+        assert order.index(("worker-spawn", "B")) < order.index(("worker-start", "A")), order
+
+
+def both_merged(repo, orch, jobs: str) -> str:
+    """Run the campaign: both nodes accepted, each merged with its own file only; returns the run's text."""
+    baseline = repo.git("rev-parse", "HEAD")
+    result = orch("run", "--jobs", jobs, cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert statuses(repo, orch, "hostile") == {"A": "ACCEPTED", "B": "ACCEPTED"}, text
+    assert sorted(repo.git("diff", "--name-only", baseline, "campaign/hostile").split()) == ["a.txt", "b.txt"]
+    return text
+
+
+def order_index(events, want) -> int:
+    return next(i for i, e in enumerate(events) if e["kind"] == "result"
+                and (e["context"].get("effect"), e["context"].get("node")) == want)
 
 
 @pytest.mark.parametrize("misdeed, said", [
@@ -436,3 +457,29 @@ def test_a_write_into_a_landed_siblings_worktree_is_put_back_and_blamed_on_the_w
     if mode == "none":
         assert said in text, text
         assert f"(put back to {repo.git('rev-parse', 'node/hostile/A')[:12]})" in text  # the head it landed at
+
+
+@pytest.mark.parametrize("misdeed", ["echo planted > ../A/planted.txt", "echo planted > ../A/a.txt"],
+                         ids=["untracked", "tracked"])
+def test_a_write_into_the_files_of_a_landed_sibling_that_nothing_reads_reaches_nothing(tmp_path, orch, mode,
+                                                                                        misdeed):
+    # A has no evaluators, so judging reads its commit, never its files (workers/siblings.py compares its
+    # branch only): what B writes there is not merged, and A's worktree is cleaned before it is reused.
+    worker = f'#!/bin/sh\ncase "$ORCH_NODE" in\n  A) echo a > a.txt ;;\n  B) echo b > b.txt; {misdeed}; exit 0 ;;\nesac\n'
+    repo = campaign_repo(tmp_path, dag(mode, template=SIBLINGS).replace(", A_IS", "").replace(", B_IS", ""), worker)
+    both_merged(repo, orch, "1")
+    assert repo.git("show", "campaign/hostile:a.txt") == "a"
+
+
+def test_a_landed_sibling_that_nothing_reads_still_has_its_branch_guarded(tmp_path, orch):
+    worker = ('#!/bin/sh\ncase "$ORCH_NODE" in\n  A) echo a > a.txt ;;\n'
+              '  B) echo b > b.txt; git update-ref refs/heads/node/hostile/A HEAD ;;\nesac\n')
+    repo = campaign_repo(tmp_path, dag("none", template=SIBLINGS).replace(", A_IS", "").replace(", B_IS", ""), worker)
+    baseline = repo.git("rev-parse", "HEAD")
+    result = orch("run", "--jobs", "1", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert statuses(repo, orch, "hostile")["A"] == "ACCEPTED", text
+    assert repo.git("diff", "--name-only", baseline, "campaign/hostile").split() == ["a.txt"]
+    assert "B: wrote into another node's worktree: node A's worktree .scratch/worktrees/hostile/A changed: " \
+           "branch node/hostile/A moved (put back to " in text, text

@@ -141,3 +141,55 @@ def test_a_sibling_found_unchanged_is_not_asked_of_git_again_until_something_in_
     assert siblings._changed(moved, common, branches) == "" and len(asked) == 5
     monkeypatch.setattr(siblings, "STAMPED", 0)  # a worktree past it: git is asked at every return
     assert siblings._changed(moved, common, branches) == "" and len(asked) == 6
+
+
+def test_a_sibling_compared_by_its_branch_alone_reads_no_file_and_no_process_unless_its_ref_is_odd(tmp_path,
+                                                                                                  monkeypatch):
+    from orchestrate import proc
+    from orchestrate.workers import fingerprint, siblings
+    from tests.helpers import make_repo
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", "-b", "node/t/S", str(wt))
+    kept = siblings.Kept("S", wt, "wt", repo.head(), "node/t/S", False, files=False)
+    common = fingerprint.common_dir(repo)
+    asked: list[list[str]] = []
+    real = proc.run
+    monkeypatch.setattr(proc, "run", lambda cmd, **kw: asked.append(list(cmd)) or real(cmd, **kw))
+    branches = siblings.Branches(repo, "t")
+    (wt / "a.txt").write_text("changed\n")  # its files are never read: no stat, no git status
+    (wt / "planted.txt").write_text("x\n")
+    assert siblings._changed(kept, common, branches) == "" and asked == []
+    repo.git("pack-refs", "--all")  # no loose ref file left: git is asked, and agrees
+    assert siblings._changed(kept, common, branches) == "" and len(asked) == 1
+    repo.git("update-ref", "refs/heads/node/t/S", repo.git("commit-tree", "-m", "x", f"{repo.head()}^{{tree}}"))
+    assert siblings._changed(kept, common, siblings.Branches(repo, "t")) == "branch node/t/S moved"
+
+
+def test_judging_reads_a_landed_nodes_files_only_for_evaluators_plugins_groups_premises_or_project_evaluators(
+        tmp_path):
+    from types import SimpleNamespace
+
+    from orchestrate.dag.load import load_dag
+    from orchestrate.engine import judge
+    from orchestrate.recorder.campaign import Campaign, NodeState
+    ledger = tmp_path / ".ledger"
+    ledger.mkdir()
+    path = tmp_path / "dag.yaml"
+    path.write_text("""\
+topic: t
+workers: {sh: ./w.sh}
+nodes:
+  - {id: A, file_surface: [a.txt], discipline: sh}
+  - {id: B, file_surface: [b.txt], discipline: sh, evaluators: [{name: e, run: "true"}]}
+  - {id: C, file_surface: [c.txt], discipline: sh, depends_on: [A], tripwires: [{run: "true"}]}
+""")
+    dag = load_dag(path)
+    campaign = Campaign(nodes={n: NodeState(n) for n in ("A", "B", "C")})
+    ctx = SimpleNamespace(campaign=campaign, dag=dag, layout=SimpleNamespace(ledger=ledger))
+    assert judge.reads_files(ctx)("A")  # C's premise is re-checked against the judged node's files
+    campaign.nodes["C"].status = "ACCEPTED"
+    reads = judge.reads_files(ctx)
+    assert not reads("A") and reads("B")
+    (ledger / "config.yaml").write_text("coherence:\n  evaluators: [{name: p, run: 'true'}]\n")
+    assert judge.reads_files(ctx)("A")

@@ -76,6 +76,11 @@ class Context:
         evaluators, campaign checks), so a resume after this runner died can find and stop them."""
         return {"ORCH_TOPIC": self.topic, "ORCH_RUNNER": str(os.getpid())}
 
+    def reads_files(self):
+        """node id -> will its judging read its worktree's files (engine/judge.py)."""
+        from orchestrate.engine import judge
+        return judge.reads_files(self)
+
     def node_state(self, node_id: str):
         return self.campaign.nodes[node_id]
 

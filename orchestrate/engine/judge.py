@@ -101,3 +101,21 @@ def environment_stop(ctx, members: list[str], why: str) -> None:
     for node_id in members:
         roll_back(ctx, node_id, env_error=why)
         ctx.out.line(f"{node_id}: STOPPED, not an attempt: {why}")
+
+
+def reads_files(ctx):
+    """Which landed nodes will their judging read the worktree files of? Evaluators and gate plugins run
+    in it, a LOOPS_WITH group's evaluators on its members' trees, configured project evaluators (coherence)
+    in it, and premises of nodes still to start are re-checked against it (reconcile's freshness). The
+    rest of judging reads commits only, so for a node none of this applies to, what is in its worktree
+    after its worker returned is never read (workers/siblings.py compares only its branch then)."""
+    from gates import coherence
+    from orchestrate.engine import plugin_gates
+    from orchestrate.recorder.campaign import ABANDONED, ACCEPTED, SKIPPED
+    c, dag = ctx.campaign, ctx.dag
+    settled = (ACCEPTED, SKIPPED, ABANDONED)
+    if any(node.tripwires and c.nodes[node.id].status not in settled for node in dag.nodes if node.id in c.nodes) \
+            or coherence.needs_checkout(ctx.layout.ledger):
+        return lambda node_id: True
+    return lambda node_id: bool(dag.effective_checks(node_id) or len(dag.group_of(node_id)) > 1
+                                or plugin_gates.for_node(dag, node_id))

@@ -30,14 +30,19 @@ def to_dispatch(ctx) -> list[str]:
 
 
 def _layered(ctx) -> list[str]:
-    """The parallel set first (all at once); then the serial rest, one node at a time."""
+    """The parallel set first (all at once); then the serial rest, one node at a time. Workers that run
+    alone (without the sandbox) start one by one, each once nothing runs: queued, each would hold a
+    worktree that every return must compare (workers/siblings.py), L*L/2 comparisons a layer."""
     c, dag = ctx.campaign, ctx.dag
     layer = c.layer()
     parallel, serial = dag.partition(layer)
     ready = [n for n in parallel if c.nodes[n].status in WAITING]
     machine = [n for n in ready if not handwork.is_human(dag, n)]
     if machine:
-        return machine
+        boxed = [n for n in machine if not _alone(ctx, n)]
+        if boxed or running(ctx):
+            return boxed
+        return [m for m in dag.group_of(machine[0]) if m in machine]  # a LOOPS_WITH group starts together
     if ready:  # only people's nodes are left to start: one at a time, once no worker is running
         # (a LANDED node here waits for a LOOPS_WITH peer, maybe this very person's node)
         busy = any(c.nodes[n].status == DISPATCHED for n in layer)

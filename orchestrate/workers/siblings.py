@@ -14,6 +14,13 @@ waiting or settled is compared with what orchestrate recorded:
 - in each: HEAD at that commit, on the node's branch (detached for a sandboxed attempt), the branch at
   that commit, `git status` empty, and the `.git` file and admin dir still this repository's.
 
+A landed node whose judging reads none of its worktree's files (no evaluators, gate plugins, LOOPS_WITH
+group, configured project evaluators or premise left to re-check: engine/judge.py `reads_files`) is
+compared by its branch alone: it is judged and merged from its recorded commit, and its worktree is
+cleaned before anyone reuses it (workers/pool.py), so a write into its files reaches nothing. Comparing
+its files would cost a stat of every file of every such sibling at every return (a layer of L nodes on
+a repository of F files: L*L/2*F stats).
+
 A difference fails the returned worker's attempt, naming the sibling, its worktree and the paths; the
 sibling's worktree is put back to its recorded commit (a forced checkout and `git clean -ffdx`; made
 anew when its git link was broken), so the sibling is judged on what it made.
@@ -50,6 +57,7 @@ class Kept:
     sha: str
     branch: str
     detached: bool
+    files: bool = True  # False: only the branch matters (see the module's docstring)
 
     @property
     def ref(self) -> str:
@@ -103,6 +111,7 @@ def check(ctx, node_id: str) -> str:
 def _kept(ctx, node_id: str) -> list[Kept]:
     """The worktrees holding waiting or settled work of other nodes, each with the commit it must hold."""
     queued = {r.node for r in getattr(ctx.executor, "queue", ())}
+    reads = ctx.reads_files() if hasattr(ctx, "reads_files") else (lambda node: True)
     kept = []
     for ns in ctx.campaign.nodes.values():
         if ns.id == node_id or not ns.worktree or not ns.branch:
@@ -111,12 +120,14 @@ def _kept(ctx, node_id: str) -> list[Kept]:
             if (ns.id, ns.attempt) in getattr(ctx, "evaluated", {}):  # judged ahead (the eager schedule): what
                 continue  # its evaluators left is theirs, and their verdict was read before this worker returned
             sha = ns.head
+            files = bool(ns.freeze) or reads(ns.id)  # a frozen worker goes on in it
         elif ns.status == DISPATCHED and ns.id in queued:  # a resumed attempt's process ran before: its head
             sha = ns.head if ns.spawned >= ns.attempt and ns.head else ns.base
+            files = True
         else:
             continue
         if sha and not handwork.is_human(ctx.dag, ns.id):  # a person may still be at work in theirs
-            kept.append(Kept(ns.id, ctx.root / ns.worktree, ns.worktree, sha, ns.branch, bool(ns.objects)))
+            kept.append(Kept(ns.id, ctx.root / ns.worktree, ns.worktree, sha, ns.branch, bool(ns.objects), files))
     return kept
 
 
@@ -124,6 +135,8 @@ def _changed(k: Kept, common: Path, branches: Branches) -> str:
     """What differs from what `k` must be, or "". A worktree found unchanged whose files, index, HEAD and
     branch have not been written since (orchestrate.stamps) is not asked of git again: a layer of L
     landed nodes was L*L/2 `git status` processes, one per sibling per return."""
+    if not k.files:
+        return "" if _branch_at(k, common, branches) else f"branch {k.branch} moved"
     stamp = _stamp(k, common)  # its .git link and what that names are in it: `_linked` held for that stamp
     if stamp is not None and _clean.get(str(k.path)) == stamp:
         return ""
@@ -187,6 +200,17 @@ def _asked(k: Kept, branches: Branches) -> str:
     return "; ".join(found)
 
 
+def _branch_at(k: Kept, common: Path, branches: Branches) -> bool:
+    """Is `k`'s branch at `k.sha`? Its loose ref file read first (one read, no process); git decides
+    anything else (a packed ref, a symbolic one, none)."""
+    try:
+        if git_files.small(common / k.ref, 128).strip().decode() == k.sha:
+            return True
+    except (OSError, UnicodeDecodeError):
+        pass
+    return branches.get(k.ref) == k.sha
+
+
 def _linked(worktree: Path, common: Path) -> bool:
     """Is `worktree` still a linked worktree of this repository: its `.git` file naming an admin dir under
     the common dir's worktrees/, which names it back and names this common dir?"""
@@ -208,6 +232,9 @@ def _put_back(ctx, k: Kept, common: Path, branches: Branches) -> bool:
     when its git link is broken, removed and added anew. False when git refused."""
     _clean.pop(str(k.path), None)
     try:
+        if not k.files:  # its files are never read: the branch is all there is to put back
+            git.update_ref(ctx.root, k.ref, k.sha, reason=f"put back node {k.node}'s branch")
+            return True
         if k.path.is_dir() and _linked(k.path, common):
             if k.detached and branches.get(k.ref) != k.sha:  # an attached checkout -B moves the branch itself
                 git.update_ref(ctx.root, k.ref, k.sha, reason=f"put back node {k.node}'s branch")
