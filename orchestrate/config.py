@@ -2,9 +2,11 @@
 be read or parsed is reported the same way whichever part of orchestrate reads it."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrate import stamps
 from orchestrate.errors import UsageError
 
 
@@ -26,7 +28,7 @@ def read(ledger: Path | None, name: str) -> Section:
     """The `name:` section. A malformed file, or a key that is no section (`coherance:`), raises UsageError
     naming file and line, whichever section is asked for: a typo must never become a silent default."""
     path = Path(ledger or ".") / "config.yaml"
-    data, problems = _parsed(path) if ledger is not None else (None, [])
+    data, problems = _parsed_once(path) if ledger is not None else (None, [])
     problems = [p for p in problems if not (_checking and p.code == "unknown-section")]
     if problems:
         raise UsageError(str(problems[0]), hint="fix config.yaml")
@@ -57,6 +59,25 @@ def problems(ledger: Path, readers: dict) -> list:
     finally:
         _checking = False
     return sorted(found, key=lambda p: p.line)
+
+
+_seen: dict[str, tuple[tuple, tuple]] = {}  # path -> (its stat key, what _parsed made of it)
+
+
+def _parsed_once(path: Path) -> tuple[object, list]:
+    """_parsed, again only when the file's stat says it changed (orchestrate.stamps): the engine asks for
+    a section many times a transition (the sandbox setting, once per node it schedules)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return _parsed(path)
+    key, hit = stamps.key(st), _seen.get(str(path))
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    found = _parsed(path)
+    if stamps.settled(st):  # else a second write within the clock's tick could keep the stat
+        _seen[str(path)] = (key, found)
+    return found
 
 
 def _parsed(path: Path) -> tuple[object, list]:

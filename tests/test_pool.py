@@ -97,6 +97,30 @@ def test_a_spare_pooled_by_another_process_is_removed_not_reused(tmp_path):
     assert not spare.exists()
 
 
+def test_as_many_spares_are_kept_as_worktrees_were_held_at_once(tmp_path, monkeypatch):
+    """A layered layer holds all its worktrees until it is judged, then lets them all go: the next layer
+    re-bases them instead of checking all but SPARES out anew; never more than were held at once."""
+    from orchestrate import git
+    from orchestrate.workers import pool
+    from tests.helpers import make_repo
+    monkeypatch.setattr(pool, "_peak", 0)
+    monkeypatch.setattr(pool, "_made", {})  # what earlier tests in this process left recorded
+    monkeypatch.setattr(pool, "_spares", {})
+    monkeypatch.setattr(pool, "SPARES", 2)
+    repo = make_repo(tmp_path / "repo", {"f.txt": "x\n"})
+    home = tmp_path / "trees"
+    held = [home / f"N{i}" for i in range(4)]
+    for path in held:
+        git.worktree_add(repo, path, f"node/t/{path.name}", "HEAD")
+        pool.record(path, home)
+    assert [pool.keep(repo, path, home) for path in held] == [True] * 4
+    fifth = home / "N4"
+    git.worktree_add(repo, fifth, "node/t/N4", "HEAD")
+    pool.record(fifth, home)
+    assert not pool.keep(repo, fifth, home)  # four were held at once: a fifth spare is one too many
+    assert all(pool.take(repo, home / f"M{i}", home, "HEAD", f"node/t/M{i}") for i in range(4))
+
+
 # A leaves an ignored build cache, a `.gitignore` of its own that makes its planted file (and itself) look
 # ignored, so that nothing of it is committed as a leftover, and a repository planted in a tracked folder (no
 # git listing shows a `.git` below the top). B, reusing A's working copy, writes down what it finds.

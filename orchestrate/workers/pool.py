@@ -33,7 +33,7 @@ from pathlib import Path
 from orchestrate import git
 from orchestrate.errors import GitError
 
-SPARES = 8  # kept per topic; more would only cost disk
+SPARES = 8  # kept per topic at least; more only when the campaign held more worktrees at once (`_peak`)
 _KEEP = frozenset({"HEAD", "commondir", "gitdir", "index"})  # the index is then replaced by the snapshot
 
 
@@ -47,6 +47,10 @@ class Made:
 
 _made: dict[str, Made] = {}  # worktree path -> its record, for worktrees this process made or re-based
 _spares: dict[str, Made] = {}  # spare path -> record
+# The most node worktrees this process held at once. A layer of the layered schedule holds each of its
+# nodes' until the layer is judged, then lets them all go: keeping that many spares (disk the campaign
+# already used) lets the next layer re-base them instead of checking out all but SPARES anew.
+_peak = 0
 
 
 def folder(worktrees: Path) -> Path:
@@ -62,13 +66,15 @@ def record(path: Path, worktrees: Path) -> None:
     snapshot.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(admin / "index", snapshot)  # copy2: git's racy-timestamp check needs the index's mtime
     _made[str(path)] = Made(admin, snapshot, _digest(snapshot))
+    global _peak
+    _peak = max(_peak, len(_made))
 
 
 def keep(root: Path, path: Path, worktrees: Path) -> bool:
     """Move a finished worktree into the pool instead of removing it; False when it must be removed."""
     made = _made.pop(str(path), None)
     pool = folder(worktrees)
-    if made is None or len(_spares_in(pool)) >= SPARES:
+    if made is None or len(_spares_in(pool)) >= max(SPARES, _peak):
         return False
     spare = pool / f"spare-{path.name}"
     # scrubbed first: a `locked` mark or a half-done merge the worker left would refuse the move
