@@ -42,10 +42,14 @@ def _seam(repo, topic="env"):
     return [e["context"] for e in journal(repo, topic) if e["kind"] == "seam"][-1]
 
 
-def test_a_worker_command_not_found_is_no_attempt_and_runs_as_attempt_1_once_fixed(tmp_path, orch, monkeypatch):
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_a_worker_command_not_found_is_no_attempt_and_runs_as_attempt_1_once_fixed(tmp_path, orch, monkeypatch,
+                                                                                   schedule):
     repo = campaign_repo(tmp_path, DAG, "#!/bin/sh\n")
-    r = orch("run", "--no-interactive", "--jobs", "1", cwd=repo)
+    r = orch("run", "--no-interactive", "--jobs", "1", "--schedule", schedule, cwd=repo)
     assert r.rc == 75, r.err
+    spawned = [e for e in journal(repo, "env") if e["kind"] == "result" and e["context"].get("effect") == "worker-spawn"]
+    assert len(spawned) == 1, spawned  # the next ones would meet the same environment: none starts
     assert "REWORK" not in r.out and "attempt 2" not in r.out
     seam = _seam(repo)
     assert (seam["seam"], seam["case"]) == ("realignment", "environment")

@@ -70,3 +70,12 @@ def test_skip_at_the_handwork_seam_skips_the_node_and_its_dependents(tmp_path, o
     assert orch("resume", "--quiet", "--topic", "hand", cwd=repo).rc == 75
     found = statuses(repo, orch, "hand")
     assert found["H"] == "SKIPPED" and found["Z"] == "SKIPPED"
+
+
+def test_layered_without_the_sandbox_still_merges_the_machines_nodes_before_the_person_starts(tmp_path, orch):
+    # workers without the sandbox start one by one under layered; the person's node still comes after the
+    # layer's machine nodes were judged and merged
+    repo = campaign_repo(tmp_path, DAG.replace("nodes:", "defaults: {sandbox: none}\nnodes:"), WORKER)
+    first = orch("run", "--quiet", "--schedule", "layered", cwd=repo)
+    assert first.rc == 75, first.out + first.err
+    assert statuses(repo, orch, "hand") == {"A": "ACCEPTED", "B": "ACCEPTED", "H": "DISPATCHED", "Z": "PENDING"}

@@ -16,6 +16,7 @@ from __future__ import annotations
 from orchestrate.recorder.campaign import ABANDONED, ACCEPTED, DISPATCHED, INVALIDATED, LANDED, PENDING, REWORK, SKIPPED
 from orchestrate.workers import handwork
 from orchestrate.workers.launch import WAITING
+from orchestrate.workers.returns import environment_error
 
 SETTLED = (ACCEPTED, SKIPPED, ABANDONED)
 IN_FLIGHT = (DISPATCHED, LANDED)
@@ -56,6 +57,23 @@ def _layered(ctx) -> list[str]:
         return []
     # one at a time, except that a LOOPS_WITH group is one: its members start together
     return [m for m in dag.group_of(nxt[0]) if m in nxt]
+
+
+def next_alone(ctx) -> bool:
+    """Layered, once the running workers returned: does the layer's parallel set still hold a worker to
+    start (workers without the sandbox start one by one), with nothing the environment stopped (the next
+    would meet the same)? It starts before the layer is judged; a person's node comes after, as before."""
+    if eager(ctx) or stopped_by_environment(ctx):
+        return False
+    nxt = _layered(ctx)
+    return bool(nxt) and not any(handwork.is_human(ctx.dag, n) for n in nxt)
+
+
+def stopped_by_environment(ctx) -> dict[str, str]:
+    """Landed nodes whose worker could not start or work here (workers/returns.py), with why."""
+    c = ctx.campaign
+    return {n: why for n in c.with_status(LANDED) if c.nodes[n].rc not in (0, None)
+            and (why := environment_error(c.nodes[n].rc, c.nodes[n].log))}
 
 
 def inputs_settled(ctx, node_id: str) -> bool:

@@ -111,7 +111,7 @@ def check(ctx, node_id: str) -> str:
 def _kept(ctx, node_id: str) -> list[Kept]:
     """The worktrees holding waiting or settled work of other nodes, each with the commit it must hold."""
     queued = {r.node for r in getattr(ctx.executor, "queue", ())}
-    reads = ctx.reads_files() if hasattr(ctx, "reads_files") else (lambda node: True)
+    reads = None  # which landed nodes' judging reads their files: asked once a landed sibling is found
     kept = []
     for ns in ctx.campaign.nodes.values():
         if ns.id == node_id or not ns.worktree or not ns.branch:
@@ -120,6 +120,7 @@ def _kept(ctx, node_id: str) -> list[Kept]:
             if (ns.id, ns.attempt) in getattr(ctx, "evaluated", {}):  # judged ahead (the eager schedule): what
                 continue  # its evaluators left is theirs, and their verdict was read before this worker returned
             sha = ns.head
+            reads = reads or ctx.reads_files()
             files = bool(ns.freeze) or reads(ns.id)  # a frozen worker goes on in it
         elif ns.status == DISPATCHED and ns.id in queued:  # a resumed attempt's process ran before: its head
             sha = ns.head if ns.spawned >= ns.attempt and ns.head else ns.base

@@ -40,6 +40,6 @@ def _after(ctx: Context) -> Outcome:
         return Outcome.REFUTED_PREMISE
     if not schedule.landed(ctx):  # they wait for a LOOPS_WITH peer that has yet to start (a person's node)
         return Outcome.NEXT
-    if not schedule.eager(ctx) and schedule.to_dispatch(ctx):  # layered: the next worker to run alone starts
-        return Outcome.NEXT  # before anything of the layer is judged (the barrier holds)
+    if schedule.next_alone(ctx):  # layered: the next worker to run alone starts before the layer is judged
+        return Outcome.NEXT
     return Outcome.RETURNED

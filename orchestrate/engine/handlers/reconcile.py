@@ -15,7 +15,6 @@ from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED, LANDED, PENDING, REWORK
 from orchestrate.seams.choices import CHOICES
-from orchestrate.workers.returns import environment_error
 
 
 def handle(ctx: Context) -> Outcome:
@@ -32,8 +31,7 @@ def handle(ctx: Context) -> Outcome:
         ctx.halt_reason = f"campaign/{c.topic} breaks adherence: {audit.summary}"
         ctx.emit("halt", {"reason": ctx.halt_reason, "gate": entry["id"]}, derived_from=[entry["id"]])
         return Outcome.ADHERENCE_FAILED
-    stopped = {n: why for n in c.with_status(LANDED) if c.nodes[n].rc not in (0, None)
-               and (why := environment_error(c.nodes[n].rc, c.nodes[n].log))}
+    stopped = schedule.stopped_by_environment(ctx)
     if stopped:  # all of them at once: one fix, one answer
         for n, why in stopped.items():
             judge.environment_stop(ctx, [n], why)
