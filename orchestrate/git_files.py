@@ -32,6 +32,23 @@ def worktree_head(repo: str | Path, worktree: str | Path) -> str | None:
     return sha
 
 
+def linked(worktree: Path, common: Path) -> bool:
+    """Is `worktree` still a linked worktree of the repository whose common git dir is `common`: its `.git`
+    file naming an admin dir under `common`'s worktrees/, which names it back and names `common`? A worker
+    can rewrite the `.git` file of a worktree it can write, and git would then act on whatever it names."""
+    dot = worktree / ".git"
+    if dot.is_symlink() or not dot.is_file():
+        return False
+    admin = git.admin_dir(worktree)
+    try:
+        back = Path(small(admin / "gitdir").decode(errors="replace").strip())
+        shared = admin / small(admin / "commondir").decode(errors="replace").strip()
+    except OSError:
+        return False
+    return admin.parent.resolve() == (common / "worktrees").resolve() and back.resolve() == dot.resolve() \
+        and shared.resolve() == common.resolve()
+
+
 def checked_out(repo: str | Path, ref: str) -> list[Path] | None:
     """The worktrees of `repo` whose HEAD is on `ref` (as `git worktree list` reports a branch), read from
     their HEAD files; None when the layout is not the plain one (then git is asked)."""

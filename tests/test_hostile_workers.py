@@ -471,9 +471,17 @@ def test_a_write_into_the_files_of_a_landed_sibling_that_nothing_reads_reaches_n
     assert repo.git("show", "campaign/hostile:a.txt") == "a"
 
 
-def test_a_landed_sibling_that_nothing_reads_still_has_its_branch_guarded(tmp_path, orch):
-    worker = ('#!/bin/sh\ncase "$ORCH_NODE" in\n  A) echo a > a.txt ;;\n'
-              '  B) echo b > b.txt; git update-ref refs/heads/node/hostile/A HEAD ;;\nesac\n')
+@pytest.mark.parametrize("misdeed, said", [
+    ("git update-ref refs/heads/node/hostile/A HEAD", "branch node/hostile/A moved"),
+    ('printf "gitdir: %s/.git\\n" "$(cd ../../../.. && pwd)" > ../A/.git', "its .git link or admin dir was replaced"),
+    ('echo "ref: refs/heads/campaign/hostile" > "$(git rev-parse --git-common-dir)/worktrees/A/HEAD"',
+     "HEAD is not on node/hostile/A"),
+], ids=["branch", "git-link", "admin-head"])
+def test_a_landed_sibling_that_nothing_reads_still_has_its_branch_link_and_head_guarded(tmp_path, orch, misdeed,
+                                                                                         said):
+    # what git acts on when A is merged, removed or reused: a `.git` link to the user's repository would
+    # have `git worktree remove` and `orchestrate clean` work there
+    worker = f'#!/bin/sh\ncase "$ORCH_NODE" in\n  A) echo a > a.txt ;;\n  B) echo b > b.txt; {misdeed} ;;\nesac\n'
     repo = campaign_repo(tmp_path, dag("none", template=SIBLINGS).replace(", A_IS", "").replace(", B_IS", ""), worker)
     baseline = repo.git("rev-parse", "HEAD")
     result = orch("run", "--jobs", "1", cwd=repo)
@@ -482,4 +490,5 @@ def test_a_landed_sibling_that_nothing_reads_still_has_its_branch_guarded(tmp_pa
     assert statuses(repo, orch, "hostile")["A"] == "ACCEPTED", text
     assert repo.git("diff", "--name-only", baseline, "campaign/hostile").split() == ["a.txt"]
     assert "B: wrote into another node's worktree: node A's worktree .scratch/worktrees/hostile/A changed: " \
-           "branch node/hostile/A moved (put back to " in text, text
+           f"{said} (put back to " in text, text
+    assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1  # nothing left linked

@@ -137,13 +137,13 @@ def _changed(k: Kept, common: Path, branches: Branches) -> str:
     branch have not been written since (orchestrate.stamps) is not asked of git again: a layer of L
     landed nodes was L*L/2 `git status` processes, one per sibling per return."""
     if not k.files:
-        return "" if _branch_at(k, common, branches) else f"branch {k.branch} moved"
-    stamp = _stamp(k, common)  # its .git link and what that names are in it: `_linked` held for that stamp
+        return _by_branch(k, common, branches)
+    stamp = _stamp(k, common)  # its .git link and what that names are in it: `git_files.linked` held for that stamp
     if stamp is not None and _clean.get(str(k.path)) == stamp:
         return ""
     if not k.path.is_dir():
         return "it was removed"
-    if not _linked(k.path, common):  # git would run in whatever repository the link names: never ask it
+    if not git_files.linked(k.path, common):  # git would run in whatever repository the link names: never ask it
         return "its .git link or admin dir was replaced"
     found = _asked(k, branches)
     if not found and stamp is not None:  # taken before git looked: a write since shows in the next stamp
@@ -201,6 +201,28 @@ def _asked(k: Kept, branches: Branches) -> str:
     return "; ".join(found)
 
 
+def _by_branch(k: Kept, common: Path, branches: Branches) -> str:
+    """What differs in a sibling whose files nothing reads: what git acts on when it is merged, removed or
+    reused (its `.git` link, its HEAD, its branch). A few small reads, no process while all is as it was."""
+    if not k.path.is_dir():
+        return "it was removed"
+    if not git_files.linked(k.path, common):
+        return "its .git link or admin dir was replaced"
+    found = [] if _head_at(k) else [f"HEAD is not {'at ' + k.sha[:12] if k.detached else 'on ' + k.branch}"]
+    if not _branch_at(k, common, branches):
+        found.append(f"branch {k.branch} moved")
+    return "; ".join(found)
+
+
+def _head_at(k: Kept) -> bool:
+    """Does the worktree's HEAD file name its branch (or, detached, its recorded commit)?"""
+    try:
+        text = git_files.small(git.admin_dir(k.path) / "HEAD", 256).decode().strip()
+    except (OSError, TypeError, UnicodeDecodeError):
+        return False
+    return text == (k.sha if k.detached else f"ref: {k.ref}")
+
+
 def _branch_at(k: Kept, common: Path, branches: Branches) -> bool:
     """Is `k`'s branch at `k.sha`? Its loose ref file read first (one read, no process); git decides
     anything else (a packed ref, a symbolic one, none)."""
@@ -212,31 +234,15 @@ def _branch_at(k: Kept, common: Path, branches: Branches) -> bool:
     return branches.get(k.ref) == k.sha
 
 
-def _linked(worktree: Path, common: Path) -> bool:
-    """Is `worktree` still a linked worktree of this repository: its `.git` file naming an admin dir under
-    the common dir's worktrees/, which names it back and names this common dir?"""
-    dot = worktree / ".git"
-    if dot.is_symlink() or not dot.is_file():
-        return False
-    admin = git.admin_dir(worktree)
-    try:
-        back = Path((admin / "gitdir").read_text(errors="replace").strip())
-        shared = admin / (admin / "commondir").read_text(errors="replace").strip()
-    except OSError:
-        return False
-    return admin.parent.resolve() == (common / "worktrees").resolve() and back.resolve() == dot.resolve() \
-        and shared.resolve() == common.resolve()
-
-
 def _put_back(ctx, k: Kept, common: Path, branches: Branches) -> bool:
     """The worktree at `k.sha` on its branch (or detached) with nothing else in it: checked out again, or,
     when its git link is broken, removed and added anew. False when git refused."""
     _clean.pop(str(k.path), None)
     try:
-        if not k.files:  # its files are never read: the branch is all there is to put back
-            git.update_ref(ctx.root, k.ref, k.sha, reason=f"put back node {k.node}'s branch")
+        if not k.files and k.path.is_dir() and git_files.linked(k.path, common) and _head_at(k):
+            git.update_ref(ctx.root, k.ref, k.sha, reason=f"put back node {k.node}'s branch")  # its files: unread
             return True
-        if k.path.is_dir() and _linked(k.path, common):
+        if k.path.is_dir() and git_files.linked(k.path, common):
             if k.detached and branches.get(k.ref) != k.sha:  # an attached checkout -B moves the branch itself
                 git.update_ref(ctx.root, k.ref, k.sha, reason=f"put back node {k.node}'s branch")
             if pool.rebase(k.path, k.sha, None if k.detached else k.branch):
