@@ -492,3 +492,30 @@ def test_a_landed_sibling_that_nothing_reads_still_has_its_branch_link_and_head_
     assert "B: wrote into another node's worktree: node A's worktree .scratch/worktrees/hostile/A changed: " \
            f"{said} (put back to " in text, text
     assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1  # nothing left linked
+
+
+FLIPPED = """#!/bin/sh
+case "$ORCH_NODE" in
+  A) echo a > a.txt ;;
+  B) echo planted > ../A/a.txt
+     printf '{"freeze": "refuted-premise", "premise": "p", "evidence": "e"}' > "$ORCH_RETURN" ;;
+esac
+"""
+
+
+def test_files_that_went_uncompared_are_compared_before_judging_comes_to_read_them(tmp_path, orch):
+    # A's judging read none of its files when B wrote into them (so only A's branch was compared); at the seam
+    # B's freeze opens, a person adds a project evaluator, which runs in A's worktree: A is compared first
+    repo = campaign_repo(tmp_path, dag("none", template=SIBLINGS).replace(", A_IS", "").replace(", B_IS", ""),
+                         FLIPPED)
+    first = orch("run", "--jobs", "1", cwd=repo)
+    assert first.rc == 75, first.out + first.err
+    (repo / ".ledger" / "config.yaml").write_text(
+        'coherence:\n  evaluators:\n    - {name: own, run: "! grep -qs planted a.txt"}\n')
+    assert orch("decide", "realignment", "skip", "--topic", "hostile", "--note", "n", cwd=repo).rc == 0
+    second = orch("resume", "--topic", "hostile", cwd=repo)
+    text = second.out + second.err
+    assert statuses(repo, orch, "hostile")["A"] == "ACCEPTED", text
+    assert "REWORK" not in text, text  # the innocent node is judged on what it made, at its first attempt
+    assert "warning: node A's worktree .scratch/worktrees/hostile/A changed: a.txt (put back to " in text, text
+    assert repo.git("show", "campaign/hostile:a.txt") == "a"

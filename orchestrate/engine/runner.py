@@ -68,6 +68,7 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
                     answers: Path | None = None, executor: Choice | None = None,
                     interactive: bool | None = None) -> int:
     from orchestrate.engine import abandon, resume, watch
+    from orchestrate.workers import siblings
     from orchestrate.seams import prompt
     prompt.force(interactive)
     layout = project(cwd)
@@ -97,6 +98,7 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
             # compared with this (what the dead runner's workers did before is not seen)
             watch.arm(ctx)
             resume.repair(ctx)
+            siblings.unread_after_resume(ctx)
             if campaign.state in ("HALT", "PAUSE"):
                 campaign.state = _stopped_in(recorder, campaign.state)  # that state runs again: after a fix, or an answer
             if campaign.state == "SEAM" and campaign.seam is None and campaign.decision is None:

@@ -89,23 +89,62 @@ def check(ctx, node_id: str) -> str:
         return ""
     common = fingerprint.common_dir(ctx.root)
     branches = Branches(ctx.root, ctx.topic)
+    live = getattr(ctx.executor, "live", {})
+    suspects = [node_id] + sorted(n for n, run in live.items() if n != node_id and run.request.sandbox is None)
     found, victims = [], []
     for k in kept:
+        if not k.files:  # its files went unread: if its judging comes to read them, `before_reading` compares
+            ctx.unread.setdefault((k.node, k.sha), set()).update(suspects)
         changed = _changed(k, common, branches)
         if changed:
-            put = f"put back to {k.sha[:12]}" if _put_back(ctx, k, common, branches) else "could not be put back"
-            found.append(f"node {k.node}'s worktree {k.where} changed: {changed} ({put})")
+            found.append(_restored(ctx, k, changed, common, branches))
             victims.append(k.node)
     if not found:
         return ""
-    live = getattr(ctx.executor, "live", {})
-    suspects = [node_id] + sorted(n for n, run in live.items() if n != node_id and run.request.sandbox is None)
     what = "; ".join(found)
     ctx.emit("guard", {"nodes": suspects, "siblings": victims, "changes": found})
     ctx.out.always(f"{', '.join(suspects)}: wrote into another node's worktree: {what}")
     for other in suspects[1:]:
         ctx.blamed[other] = _blame(ctx.blamed.get(other, ""), other, what)
     return _blame(ctx.blamed.pop(node_id, ""), node_id, what)
+
+
+def before_reading(ctx) -> None:
+    """Before judging reads landed nodes' files (engine/handlers/reconcile.py): a node whose files went
+    uncompared while workers without the sandbox returned (nothing was to read them then) but whose judging
+    now reads them (config.yaml or the DAG changed since) is compared in full first, and put back if its
+    files changed. The workers that ran meanwhile are named; none is failed: which of them wrote is not known."""
+    if not ctx.unread:
+        return
+    reads, common, branches = ctx.reads_files(), fingerprint.common_dir(ctx.root), Branches(ctx.root, ctx.topic)
+    for (node, sha), writers in list(ctx.unread.items()):
+        ns = ctx.campaign.nodes.get(node)
+        if ns is not None and ns.status == LANDED and ns.head == sha and not reads(node):
+            continue  # still unread; asked again at the next judging
+        del ctx.unread[(node, sha)]
+        if ns is None or ns.status != LANDED or ns.head != sha:
+            continue
+        k = Kept(node, ctx.root / ns.worktree, ns.worktree, sha, ns.branch, bool(ns.objects))
+        if changed := _changed(k, common, branches):
+            found = _restored(ctx, k, changed, common, branches)
+            ctx.emit("guard", {"nodes": sorted(writers), "siblings": [node], "changes": [found]})
+            who = f"by {' or '.join(sorted(writers))}" if writers else "before this runner resumed the campaign"
+            ctx.out.always(f"warning: {found}; written {who}, while its files were not compared (nothing was to "
+                           "read them then)")
+
+
+def unread_after_resume(ctx) -> None:
+    """A runner that resumes a campaign cannot know which landed nodes' files its predecessor left
+    uncompared: every landed node is compared in full before judging reads its files."""
+    for ns in ctx.campaign.nodes.values():
+        if ns.status == LANDED and ns.rc in (0, None) and ns.worktree and ns.head:
+            ctx.unread.setdefault((ns.id, ns.head), set())
+
+
+def _restored(ctx, k: Kept, changed: str, common: Path, branches: Branches) -> str:
+    """Put `k`'s worktree back; the sentence that says what changed and whether it could be put back."""
+    put = f"put back to {k.sha[:12]}" if _put_back(ctx, k, common, branches) else "could not be put back"
+    return f"node {k.node}'s worktree {k.where} changed: {changed} ({put})"
 
 
 def _kept(ctx, node_id: str) -> list[Kept]:

@@ -15,6 +15,7 @@ from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED, LANDED, PENDING, REWORK
 from orchestrate.seams.choices import CHOICES
+from orchestrate.workers import siblings
 
 
 def handle(ctx: Context) -> Outcome:
@@ -37,6 +38,7 @@ def handle(ctx: Context) -> Outcome:
             judge.environment_stop(ctx, [n], why)
         ctx.subject = " ".join(stopped)
         return Outcome.ESCALATE
+    siblings.before_reading(ctx)  # files that went uncompared, now to be read: compared first
     _prefetch(ctx)
     node_id = schedule.landed(ctx)[0]
     ctx.subject = node_id
