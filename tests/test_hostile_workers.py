@@ -519,3 +519,20 @@ def test_files_that_went_uncompared_are_compared_before_judging_comes_to_read_th
     assert "REWORK" not in text, text  # the innocent node is judged on what it made, at its first attempt
     assert "warning: node A's worktree .scratch/worktrees/hostile/A changed: a.txt (put back to " in text, text
     assert repo.git("show", "campaign/hostile:a.txt") == "a"
+
+
+def test_layered_keeps_its_barrier_after_a_seam_opened_mid_layer(tmp_path, orch):
+    # workers without the sandbox start one by one; B's freeze opens a seam before C has started: once it
+    # is answered, C runs before anything of the layer is judged
+    text = dag("none", template=SIBLINGS).replace(", A_IS", "").replace(", B_IS", "") \
+        + "  - {id: C, file_surface: [c.txt], discipline: sh}\n"
+    worker = FLIPPED.replace("echo planted > ../A/a.txt", ":").replace("esac", "  C) echo c > c.txt ;;\nesac")
+    repo = campaign_repo(tmp_path, text, worker)
+    assert orch("run", "--jobs", "1", cwd=repo).rc == 75
+    assert orch("decide", "realignment", "skip", "--topic", "hostile", "--note", "n", cwd=repo).rc == 0
+    done = orch("resume", "--topic", "hostile", cwd=repo)
+    assert done.rc == 75, done.out + done.err
+    assert statuses(repo, orch, "hostile") == {"A": "ACCEPTED", "B": "SKIPPED", "C": "ACCEPTED"}
+    events = journal(repo, "hostile")
+    verdicts = [i for i, e in enumerate(events) if e["kind"] == "verdict"]
+    assert min(verdicts) > order_index(events, ("worker-start", "C")), done.out

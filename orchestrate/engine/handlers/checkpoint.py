@@ -37,6 +37,8 @@ def handle(ctx: Context) -> Outcome:
             return Outcome.LANDED
         if c.seam is not None and not schedule.waiting_on_workers(ctx):
             return Outcome.NEEDS_HUMAN  # nothing else can progress: the open seam is asked, or the run pauses
+    elif schedule.next_alone(ctx):  # after a seam mid-layer: the rest of the layer runs before it is judged
+        return Outcome.NEXT
     elif schedule.landed(ctx):
         return Outcome.LANDED
     elif schedule.layer_done(ctx):
