@@ -144,3 +144,18 @@ def test_resume_after_a_refused_final_acceptance_says_halted(life, orch):
         r = orch("resume", "--topic", "life", cwd=life)
         assert r.rc == 1 and "Traceback" not in r.err, r.err
     assert "campaign life is halted" in r.err
+
+
+def test_clean_keeps_a_worktree_whose_git_link_names_another_repository_and_runs_no_git_in_it(life, orch):
+    _paused_at_realignment(life, orch)
+    assert orch("abandon", "--as", "lead@example.com", "--note", "superseded", cwd=life).rc == 0
+    odd = life / ".scratch" / "worktrees" / "life" / "X"
+    life.git("worktree", "add", "-q", "-b", "node/life/X", str(odd))
+    (odd / "stray.txt").write_text("x\n")
+    (odd / ".git").write_text(f"gitdir: {life / '.git'}\n")  # `git status` there would read the user's index
+    index = (life / ".git" / "index").stat().st_mtime_ns
+    import json
+    plan = json.loads(orch("clean", "--dry-run", "--json", cwd=life).out)
+    assert plan["kept"][str(odd)].startswith("its .git link names another repository"), plan
+    assert orch("clean", cwd=life).rc == 0
+    assert odd.is_dir() and (life / ".git" / "index").stat().st_mtime_ns == index

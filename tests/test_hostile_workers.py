@@ -536,3 +536,20 @@ def test_layered_keeps_its_barrier_after_a_seam_opened_mid_layer(tmp_path, orch)
     events = journal(repo, "hostile")
     verdicts = [i for i, e in enumerate(events) if e["kind"] == "verdict"]
     assert min(verdicts) > order_index(events, ("worker-start", "C")), done.out
+
+
+def test_a_worker_that_points_its_own_git_link_at_the_users_repository_gets_nothing_committed_there(tmp_path, orch,
+                                                                                                     mode):
+    # the .git file of its worktree is the worker's to write, in the sandbox too; every git call orchestrate
+    # makes in a returned worktree would then act on the user's repository (a leftover commit on their branch)
+    worker = ('#!/bin/sh\ncase "$ORCH_NODE" in\n  A) echo a > a.txt ;;\n'
+              '  B) printf "gitdir: %s/.git\\n" "$(cd ../../../.. && pwd)" > .git; echo planted > b.txt ;;\nesac\n')
+    repo = campaign_repo(tmp_path, dag(mode, template=SIBLINGS).replace(", A_IS", "").replace(", B_IS", ""), worker)
+    before, head = checkout_state(repo), repo.git("rev-parse", "HEAD")
+    result = orch("run", "--jobs", "1", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert repo.git("rev-parse", "HEAD") == head and checkout_state(repo) == before, text
+    assert statuses(repo, orch, "hostile") == {"A": "ACCEPTED", "B": "SKIPPED"}, text
+    assert "node B: the worker rewrote its worktree's .git link" in text, text
+    assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1

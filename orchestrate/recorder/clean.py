@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrate import git
+from orchestrate import git, git_files
 from orchestrate.errors import UsageError
 from orchestrate.recorder import topics
 from orchestrate.recorder.paths import Layout
@@ -42,6 +42,7 @@ def plan(layout: Layout, names: list[str]) -> Plan:
     p = Plan()
     root = layout.root
     listed = git.worktrees(root)
+    common = git.git_common_dir(root)
     busy: set[str] = set()  # branches checked out in a worktree that stays
     for t in names:
         mine = [str(layout.worktrees(t)) + os.sep, str(layout.integration(t))]
@@ -50,7 +51,10 @@ def plan(layout: Layout, names: list[str]) -> Plan:
             if not (path.startswith(mine[0]) or path == mine[1]):
                 continue
             spare = Path(path).parent.name == ".pool"  # a pooled copy (workers/pool.py): scratch, nobody's work
-            if not spare and Path(path).is_dir() and git.status_porcelain(path).strip():
+            if Path(path).is_dir() and not git_files.linked(Path(path), common):  # git would work where it names
+                p.kept[path] = "its .git link names another repository or admin dir: look, then remove it by hand"
+                busy.add(entry.get("branch", "").removeprefix("refs/heads/"))
+            elif not spare and Path(path).is_dir() and git.status_porcelain(path).strip():
                 p.kept[path] = "worktree with uncommitted changes"
                 busy.add(entry.get("branch", "").removeprefix("refs/heads/"))
             else:

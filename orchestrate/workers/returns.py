@@ -6,7 +6,7 @@ from pathlib import Path
 
 from orchestrate import git, git_files
 from orchestrate.errors import GitError
-from orchestrate.workers import containment, siblings
+from orchestrate.workers import containment, fingerprint, pool, siblings
 from orchestrate.workers.brief import usage_path
 from orchestrate.workers.private_objects import BadObject
 from orchestrate.recorder.campaign import LANDED
@@ -38,6 +38,14 @@ def _settle(ctx, outcome) -> None:
     """The attempt's own worktree: objects brought in, leftovers committed, head read, freeze or LANDED."""
     ns = ctx.campaign.nodes[outcome.node]
     path = ctx.root / ns.worktree
+    if path.exists() and not git_files.linked(path, fingerprint.common_dir(ctx.root)):
+        # every git call below would act on the repository its .git file now names (the user's, say): none runs
+        pool.discard(ctx.root, path)
+        pool.forget(path)
+        fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worker rewrote its worktree's .git link "
+                     "(it no longer names this repository's admin dir for it); nothing was read or committed "
+                     "through it, the worktree was removed, and its attempt failed")
+        return
     if ns.objects and path.exists():  # a sandboxed attempt: its objects are its own until brought in
         try:
             containment.settle(ctx, ns)
