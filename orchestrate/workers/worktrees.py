@@ -53,6 +53,8 @@ def create(ctx, node: str, attempt: int, base: str, *, detached: bool = False) -
 
 def remove(ctx, node: str, path: str) -> None:
     if not path or not Path(path).exists():
+        if path:
+            pool.forget(Path(path))  # gone already: its record (and index copy) must not count as held
         return
     ctx.emit("intent", {"effect": "worktree-remove", "node": node, "path": path})
     home = ctx.layout.worktrees(ctx.topic)
