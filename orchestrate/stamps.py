@@ -29,6 +29,25 @@ def settled(st: os.stat_result, now_ns: int | None = None) -> bool:
     return max(st.st_mtime_ns, st.st_ctime_ns) < (time.time_ns() if now_ns is None else now_ns) - margin
 
 
+def files(*paths: Path) -> tuple | None:
+    """A stamp of each of `paths` (links not followed; an absent one as absent), or None when one has not
+    settled yet: equal stamps mean none of them was written, created, removed or replaced in between."""
+    now = time.time_ns()
+    found = []
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            found.append(None)
+            continue
+        except OSError:
+            return None
+        if not settled(st, now):
+            return None
+        found.append(key(st))
+    return tuple(found)
+
+
 def tree(path: Path, *extra: Path) -> tuple | None:
     """A stamp of `path` and everything under it (symbolic links not followed), and of the `extra` files
     (absent ones included as absent): equal stamps mean nothing was written, created, removed or renamed

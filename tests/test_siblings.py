@@ -166,6 +166,27 @@ def test_a_sibling_compared_by_its_branch_alone_reads_no_file_and_no_process_unl
     assert siblings._changed(kept, common, siblings.Branches(repo, "t")) == "branch node/t/S moved"
 
 
+def test_a_sibling_compared_by_its_branch_is_read_again_once_its_head_or_link_is_written(tmp_path, monkeypatch):
+    from orchestrate import git, stamps
+    from orchestrate.workers import fingerprint, siblings
+    from tests.helpers import make_repo
+    monkeypatch.setattr(stamps, "FINE", -60.0)  # every stat stands at once: the stamp is what is tested
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", "-b", "node/t/S", str(wt))
+    kept = siblings.Kept("S", wt, "wt", repo.head(), "node/t/S", False, files=False)
+    common, branches = fingerprint.common_dir(repo), siblings.Branches(repo, "t")
+    assert siblings._changed(kept, common, branches) == "" and str(wt) in siblings._seen
+    assert siblings._changed(kept, common, branches) == ""  # from the stamp
+    head = git.admin_dir(wt) / "HEAD"
+    head.write_text("ref: refs/heads/campaign/t\n")
+    assert siblings._changed(kept, common, branches) == "HEAD is not on node/t/S"
+    head.write_text("ref: refs/heads/node/t/S\n")
+    assert siblings._changed(kept, common, branches) == ""
+    (wt / ".git").write_text(f"gitdir: {repo / '.git'}\n")
+    assert siblings._changed(kept, common, branches) == "its .git link or admin dir was replaced"
+
+
 def test_judging_reads_a_landed_nodes_files_only_for_evaluators_plugins_groups_premises_or_project_evaluators(
         tmp_path):
     from types import SimpleNamespace

@@ -242,15 +242,34 @@ def _asked(k: Kept, branches: Branches) -> str:
 
 def _by_branch(k: Kept, common: Path, branches: Branches) -> str:
     """What differs in a sibling whose files nothing reads: what git acts on when it is merged, removed or
-    reused (its `.git` link, its HEAD, its branch). A few small reads, no process while all is as it was."""
+    reused (its `.git` link, its HEAD, its branch). Once found as it must be, six `stat`s stand for it
+    until one of those files is written (`_seen`)."""
+    seen = _seen.get(str(k.path))
+    if seen is not None and seen[0] == _git_reads(k, common, seen[1]):
+        return ""
     if not k.path.is_dir():
         return "it was removed"
+    admin = git.admin_dir(k.path)
+    stamp = _git_reads(k, common, admin) if admin else None  # before the reads: a write since shows next time
     if not git_files.linked(k.path, common):
         return "its .git link or admin dir was replaced"
     found = [] if _head_at(k) else [f"HEAD is not {'at ' + k.sha[:12] if k.detached else 'on ' + k.branch}"]
     if not _branch_at(k, common, branches):
         found.append(f"branch {k.branch} moved")
+    if not found and stamp is not None:
+        if len(_seen) > 4096:
+            _seen.clear()
+        _seen[str(k.path)] = (stamp, admin)
     return "; ".join(found)
+
+
+# Siblings compared by branch found as they must be: worktree -> (the stamp of what git reads there, admin dir).
+_seen: dict[str, tuple] = {}
+
+
+def _git_reads(k: Kept, common: Path, admin: Path) -> tuple | None:
+    return stamps.files(k.path / ".git", admin / "gitdir", admin / "commondir", admin / "HEAD", common / k.ref,
+                        common / "packed-refs")
 
 
 def _head_at(k: Kept) -> bool:
@@ -277,6 +296,7 @@ def _put_back(ctx, k: Kept, common: Path, branches: Branches) -> bool:
     """The worktree at `k.sha` on its branch (or detached) with nothing else in it: checked out again, or,
     when its git link is broken, removed and added anew. False when git refused."""
     _clean.pop(str(k.path), None)
+    _seen.pop(str(k.path), None)
     try:
         if not k.files and k.path.is_dir() and git_files.linked(k.path, common) and _head_at(k):
             git.update_ref(ctx.root, k.ref, k.sha, reason=f"put back node {k.node}'s branch")  # its files: unread
