@@ -553,3 +553,28 @@ def test_a_worker_that_points_its_own_git_link_at_the_users_repository_gets_noth
     assert statuses(repo, orch, "hostile") == {"A": "ACCEPTED", "B": "SKIPPED"}, text
     assert "node B: the worker rewrote its worktree's .git link" in text, text
     assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_an_integration_worktree_whose_git_link_a_worker_rewrote_is_made_anew_not_worked_in(tmp_path, orch):
+    # B's premise makes the integration worktree (a checkout of the head); B points its .git at the user's
+    # repository; C's premise needs it again: git there would detach and move the user's checkout
+    text = """\
+topic: hostile
+mode: autonomous
+defaults: {max_attempts: 1, sandbox: none}
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: B, file_surface: [b.txt], discipline: sh, tripwires: [{run: "true"}]}
+  - {id: C, file_surface: [c.txt], discipline: sh, depends_on: [B], tripwires: [{run: "true"}]}
+"""
+    worker = ('#!/bin/sh\ncase "$ORCH_NODE" in\n  B) echo b > b.txt\n'
+              '     printf "gitdir: %s/.git\\n" "$(cd ../../../.. && pwd)" > ../../../integration/hostile/.git ;;\n'
+              '  C) echo c > c.txt ;;\nesac\n')
+    repo = campaign_repo(tmp_path, text, worker)
+    before = checkout_state(repo)
+    result = orch("run", "--jobs", "1", cwd=repo)
+    out = result.out + result.err
+    assert result.rc == 75, out
+    assert checkout_state(repo) == before, out
+    assert "the integration worktree" in out and "had its .git link rewritten" in out, out
+    assert statuses(repo, orch, "hostile")["C"] == "ACCEPTED", out

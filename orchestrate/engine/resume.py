@@ -19,7 +19,7 @@ from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.upkeep import sync_index
 from orchestrate.recorder.paths import Layout
-from orchestrate.workers import handwork
+from orchestrate.workers import handwork, worktrees
 
 REPAIR = {"source_entity": "orchestrate:resume", "source_type": "repair"}
 
@@ -155,6 +155,7 @@ def repair(ctx: Context) -> None:
     for path in sweep_temp_files(ctx.layout.ledger / "state" / c.topic):
         _repaired(ctx, "temp-file", f"removed a leftover temp file {path.name}")
     git.git(ctx.root, "worktree", "prune")
+    worktrees.unlink_foreign_integration(ctx)  # before any git call in it
     integ = ctx.layout.integration(c.topic)
     if integ.exists() and not (integ / ".git").exists():
         import shutil

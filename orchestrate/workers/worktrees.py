@@ -11,7 +11,7 @@ from pathlib import Path
 
 from orchestrate import git, git_files
 from orchestrate.errors import Halted
-from orchestrate.workers import containment, pool
+from orchestrate.workers import containment, fingerprint, pool
 
 
 def branch_name(topic: str, node: str, attempt: int) -> str:
@@ -77,6 +77,7 @@ def integration(ctx) -> Path:
     would look like uncommitted changes."""
     path = ctx.layout.integration(ctx.topic)
     tip = ctx.campaign.tip or git.resolve(ctx.root, ctx.campaign.branch)
+    unlink_foreign_integration(ctx)
     if not (path / ".git").exists():
         ctx.emit("intent", {"effect": "integration-add", "path": str(path), "branch": ctx.campaign.branch})
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -90,6 +91,17 @@ def integration(ctx) -> Path:
     if head != tip:
         git.worktree_bring(path, tip)
     return path
+
+
+def unlink_foreign_integration(ctx) -> None:
+    """Remove the integration worktree if its `.git` link no longer names this repository's admin dir for
+    it: a worker without the sandbox can rewrite it, and every git call made there (detaching, bringing it
+    to the head, resetting it on resume) would then act on the repository it names, the user's say."""
+    path = ctx.layout.integration(ctx.topic)
+    if (path / ".git").exists() and not git_files.linked(path, fingerprint.common_dir(ctx.root)):
+        pool.discard(ctx.root, path)
+        ctx.out.always(f"warning: the integration worktree {path} had its .git link rewritten; it was removed "
+                       "and is made anew when needed")
 
 
 def free_branch(ctx) -> None:
