@@ -126,7 +126,8 @@ def intervals(repo: Path) -> tuple[list[float], list[float], dict[str, int]]:
     from datetime import datetime
     times, merges, entered = [], [], None
     made = {"fresh": 0, "reused": 0, "integration": 0, "worker": []}
-    for line in (repo / ".ledger" / "state" / "big" / "journal.jsonl").read_text().splitlines():
+    from orchestrate.recorder import segments
+    for line in segments.read_bytes(repo / ".ledger" / "state" / "big" / "journal.jsonl").decode().splitlines():
         e = json.loads(line)
         at = datetime.fromisoformat(e["created_at"].replace("Z", "+00:00")).timestamp()
         effect = e["context"].get("effect")

@@ -47,10 +47,12 @@ def first_parent_chain(repo: RepoDir, base: str, branch: str) -> list[tuple[str,
 
 
 def journal(repo: RepoDir, topic: str) -> list[dict]:
-    """Every entry of the campaign's journal, in order."""
+    """Every entry of the campaign's journal, in order (its sealed segments first)."""
     import json
+
+    from orchestrate.recorder import segments
     path = repo / ".ledger" / "state" / topic / "journal.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return [json.loads(line) for line in segments.read_bytes(path).splitlines()]
 
 
 def statuses(repo: RepoDir, orch, topic: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from tests.engine_helpers import campaign_repo
+from tests.engine_helpers import campaign_repo, journal
 from tests.helpers import RepoDir
 from tests.test_engine_e2e import DAG, WORKER
 
@@ -136,7 +136,6 @@ def test_two_runners_on_one_campaign_one_proceeds_the_other_exits_4(template, tm
     assert codes in ([4, 75], [2, 75]), results
     loser = next(r for r in results if r[0] != 75)
     assert "being run by pid" in loser[2] or "already exists" in loser[2] or "moved" in loser[2]
-    lines = (repo / ".ledger" / "state" / "six" / "journal.jsonl").read_text().splitlines()
-    entries = [json.loads(x) for x in lines]
+    entries = journal(repo, "six")
     assert [e["seq"] for e in entries] == list(range(1, len(entries) + 1))
     assert len({e["id"] for e in entries}) == len(entries)

@@ -58,7 +58,7 @@ def damaged(request, tmp_path, orch):
 def test_resume_and_doctor_name_a_foreign_line_in_the_middle_of_the_journal(damaged, orch):
     repo, path, foreign = damaged
     before = path.read_bytes()
-    assert damage.damaged(path) == [(3, damage._problem(foreign))]
+    assert damage.damaged(path) == [("journal.jsonl:3", damage._problem(foreign))]
     again = orch("resume", cwd=repo)
     assert again.rc == 1, again.out + again.err
     assert again.err.startswith("orchestrate: error: journal.jsonl:3: ") and again.err.count("\n") == 1, again.err

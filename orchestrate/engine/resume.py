@@ -14,7 +14,7 @@ from orchestrate import git, proc
 from orchestrate.atomic import sweep_temp_files, write_atomic
 from orchestrate.engine.context import WRITE_AHEAD, Context
 from orchestrate.errors import UsageError
-from orchestrate.recorder import checkpoints, damage, topics
+from orchestrate.recorder import checkpoints, damage, segments, topics
 from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.upkeep import sync_index
@@ -35,7 +35,7 @@ def rebuild(layout: Layout, recorder: Recorder, *, from_log: bool, warn: Callabl
     """
     damage.refuse(recorder.journal)
     settle_journal(layout, recorder, warn, crashed=crashed)
-    lines = recorder.journal.read_bytes().splitlines() if recorder.journal.exists() else []
+    lines = segments.read_bytes(recorder.journal).splitlines()
     if not lines:
         raise UsageError(f"no journal for campaign `{recorder.topic}`", hint="`orchestrate status` lists topics")
 
@@ -83,6 +83,10 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
     recorder._truncate_torn_tail()
     rel = str(journal.relative_to(ledger))
     committed = git.git(ledger, "show", f"HEAD:{rel}", check=False).stdout.encode()
+    folder = f"{rel.rsplit('/', 1)[0]}/{segments.SEALED}"
+    held = {f"{segments.SEALED}/{path.rsplit('/', 1)[-1]}"
+            for path in git.lines(ledger, "ls-tree", "--name-only", "HEAD", f"{folder}/")}
+    committed = segments.settle(journal, committed, held)  # a seal the crash kept out of the last commit
     current = journal.read_bytes()
     if current == committed:
         if crashed:
@@ -95,7 +99,9 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
     last_transition = max((i for i, e in enumerate(tail) if e["kind"] == "transition"), default=-1)
     kept = tail[: last_transition + 1] + [e for e in tail[last_transition + 1:] if e["kind"] in WRITE_AHEAD]
     if len(kept) != len(tail):
-        seq = json.loads(committed.splitlines()[-1])["seq"] if committed.strip() else 0
+        sealed = segments.sealed(journal)
+        before = committed if committed.strip() else sealed[-1].read_bytes() if sealed else b""
+        seq = json.loads(before.splitlines()[-1])["seq"] if before.strip() else 0
         for e in kept:
             seq += 1
             e["seq"] = seq
@@ -112,11 +118,13 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
 
 
 def _restore_recorder_files(ledger: Path, journal_rel: str) -> None:
-    """Put every recorder file but the journal back to its last commit (a half-done state's edits)."""
+    """Put every recorder file but the journal (its sealed segments too) back to its last commit (a half-done
+    state's edits)."""
     sync_index(ledger)  # the crashed runner's commits left the index behind: status then shows only its edits
     changed = [ln[3:] for ln in git.git(ledger, "status", "--porcelain=v1", "--untracked-files=all").stdout.splitlines()]
+    sealed = f"{journal_rel.rsplit('/', 1)[0]}/{segments.SEALED}/"
     for path in changed:
-        if path == journal_rel or path.endswith(".tmp"):
+        if path == journal_rel or path.startswith(sealed) or path.endswith(".tmp"):
             continue
         if git.git(ledger, "cat-file", "-e", f"HEAD:{path}", check=False):
             git.git(ledger, "checkout", "HEAD", "--", path)

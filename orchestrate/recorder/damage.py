@@ -14,23 +14,22 @@ import re
 from pathlib import Path
 
 from orchestrate.errors import ForeignWrite
+from orchestrate.recorder import segments
 
 # What the engine's own serialisation looks like: a cheap test that spares parsing the common case.
 _CANONICAL = re.compile(rb'^\{"context":\{.*,"id":"[^"]+:[0-9]+","kind":"[a-z0-9_-]+","seq":[0-9]+,')
 
 
-def damaged(journal: Path) -> list[tuple[int, str]]:
-    """(line number, what is wrong) for each complete line that is not an entry of the engine's shape."""
-    try:
-        data = journal.read_bytes()
-    except FileNotFoundError:
-        return []
+def damaged(journal: Path) -> list[tuple[str, str]]:
+    """(`file:line`, what is wrong) for each complete line, sealed segments included, that is not an entry
+    of the engine's shape."""
+    data, where = segments.read(journal)
     lines = data.split(b"\n")
     lines.pop()  # after the last newline: empty, or a torn append
     found = []
     for number, raw in enumerate(lines, 1):
         if not _CANONICAL.match(raw) and (why := _problem(raw)):
-            found.append((number, why))
+            found.append((where(number), why))
     return found
 
 
@@ -58,13 +57,14 @@ def refuse(journal: Path) -> None:
     found = damaged(journal)
     if not found:
         return
-    number, why = found[0]
+    place, why = found[0]
     more = f" (and {len(found) - 1} more line(s))" if len(found) > 1 else ""
     ledger = journal.parents[2]
-    raise ForeignWrite(f"{journal.name}:{number}: {why}: a line orchestrate did not write{more}; "
+    folder = journal.parent.relative_to(ledger)
+    raise ForeignWrite(f"{place}: {why}: a line orchestrate did not write{more}; "
                        "nothing was resumed or repaired",
                        hint=f"`orchestrate doctor` lists every problem; restore the journal with `git -C {ledger} "
-                            f"checkout HEAD -- {journal.relative_to(ledger)}` (or delete the line), then resume")
+                            f"checkout HEAD -- {folder / place.rsplit(':', 1)[0]}` (or delete the line), then resume")
 
 
 def describe(journal: Path) -> str | None:
@@ -72,7 +72,7 @@ def describe(journal: Path) -> str | None:
     found = damaged(journal)
     if not found:
         return None
-    where = ", ".join(f"{journal.name}:{n} ({why})" for n, why in found[:3])
+    where = ", ".join(f"{place} ({why})" for place, why in found[:3])
     more = f" and {len(found) - 3} more" if len(found) > 3 else ""
     return f"damaged journal: {where}{more}; `orchestrate doctor` lists them, `orchestrate resume` refuses to continue"
 

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from orchestrate import proc
-from orchestrate.recorder import provenance
+from orchestrate.recorder import provenance, segments
 
 
 @dataclass
@@ -36,28 +36,27 @@ class Report:
 
 def audit(journal: Path) -> Report:
     report = Report(str(journal))
-    name = journal.name
-    data = journal.read_bytes()
+    data, where = segments.read(journal)
     lines = data.split(b"\n")
     torn = lines.pop() if lines else b""  # after the last newline: empty, or a torn append
     if torn.strip():
-        report.warnings.append(f"{name}:{len(lines) + 1}: the last line is incomplete (a crash mid-append); "
+        report.warnings.append(f"{where(len(lines) + 1)}: the last line is incomplete (a crash mid-append); "
                                "resume drops it")
     kept: list[tuple[int, dict]] = []  # (line, entry) for every entry with an id, for the lineage rules
     seen: set[str] = set()
     previous_seq = 0
     for number, raw in enumerate(lines, 1):
-        where = f"{name}:{number}"
+        place = where(number)
         try:
             entry = json.loads(raw)
         except ValueError as exc:
-            report.problems.append(f"{where}: not a JSON object ({exc})")
+            report.problems.append(f"{place}: not a JSON object ({exc})")
             continue
         if not isinstance(entry, dict):
-            report.problems.append(f"{where}: not a JSON object")
+            report.problems.append(f"{place}: not a JSON object")
             continue
         report.entries += 1
-        label = f"{where}: entry {entry.get('id', '(no id)')}"
+        label = f"{place}: entry {entry.get('id', '(no id)')}"
         missing = [f for f in provenance.FIELDS if f not in entry]
         report.problems += [f"{label} has no {f}" for f in missing]
         problems = _field_problems(entry, previous_seq, seen)
@@ -69,7 +68,7 @@ def audit(journal: Path) -> Report:
             kept.append((number, _for_lineage(entry, number)))
     line_of = {id(e): n for n, e in kept}
     for entry, problem in provenance.breaches([e for _, e in kept]):
-        report.problems.append(f"{name}:{line_of[id(entry)]}: {problem}")
+        report.problems.append(f"{where(line_of[id(entry)])}: {problem}")
     if not report.problems:  # the merges are read from a sound journal only
         _audit_branch(journal, [e for _, e in kept], report)
     return report

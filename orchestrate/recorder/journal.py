@@ -1,6 +1,7 @@
 """The recorder: the journal (the authority for resume) and one compare-and-swap commit per transition.
 
-Events are appended to `state/<topic>/journal.jsonl` as they happen. A write holding an intent, or an
+Events are appended to `state/<topic>/journal.jsonl` as they happen (sealed into segments as it grows:
+recorder/segments.py; recorder/guard.py refuses what anyone else wrote). A write holding an intent, or an
 entry that is not the engine's own (a person's decision, a worker's usage), is fsynced (and with it all
 written before), so an intent is on disk before its effect and an answer survives a power cut. The engine's
 bookkeeping between two intents (statuses, verdicts, results, the transition) is written without: what a
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from orchestrate import __version__, faults, git
+from orchestrate.recorder import segments
+from orchestrate.recorder.guard import Guard
 from orchestrate.errors import Concurrency, ForeignWrite, OrchestrateError
 
 ENGINE = f"orchestrate@{__version__}"
@@ -47,10 +50,8 @@ class Recorder:
         self._pending: tuple[str, str] | None = None  # (sha, tree) of a commit whose ref update may have landed
         self.gates: dict[str, tuple] = {}  # gate entries made or read here: id -> (node, code), for R3
         self._read_all = False
-        self._size: int | None = None  # the journal's length after this runner's last write
-        self._digest = None  # sha256 of what the journal held after this runner's last write (a hashlib object)
-        self._stamp: tuple | None = None  # (inode, ctime, size) then: unchanged, nobody wrote since
         self.suspects = lambda: []  # the engine names the nodes whose workers were running (a foreign write)
+        self.guard = Guard(ledger, self.journal, lambda: self.suspects())
         # While workers run, the engine pins the recorder files it reads back (path -> content, None: absent)
         # and puts back any a worker edited (engine/watch.py): a commit carries them only as pinned.
         self.pinned = lambda: {}
@@ -94,16 +95,9 @@ class Recorder:
     # ---- journal ------------------------------------------------------------------------------
 
     def read(self) -> list[dict[str, Any]]:
-        """Every complete journal entry, in order; a torn last line (a crash mid-write) is dropped."""
-        if not self.journal.exists():
-            return []
-        entries = []
-        with self.journal.open("rb") as fh:
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    break
-                entries.append(json.loads(raw))
-        return entries
+        """Every complete journal entry, in order (sealed segments first); a torn last line (a crash
+        mid-write) is dropped."""
+        return [json.loads(raw) for raw in segments.lines(self.journal)]
 
     def resume_seq(self, entries: list[dict[str, Any]]) -> None:
         self.seq = entries[-1]["seq"] if entries else 0
@@ -158,52 +152,19 @@ class Recorder:
             self.last_id = entry["id"]
             lines.append(json.dumps(entry, sort_keys=True, separators=(",", ":")).encode() + b"\n")
         self.journal.parent.mkdir(parents=True, exist_ok=True)
-        self._refuse_foreign_lines()
+        self.guard.before_write()
         payload = b"".join(lines)
         with self.journal.open("ab") as fh:
             fh.write(payload)
             fh.flush()
             if any(e["kind"] == "intent" or e["source_type"] != "engine" for e in entries):
                 os.fsync(fh.fileno())  # (and everything written before it, in order: one file)
-        expected = (self._size or 0) + len(payload)
-        self._digest.update(payload)
-        self._refuse_foreign_lines(expected)  # a line appended by someone else at the same moment
-
-    def _refuse_foreign_lines(self, expected: int | None = None) -> None:
-        """The journal is written by this runner alone: anything else found in it is never committed.
-
-        Appended lines show in the size; a rewrite of the same size in the content, hashed again only
-        when the file's inode, ctime or size says someone touched it (ctime cannot be set back by hand)."""
-        stamp = _stamp(self.journal)
-        if self._digest is None:  # the first write of this runner: the journal as found is the baseline
-            self._digest, self._size, self._stamp = hashlib.sha256(_content(self.journal)), stamp[2], stamp
-            return
-        if expected is not None:  # right after this runner's own append: only the size is known
-            if stamp[2] == expected:
-                self._size, self._stamp = expected, stamp
-                return
-            self._foreign(f"{stamp[2] - expected:+d} bytes since its last write")
-        if stamp == self._stamp:
-            return
-        if stamp[2] != self._size:
-            self._foreign(f"{stamp[2] - (self._size or 0):+d} bytes since its last write")
-        if hashlib.sha256(_content(self.journal)).digest() != self._digest.digest():
-            self._foreign("rewritten in place, same size")
-        self._stamp = stamp  # touched, not changed
+        self.guard.wrote(payload)
 
     def verify(self) -> None:
-        """Refuse now (ForeignWrite) if the journal changed since this runner's last write."""
-        if self._digest is not None:
-            self._refuse_foreign_lines()
-
-    def _foreign(self, what: str) -> None:
-        """Every later write and commit refuses too (the baseline stays), until a person restores the journal."""
-        who = ", ".join(self.suspects()) or "something other than this runner"
-        raise ForeignWrite(f"{self.journal}: changed behind the engine's back ({what}) while {who} ran; "
-                           "nothing of it was committed",
-                           hint=f"inspect it with `git -C {self.ledger} diff HEAD`, restore it with "
-                                f"`git -C {self.ledger} checkout HEAD -- {self.journal.relative_to(self.ledger)}`, "
-                                "then `orchestrate resume`")
+        """Refuse now (ForeignWrite) if the journal changed since this runner's last write, its sealed
+        segments included (recorder/guard.py)."""
+        self.guard.verify()
 
     # ---- commits ------------------------------------------------------------------------------
 
@@ -242,7 +203,8 @@ class Recorder:
                     self.head, self._tree = sha, tree
                     self._pending = None
                     self._left_index(tree)
-                    upkeep.committed(self.ledger, self._size or 0)
+                    upkeep.committed(self.ledger, self.guard.size or 0)
+                    self.guard.seal()
                     return sha
                 if not self._follow() and self._pending is not None:
                     raise self._moved()  # the branch is where this runner left it, yet the swap failed
@@ -355,21 +317,6 @@ def _blob_id(content: bytes | None, length: int) -> str | None:
         return None
     algo = hashlib.sha256 if length == 64 else hashlib.sha1
     return algo(b"blob %d\0" % len(content) + content).hexdigest()
-
-
-def _stamp(path: Path) -> tuple[int, int, int]:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return (0, 0, 0)
-    return (st.st_ino, st.st_ctime_ns, st.st_size)
-
-
-def _content(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
 
 
 def _gate_refs(entries: Iterable[dict[str, Any]]) -> dict[str, tuple]:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from orchestrate import git
 from orchestrate.errors import UsageError
-from orchestrate.recorder import topics
+from orchestrate.recorder import segments, topics
 from orchestrate.recorder.campaign import Campaign, apply
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.paths import Layout
@@ -37,7 +37,7 @@ def peek(layout: Layout, topic: str) -> Campaign:
     plus the entries after it; nothing is repaired or written. Falls back to folding the whole journal."""
     from orchestrate.recorder import checkpoints
     journal = Recorder(layout.ledger, topic).journal
-    lines = journal.read_bytes().splitlines(keepends=True) if journal.exists() else []
+    lines = segments.read_bytes(journal).splitlines(keepends=True)
     if lines and not lines[-1].endswith(b"\n"):
         lines.pop()  # torn by a crash mid-write: resume settles it; a reader ignores it
     from orchestrate.recorder import damage

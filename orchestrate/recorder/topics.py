@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from orchestrate.recorder import segments
+
 _OPEN, _CLOSE = b'"kind":"open"', b'"kind":"close"'  # entries are written with sorted keys, no spaces
 
 
@@ -18,7 +20,7 @@ def lifecycle(ledger: Path) -> dict[str, str]:
     if not (ledger / ".git").exists() or not state.is_dir():
         return {}
     for journal in sorted(state.glob("*/journal.jsonl")):
-        data = journal.read_bytes()  # a byte search, no JSON parsing: fast even for 100 MB
+        data = segments.read_bytes(journal)  # a byte search, no JSON parsing: fast even for 100 MB
         if _CLOSE in data:
             found[journal.parent.name] = "close"
         elif _OPEN in data:
@@ -38,7 +40,7 @@ def ended(ledger: Path, topic: str) -> bool:
     """Accepted at final acceptance, or abandoned: nothing is left to resume or decide. A campaign that
     has closed but waits at final acceptance (or was refused there) has not ended."""
     try:
-        data = (ledger / "state" / topic / "journal.jsonl").read_bytes()
+        data = segments.read_bytes(ledger / "state" / topic / "journal.jsonl")
     except OSError:
         return False
     at = data.find(_CLOSE)
@@ -84,10 +86,8 @@ def described(ledger: Path, names: list[str]) -> list[tuple[str, str, str]]:
     layout = Layout(ledger.parent)
     rows = []
     for name in names:
-        journal = ledger / "state" / name / "journal.jsonl"
         try:
-            with journal.open("rb") as fh:
-                opened = json.loads(fh.readline()).get("created_at", "")
+            opened = json.loads(segments.first_line(ledger / "state" / name / "journal.jsonl")).get("created_at", "")
         except (OSError, ValueError, AttributeError):
             opened = ""
         c = peek(layout, name)

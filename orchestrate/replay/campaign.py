@@ -64,7 +64,8 @@ def _journal(ledger: Path, topic: str) -> list[dict]:
     path = ledger / "state" / topic / "journal.jsonl"
     if not path.exists():
         raise UsageError(f"no recorded campaign `{topic}` in {ledger}", hint="check --campaign and --recorder")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    from orchestrate.recorder import segments
+    return [json.loads(line) for line in segments.read_bytes(path).splitlines() if line.strip()]
 
 
 def _plan(repo: Path, topic: str, entries: list[dict]) -> dict:

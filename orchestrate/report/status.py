@@ -6,9 +6,9 @@ Layers are counted from 0 everywhere status prints, as in its JSON, `orchestrate
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from orchestrate.recorder import segments
 from orchestrate.recorder.campaign import Campaign
 
 RESTING = ("PAUSE", "HALT", "DONE")  # states a runner leaves the campaign in when it exits on purpose
@@ -55,7 +55,7 @@ def usage(journal: Path) -> dict | None:
     none reported. Only the lines that can hold a report are parsed: status stays fast on long journals."""
     from orchestrate.recorder import provenance
     try:
-        data = journal.read_bytes()
+        data = segments.read_bytes(journal)
     except OSError:
         return None
     if b'"usage' not in data:
@@ -76,8 +76,7 @@ def usage(journal: Path) -> dict | None:
 
 def _first_entry_time(journal: Path) -> str:
     try:
-        with journal.open("rb") as fh:
-            return json.loads(fh.readline()).get("created_at", "")
+        return json.loads(segments.first_line(journal)).get("created_at", "")
     except (OSError, ValueError, AttributeError):
         return ""
 
@@ -85,10 +84,7 @@ def _first_entry_time(journal: Path) -> str:
 def _last_entry_time(journal: Path) -> str:
     """The time of the journal's last complete entry: when the campaign last recorded a step."""
     try:
-        with journal.open("rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 65536))
-            lines = fh.read().split(b"\n")
+        lines = segments.tail(journal, 65536).split(b"\n")
     except OSError:
         return ""
     for line in reversed(lines[1:] if len(lines) > 1 else lines):

@@ -1,0 +1,119 @@
+"""The journal is written by its runner alone: the check that nothing else wrote to it, sealed segments
+included, so that nothing another process wrote is ever committed.
+
+Appended lines show in the live file's size; a rewrite of the same size in its content, hashed again only
+when the file's inode, ctime or size says someone touched it (ctime cannot be set back by hand). A sealed
+segment is never written again, not even by a runner: one stat each says it is as sealed.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Callable
+
+from orchestrate import git
+from orchestrate.errors import ForeignWrite
+from orchestrate.recorder import segments
+
+
+class Guard:
+    def __init__(self, ledger: Path, journal: Path, suspects: Callable[[], list[str]]) -> None:
+        self.ledger, self.journal, self.suspects = ledger, journal, suspects
+        self.size: int | None = None  # the live file's length after this runner's last write
+        self._digest = None  # sha256 of what the live file held then (a hashlib object); None: not written yet
+        self._stamp: tuple | None = None  # (inode, ctime, size) then: unchanged, nobody wrote since
+        self._sealed: dict[Path, tuple] = {}  # each sealed segment's stamp when this runner first saw it
+
+    @property
+    def armed(self) -> bool:
+        return self._digest is not None
+
+    def before_write(self) -> None:
+        """Refuse if the live file changed since this runner's last write; at the first, take it as found."""
+        stamp = _stamp(self.journal)
+        if self._digest is None:
+            self._digest, self.size, self._stamp = hashlib.sha256(_content(self.journal)), stamp[2], stamp
+            self._sealed = {path: _stamp(path) for path in segments.sealed(self.journal)}
+            return
+        if stamp == self._stamp:
+            return
+        if stamp[2] != self.size:
+            self._foreign(f"{stamp[2] - (self.size or 0):+d} bytes since its last write")
+        if hashlib.sha256(_content(self.journal)).digest() != self._digest.digest():
+            self._foreign("rewritten in place, same size")
+        self._stamp = stamp  # touched, not changed
+
+    def wrote(self, payload: bytes) -> None:
+        """Right after this runner appended `payload`: only the size is known to be right (a line appended by
+        someone else at the same moment shows in it)."""
+        expected = (self.size or 0) + len(payload)
+        self._digest.update(payload)
+        stamp = _stamp(self.journal)
+        if stamp[2] != expected:
+            self._foreign(f"{stamp[2] - expected:+d} bytes since its last write")
+        self.size, self._stamp = expected, stamp
+
+    def verify(self) -> None:
+        """Refuse now if the live file or a sealed segment changed since this runner's last write."""
+        if self._digest is None:
+            return
+        self.before_write()
+        found = segments.sealed(self.journal)
+        for path in found:
+            if path not in self._sealed:
+                self._foreign(f"{segments.name(path)} appeared", path)
+            if _stamp(path) != self._sealed[path]:
+                self._foreign(f"{segments.name(path)}, sealed, was written", path)
+        if len(found) != len(self._sealed):
+            gone = sorted(set(self._sealed) - set(found))
+            self._foreign(f"{segments.name(gone[0])}, sealed, was removed", gone[0])
+
+    def seal(self) -> None:
+        """Right after a commit, when the live file has grown to a segment: seal it (recorder/segments.py)."""
+        if (self.size or 0) < segments.SEGMENT_BYTES or self._digest is None:
+            return
+        self.verify()  # what is sealed is what was committed
+        size, digest = self.size, self._digest.digest()
+        segment = segments.seal(self.journal)
+        # A worker writing the live file while it is sealed writes into the segment (the file it opened) or
+        # into the new live file before it is stamped: both are checked once, against what this runner wrote.
+        sealed, fresh = _stamp(segment), _stamp(self.journal)
+        self._digest, self.size, self._stamp = hashlib.sha256(), 0, fresh
+        if sealed[2] != size or hashlib.sha256(_content(segment)).digest() != digest:
+            self._foreign("written while it was being sealed", segment, ours=True)
+        self._sealed[segment] = sealed
+        if fresh[2] != 0:
+            self._foreign(f"{fresh[2]:+d} bytes as it was started anew")
+
+    def _foreign(self, what: str, path: Path | None = None, *, ours: bool = False) -> None:
+        """Every later write and commit refuses too (the baseline stays), until a person restores the journal.
+        `ours`: `path` is a segment this runner sealed (it may not be committed yet)."""
+        who = ", ".join(self.suspects()) or "something other than this runner"
+        path = path or self.journal
+        rel = path.relative_to(self.ledger)
+        if path == self.journal or git.git(self.ledger, "cat-file", "-e", f"HEAD:{rel}", check=False).rc == 0:
+            restore = f"restore it with `git -C {self.ledger} checkout HEAD -- {rel}`"
+        elif ours or path in self._sealed:  # sealed since the last commit: the live file's commit holds its lines
+            restore = (f"remove it and restore the live file it was sealed from (`rm {path} && git -C {self.ledger} "
+                       f"checkout HEAD -- {self.journal.relative_to(self.ledger)}`)")
+        else:
+            restore = f"remove it (`rm {path}`)"
+        raise ForeignWrite(f"{self.journal}: changed behind the engine's back ({what}) while {who} ran; "
+                           "nothing of it was committed",
+                           hint=f"inspect it with `git -C {self.ledger} status` and `git -C {self.ledger} diff HEAD`, "
+                                f"{restore}, then `orchestrate resume`")
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return (0, 0, 0)
+    return (st.st_ino, st.st_ctime_ns, st.st_size)
+
+
+def _content(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""

@@ -1,0 +1,179 @@
+"""The journal in sealed segments (recorder/segments.py): a commit hashes the live file alone, readers see
+the whole journal, a crash around a seal resumes to the same campaign, and a sealed segment is guarded as
+the live file is."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from orchestrate.recorder import segments
+from tests.engine_helpers import campaign_repo, journal
+from tests.helpers import RepoDir
+
+SMALL = 4000  # bytes: a 9-node campaign's journal (about 70 KB) makes a dozen and more segments
+TOPIC = "seg"
+WORKER = "#!/bin/sh\necho \"$ORCH_NODE\" > \"$ORCH_NODE.txt\"\n"
+
+
+def dag(nodes: int = 9) -> str:
+    lines = [f"topic: {TOPIC}", "workers: {sh: ./work.sh}", "defaults: {sandbox: none}", "nodes:"]
+    for i in range(nodes):
+        dep = f"N{i - 3}" if i >= 3 else ""
+        lines.append(f"  - {{id: N{i}, depends_on: [{dep}], file_surface: [N{i}.txt], discipline: sh}}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def small(monkeypatch):
+    monkeypatch.setattr(segments, "SEGMENT_BYTES", SMALL)
+
+
+def live(repo) -> "os.PathLike":
+    return repo / ".ledger" / "state" / TOPIC / "journal.jsonl"
+
+
+def recorder(repo) -> RepoDir:
+    return RepoDir(repo / ".ledger")
+
+
+def cli(repo, *args: str, fault: str | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, CI="true", ORCHESTRATE_JOURNAL_SEGMENT_BYTES=str(SMALL))
+    env.pop("ORCHESTRATE_FAULT", None)
+    if fault:
+        env["ORCHESTRATE_FAULT"] = fault
+    return subprocess.run([sys.executable, "-m", "orchestrate", *args, "--quiet"], cwd=repo, env=env,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+
+
+def test_a_long_journal_is_sealed_committed_whole_and_read_as_one(tmp_path, orch, small):
+    repo = campaign_repo(tmp_path, dag(), WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75  # final acceptance
+    sealed = segments.sealed(live(repo))
+    assert len(sealed) >= 5, sealed
+    assert all(p.stat().st_size >= SMALL for p in sealed)
+    entries = journal(repo, TOPIC)
+    assert [e["seq"] for e in entries] == list(range(1, len(entries) + 1))
+    assert "open" in [e["kind"] for e in entries[:5]] and sum(e["kind"] == "merge" for e in entries) == 9
+    assert recorder(repo).git("status", "--porcelain") == ""
+    # every commit carried the live file at under a segment plus one transition's entries; a sealed segment
+    # was added once and never changed
+    rec = recorder(repo)
+    for sha in rec.git("rev-list", "HEAD").split():
+        size = rec.git("cat-file", "-s", f"{sha}:state/{TOPIC}/journal.jsonl", check=False)
+        assert not size or int(size) < SMALL + 6000, (sha, size)
+    for path in sealed:
+        rel = f"state/{TOPIC}/{segments.name(path)}"
+        assert len(rec.git("log", "--format=%H", "--", rel).split()) == 1, rel
+    status = json.loads(orch("status", "--json", cwd=repo).out)
+    assert {n["status"] for n in status["nodes"]} == {"ACCEPTED"}
+    assert orch("doctor", "--topic", TOPIC, cwd=repo).rc == 0
+    assert orch("decide", "final-acceptance", "accept", "--topic", TOPIC, "--note", "ok", cwd=repo).rc == 0
+    assert orch("status", "--json", cwd=repo).rc == 0  # ended: read from its segments' close and decision
+
+
+def test_a_short_journal_stays_one_file(tmp_path, orch, monkeypatch):
+    monkeypatch.setattr(segments, "SEGMENT_BYTES", 256 * 1024)  # the default, whatever the environment says
+    repo = campaign_repo(tmp_path, dag(3), WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    assert segments.sealed(live(repo)) == [] and not (live(repo).parent / segments.SEALED).exists()
+
+
+def outcome(repo) -> dict:
+    entries = journal(repo, TOPIC)
+    return {"tree": repo.git("rev-parse", f"campaign/{TOPIC}^{{tree}}"),
+            "merged": sorted(e["context"]["node"] for e in entries if e["kind"] == "merge"),
+            "seqs": [e["seq"] for e in entries] == list(range(1, len(entries) + 1)),
+            "recorder clean": recorder(repo).git("status", "--porcelain") == ""}
+
+
+@pytest.mark.parametrize("fault", ["seal:2", "sealed:2", "sealed:5"])
+def test_a_crash_around_a_seal_resumes_to_the_same_campaign(tmp_path, fault):
+    reference = campaign_repo(tmp_path / "ref", dag(), WORKER)
+    assert cli(reference, "run").returncode == 75
+    repo = campaign_repo(tmp_path / "cut", dag(), WORKER)
+    first = cli(repo, "run", fault=fault)
+    assert first.returncode == -9, first.stdout + first.stderr
+    fresh = [p for p in segments.sealed(live(repo))
+             if not recorder(repo).git("ls-files", f"state/{TOPIC}/{segments.name(p)}")]
+    assert len(fresh) == 1  # the crash left one seal that the recorder's last commit lacks
+    done = cli(repo, "resume", "--topic", TOPIC)
+    assert done.returncode == 75, done.stdout + done.stderr
+    assert outcome(repo) == outcome(reference)
+    assert subprocess.run([sys.executable, "-m", "orchestrate", "doctor", "--topic", TOPIC], cwd=repo,
+                          capture_output=True).returncode == 0
+
+
+def tamperer(action: str) -> str:
+    """A worker (no sandbox) that, as node N7, tampers with the journal's sealed segments; others do their job."""
+    return ("#!/bin/sh\necho \"$ORCH_NODE\" > \"$ORCH_NODE.txt\"\n"
+            "[ \"$ORCH_NODE\" = N7 ] || exit 0\n"
+            "cd \"$(git rev-parse --git-common-dir)/../.ledger/state/seg/journal.d\"\n" + action)
+
+
+@pytest.mark.parametrize("action,what", [
+    ("tail -1 000001.jsonl >> 000001.jsonl\n", "000001.jsonl, sealed, was written"),
+    ("cp 000001.jsonl 999999.jsonl\n", "999999.jsonl appeared"),
+    ("rm 000002.jsonl\n", "000002.jsonl, sealed, was removed"),
+])
+def test_a_worker_that_touches_a_sealed_segment_halts_the_campaign_and_nothing_of_it_is_committed(
+        tmp_path, orch, small, action, what):
+    repo = campaign_repo(tmp_path, dag(), tamperer(action))
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 1 and what in result.err and "N7" in result.err, result.err
+    rec = recorder(repo)
+    committed = rec.git("ls-tree", "--name-only", "HEAD", f"state/{TOPIC}/journal.d/").split()
+    assert f"state/{TOPIC}/journal.d/000002.jsonl" in committed  # a removal is not committed
+    assert not [p for p in committed if "999999" in p]  # nor a planted segment
+    first = rec.git("show", f"HEAD:state/{TOPIC}/journal.d/000001.jsonl").splitlines()
+    assert first[-1] != first[-2]  # nor a line added to a sealed one
+    assert not [e for e in journal(repo, TOPIC) if e["context"].get("node") == "N7" and e["kind"] == "merge"]
+
+
+def test_damage_in_a_sealed_segment_is_named_by_its_file_and_line(tmp_path, orch, small):
+    repo = campaign_repo(tmp_path, dag(), WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    segment = segments.sealed(live(repo))[1]
+    lines = segment.read_bytes().splitlines(keepends=True)
+    segment.write_bytes(b"".join(lines[:1] + [b"garbage\n"] + lines[1:]))
+    where = "journal.d/000002.jsonl:2"
+    assert f"damaged journal: {where} (not JSON)" in orch("status", cwd=repo).out
+    resumed = orch("resume", "--topic", TOPIC, cwd=repo)
+    assert resumed.rc == 1 and resumed.err.startswith(f"orchestrate: error: {where}: not JSON"), resumed.err
+    assert f"checkout HEAD -- state/{TOPIC}/journal.d/000002.jsonl" in resumed.err
+    doctor = orch("doctor", "--topic", TOPIC, cwd=repo)
+    assert doctor.rc == 1 and f"{where}: not a JSON object" in doctor.out, doctor.out
+
+
+@pytest.mark.parametrize("when", ["into the segment", "into the new live file"])
+def test_a_line_written_while_the_journal_is_sealed_is_refused_and_never_committed(tmp_path, monkeypatch, small, when):
+    """A worker appending as the runner seals: its line lands in the file it opened (now the segment) or in
+    the live file started anew before the runner stamps it; either is found at once."""
+    from orchestrate.errors import ForeignWrite
+    from orchestrate.recorder.journal import Recorder
+    repo = campaign_repo(tmp_path, dag(1), WORKER)
+    rec = Recorder(repo / ".ledger", "t").pin()
+    forged = b'{"context":{},"id":"t:99","kind":"note","seq":99}\n'
+    real = segments.write_atomic
+
+    def racing(path, data):
+        if when == "into the segment":
+            with path.open("ab") as fh:  # the live path still names the file that is now the segment
+                fh.write(forged)
+        real(path, data)
+        if when == "into the new live file":
+            with path.open("ab") as fh:
+                fh.write(forged)
+    monkeypatch.setattr(segments, "write_atomic", racing)
+    rec.event("note", {"padding": "x" * SMALL})
+    with pytest.raises(ForeignWrite, match="sealed|started anew"):
+        rec.commit("t: one")
+    with pytest.raises(ForeignWrite):
+        rec.event("note", {"i": 2})
+        rec.commit("t: two")
+    committed = recorder(repo).git("ls-tree", "-r", "--name-only", "HEAD", "state/t")
+    assert "journal.d" not in committed
+    assert b"t:99" not in recorder(repo).git("show", "HEAD:state/t/journal.jsonl").encode()
