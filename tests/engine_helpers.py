@@ -55,6 +55,12 @@ def journal(repo: RepoDir, topic: str) -> list[dict]:
     return [json.loads(line) for line in segments.read_bytes(path).splitlines()]
 
 
+def journal_text(repo: RepoDir, topic: str) -> str:
+    """The campaign's journal as one text (its sealed segments first, then the live file)."""
+    from orchestrate.recorder import segments
+    return segments.read_bytes(repo / ".ledger" / "state" / topic / "journal.jsonl").decode()
+
+
 def statuses(repo: RepoDir, orch, topic: str) -> dict[str, str]:
     """node -> status, as `orchestrate status --json` reports it."""
     import json

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.engine_helpers import campaign_repo, journal
+from tests.engine_helpers import campaign_repo, journal, journal_text
 
 TOOL = r"""#!/bin/sh
 set -eu
@@ -131,7 +131,7 @@ def _wait_for_await(repo, timeout=30.0):
     """Until DISPATCH is recorded as done: the queued nodes are queued, not being set up."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if '"from":"DISPATCH"' in (repo / ".ledger" / "state" / "env" / "journal.jsonl").read_text():
+        if '"from":"DISPATCH"' in journal_text(repo, "env"):
             return
         time.sleep(0.05)
     raise AssertionError("DISPATCH never ended")

@@ -31,10 +31,11 @@ def _dag(topic: str) -> str:
 
 def _after_transitions(repo, topic: str, n: int, runner, timeout: float = 120.0) -> None:
     """Until the campaign's journal holds `n` transitions (or its runner has ended)."""
+    from orchestrate.recorder import segments
     journal = repo / ".ledger" / "state" / topic / "journal.jsonl"
     end = time.monotonic() + timeout
     while time.monotonic() < end and runner.poll() is None:
-        if n == 0 or (journal.exists() and journal.read_text().count('"kind":"transition"') >= n):
+        if n == 0 or segments.read_bytes(journal).count(b'"kind":"transition"') >= n:
             return
         time.sleep(0.02)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.engine_helpers import journal_text
 from tests.helpers import RepoDir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,7 +21,7 @@ def test_the_demo_runs_to_the_final_acceptance_seam(tmp_path, orch):
     repo = tmp_path / "d"
     status = orch("status", "--json", cwd=repo).out
     assert '"state": "PAUSE"' in status and '"final-acceptance"' in status
-    journal = (repo / ".ledger/state/demo/journal.jsonl").read_text()
+    journal = journal_text(repo, "demo")
     for wanted in ('"outcome":"widen"', '"outcome":"serialize"', '"seam":"realignment"', '"source_type":"answers"'):
         assert wanted in journal, wanted
 

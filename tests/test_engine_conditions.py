@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.engine_helpers import campaign_repo
+from tests.engine_helpers import campaign_repo, journal_text
 
 WORKER = r"""#!/bin/sh
 set -eu
@@ -33,7 +33,7 @@ def setup(tmp_path, flag: str, size: str = "3", dag: str = DAG):
 
 
 def journal(repo) -> list[dict]:
-    lines = (repo / ".ledger" / "state" / "cond" / "journal.jsonl").read_text().splitlines()
+    lines = journal_text(repo, "cond").splitlines()
     return [json.loads(line) for line in lines]
 
 

@@ -9,6 +9,7 @@ from tests.engine_helpers import (
     campaign_repo,
     checkout_state,
     first_parent_chain,
+    journal_text,
     only_moved_forward,
     recorder_subjects,
     refs,
@@ -95,7 +96,7 @@ def test_six_node_campaign_end_to_end(six, orch):
     assert any("SURFACE_EXCEED widen -> AWAIT" in s for s in transitions)
     assert any("RECONCILE rework -> DISPATCH (B)" in s for s in transitions)
     assert any("RECONCILE rework -> DISPATCH (C)" in s for s in transitions)
-    journal = (six / ".ledger" / "state" / "six" / "journal.jsonl").read_text().splitlines()
+    journal = journal_text(six, "six").splitlines()
     entries = [json.loads(line) for line in journal]
     assert [e["seq"] for e in entries] == list(range(1, len(entries) + 1))
     assert all({"id", "seq", "created_at", "source_entity", "source_type", "kind", "derived_from", "context"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.engine_helpers import campaign_repo
+from tests.engine_helpers import campaign_repo, journal_text
 
 WORKER = r"""#!/bin/sh
 set -eu
@@ -33,7 +33,7 @@ edges:
 
 
 def gates_of(repo, node: str) -> list[tuple[str, int]]:
-    journal = (repo / ".ledger" / "state" / "typed" / "journal.jsonl").read_text().splitlines()
+    journal = journal_text(repo, "typed").splitlines()
     return [(e["context"]["gate"], e["context"]["code"]) for e in map(json.loads, journal)
             if e["kind"] == "gate" and e["context"].get("node") == node]
 
@@ -57,7 +57,7 @@ def test_p13_a_producer_without_its_payload_is_reworked_with_the_contract_named(
     orch("run", "--quiet", cwd=repo)
     assert gates_of(repo, "P").count(("payload-present(e2)", 1)) == 1
     assert gates_of(repo, "P").count(("payload-present(e2)", 0)) == 1
-    journal = (repo / ".ledger" / "state" / "typed" / "journal.jsonl").read_text()
+    journal = journal_text(repo, "typed")
     assert "P must produce p/schema.json for C (edge e2); not found at" in journal
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.engine_helpers import campaign_repo
+from tests.engine_helpers import campaign_repo, journal_text
 from tests.plugin_site import gate
 
 SCAN = """def check(self, config, cwd, env):
@@ -31,7 +31,7 @@ if [ "$ORCH_ATTEMPT" = 1 ]; then echo SECRET=1 > a.txt; else echo fine > a.txt; 
 
 
 def gate_entries(repo) -> list[dict]:
-    journal = (repo / ".ledger" / "state" / "plug" / "journal.jsonl").read_text().splitlines()
+    journal = journal_text(repo, "plug").splitlines()
     return [e for e in map(json.loads, journal) if e["kind"] == "gate" and e["context"]["gate"] in
             ("no-secrets", "security-review")]
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.engine_helpers import campaign_repo, recorder_subjects
+from tests.engine_helpers import campaign_repo, recorder_subjects, journal_text
 from tests.helpers import RepoDir
 
 
@@ -71,7 +71,7 @@ def test_final_acceptance_pauses_and_the_printed_command_completes_it(tmp_path, 
     assert done.returncode == 0, done.stdout + done.stderr
     after = status(repo)
     assert after["state"] == "DONE" and after["accepted"]
-    entries = [json.loads(x) for x in (repo / ".ledger/state/t/journal.jsonl").read_text().splitlines()]
+    entries = [json.loads(x) for x in journal_text(repo, "t").splitlines()]
     decision = next(e for e in entries if e["kind"] == "decision")
     assert decision["source_entity"] == "human:test@example.com" and decision["source_type"] == "human"
     assert decision["context"]["bound_to"] == repo.git("rev-parse", "campaign/t")
@@ -139,7 +139,7 @@ def test_review_divergence_asks_and_accept_merges(tmp_path):
     assert seam["choices"] == ["accept", "rework", "halt"]
     assert shell(repo, printed_decide(run.stdout, "accept")).returncode == 0
     assert cli(repo, "resume").returncode == 75
-    entries = [json.loads(x) for x in (repo / ".ledger/state/t/journal.jsonl").read_text().splitlines()]
+    entries = [json.loads(x) for x in journal_text(repo, "t").splitlines()]
     decision = next(e for e in entries if e["kind"] == "decision")
     gate_ids = {e["id"] for e in entries if e["kind"] == "gate" and e["context"]["node"] == "N1"}
     assert seam["id"] in decision["derived_from"] and gate_ids & set(decision["derived_from"])
@@ -204,7 +204,7 @@ def test_answers_file_settles_seams_in_a_scripted_run(tmp_path):
     answers.write_text("realignment: {choice: rework, note: try the other way}\n")
     run = cli(repo, "run", "--answers", str(answers))
     assert run.returncode == 75 and "final-acceptance" in run.stdout
-    entries = [json.loads(x) for x in (repo / ".ledger/state/t/journal.jsonl").read_text().splitlines()]
+    entries = [json.loads(x) for x in journal_text(repo, "t").splitlines()]
     assert any(e["kind"] == "decision" and e["source_type"] == "answers" for e in entries)
 
 
@@ -217,7 +217,7 @@ def test_policy_reworks_up_to_its_limit_then_halts_and_says_so(tmp_path):
     run = cli(repo, "run")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "policy chooses rework" in run.stdout and "policy chooses halt" in run.stdout
-    entries = [json.loads(x) for x in (repo / ".ledger/state/t/journal.jsonl").read_text().splitlines()]
+    entries = [json.loads(x) for x in journal_text(repo, "t").splitlines()]
     decisions = [e for e in entries if e["kind"] == "decision"]
     assert [d["context"]["choice"] for d in decisions] == ["rework", "halt"]
     assert all(d["source_type"] == "policy" and d["source_entity"] == "policy:policy" for d in decisions)
@@ -257,7 +257,7 @@ def test_on_a_terminal_the_prompt_records_the_answer_and_the_campaign_continues(
     assert child.exitstatus == 0
     after = status(repo)
     assert after["state"] == "DONE" and after["accepted"]
-    entries = [json.loads(x) for x in (repo / ".ledger/state/t/journal.jsonl").read_text().splitlines()]
+    entries = [json.loads(x) for x in journal_text(repo, "t").splitlines()]
     decision = next(e for e in entries if e["kind"] == "decision")
     assert decision["context"]["who"] == "test@example.com"
     assert decision["context"]["bound_to"] == repo.git("rev-parse", "campaign/t")
@@ -274,7 +274,7 @@ def test_ctrl_d_at_the_prompt_pauses_and_accepts_nothing(tmp_path):
     after = status(repo)
     assert after["state"] == "PAUSE" and not after["accepted"]
     assert not any(json.loads(x)["kind"] == "decision"
-                   for x in (repo / ".ledger/state/t/journal.jsonl").read_text().splitlines())
+                   for x in journal_text(repo, "t").splitlines())
 
 
 REFUTES = """#!/bin/sh

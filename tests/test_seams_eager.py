@@ -40,9 +40,9 @@ esac
 
 def _entries(repo, topic: str) -> list[dict]:
     """The journal as a reader sees it while the runner writes: a torn last line is not read."""
-    path = repo / ".ledger" / "state" / topic / "journal.jsonl"
+    from orchestrate.recorder import segments
     out = []
-    for line in (path.read_text().splitlines() if path.exists() else []):
+    for line in segments.lines(repo / ".ledger" / "state" / topic / "journal.jsonl"):
         try:
             out.append(json.loads(line))
         except ValueError:
