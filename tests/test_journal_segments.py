@@ -177,3 +177,22 @@ def test_a_line_written_while_the_journal_is_sealed_is_refused_and_never_committ
     committed = recorder(repo).git("ls-tree", "-r", "--name-only", "HEAD", "state/t")
     assert "journal.d" not in committed
     assert b"t:99" not in recorder(repo).git("show", "HEAD:state/t/journal.jsonl").encode()
+
+
+def test_a_reader_between_the_two_steps_of_a_seal_reads_each_line_once(tmp_path):
+    """`status` or `decide` read the journal while the runner seals it: the live file is for a moment the
+    newest segment's other name, and counts as empty then."""
+    state = tmp_path / "state" / "t"
+    (state / segments.SEALED).mkdir(parents=True)
+    journal = state / "journal.jsonl"
+    (state / segments.SEALED / "000001.jsonl").write_bytes(b'{"seq":1}\n')
+    journal.write_bytes(b'{"seq":2}\n{"seq":3}\n{"seq":4')
+    assert segments.lines(journal) == [b'{"seq":1}\n', b'{"seq":2}\n', b'{"seq":3}\n']  # the torn end left out
+    journal.write_bytes(b'{"seq":2}\n')
+    os.link(journal, state / segments.SEALED / "000002.jsonl")  # the seal's first step
+    assert segments.read_bytes(journal) == b'{"seq":1}\n{"seq":2}\n'
+    data, where = segments.read(journal)
+    assert where(2) == "journal.d/000002.jsonl:1"
+    segments.write_atomic(journal, b'{"seq":3}\n')  # its second, and a line after it
+    assert segments.read_bytes(journal) == b'{"seq":1}\n{"seq":2}\n{"seq":3}\n'
+    assert segments.read(journal)[1](3) == "journal.jsonl:1"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from orchestrate import faults
 from orchestrate.atomic import write_atomic
@@ -50,19 +50,52 @@ def read(journal: Path) -> tuple[bytes, Callable[[int], str]]:
     parts: list[bytes] = []
     starts: list[tuple[int, str]] = []
     line = 1
-    for path in files(journal):
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            continue
+    for label, data in _parts(journal):
         parts.append(data)
-        starts.append((line, name(path)))
+        starts.append((line, label))
         line += data.count(b"\n")
 
     def where(number: int) -> str:
-        first, label = next(((f, n) for f, n in reversed(starts) if f <= number), (1, "journal.jsonl"))
+        first, label = next(((f, n) for f, n in reversed(starts) if f <= number), (1, journal.name))
         return f"{label}:{number - first + 1}"
     return b"".join(parts), where
+
+
+def _parts(journal: Path) -> list[tuple[str, bytes]]:
+    """(name, content) of each file of the journal as of one moment, while its runner may be sealing: read
+    again when a segment appeared meanwhile, and the live file counted empty while it is still the newest
+    segment's other name (the seal's first step done, not its second)."""
+    for _ in range(5):
+        listed = sealed(journal)
+        found = [(name(path), _content(path)) for path in listed]
+        found.append((journal.name, _live(journal, listed[-1] if listed else None)))
+        if sealed(journal) == listed:
+            break
+    return found
+
+
+def _content(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def _live(journal: Path, newest: Path | None) -> bytes:
+    try:
+        with journal.open("rb") as fh:
+            if newest is not None and os.fstat(fh.fileno()).st_ino == _inode(newest):
+                return b""
+            return fh.read()
+    except FileNotFoundError:
+        return b""
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except FileNotFoundError:
+        return None
 
 
 def name(path: Path) -> str:
@@ -70,18 +103,11 @@ def name(path: Path) -> str:
     return f"{SEALED}/{path.name}" if path.parent.name == SEALED else path.name
 
 
-def lines(journal: Path) -> Iterator[bytes]:
+def lines(journal: Path) -> list[bytes]:
     """Every complete line, in order; a torn end of the live file (a crash mid-write) is left out."""
-    for path in files(journal):
-        try:
-            fh = path.open("rb")
-        except FileNotFoundError:
-            continue
-        with fh:
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    return
-                yield raw
+    found = read_bytes(journal).split(b"\n")
+    found.pop()  # after the last newline: empty, or a torn append
+    return [raw + b"\n" for raw in found]
 
 
 def first_line(journal: Path) -> bytes:
