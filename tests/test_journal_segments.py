@@ -49,22 +49,25 @@ def cli(repo, *args: str, fault: str | None = None) -> subprocess.CompletedProce
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
 
 
-def test_a_long_journal_is_sealed_committed_whole_and_read_as_one(tmp_path, orch, small):
+@pytest.mark.parametrize("size", [SMALL, 5000, 8000])
+def test_a_long_journal_is_sealed_committed_whole_and_read_as_one(tmp_path, orch, monkeypatch, size):
+    monkeypatch.setattr(segments, "SEGMENT_BYTES", size)
     repo = campaign_repo(tmp_path, dag(), WORKER)
     assert orch("run", "--quiet", cwd=repo).rc == 75  # final acceptance
+    assert recorder(repo).git("status", "--porcelain") == ""  # every seal was committed with its transition
     sealed = segments.sealed(live(repo))
     assert len(sealed) >= 5, sealed
-    assert all(p.stat().st_size >= SMALL for p in sealed)
+    assert all(p.stat().st_size >= size for p in sealed)
     entries = journal(repo, TOPIC)
     assert [e["seq"] for e in entries] == list(range(1, len(entries) + 1))
     assert "open" in [e["kind"] for e in entries[:5]] and sum(e["kind"] == "merge" for e in entries) == 9
     assert recorder(repo).git("status", "--porcelain") == ""
-    # every commit carried the live file at under a segment plus one transition's entries; a sealed segment
-    # was added once and never changed
+    # every commit carried the live file at under a segment (it is sealed as the commit is built once it
+    # holds that much); a sealed segment was added once and never changed
     rec = recorder(repo)
     for sha in rec.git("rev-list", "HEAD").split():
-        size = rec.git("cat-file", "-s", f"{sha}:state/{TOPIC}/journal.jsonl", check=False)
-        assert not size or int(size) < SMALL + 6000, (sha, size)
+        held = rec.git("cat-file", "-s", f"{sha}:state/{TOPIC}/journal.jsonl", check=False)
+        assert not held or int(held) < size, (sha, held)
     for path in sealed:
         rel = f"state/{TOPIC}/{segments.name(path)}"
         assert len(rec.git("log", "--format=%H", "--", rel).split()) == 1, rel
@@ -73,6 +76,7 @@ def test_a_long_journal_is_sealed_committed_whole_and_read_as_one(tmp_path, orch
     assert orch("doctor", "--topic", TOPIC, cwd=repo).rc == 0
     assert orch("decide", "final-acceptance", "accept", "--topic", TOPIC, "--note", "ok", cwd=repo).rc == 0
     assert orch("status", "--json", cwd=repo).rc == 0  # ended: read from its segments' close and decision
+    assert recorder(repo).git("status", "--porcelain") == ""
 
 
 def test_a_short_journal_stays_one_file(tmp_path, orch, monkeypatch):
@@ -167,6 +171,8 @@ def test_a_line_written_while_the_journal_is_sealed_is_refused_and_never_committ
         if when == "into the new live file":
             with path.open("ab") as fh:
                 fh.write(forged)
+    rec.event("note", {"i": 0})
+    rec.commit("t: zero")
     monkeypatch.setattr(segments, "write_atomic", racing)
     rec.event("note", {"padding": "x" * SMALL})
     with pytest.raises(ForeignWrite, match="sealed|started anew"):
@@ -196,3 +202,48 @@ def test_a_reader_between_the_two_steps_of_a_seal_reads_each_line_once(tmp_path)
     segments.write_atomic(journal, b'{"seq":3}\n')  # its second, and a line after it
     assert segments.read_bytes(journal) == b'{"seq":1}\n{"seq":2}\n{"seq":3}\n'
     assert segments.read(journal)[1](3) == "journal.jsonl:1"
+
+
+@pytest.mark.parametrize("action,what", [
+    ('mv journal.d "$TMPDIR/stolen" && ln -s "$TMPDIR/stolen" journal.d\n', "journal.d is not a folder"),
+    ('cp -a journal.d "$TMPDIR/copy" && rm -r journal.d && mv "$TMPDIR/copy" journal.d\n', "000001.jsonl, sealed, was written"),
+])
+def test_a_worker_that_swaps_the_segments_folder_halts_the_campaign(tmp_path, orch, small, monkeypatch, action, what):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    worker = tamperer(action).replace('/journal.d"\n', '"\n')  # in the campaign's folder, not in journal.d
+    repo = campaign_repo(tmp_path, dag(), worker)
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 1 and what in result.err, result.err
+    assert "040000 tree" in recorder(repo).git("ls-tree", "HEAD", f"state/{TOPIC}/journal.d")
+
+
+def test_a_file_planted_where_the_segments_go_halts_the_campaign_without_a_traceback(tmp_path, orch, monkeypatch):
+    monkeypatch.setattr(segments, "SEGMENT_BYTES", 20000)  # N0 runs before the first seal
+    worker = ("#!/bin/sh\necho \"$ORCH_NODE\" > \"$ORCH_NODE.txt\"\n[ \"$ORCH_NODE\" = N0 ] || exit 0\n"
+              "echo planted > \"$(git rev-parse --git-common-dir)/../.ledger/state/seg/journal.d\"\n")
+    repo = campaign_repo(tmp_path, dag(), worker)
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 1 and "journal.d" in result.err and "Traceback" not in result.err, result.err
+    assert "journal.d" not in recorder(repo).git("ls-tree", "-r", "--name-only", "HEAD", f"state/{TOPIC}")
+
+
+@pytest.mark.parametrize("tamper,what", [
+    (lambda d: d.joinpath("000001.jsonl").write_bytes(d.joinpath("000001.jsonl").read_bytes().replace(b"2026-", b"2019-", 1)),
+     "journal.d/000001.jsonl differs from the recorder's last commit"),
+    (lambda d: d.joinpath("000002.jsonl").unlink(), "journal.d/000002.jsonl was removed"),
+    (lambda d: d.joinpath("000000.jsonl").write_bytes(b'{"context":{},"id":"seg:1","kind":"note","seq":1}\n'),
+     "journal.d/000000.jsonl is not in the recorder's last commit"),
+    (lambda d: d.joinpath("notes.txt").write_bytes(b"mine\n"), "journal.d/notes.txt is not in the recorder's last commit"),
+])
+def test_resume_refuses_sealed_segments_that_differ_from_the_last_commit(tmp_path, orch, small, tamper, what):
+    repo = campaign_repo(tmp_path, dag(), WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    head = recorder(repo).git("rev-parse", "HEAD")
+    tamper(live(repo).parent / segments.SEALED)
+    resumed = orch("resume", "--topic", TOPIC, cwd=repo)
+    assert resumed.rc == 1 and what in resumed.err and "nothing was resumed" in resumed.err, resumed.err
+    assert recorder(repo).git("rev-parse", "HEAD") == head
+    recorder(repo).git("checkout", "HEAD", "--", f"state/{TOPIC}/journal.d")
+    for extra in ("000000.jsonl", "notes.txt"):
+        (live(repo).parent / segments.SEALED / extra).unlink(missing_ok=True)
+    assert orch("resume", "--topic", TOPIC, cwd=repo).rc == 75  # restored as the message says: it goes on

@@ -13,7 +13,7 @@ from typing import Callable
 from orchestrate import git, proc
 from orchestrate.atomic import sweep_temp_files, write_atomic
 from orchestrate.engine.context import WRITE_AHEAD, Context
-from orchestrate.errors import UsageError
+from orchestrate.errors import ForeignWrite, UsageError
 from orchestrate.recorder import checkpoints, damage, segments, topics
 from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
 from orchestrate.recorder.journal import Recorder
@@ -84,9 +84,15 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
     rel = str(journal.relative_to(ledger))
     committed = git.git(ledger, "show", f"HEAD:{rel}", check=False).stdout.encode()
     folder = f"{rel.rsplit('/', 1)[0]}/{segments.SEALED}"
-    held = {f"{segments.SEALED}/{path.rsplit('/', 1)[-1]}"
-            for path in git.lines(ledger, "ls-tree", "--name-only", "HEAD", f"{folder}/")}
-    committed = segments.settle(journal, committed, held)  # a seal the crash kept out of the last commit
+    held = {f"{segments.SEALED}/{path.rsplit('/', 1)[-1]}": sha for _, _, sha, path in
+            (line.split(None, 3) for line in git.lines(ledger, "ls-tree", "HEAD", f"{folder}/"))}
+    segments.settle(journal, committed, held)  # a seal the crash kept out of the last commit
+    if changed := segments.unlike_head(journal, held):
+        raise ForeignWrite(f"{journal.parent / segments.SEALED}: {'; '.join(changed)}: the journal's sealed segments "
+                           "were changed by something other than orchestrate; nothing was resumed or repaired",
+                           hint=f"inspect it with `git -C {ledger} status -- {folder}`; restore it with `git -C {ledger} "
+                                f"checkout HEAD -- {folder}` and remove the files that command leaves untracked there, "
+                                "then resume")
     current = journal.read_bytes()
     if current == committed:
         if crashed:

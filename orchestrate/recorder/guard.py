@@ -8,6 +8,8 @@ segment is never written again, not even by a runner: one stat each says it is a
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from pathlib import Path
 from typing import Callable
 
@@ -23,6 +25,8 @@ class Guard:
         self._digest = None  # sha256 of what the live file held then (a hashlib object); None: not written yet
         self._stamp: tuple | None = None  # (inode, ctime, size) then: unchanged, nobody wrote since
         self._sealed: dict[Path, tuple] = {}  # each sealed segment's stamp when this runner first saw it
+        self._folder: tuple | None = None  # journal.d/'s own stamp then (segments.folder_stamp)
+        self._made: set[Path] = set()  # the segments this runner sealed
 
     @property
     def armed(self) -> bool:
@@ -34,9 +38,14 @@ class Guard:
         if self._digest is None:
             self._digest, self.size, self._stamp = hashlib.sha256(_content(self.journal)), stamp[2], stamp
             self._sealed = {path: _stamp(path) for path in segments.sealed(self.journal)}
+            self._folder = segments.folder_stamp(self.journal)
+            if self._folder == ("not a folder",):
+                self._foreign(f"{segments.SEALED} is not a folder", self.journal.parent / segments.SEALED)
             return
         if stamp == self._stamp:
             return
+        if stamp[3] not in (0, stat.S_IFREG):
+            self._foreign("it is no longer a plain file")
         if stamp[2] != self.size:
             self._foreign(f"{stamp[2] - (self.size or 0):+d} bytes since its last write")
         if hashlib.sha256(_content(self.journal)).digest() != self._digest.digest():
@@ -58,7 +67,11 @@ class Guard:
         if self._digest is None:
             return
         self.before_write()
-        found = segments.sealed(self.journal)
+        folder = self.journal.parent / segments.SEALED
+        now = segments.folder_stamp(self.journal)
+        if now == ("not a folder",) and now != self._folder:
+            self._foreign(f"{segments.SEALED} is not a folder", folder)
+        found = [folder / n for n in segments.entries(self.journal)]
         for path in found:
             if path not in self._sealed:
                 self._foreign(f"{segments.name(path)} appeared", path)
@@ -67,14 +80,18 @@ class Guard:
         if len(found) != len(self._sealed):
             gone = sorted(set(self._sealed) - set(found))
             self._foreign(f"{segments.name(gone[0])}, sealed, was removed", gone[0])
+        if now != self._folder:  # the same names and files, in another folder put in its place
+            self._foreign(f"{segments.SEALED} was replaced", folder)
 
     def seal(self) -> None:
-        """Right after a commit, when the live file has grown to a segment: seal it (recorder/segments.py)."""
+        """As a commit is built, when the live file has grown to a segment: seal it (recorder/segments.py)."""
         if (self.size or 0) < segments.SEGMENT_BYTES or self._digest is None:
             return
-        self.verify()  # what is sealed is what was committed
+        self.verify()  # what is sealed is what this runner wrote
         size, digest = self.size, self._digest.digest()
         segment = segments.seal(self.journal)
+        self._made.add(segment)
+        self._folder = segments.folder_stamp(self.journal)  # the link changed it: names are checked one by one
         # A worker writing the live file while it is sealed writes into the segment (the file it opened) or
         # into the new live file before it is stamped: both are checked once, against what this runner wrote.
         sealed, fresh = _stamp(segment), _stamp(self.journal)
@@ -93,7 +110,7 @@ class Guard:
         rel = path.relative_to(self.ledger)
         if path == self.journal or git.git(self.ledger, "cat-file", "-e", f"HEAD:{rel}", check=False).rc == 0:
             restore = f"restore it with `git -C {self.ledger} checkout HEAD -- {rel}`"
-        elif ours or path in self._sealed:  # sealed since the last commit: the live file's commit holds its lines
+        elif ours or path in self._made:  # sealed since the last commit: the live file's commit holds its lines
             restore = (f"remove it and restore the live file it was sealed from (`rm {path} && git -C {self.ledger} "
                        f"checkout HEAD -- {self.journal.relative_to(self.ledger)}`)")
         else:
@@ -104,12 +121,13 @@ class Guard:
                                 f"{restore}, then `orchestrate resume`")
 
 
-def _stamp(path: Path) -> tuple[int, int, int]:
+def _stamp(path: Path) -> tuple[int, int, int, int]:
+    """(inode, ctime, size, file type) of the path itself (a symbolic link put in its place is not followed)."""
     try:
-        st = path.stat()
+        st = os.lstat(path)
     except FileNotFoundError:
-        return (0, 0, 0)
-    return (st.st_ino, st.st_ctime_ns, st.st_size)
+        return (0, 0, 0, 0)
+    return (st.st_ino, st.st_ctime_ns, st.st_size, stat.S_IFMT(st.st_mode))
 
 
 def _content(path: Path) -> bytes:

@@ -13,7 +13,6 @@ interleaved.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -184,6 +183,7 @@ class Recorder:
         faults.reach("flush")
         with RecorderLock(self.ledger):
             followed = self._pending is not None and self._follow()  # an interrupted commit of ours may have landed
+            self.guard.seal()  # a live file grown to a segment is sealed in this very commit
             tree = self._build()
             if self.head and tree == self._head_tree() and not followed:
                 if not self._follow():
@@ -204,7 +204,6 @@ class Recorder:
                     self._pending = None
                     self._left_index(tree)
                     upkeep.committed(self.ledger, self.guard.size or 0)
-                    self.guard.seal()
                     return sha
                 if not self._follow() and self._pending is not None:
                     raise self._moved()  # the branch is where this runner left it, yet the swap failed
@@ -308,15 +307,7 @@ def _staged_wrong(staged: str | None, pinned: bytes | None, path: Path) -> bool:
     deleted would be."""
     if staged is None:
         return pinned is not None and not path.exists()
-    return staged != _blob_id(pinned, len(staged))
-
-
-def _blob_id(content: bytes | None, length: int) -> str | None:
-    """The object id git gives `content` as a blob (sha1, or sha256 in a repository of that format)."""
-    if content is None:
-        return None
-    algo = hashlib.sha256 if length == 64 else hashlib.sha1
-    return algo(b"blob %d\0" % len(content) + content).hexdigest()
+    return staged != segments.blob_id(pinned, len(staged))
 
 
 def _gate_refs(entries: Iterable[dict[str, Any]]) -> dict[str, tuple]:

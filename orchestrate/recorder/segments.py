@@ -4,17 +4,22 @@ on its first.
 Git stores a file whole: with one journal file, every transition's commit hashed and compressed all that
 the campaign had written so far (1.8 MB a commit after 256 nodes; 7.2 s of a 31.5 s run in cProfile, and
 a loose object that size per commit). So once the live file, `state/<topic>/journal.jsonl`, holds
-SEGMENT_BYTES or more right after a commit, it is sealed: hard-linked to `journal.d/NNNNNN.jsonl`, never
-written again (the recorder verifies it is left alone, as it does the live file), and the live file starts
-anew, empty. A commit then hashes the live file alone; a sealed segment keeps its blob.
+SEGMENT_BYTES or more as a transition's commit is built, it is sealed: hard-linked to
+`journal.d/NNNNNN.jsonl`, never written again (recorder/guard.py verifies it is left alone, as it does the
+live file), and the live file starts anew, empty. A commit then hashes the live file alone; a sealed segment keeps its blob.
 
 The journal is the sealed segments in order, then the live file. Readers go through this module. A seal
-holds only committed entries and is made right after their commit, so a crash leaves at most one seal
-that the recorder's last commit lacks; `settle` tells resume what it means.
+is made as a transition's commit is built, and is committed with it: a crash before that commit leaves one
+seal the recorder's last commit lacks, which `settle` folds back into the live file (resume then treats
+the entries as it would have without the seal). Any other difference between journal.d/ and the last
+commit is not orchestrate's: `unlike_head` names it, and resume refuses to go on.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import stat
 from pathlib import Path
 from typing import Callable
 
@@ -26,13 +31,31 @@ SEALED = "journal.d"
 SEGMENT_BYTES = int(os.environ.get("ORCHESTRATE_JOURNAL_SEGMENT_BYTES") or 256 * 1024)
 
 
+_NAME = re.compile(r"[0-9]{6}\.jsonl")
+
+
 def sealed(journal: Path) -> list[Path]:
-    """The sealed segments of the journal whose live file is `journal`, oldest first."""
+    """The sealed segments of the journal whose live file is `journal`, oldest first (anything else in the
+    folder is no segment: `entries` lists it, for the checks that refuse it)."""
+    return [journal.parent / SEALED / n for n in entries(journal) if _NAME.fullmatch(n)]
+
+
+def entries(journal: Path) -> list[str]:
+    """Every name in journal.d/, sorted; [] when there is no such folder (or it is not one)."""
     try:
-        names = os.listdir(journal.parent / SEALED)
+        return sorted(os.listdir(journal.parent / SEALED))
     except (FileNotFoundError, NotADirectoryError):
         return []
-    return [journal.parent / SEALED / n for n in sorted(names) if n.endswith(".jsonl")]
+
+
+def folder_stamp(journal: Path) -> tuple | None:
+    """journal.d/ itself, not what it may point to: (inode, ctime), None when absent, ("not a folder",) when
+    it is a symbolic link or a file (nothing orchestrate makes)."""
+    try:
+        st = os.lstat(journal.parent / SEALED)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_ctime_ns) if stat.S_ISDIR(st.st_mode) else ("not a folder",)
 
 
 def files(journal: Path) -> list[Path]:
@@ -139,9 +162,8 @@ def tail(journal: Path, size: int) -> bytes:
 
 
 def seal(journal: Path) -> Path:
-    """Seal the live file, which holds only committed entries: the next number under journal.d/, then an empty
-    live file. The live file exists throughout; a crash between the two steps leaves the same content twice,
-    which `settle` recognises."""
+    """Seal the live file: the next number under journal.d/, then an empty live file. The live file exists
+    throughout; a crash between the two steps leaves the same content twice, which `settle` recognises."""
     folder = journal.parent / SEALED
     folder.mkdir(exist_ok=True)
     done = sealed(journal)
@@ -154,25 +176,46 @@ def seal(journal: Path) -> Path:
     return segment
 
 
-def settle(journal: Path, committed_live: bytes, committed_names: set[str]) -> bytes:
-    """After a crash: what the live file's last commit held, for comparing with what it holds now.
+def settle(journal: Path, committed_live: bytes, committed: dict[str, str]) -> None:
+    """After a crash: fold a seal the recorder's last commit lacks back into the live file.
 
-    `committed_names` are the segment names (`journal.d/...`) the recorder's last commit holds. A seal it
-    lacks was made of the committed live file right after that commit: either the crash came before the new
-    live file was started (the same lines are in both: the seal is undone, the live file is as committed),
-    or after (the live file started empty: b"" is its committed part). Anything else is not a seal of
-    orchestrate's and is left for the caller's check to report."""
-    fresh = [s for s in sealed(journal) if name(s) not in committed_names]
+    `committed_live` is the live file's content in that commit, `committed` its segments (name -> blob id).
+    The seal is the live file as it was when the transition's commit was being built: committed lines, then
+    the transition's. Cut before the new live file was started, the same lines are in both: the segment goes.
+    Cut after, its lines go back in front of the live file's, then the segment goes (a crash in between
+    leaves the first case). Anything else is not a seal of orchestrate's: left for `unlike_head`."""
+    fresh = [s for s in sealed(journal) if name(s) not in committed]
     if len(fresh) != 1:
-        return committed_live
+        return
     held = fresh[0].read_bytes()
-    if held != committed_live:
-        return committed_live
-    try:
-        live = journal.read_bytes()
-    except FileNotFoundError:
-        live = b""
-    if live.startswith(held):  # the seal's second step never ran: undo its first
+    live = _content(journal)
+    if held and live.startswith(held):
         fresh[0].unlink()
-        return committed_live
-    return b""
+    elif held.startswith(committed_live) and held.endswith(b"\n"):
+        write_atomic(journal, held + live)
+        fresh[0].unlink()
+
+
+def unlike_head(journal: Path, committed: dict[str, str]) -> list[str]:
+    """How journal.d/ differs from the recorder's last commit (`committed`: segment name -> blob id): a
+    segment changed, removed or added, anything else in the folder, or the folder not being one."""
+    if folder_stamp(journal) == ("not a folder",):
+        return [f"{SEALED} is not a folder"]
+    found = [f"{label} was removed" for label in committed if not (journal.parent / label).is_file()]
+    for entry in entries(journal):
+        label = f"{SEALED}/{entry}"
+        path = journal.parent / label
+        if label not in committed:
+            found.append(f"{label} is not in the recorder's last commit")
+        elif path.is_symlink() or blob_id(_content(path), len(committed[label])) != committed[label]:
+            found.append(f"{label} differs from the recorder's last commit")
+    return found
+
+
+def blob_id(content: bytes | None, length: int) -> str | None:
+    """The object id git gives `content` as a blob (sha1, or sha256 in a repository of that format: `length`
+    is that of an id the repository gave)."""
+    if content is None:
+        return None
+    algo = hashlib.sha256 if length == 64 else hashlib.sha1
+    return algo(b"blob %d\0" % len(content) + content).hexdigest()
