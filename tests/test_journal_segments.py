@@ -247,3 +247,11 @@ def test_resume_refuses_sealed_segments_that_differ_from_the_last_commit(tmp_pat
     for extra in ("000000.jsonl", "notes.txt"):
         (live(repo).parent / segments.SEALED / extra).unlink(missing_ok=True)
     assert orch("resume", "--topic", TOPIC, cwd=repo).rc == 75  # restored as the message says: it goes on
+
+
+def test_a_live_journal_turned_into_a_link_to_its_copy_halts_the_campaign(tmp_path, orch, small):
+    copy = tmp_path / "copy.jsonl"
+    repo = campaign_repo(tmp_path, dag(), tamperer(f'cd .. && cp journal.jsonl {copy} && ln -sf {copy} journal.jsonl\n'))
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 1 and "no longer a plain file" in result.err, result.err
+    assert "100644 blob" in recorder(repo).git("ls-tree", "HEAD", f"state/{TOPIC}/journal.jsonl")
