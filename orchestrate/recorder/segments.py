@@ -16,7 +16,6 @@ commit is not orchestrate's: `unlike_head` names it, and resume refuses to go on
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -24,7 +23,6 @@ from pathlib import Path
 from typing import Callable
 
 from orchestrate import faults
-from orchestrate.atomic import write_atomic
 
 SEALED = "journal.d"
 # A commit hashes at most about this much journal. Tests set it low to seal small campaigns.
@@ -212,10 +210,16 @@ def unlike_head(journal: Path, committed: dict[str, str]) -> list[str]:
     return found
 
 
+def write_atomic(path: Path, data: bytes) -> None:
+    from orchestrate.atomic import write_atomic as write  # tempfile's import is a fifth of what `status` costs
+    write(path, data)
+
+
 def blob_id(content: bytes | None, length: int) -> str | None:
     """The object id git gives `content` as a blob (sha1, or sha256 in a repository of that format: `length`
     is that of an id the repository gave)."""
     if content is None:
         return None
+    import hashlib
     algo = hashlib.sha256 if length == 64 else hashlib.sha1
     return algo(b"blob %d\0" % len(content) + content).hexdigest()
