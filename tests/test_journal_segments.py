@@ -229,11 +229,11 @@ def test_a_file_planted_where_the_segments_go_halts_the_campaign_without_a_trace
 
 @pytest.mark.parametrize("tamper,what", [
     (lambda d: d.joinpath("000001.jsonl").write_bytes(d.joinpath("000001.jsonl").read_bytes().replace(b"2026-", b"2019-", 1)),
-     "journal.d/000001.jsonl differs from the recorder's last commit"),
-    (lambda d: d.joinpath("000002.jsonl").unlink(), "journal.d/000002.jsonl was removed"),
+     "journal.d/000001.jsonl differs from the last commit or is gone"),
+    (lambda d: d.joinpath("000002.jsonl").unlink(), "journal.d/000002.jsonl differs from the last commit or is gone"),
     (lambda d: d.joinpath("000000.jsonl").write_bytes(b'{"context":{},"id":"seg:1","kind":"note","seq":1}\n'),
-     "journal.d/000000.jsonl is not in the recorder's last commit"),
-    (lambda d: d.joinpath("notes.txt").write_bytes(b"mine\n"), "journal.d/notes.txt is not in the recorder's last commit"),
+     "journal.d/000000.jsonl is not in the last commit"),
+    (lambda d: d.joinpath("notes.txt").write_bytes(b"mine\n"), "journal.d/notes.txt is not in the last commit"),
 ])
 def test_resume_refuses_sealed_segments_that_differ_from_the_last_commit(tmp_path, orch, small, tamper, what):
     repo = campaign_repo(tmp_path, dag(), WORKER)
@@ -255,3 +255,62 @@ def test_a_live_journal_turned_into_a_link_to_its_copy_halts_the_campaign(tmp_pa
     result = orch("run", "--quiet", cwd=repo)
     assert result.rc == 1 and "no longer a plain file" in result.err, result.err
     assert "100644 blob" in recorder(repo).git("ls-tree", "HEAD", f"state/{TOPIC}/journal.jsonl")
+
+
+def test_a_crashed_seal_over_a_live_file_put_back_from_the_last_commit_adds_nothing_twice(tmp_path):
+    """The guard's message says to put the live file back from the last commit; a seal left beside it goes."""
+    repo = campaign_repo(tmp_path, dag(), WORKER)
+    assert cli(repo, "run", fault="sealed:3").returncode == -9
+    recorder(repo).git("checkout", "HEAD", "--", f"state/{TOPIC}/journal.jsonl")
+    assert cli(repo, "resume", "--topic", TOPIC).returncode == 75
+    entries = journal(repo, TOPIC)
+    assert [e["seq"] for e in entries] == list(range(1, len(entries) + 1))
+    assert len({e["id"] for e in entries}) == len(entries)
+    assert recorder(repo).git("status", "--porcelain") == ""
+
+
+def test_a_stray_file_beside_a_crashed_seal_is_the_only_thing_resume_asks_to_remove(tmp_path):
+    reference = campaign_repo(tmp_path / "ref", dag(), WORKER)
+    assert cli(reference, "run").returncode == 75
+    repo = campaign_repo(tmp_path / "cut", dag(), WORKER)
+    assert cli(repo, "run", fault="sealed:3").returncode == -9
+    folder = live(repo).parent / segments.SEALED
+    stray = folder / "000000.jsonl"
+    stray.write_bytes((folder / "000001.jsonl").read_bytes())
+    refused = cli(repo, "resume", "--topic", TOPIC)
+    assert refused.returncode == 1 and "journal.d/000000.jsonl is not in the last commit" in refused.stderr
+    assert f"rm -r {stray}`" in refused.stderr and "000003" not in refused.stderr, refused.stderr
+    stray.unlink()  # as the message says
+    assert cli(repo, "resume", "--topic", TOPIC).returncode == 75
+    assert outcome(repo) == outcome(reference)
+
+
+@pytest.mark.parametrize("plant", ["folder", "fifo"])
+def test_something_other_than_a_file_where_a_segment_or_the_journal_goes_is_refused_and_hangs_nothing(tmp_path, orch, small, plant):
+    repo = campaign_repo(tmp_path, dag(), WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    for where in (live(repo).parent / segments.SEALED / "000099.jsonl", live(repo)):
+        backup = where.read_bytes() if where.is_file() else None
+        where.unlink(missing_ok=True)
+        where.mkdir() if plant == "folder" else os.mkfifo(where)
+        status = subprocess.run([sys.executable, "-m", "orchestrate", "status", "--json"], cwd=repo,
+                                capture_output=True, text=True, timeout=60)
+        assert status.returncode != 70 and "Traceback" not in status.stderr, status.stderr
+        resumed = cli(repo, "resume", "--topic", TOPIC)
+        assert resumed.returncode == 1 and where.name in resumed.stderr, resumed.stderr
+        where.rmdir() if plant == "folder" else where.unlink()
+        if backup is not None:
+            where.write_bytes(backup)
+
+
+def test_the_last_entry_time_is_read_when_the_live_journal_holds_one_line(tmp_path):
+    from orchestrate.report.status import _last_entry_time
+    state = tmp_path / "state" / "t"
+    (state / segments.SEALED).mkdir(parents=True)
+    (state / segments.SEALED / "000001.jsonl").write_bytes(b'{"created_at":"one"}\n' * 5000)
+    journal_file = state / "journal.jsonl"
+    journal_file.write_bytes(b'{"created_at":"two"}\n')
+    assert _last_entry_time(journal_file) == "two"
+    journal_file.write_bytes(b"")
+    assert _last_entry_time(journal_file) == "one"
+    assert segments.tail(journal_file, 100).count(b"\n") == 4  # whole lines only

@@ -170,3 +170,29 @@ def test_a_bad_keep_ignored_setting_is_one_line_naming_it(tmp_path, orch):
     assert r.rc == 1
     assert r.out.splitlines() == [f"{repo / '.ledger' / 'config.yaml'}:1: sandbox.keep_ignored: `sometimes` is not "
                                   "true or false"]
+
+
+def test_resume_after_a_runner_killed_as_it_pooled_a_worktree_still_on_its_branch(tmp_path):
+    """`keep` moves the worktree into the pool, then lets go of its branch: a kill in between left a spare
+    holding a landed node's branch, and resume could not check that branch out again (exit 2, every time)."""
+    import os
+    import subprocess
+    import sys
+    dag = ("topic: k\nworkers: {sh: ./work.sh}\ndefaults: {sandbox: none}\nschedule: layered\nnodes:\n"
+           "  - {id: A, depends_on: [], file_surface: [a.txt], discipline: sh}\n"
+           "  - {id: B, depends_on: [], file_surface: [b.txt], discipline: sh}\n"
+           "  - {id: C, depends_on: [A, B], file_surface: [c.txt], discipline: sh}\n")
+    repo = campaign_repo(tmp_path, dag, '#!/bin/sh\necho "$ORCH_NODE" > "$(echo $ORCH_NODE | tr A-Z a-z).txt"\n')
+
+    def cli(*args, fault=None):
+        env = {k: v for k, v in os.environ.items() if k != "ORCHESTRATE_FAULT"}
+        env.update({"CI": "true", **({"ORCHESTRATE_FAULT": fault} if fault else {})})
+        return subprocess.run([sys.executable, "-m", "orchestrate", *args, "--quiet"], cwd=repo, env=env,
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+    assert cli("run", fault="merge:1").returncode == -9  # A merged, not yet recorded; B landed, its worktree kept
+    worktrees = repo / ".scratch" / "worktrees" / "k"
+    (worktrees / ".pool").mkdir(exist_ok=True)
+    repo.git("worktree", "move", str(worktrees / "B"), str(worktrees / ".pool" / "spare-B"))  # still on its branch
+    done = cli("resume", "--topic", "k")
+    assert done.returncode == 75, done.stdout + done.stderr
+    assert sorted(e["context"]["node"] for e in journal(repo, "k") if e["kind"] == "merge") == ["A", "B", "C"]

@@ -19,7 +19,7 @@ from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.upkeep import sync_index
 from orchestrate.recorder.paths import Layout
-from orchestrate.workers import handwork, worktrees
+from orchestrate.workers import handwork, pool, worktrees
 
 REPAIR = {"source_entity": "orchestrate:resume", "source_type": "repair"}
 
@@ -78,29 +78,33 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
     is committed now, with the files that belong to it.
     """
     ledger, journal = layout.ledger, recorder.journal
-    if not journal.exists():
+    if not journal.exists() and not journal.is_symlink():
         return
+    if journal.is_symlink() or not journal.is_file():
+        raise ForeignWrite(f"{journal}: not a plain file (orchestrate writes one); nothing was resumed or repaired",
+                           hint=f"put it back with `rm -r {journal} && git -C {ledger} checkout HEAD -- "
+                                f"{journal.relative_to(ledger)}`, then resume")
     recorder._truncate_torn_tail()
     rel = str(journal.relative_to(ledger))
     committed = git.git(ledger, "show", f"HEAD:{rel}", check=False).stdout.encode()
     folder = f"{rel.rsplit('/', 1)[0]}/{segments.SEALED}"
     held = {f"{segments.SEALED}/{path.rsplit('/', 1)[-1]}": sha for _, _, sha, path in
             (line.split(None, 3) for line in git.lines(ledger, "ls-tree", "HEAD", f"{folder}/"))}
-    segments.settle(journal, committed, held)  # a seal the crash kept out of the last commit
-    if changed := segments.unlike_head(journal, held):
-        raise ForeignWrite(f"{journal.parent / segments.SEALED}: {'; '.join(changed)}: the journal's sealed segments "
-                           "were changed by something other than orchestrate; nothing was resumed or repaired",
-                           hint=f"inspect it with `git -C {ledger} status -- {folder}`; restore it with `git -C {ledger} "
-                                f"checkout HEAD -- {folder}` and remove the files that command leaves untracked there, "
-                                "then resume")
+    seal = segments.pending(journal, committed, held)  # one the crash kept out of the last commit
+    if changed := segments.unlike_head(journal, held, seal):
+        _refuse_segments(ledger, journal, changed)
+    if seal is not None:
+        segments.settle(journal, committed, seal)
     current = journal.read_bytes()
     if current == committed:
         if crashed:
             _restore_recorder_files(ledger, rel)
         return
     if not current.startswith(committed):
-        warn(f"{rel} differs from its last commit in more than new lines; keeping the file as written")
-        committed = b""
+        raise ForeignWrite(f"{rel}: differs from its last commit in more than new lines (the engine only appends); "
+                           "nothing was resumed or repaired",
+                           hint=f"see `git -C {ledger} diff HEAD -- {rel}`; put it back with `git -C {ledger} checkout "
+                                f"HEAD -- {rel}` (or commit a deliberate edit in {ledger}), then resume")
     tail = [json.loads(raw) for raw in current[len(committed):].splitlines()]
     last_transition = max((i for i, e in enumerate(tail) if e["kind"] == "transition"), default=-1)
     kept = tail[: last_transition + 1] + [e for e in tail[last_transition + 1:] if e["kind"] in WRITE_AHEAD]
@@ -121,6 +125,22 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
         warn("committed a transition that was journalled just before the crash")
     elif crashed:
         _restore_recorder_files(ledger, rel)
+
+
+def _refuse_segments(ledger: Path, journal: Path, changed: list[tuple[str, str]]) -> None:
+    """ForeignWrite naming what in journal.d/ differs from the recorder's last commit, and the exact commands
+    that put it back (never touching a seal resume will undo itself)."""
+    state = journal.parent.relative_to(ledger)
+    what = "; ".join(f"{label} {'differs from the last commit or is gone' if how == 'restore' else 'is not in the last commit'}"
+                     for label, how in changed)
+    steps = []
+    if remove := [str(journal.parent / label) for label, how in changed if how == "remove"]:
+        steps.append(f"rm -r {' '.join(remove)}")
+    if restore := [str(state / label) for label, how in changed if how == "restore"]:
+        steps.append(f"git -C {ledger} checkout HEAD -- {' '.join(restore)}")
+    raise ForeignWrite(f"{journal.parent / segments.SEALED}: {what}: the journal's sealed segments were changed by "
+                       "something other than orchestrate; nothing was resumed or repaired",
+                       hint=f"put them back with `{' && '.join(steps)}`, then resume")
 
 
 def _restore_recorder_files(ledger: Path, journal_rel: str) -> None:
@@ -182,6 +202,7 @@ def repair(ctx: Context) -> None:
         git.git(integ, "reset", "-q", "--hard", "HEAD")
         git.git(integ, "clean", "-q", "-fd")
         _repaired(ctx, "integration-reset", "cleared uncommitted changes in the integration worktree")
+    pool.drop_left(ctx.root, ctx.layout.worktrees(c.topic))  # no repair: this process would never reuse them
     for ns in c.nodes.values():
         if ns.status == DISPATCHED and not ns.freeze and not handwork.is_human(ctx.dag, ns.id):
             _reconcile_worker(ctx, ns)

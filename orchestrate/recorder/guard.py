@@ -36,7 +36,7 @@ class Guard:
         """Refuse if the live file changed since this runner's last write; at the first, take it as found."""
         stamp = _stamp(self.journal)
         if self._digest is None:
-            self._digest, self.size, self._stamp = hashlib.sha256(_content(self.journal)), stamp[2], stamp
+            self._digest, self.size, self._stamp = hashlib.sha256(segments.content(self.journal)), stamp[2], stamp
             self._sealed = {path: _stamp(path) for path in segments.sealed(self.journal)}
             self._folder = segments.folder_stamp(self.journal)
             if self._folder == ("not a folder",):
@@ -48,7 +48,7 @@ class Guard:
             self._foreign("it is no longer a plain file")
         if stamp[2] != self.size:
             self._foreign(f"{stamp[2] - (self.size or 0):+d} bytes since its last write")
-        if hashlib.sha256(_content(self.journal)).digest() != self._digest.digest():
+        if hashlib.sha256(segments.content(self.journal)).digest() != self._digest.digest():
             self._foreign("rewritten in place, same size")
         self._stamp = stamp  # touched, not changed
 
@@ -96,7 +96,7 @@ class Guard:
         # into the new live file before it is stamped: both are checked once, against what this runner wrote.
         sealed, fresh = _stamp(segment), _stamp(self.journal)
         self._digest, self.size, self._stamp = hashlib.sha256(), 0, fresh
-        if sealed[2] != size or hashlib.sha256(_content(segment)).digest() != digest:
+        if sealed[2] != size or hashlib.sha256(segments.content(segment)).digest() != digest:
             self._foreign("written while it was being sealed", segment, ours=True)
         self._sealed[segment] = sealed
         if fresh[2] != 0:
@@ -128,10 +128,3 @@ def _stamp(path: Path) -> tuple[int, int, int, int]:
     except FileNotFoundError:
         return (0, 0, 0, 0)
     return (st.st_ino, st.st_ctime_ns, st.st_size, stat.S_IFMT(st.st_mode))
-
-
-def _content(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""

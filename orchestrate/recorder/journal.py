@@ -106,8 +106,8 @@ class Recorder:
         self._truncate_torn_tail()
 
     def _truncate_torn_tail(self) -> None:
-        if not self.journal.exists():
-            return
+        if not self.journal.is_file() or self.journal.is_symlink():
+            return  # nothing the engine wrote: the guard and resume's checks name it
         data = self.journal.read_bytes()
         if data and not data.endswith(b"\n"):
             with self.journal.open("r+b") as fh:

@@ -33,9 +33,17 @@ _NAME = re.compile(r"[0-9]{6}\.jsonl")
 
 
 def sealed(journal: Path) -> list[Path]:
-    """The sealed segments of the journal whose live file is `journal`, oldest first (anything else in the
-    folder is no segment: `entries` lists it, for the checks that refuse it)."""
-    return [journal.parent / SEALED / n for n in entries(journal) if _NAME.fullmatch(n)]
+    """The sealed segments of the journal whose live file is `journal`, oldest first: regular files with a
+    segment's name (anything else in the folder is none: `entries` lists it, for the checks that refuse it)."""
+    folder = journal.parent / SEALED
+    return [folder / n for n in entries(journal) if _NAME.fullmatch(n) and _regular(folder / n)]
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def entries(journal: Path) -> list[str]:
@@ -88,33 +96,41 @@ def _parts(journal: Path) -> list[tuple[str, bytes]]:
     segment's other name (the seal's first step done, not its second)."""
     for _ in range(5):
         listed = sealed(journal)
-        found = [(name(path), _content(path)) for path in listed]
+        found = [(name(path), content(path)) for path in listed]
         found.append((journal.name, _live(journal, listed[-1] if listed else None)))
         if sealed(journal) == listed:
             break
     return found
 
 
-def _content(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
+def content(path: Path) -> bytes:
+    """A regular file's content; b"" for anything else (see `_read`)."""
+    return _read(path)[0]
 
 
 def _live(journal: Path, newest: Path | None) -> bytes:
+    data, inode = _read(journal)
+    return b"" if newest is not None and inode is not None and inode == _inode(newest) else data
+
+
+def _read(path: Path) -> tuple[bytes, int | None]:
+    """A regular file's content and inode, never following a link or waiting on a pipe put in its place: (b"",
+    None) for anything else (the guard and resume's checks name it)."""
     try:
-        with journal.open("rb") as fh:
-            if newest is not None and os.fstat(fh.fileno()).st_ino == _inode(newest):
-                return b""
-            return fh.read()
-    except FileNotFoundError:
-        return b""
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except (FileNotFoundError, IsADirectoryError, OSError):
+        return b"", None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return b"", None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(), st.st_ino
 
 
 def _inode(path: Path) -> int | None:
     try:
-        return path.stat().st_ino
+        return os.lstat(path).st_ino
     except FileNotFoundError:
         return None
 
@@ -133,27 +149,18 @@ def lines(journal: Path) -> list[bytes]:
 
 def first_line(journal: Path) -> bytes:
     for path in files(journal):
-        try:
-            with path.open("rb") as fh:
-                found = fh.readline()
-        except FileNotFoundError:
-            continue
-        if found:
-            return found
+        if found := content(path):
+            return found[:found.find(b"\n") + 1] or found
     return b""
 
 
 def tail(journal: Path, size: int) -> bytes:
-    """About the last `size` bytes of the journal: the live file's, or the newest segment's when the live file
-    was sealed a moment ago and holds too little."""
+    """The journal's last complete lines, about `size` bytes of them: the live file's, or the newest segment's
+    when the live file was sealed a moment ago and holds none yet."""
     for path in reversed(files(journal)):
-        try:
-            with path.open("rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - size))
-                found = fh.read()
-        except FileNotFoundError:
-            continue
+        found = content(path)
+        if len(found) > size:
+            found = found[found.find(b"\n", len(found) - size - 1) + 1:]
         if found.strip():
             return found
     return b""
@@ -174,40 +181,52 @@ def seal(journal: Path) -> Path:
     return segment
 
 
-def settle(journal: Path, committed_live: bytes, committed: dict[str, str]) -> None:
-    """After a crash: fold a seal the recorder's last commit lacks back into the live file.
-
-    `committed_live` is the live file's content in that commit, `committed` its segments (name -> blob id).
-    The seal is the live file as it was when the transition's commit was being built: committed lines, then
-    the transition's. Cut before the new live file was started, the same lines are in both: the segment goes.
-    Cut after, its lines go back in front of the live file's, then the segment goes (a crash in between
-    leaves the first case). Anything else is not a seal of orchestrate's: left for `unlike_head`."""
-    fresh = [s for s in sealed(journal) if name(s) not in committed]
-    if len(fresh) != 1:
-        return
-    held = fresh[0].read_bytes()
-    live = _content(journal)
-    if held and live.startswith(held):
-        fresh[0].unlink()
-    elif held.startswith(committed_live) and held.endswith(b"\n"):
-        write_atomic(journal, held + live)
-        fresh[0].unlink()
+def pending(journal: Path, committed_live: bytes, committed: dict[str, str]) -> Path | None:
+    """The seal a crash kept out of the recorder's last commit, if there is one: the number after the highest
+    that commit holds, a regular file made of the live file as committed and more complete lines.
+    `committed_live` is the live file's content in that commit, `committed` its segments (name -> blob id)."""
+    numbers = [int(label[len(SEALED) + 1:][:6]) for label in committed if _NAME.fullmatch(label[len(SEALED) + 1:])]
+    candidate = journal.parent / SEALED / f"{max(numbers, default=0) + 1:06d}.jsonl"
+    held = content(candidate)
+    if held.startswith(committed_live) and held.endswith(b"\n") and _regular(candidate):
+        return candidate
+    return None
 
 
-def unlike_head(journal: Path, committed: dict[str, str]) -> list[str]:
-    """How journal.d/ differs from the recorder's last commit (`committed`: segment name -> blob id): a
-    segment changed, removed or added, anything else in the folder, or the folder not being one."""
+def settle(journal: Path, committed_live: bytes, seal: Path) -> None:
+    """After a crash: undo `seal` (see `pending`), made as a transition's commit was built.
+
+    Cut before the new live file was started, the same lines are in both: the segment goes. Cut after, the
+    live file is empty: the segment's lines go back into it, then the segment goes (a crash in between leaves
+    the first case). A live file put back to its last commit (as the guard's message says to) wins: the
+    segment goes, and the transition it held runs again."""
+    held, live = content(seal), content(journal)
+    if live.startswith(held):
+        seal.unlink()
+    elif not live:
+        write_atomic(journal, held)
+        seal.unlink()
+    elif live.startswith(committed_live):
+        seal.unlink()
+
+
+def unlike_head(journal: Path, committed: dict[str, str], seal: Path | None = None) -> list[tuple[str, str]]:
+    """How journal.d/ differs from the recorder's last commit (`committed`: segment name -> blob id), the
+    crash's `seal` aside, as (name, what): a segment changed or removed ("restore"), anything the commit
+    lacks ("remove"), or the folder not being one."""
     if folder_stamp(journal) == ("not a folder",):
-        return [f"{SEALED} is not a folder"]
-    found = [f"{label} was removed" for label in committed if not (journal.parent / label).is_file()]
+        return [(SEALED, "remove")]
+    found = [(label, "restore") for label in committed if not _regular(journal.parent / label)]
     for entry in entries(journal):
         label = f"{SEALED}/{entry}"
         path = journal.parent / label
+        if path == seal:
+            continue
         if label not in committed:
-            found.append(f"{label} is not in the recorder's last commit")
-        elif path.is_symlink() or blob_id(_content(path), len(committed[label])) != committed[label]:
-            found.append(f"{label} differs from the recorder's last commit")
-    return found
+            found.append((label, "remove"))
+        elif not _regular(path) or blob_id(content(path), len(committed[label])) != committed[label]:
+            found.append((label, "restore"))
+    return sorted(set(found))
 
 
 def write_atomic(path: Path, data: bytes) -> None:

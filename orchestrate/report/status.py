@@ -87,7 +87,7 @@ def _last_entry_time(journal: Path) -> str:
         lines = segments.tail(journal, 65536).split(b"\n")
     except OSError:
         return ""
-    for line in reversed(lines[1:] if len(lines) > 1 else lines):
+    for line in reversed(lines):
         try:
             return json.loads(line).get("created_at", "")
         except (ValueError, AttributeError):

@@ -127,6 +127,15 @@ def discard(root: Path, path: Path) -> None:
         git.git(root, "worktree", "prune", check=False)
 
 
+def drop_left(root: Path, worktrees: Path) -> None:
+    """Remove the spares an earlier runner left (resume): nothing about them is known here (`take` would
+    discard them), and one a runner killed mid-`keep` moved into the pool without letting go of its branch
+    would keep that branch from being checked out again."""
+    for spare in _spares_in(folder(worktrees)):
+        _spares.pop(str(spare), None)
+        discard(root, spare)
+
+
 def _spares_in(pool: Path) -> list[Path]:
     return sorted(p for p in pool.iterdir() if p.is_dir() and p.name.startswith("spare-")) if pool.is_dir() else []
 
