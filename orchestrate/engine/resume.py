@@ -144,13 +144,12 @@ def _refuse_segments(ledger: Path, journal: Path, changed: list[tuple[str, str]]
 
 
 def _restore_recorder_files(ledger: Path, journal_rel: str) -> None:
-    """Put every recorder file but the journal (its sealed segments too) back to its last commit (a half-done
-    state's edits)."""
+    """Put every recorder file but the journal back to its last commit (a half-done state's edits). Its sealed
+    segments are as committed by then (settle_journal refuses or undoes anything else)."""
     sync_index(ledger)  # the crashed runner's commits left the index behind: status then shows only its edits
     changed = [ln[3:] for ln in git.git(ledger, "status", "--porcelain=v1", "--untracked-files=all").stdout.splitlines()]
-    sealed = f"{journal_rel.rsplit('/', 1)[0]}/{segments.SEALED}/"
     for path in changed:
-        if path == journal_rel or path.startswith(sealed) or path.endswith(".tmp"):
+        if path == journal_rel or path.endswith(".tmp"):
             continue
         if git.git(ledger, "cat-file", "-e", f"HEAD:{path}", check=False):
             git.git(ledger, "checkout", "HEAD", "--", path)

@@ -23,14 +23,10 @@ class Guard:
         self.ledger, self.journal, self.suspects = ledger, journal, suspects
         self.size: int | None = None  # the live file's length after this runner's last write
         self._digest = None  # sha256 of what the live file held then (a hashlib object); None: not written yet
-        self._stamp: tuple | None = None  # (inode, ctime, size) then: unchanged, nobody wrote since
+        self._stamp: tuple | None = None  # its `_stamp` then: unchanged, nobody wrote since
         self._sealed: dict[Path, tuple] = {}  # each sealed segment's stamp when this runner first saw it
         self._folder: tuple | None = None  # journal.d/'s own stamp then (segments.folder_stamp)
         self._made: set[Path] = set()  # the segments this runner sealed
-
-    @property
-    def armed(self) -> bool:
-        return self._digest is not None
 
     def before_write(self) -> None:
         """Refuse if the live file changed since this runner's last write; at the first, take it as found."""

@@ -118,7 +118,7 @@ def _read(path: Path) -> tuple[bytes, int | None]:
     None) for anything else (the guard and resume's checks name it)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except (FileNotFoundError, IsADirectoryError, OSError):
+    except OSError:  # absent, or a link (O_NOFOLLOW)
         return b"", None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -201,12 +201,10 @@ def settle(journal: Path, committed_live: bytes, seal: Path) -> None:
     the first case). A live file put back to its last commit (as the guard's message says to) wins: the
     segment goes, and the transition it held runs again."""
     held, live = content(seal), content(journal)
-    if live.startswith(held):
-        seal.unlink()
-    elif not live:
+    if not live:
         write_atomic(journal, held)
         seal.unlink()
-    elif live.startswith(committed_live):
+    elif live.startswith(committed_live):  # the seal's lines are in it (they start with these), or it was put back
         seal.unlink()
 
 
@@ -234,11 +232,11 @@ def write_atomic(path: Path, data: bytes) -> None:
     write(path, data)
 
 
-def blob_id(content: bytes | None, length: int) -> str | None:
-    """The object id git gives `content` as a blob (sha1, or sha256 in a repository of that format: `length`
-    is that of an id the repository gave)."""
-    if content is None:
+def blob_id(data: bytes | None, length: int) -> str | None:
+    """The object id git gives `data` as a blob (sha1, or sha256 in a repository of that format: `length` is
+    that of an id the repository gave)."""
+    if data is None:
         return None
     import hashlib
     algo = hashlib.sha256 if length == 64 else hashlib.sha1
-    return algo(b"blob %d\0" % len(content) + content).hexdigest()
+    return algo(b"blob %d\0" % len(data) + data).hexdigest()
