@@ -66,3 +66,18 @@ def statuses(repo: RepoDir, orch, topic: str) -> dict[str, str]:
     import json
     out = orch("status", "--json", "--topic", topic, cwd=repo).out
     return {n["id"]: n["status"] for n in json.loads(out)["nodes"]}
+
+
+def racing_seal(real, when: str, line: bytes):
+    """A stand-in for recorder/segments.py's write_atomic (`real`) that appends `line` to the journal as it is
+    sealed: "into the segment" (the live path still names the file that is now the segment) or "into the new
+    live file" (before the runner stamps it)."""
+    def racing(path, data):
+        if when == "into the segment":
+            with path.open("ab") as fh:
+                fh.write(line)
+        real(path, data)
+        if when == "into the new live file":
+            with path.open("ab") as fh:
+                fh.write(line)
+    return racing

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from orchestrate.recorder import segments
-from tests.engine_helpers import campaign_repo, journal
+from tests.engine_helpers import campaign_repo, journal, racing_seal
 from tests.helpers import RepoDir
 
 SMALL = 4000  # bytes: a 9-node campaign's journal (about 70 KB) makes a dozen and more segments
@@ -163,17 +163,9 @@ def test_a_line_written_while_the_journal_is_sealed_is_refused_and_never_committ
     forged = b'{"context":{},"id":"t:99","kind":"note","seq":99}\n'
     real = segments.write_atomic
 
-    def racing(path, data):
-        if when == "into the segment":
-            with path.open("ab") as fh:  # the live path still names the file that is now the segment
-                fh.write(forged)
-        real(path, data)
-        if when == "into the new live file":
-            with path.open("ab") as fh:
-                fh.write(forged)
     rec.event("note", {"i": 0})
     rec.commit("t: zero")
-    monkeypatch.setattr(segments, "write_atomic", racing)
+    monkeypatch.setattr(segments, "write_atomic", racing_seal(real, when, forged))
     rec.event("note", {"padding": "x" * SMALL})
     with pytest.raises(ForeignWrite, match="sealed|started anew"):
         rec.commit("t: one")

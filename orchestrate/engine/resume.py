@@ -14,7 +14,7 @@ from orchestrate import git, proc
 from orchestrate.atomic import sweep_temp_files, write_atomic
 from orchestrate.engine.context import WRITE_AHEAD, Context
 from orchestrate.errors import ForeignWrite, UsageError
-from orchestrate.recorder import checkpoints, damage, segments, topics
+from orchestrate.recorder import checkpoints, damage, guard, segments, topics
 from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.upkeep import sync_index
@@ -96,6 +96,7 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
     if seal is not None:
         segments.settle(journal, committed, seal)
     current = journal.read_bytes()
+    _refuse_after_foreign_write(ledger, recorder.topic, rel, current, committed)
     if current == committed:
         if crashed:
             _restore_recorder_files(ledger, rel)
@@ -125,6 +126,21 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
         warn("committed a transition that was journalled just before the crash")
     elif crashed:
         _restore_recorder_files(ledger, rel)
+
+
+def _refuse_after_foreign_write(ledger: Path, topic: str, rel: str, current: bytes, committed: bytes) -> None:
+    """The run before halted on a write it did not make (recorder/guard.py): go on only from the last commit or
+    from exactly the lines that runner wrote since, so that a line in the engine's own shape appended by a
+    worker is never committed and folded."""
+    record = guard.halted(ledger, topic)
+    if record is None:
+        return
+    if current != committed and not guard.written_by_runner(record, current):
+        raise ForeignWrite(f"{rel}: holds lines this runner did not write (the run halted on them: "
+                           f"{record.get('what')}); nothing was resumed or repaired",
+                           hint=f"see `git -C {ledger} diff HEAD -- {rel}`; put it back with `git -C {ledger} checkout "
+                                f"HEAD -- {rel}` (what the halted runner had not committed yet runs again), then resume")
+    guard.clear(ledger, topic)
 
 
 def _refuse_segments(ledger: Path, journal: Path, changed: list[tuple[str, str]]) -> None:

@@ -4,10 +4,15 @@ included, so that nothing another process wrote is ever committed.
 Appended lines show in the live file's size; a rewrite of the same size in its content, hashed again only
 when the file's inode, ctime or size says someone touched it (ctime cannot be set back by hand). A sealed
 segment is never written again, not even by a runner: one stat each says it is as sealed.
+
+A runner that finds a foreign write leaves a halt record (`halt_record`): the length and digest of what it
+had written itself since its last seal. Until `orchestrate resume` finds the live file back at its last
+commit or at exactly those bytes, it refuses: a line appended in the engine's own shape is never folded in.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from pathlib import Path
@@ -53,10 +58,11 @@ class Guard:
         someone else at the same moment shows in it)."""
         expected = (self.size or 0) + len(payload)
         self._digest.update(payload)
+        self.size = expected
         stamp = _stamp(self.journal)
         if stamp[2] != expected:
             self._foreign(f"{stamp[2] - expected:+d} bytes since its last write")
-        self.size, self._stamp = expected, stamp
+        self._stamp = stamp
 
     def verify(self) -> None:
         """Refuse now if the live file or a sealed segment changed since this runner's last write."""
@@ -84,7 +90,8 @@ class Guard:
         if (self.size or 0) < segments.SEGMENT_BYTES or self._digest is None:
             return
         self.verify()  # what is sealed is what this runner wrote
-        size, digest = self.size, self._digest.digest()
+        size, digest = self.size or 0, self._digest.digest()
+        own = (size, digest.hex())  # what resume folds an unfinished seal back into: the runner's lines, no more
         segment = segments.seal(self.journal)
         self._made.add(segment)
         self._folder = segments.folder_stamp(self.journal)  # the link changed it: names are checked one by one
@@ -93,28 +100,67 @@ class Guard:
         sealed, fresh = _stamp(segment), _stamp(self.journal)
         self._digest, self.size, self._stamp = hashlib.sha256(), 0, fresh
         if sealed[2] != size or hashlib.sha256(segments.content(segment)).digest() != digest:
-            self._foreign("written while it was being sealed", segment, ours=True)
+            self._foreign("written while it was being sealed", segment, ours=True, own=own)
         self._sealed[segment] = sealed
         if fresh[2] != 0:
-            self._foreign(f"{fresh[2]:+d} bytes as it was started anew")
+            self._foreign(f"{fresh[2]:+d} bytes as it was started anew", own=own)
 
-    def _foreign(self, what: str, path: Path | None = None, *, ours: bool = False) -> None:
-        """Every later write and commit refuses too (the baseline stays), until a person restores the journal.
-        `ours`: `path` is a segment this runner sealed (it may not be committed yet)."""
+    def _foreign(self, what: str, path: Path | None = None, *, ours: bool = False,
+                 own: tuple[int, str] | None = None) -> None:
+        """Every later write and commit refuses too (the baseline stays), and so does resume (the halt record),
+        until a person restores the journal. `ours`: `path` is a segment this runner sealed (it may not be
+        committed yet). `own`: the length and sha256 of the runner's lines since its last seal, if not the
+        baseline's."""
+        _record(self.ledger, self.journal.parent.name, what,
+                own or (self.size or 0, self._digest.hexdigest() if self._digest else hashlib.sha256().hexdigest()))
         who = ", ".join(self.suspects()) or "something other than this runner"
         path = path or self.journal
         rel = path.relative_to(self.ledger)
         if path == self.journal or git.git(self.ledger, "cat-file", "-e", f"HEAD:{rel}", check=False).rc == 0:
             restore = f"restore it with `git -C {self.ledger} checkout HEAD -- {rel}`"
         elif ours or path in self._made:  # sealed since the last commit: the live file's commit holds its lines
-            restore = (f"remove it and restore the live file it was sealed from (`rm {path} && git -C {self.ledger} "
+            restore = (f"remove it and restore the live file it was sealed from (`rm -f {path} && git -C {self.ledger} "
                        f"checkout HEAD -- {self.journal.relative_to(self.ledger)}`)")
         else:
-            restore = f"remove it (`rm {path}`)"
+            restore = f"remove it (`rm -f {path}`)"
         raise ForeignWrite(f"{self.journal}: changed behind the engine's back ({what}) while {who} ran; "
                            "nothing of it was committed",
                            hint=f"inspect it with `git -C {self.ledger} status` and `git -C {self.ledger} diff HEAD`, "
                                 f"{restore}, then `orchestrate resume`")
+
+
+def halt_record(ledger: Path, topic: str) -> Path:
+    """Where a runner that found a foreign write in `topic`'s journal records what it wrote itself: in the
+    recorder's git folder, out of every working tree (no status lists it, no restore of the recorder's
+    files removes it)."""
+    return ledger / ".git" / "orchestrate" / f"halted-{topic}.json"
+
+
+def _record(ledger: Path, topic: str, what: str, own: tuple[int, str]) -> None:
+    from orchestrate.atomic import write_atomic
+    path = halt_record(ledger, topic)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps({"what": what, "size": own[0], "sha256": own[1]}).encode() + b"\n")
+
+
+def halted(ledger: Path, topic: str) -> dict | None:
+    """The halt record of `topic`, if a runner left one; an unreadable one counts as one that matches nothing."""
+    try:
+        record = json.loads(halt_record(ledger, topic).read_bytes())
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        return {"what": "its halt record is unreadable", "size": -1, "sha256": ""}
+    return record if isinstance(record, dict) else {"what": "its halt record is unreadable", "size": -1, "sha256": ""}
+
+
+def written_by_runner(record: dict, data: bytes) -> bool:
+    """Whether `data` (the live file, an unfinished seal folded back) is exactly what the halted runner wrote."""
+    return len(data) == record.get("size") and hashlib.sha256(data).hexdigest() == record.get("sha256")
+
+
+def clear(ledger: Path, topic: str) -> None:
+    halt_record(ledger, topic).unlink(missing_ok=True)
 
 
 def _stamp(path: Path) -> tuple[int, int, int, int]:

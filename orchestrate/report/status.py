@@ -28,6 +28,11 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
     from orchestrate.recorder import damage
     if note := damage.describe(layout.journal(chosen)):
         data.setdefault("flags", []).append(note)
+    from orchestrate.recorder import guard
+    if halt := guard.halted(layout.ledger, chosen):
+        data.setdefault("flags", []).append(
+            f"the last run halted on a journal write orchestrate did not make ({halt.get('what')}); "
+            "`orchestrate resume` goes on once journal.jsonl holds only the runner's own lines (its hint says how)")
     if as_json:
         return json.dumps(data, indent=2)
     return "\n".join(render(data))

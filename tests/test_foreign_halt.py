@@ -1,0 +1,146 @@
+"""After a run halts on a journal written by something else (ForeignWrite), resume goes on only from what
+the runner wrote: the last commit, or the runner's own lines since, never a line someone else appended,
+however well it imitates the engine's (recorder/guard.py keeps the runner's own length and digest)."""
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from orchestrate.engine import resume
+from orchestrate.errors import ForeignWrite
+from orchestrate.recorder import guard, segments
+from orchestrate.recorder.journal import Recorder
+from orchestrate.recorder.paths import Layout
+from tests.engine_helpers import campaign_repo, journal_text, racing_seal, statuses
+from tests.helpers import RepoDir
+
+DAG = """\
+topic: forge
+mode: autonomous
+defaults: {max_attempts: 1, sandbox: none}
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, file_surface: [a.txt], discipline: sh}
+  - {id: B, depends_on: [A], file_surface: [b.txt], discipline: sh}
+"""
+JOURNAL = ".ledger/state/forge/journal.jsonl"
+# A (its first attempt), without the sandbox, appends a copy of the journal's last transition under an id of
+# its own: a line of the engine's shape that resume, were it to trust the file, would commit and fold.
+FORGER = f"""#!/bin/sh
+echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr AB ab).txt"
+[ "$ORCH_NODE$ORCH_ATTEMPT" = A1 ] || exit 0
+j="$(git rev-parse --git-common-dir)/../{JOURNAL}"
+grep '"kind":"transition"' "$j" | tail -1 | sed 's/"id":"[^"]*"/"id":"forge:9999"/' >> "$j"
+"""
+
+
+def recorded(repo) -> str:
+    return RepoDir(repo / ".ledger").git("log", "-p", "--format=")
+
+
+def uncommitted_transition(tmp_path):
+    """A recorder with one commit and a transition journalled after it: (repo, recorder, the live file)."""
+    repo = campaign_repo(tmp_path, DAG, FORGER)
+    rec = Recorder(repo / ".ledger", "forge").pin()
+    rec.event("note", {"i": 0})
+    rec.commit("forge: zero")
+    rec.event("transition", {"node": "A", "from": "PENDING", "outcome": "ok", "to": "READY"})
+    rec.flush()
+    return repo, rec, rec.journal.read_bytes()
+
+
+@pytest.fixture
+def halted(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG, FORGER)
+    result = orch("run", cwd=repo)
+    assert result.rc == 1 and "changed behind the engine's back" in result.err, result.out + result.err
+    assert "forge:9999" in (repo / JOURNAL).read_text()
+    return repo
+
+
+def test_resume_refuses_the_line_a_worker_appended_until_the_journal_is_put_back(halted, orch):
+    repo = halted
+    head = RepoDir(repo / ".ledger").head()
+    assert "the last run halted on a journal write orchestrate did not make" in orch("status", cwd=repo).out
+    for _ in range(2):  # refused again and again, not once
+        refused = orch("resume", "--topic", "forge", cwd=repo)
+        assert refused.rc == 1, refused.out + refused.err
+        assert "holds lines this runner did not write" in refused.err
+        assert "checkout HEAD -- state/forge/journal.jsonl" in refused.err
+        assert RepoDir(repo / ".ledger").head() == head
+    abandoned = orch("abandon", "--topic", "forge", "--note", "x", cwd=repo)  # it settles the journal first too
+    assert abandoned.rc == 1 and RepoDir(repo / ".ledger").head() == head, abandoned.out + abandoned.err
+    RepoDir(repo / ".ledger").git("checkout", "HEAD", "--", "state/forge/journal.jsonl")
+    done = orch("resume", "--topic", "forge", cwd=repo)
+    assert done.rc == 75 and "paused at seam final-acceptance" in done.out, done.out + done.err
+    assert "forge:9999" not in recorded(repo) and "forge:9999" not in journal_text(repo, "forge")
+    assert not guard.halt_record(repo / ".ledger", "forge").exists()
+    assert "halted on a journal write" not in orch("status", cwd=repo).out
+    assert statuses(repo, orch, "forge") == {"A": "ACCEPTED", "B": "ACCEPTED"}
+
+
+def test_the_runners_own_lines_after_the_last_commit_are_kept_once_the_foreign_one_is_removed(tmp_path):
+    """Unit level: the runner had journalled a transition it had not committed yet when the foreign line came;
+    with that line deleted by hand, resume commits the runner's transition, and the halt record goes."""
+    repo, rec, own = uncommitted_transition(tmp_path)
+    ledger = repo / ".ledger"
+    forged = own.splitlines(keepends=True)[-1].replace(b'"id":"forge:', b'"id":"forge:99')
+    with rec.journal.open("ab") as fh:
+        fh.write(forged)
+    with pytest.raises(ForeignWrite, match="bytes since its last write"):
+        rec.event("note", {"i": 1})
+        rec.flush()
+    assert guard.halt_record(ledger, "forge").exists()
+    warnings: list[str] = []
+    with pytest.raises(ForeignWrite, match="holds lines this runner did not write"):
+        resume.settle_journal(Layout(repo), Recorder(ledger, "forge").pin(), warnings.append, crashed=False)
+    rec.journal.write_bytes(own)  # the person deletes the foreign line only
+    again = Recorder(ledger, "forge").pin()
+    resume.settle_journal(Layout(repo), again, warnings.append, crashed=False)
+    assert "committed a transition" in " ".join(warnings)
+    assert RepoDir(ledger).git("show", "HEAD:state/forge/journal.jsonl").encode() == own.rstrip(b"\n")
+    assert not guard.halt_record(ledger, "forge").exists()
+
+
+def test_a_rewrite_of_the_runners_own_uncommitted_lines_is_refused_too(tmp_path):
+    """Same length, other bytes: the digest, not the size, tells the runner's lines from a rewrite."""
+    repo, rec, own = uncommitted_transition(tmp_path)
+    ledger = repo / ".ledger"
+    rec.journal.write_bytes(own.replace(b'"to":"READY"', b'"to":"FORGE"'))
+    with pytest.raises(ForeignWrite, match="rewritten in place"):
+        rec.commit("forge: one")
+    with pytest.raises(ForeignWrite, match="holds lines this runner did not write"):
+        resume.settle_journal(Layout(repo), Recorder(ledger, "forge").pin(), lambda m: None, crashed=False)
+    assert b"FORGE" not in RepoDir(ledger).git("log", "-p", "--format=").encode()
+
+
+@pytest.mark.parametrize("when", ["into the segment", "into the new live file"])
+def test_a_line_written_as_the_journal_is_sealed_is_refused_by_resume_until_the_hint_is_followed(
+        tmp_path, monkeypatch, when):
+    """The seal is not committed when the line is found: resume folds it back into the live file, and what
+    it folds must be exactly the runner's lines. The halt's own hint puts the journal right."""
+    monkeypatch.setattr(segments, "SEGMENT_BYTES", 4000)
+    repo = campaign_repo(tmp_path, DAG, FORGER)
+    ledger = repo / ".ledger"
+    rec = Recorder(ledger, "forge").pin()
+    forged = b'{"context":{},"id":"forge:99","kind":"transition","seq":99}\n'
+    real = segments.write_atomic
+
+    rec.event("note", {"i": 0})
+    rec.commit("forge: zero")
+    monkeypatch.setattr(segments, "write_atomic", racing_seal(real, when, forged))
+    rec.event("transition", {"from": "A", "outcome": "x", "to": "B", "padding": "x" * 4000})
+    with pytest.raises(ForeignWrite) as halt:
+        rec.commit("forge: one")
+    monkeypatch.setattr(segments, "write_atomic", real)
+    with pytest.raises(ForeignWrite, match="holds lines this runner did not write"):
+        resume.settle_journal(Layout(repo), Recorder(ledger, "forge").pin(), lambda m: None, crashed=False)
+    command = re.search(r"`([^`]*checkout HEAD[^`]*)`", halt.value.hint).group(1)
+    assert command.startswith("rm ") == (when == "into the segment"), command
+    subprocess.run(command, shell=True, check=True)
+    resume.settle_journal(Layout(repo), Recorder(ledger, "forge").pin(), lambda m: None, crashed=False)
+    assert b"forge:99" not in RepoDir(ledger).git("log", "-p", "--format=").encode()
+    assert b"forge:99" not in segments.read_bytes(ledger / "state" / "forge" / "journal.jsonl")
+    assert not guard.halt_record(ledger, "forge").exists()
