@@ -4,7 +4,7 @@ commit, `merge --no-ff` in an integration worktree, worktree remove; plus one co
 repository per transition, as the recorder does).
 
 Run by hand: .venv/bin/python benchmarks/overhead.py [--sizes 16,64,256] [--layers 4] [--count-git]
-            [--against DIR --rounds 3]
+            [--against DIR --rounds 3] [--budget]
 Target: ratio <= 1.5 at every N under both schedules, and per-node cost flat in N. The engine runs per size
 with workers outside the sandbox (`sandbox: none`) under the eager and the layered schedule (each ratio
 against the by-hand script), and eager inside the sandbox (`sandbox: bwrap`, when bubblewrap works here),
@@ -15,6 +15,8 @@ before it execs the real one, and the git processes per node are printed by subc
 from the workers' own (a worker's environment carries ORCH_NODE). Counts do not depend on the machine's load,
 which the timings do. With --against DIR, the code unpacked in DIR (`git archive REV | tar -x -C DIR`) is
 timed too, interleaved with this code and the by-hand script round by round (medians printed; no sandbox).
+With --budget, the campaign has a budget (`budget: {cost_usd: 1000}`, never reached), so the engine works
+out what was spent before every dispatch.
 """
 from __future__ import annotations
 
@@ -54,11 +56,12 @@ def repo_with(root: Path, name: str) -> Path:
 
 
 def engine(root: Path, n: int, layers: int, sandbox: str = "none", schedule: str = "eager",
-           env: dict[str, str] = ENV, tag: str = "") -> float:
+           env: dict[str, str] = ENV, tag: str = "", budget: bool = False) -> float:
     repo = repo_with(root, f"engine-{n}-{sandbox}-{schedule}{tag}")
     sh(repo, str(BIN / "orchestrate"), "init")
     per = max(1, n // layers)
-    lines = ["topic: over", f"defaults: {{sandbox: {sandbox}}}", "workers: {sh: ./work.sh}", "nodes:"]
+    lines = ["topic: over", f"defaults: {{sandbox: {sandbox}}}", "workers: {sh: ./work.sh}",
+             *(["budget: {cost_usd: 1000}"] if budget else []), "nodes:"]
     for i in range(n):
         dep = f"N{i - per}" if i >= per else ""
         lines.append(f"  - {{id: N{i}, depends_on: [{dep}], file_surface: [N{i}.txt], discipline: sh}}")
@@ -118,7 +121,7 @@ def count_git(root: Path, n: int, layers: int, schedule: str) -> None:
           flush=True)
 
 
-def compare(root: Path, n: int, layers: int, other: Path, rounds: int) -> None:
+def compare(root: Path, n: int, layers: int, other: Path, rounds: int, budget: bool) -> None:
     """This code and the code at `other` (on PYTHONPATH), interleaved round by round with the by-hand script:
     the median of each, so that both ratios are measured in the same run under the same load."""
     theirs_env = dict(ENV, PYTHONPATH=str(other))
@@ -129,7 +132,8 @@ def compare(root: Path, n: int, layers: int, other: Path, rounds: int) -> None:
         runs["hand"].append(by_hand(sub, n))
         order = [("eager", ENV), ("eager other", theirs_env), ("layered", ENV), ("layered other", theirs_env)]
         for name, env in (order if r % 2 == 0 else order[::-1]):
-            runs[name].append(engine(sub, n, layers, schedule=name.split()[0], env=env, tag=name.replace(" ", "-")))
+            runs[name].append(engine(sub, n, layers, schedule=name.split()[0], env=env, tag=name.replace(" ", "-"),
+                                     budget=budget))
     med = {k: statistics.median(v) for k, v in runs.items()}
     cells = "".join(f" {med[k]:>7.2f}s {med[k] / med['hand']:>5.2f} {1000 * med[k] / n:>5.0f}ms"
                     for k in ("eager", "layered", "eager other", "layered other"))
@@ -145,6 +149,7 @@ def main() -> None:
     ap.add_argument("--against", metavar="DIR", help="also time the orchestrate code in DIR (an unpacked older "
                     "commit, put first on PYTHONPATH), interleaved; medians of --rounds")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--budget", action="store_true", help="give the campaign a budget it never reaches")
     a = ap.parse_args()
     compiled(*([Path(a.against)] if a.against else []), Path(__file__).resolve().parent.parent)
     if a.against:
@@ -152,7 +157,7 @@ def main() -> None:
             "eager (ratio, /node)", "layered", f"eager {Path(a.against).name}", f"layered {Path(a.against).name}")))
         for n in (int(x) for x in a.sizes.split(",")):
             with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
-                compare(Path(tmp), n, a.layers, Path(a.against).resolve(), a.rounds)
+                compare(Path(tmp), n, a.layers, Path(a.against).resolve(), a.rounds, a.budget)
         return
     if a.count_git:
         for n in (int(x) for x in a.sizes.split(",")):
@@ -168,9 +173,9 @@ def main() -> None:
     for n in (int(x) for x in a.sizes.split(",")):
         with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
             hand = by_hand(Path(tmp), n)
-            ours = engine(Path(tmp), n, a.layers)
-            layered = engine(Path(tmp), n, a.layers, schedule="layered")
-            jailed = engine(Path(tmp), n, a.layers, "bwrap") if boxed else None
+            ours = engine(Path(tmp), n, a.layers, budget=a.budget)
+            layered = engine(Path(tmp), n, a.layers, schedule="layered", budget=a.budget)
+            jailed = engine(Path(tmp), n, a.layers, "bwrap", budget=a.budget) if boxed else None
         worst = max(ours, layered) / hand
         line = (f"{n:>6} {hand:>8.2f}s {ours:>8.2f}s {ours / hand:>6.2f} {1000 * ours / n:>7.0f}ms "
                 f"{layered:>8.2f}s {layered / hand:>6.2f}  {'PASS' if worst <= 1.5 else 'MISS'}")

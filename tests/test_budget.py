@@ -90,7 +90,7 @@ def test_a_campaign_budget_opens_the_budget_seam_and_a_raise_lets_it_continue(tm
     from orchestrate.engine import budget
     from orchestrate.recorder.journal import Recorder
     ctx = SimpleNamespace(dag=load_dag(repo / ".ledger" / "state" / "dag.yaml"),
-                          recorder=Recorder(repo / ".ledger", "campbud"))
+                          recorder=Recorder(repo / ".ledger", "campbud"), spending=None)
     assert budget.worker_env(ctx, "N2") == {"ORCH_BUDGET_TOKENS": "0"}  # nothing left to spend
 
     refused = orch("decide", "budget", "raise", "--topic", "campbud", "--as", "t@x", cwd=repo)
@@ -163,3 +163,32 @@ def test_an_answers_file_raises_the_campaign_budget_with_the_limit_in_its_note(t
     assert "campaign budget raised to $1.5000 and 5000 tokens" in result.out
     decision = next(e["context"] for e in journal(repo, "ansbud") if e["kind"] == "decision")
     assert decision["limit"] == {"tokens": 5000, "cost_usd": 1.5}
+
+
+def test_spend_is_folded_once_per_entry_as_the_journal_grows(tmp_path):
+    """The engine works out the spend at every dispatch from the entries new since the last time (engine/
+    budget.py's Spending): each reported usage counts once, held entries count until written and then once,
+    and a raise recorded later changes the limit."""
+    from types import SimpleNamespace
+
+    from orchestrate.engine import budget
+    from orchestrate.recorder.journal import Recorder
+    repo = campaign_repo(tmp_path, CAMPAIGN_DAG.format(topic="fold"), WORKER)
+    rec = Recorder(repo / ".ledger", "fold").pin()
+    ctx = SimpleNamespace(dag=load_dag(repo / ".ledger" / "state" / "dag.yaml"), recorder=rec, spending=None)
+
+    def used(node: str, tokens: int, hold: bool = False) -> None:
+        rec.event("result", {"effect": "worker-start", "node": node, "attempt": 1,
+                             "usage": {"input_tokens": tokens, "output_tokens": 0, "cost_usd": 0.0}}, hold=hold)
+    used("N1", 100)
+    assert budget.worker_env(ctx, "N2") == {"ORCH_BUDGET_TOKENS": "400"}
+    used("N1", 50, hold=True)
+    assert budget.worker_env(ctx, "N2") == {"ORCH_BUDGET_TOKENS": "350"}  # held: counted, not kept
+    assert budget.worker_env(ctx, "N2") == {"ORCH_BUDGET_TOKENS": "350"}
+    rec.flush()
+    used("N2", 25)
+    assert budget.worker_env(ctx, "N2") == {"ORCH_BUDGET_TOKENS": "325"}
+    rec.event("decision", {"seam": "budget", "choice": "raise", "limit": {"tokens": 1000}})
+    assert budget.worker_env(ctx, "N2") == {"ORCH_BUDGET_TOKENS": "825"}
+    fresh = SimpleNamespace(dag=ctx.dag, recorder=Recorder(repo / ".ledger", "fold"), spending=None)
+    assert budget.worker_env(fresh, "N2") == {"ORCH_BUDGET_TOKENS": "825"}  # as read back from the file

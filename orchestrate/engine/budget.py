@@ -13,6 +13,8 @@ ORCH_BUDGET_* when it starts; what it spent is known when it returns:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from gates.shared.verdict import Verdict
 from orchestrate.engine import judge
 from orchestrate.engine.states import Outcome
@@ -37,18 +39,44 @@ def text(amounts: dict, keys=LIMIT_KEYS) -> str:
     return " and ".join(said[k](amounts[k]) for k in keys if k in amounts)
 
 
-def _entries(ctx) -> list[dict]:
-    """The journal as the engine knows it: what is written, and what this state holds until its commit."""
-    return ctx.recorder.read() + list(ctx.recorder.held)
+@dataclass
+class Spending:
+    """The journal's usage rows and budget raises, each entry folded once: a campaign with a budget reads
+    what it spent at every dispatch, and the journal grows with every node."""
+    recorder: object  # the Recorder whose entries these are
+    folded: int = 0  # how many of its written entries are folded in
+    rows: list = field(default_factory=list)
+    raises: list = field(default_factory=list)  # the `limit` of each recorded `budget raise`, in order
 
 
-def campaign_limit(dag, entries: list[dict]) -> dict:
+def _known(ctx) -> tuple[list[dict], list[dict]]:
+    """(usage rows, budget raises) of the journal as the engine knows it: what is written, and what this state
+    holds until its commit."""
+    if ctx.spending is None or ctx.spending.recorder is not ctx.recorder:
+        ctx.spending = Spending(ctx.recorder)
+    state, written = ctx.spending, ctx.recorder.written()
+    new = written[state.folded:]
+    state.rows += usage_rows(new)
+    state.raises += _raises(new)
+    state.folded = len(written)
+    held = list(ctx.recorder.held)
+    return state.rows + usage_rows(held), state.raises + _raises(held)
+
+
+def _raises(entries: list[dict]) -> list[dict]:
+    return [e["context"].get("limit") or {} for e in entries if e["kind"] == "decision"
+            and e["context"].get("seam") == "budget" and e["context"].get("choice") == "raise"]
+
+
+def _of(rows: list[dict], node_id: str) -> list[dict]:
+    return [r for r in rows if r["node"] == node_id]
+
+
+def campaign_limit(dag, raises: list[dict]) -> dict:
     """The DAG's campaign budget, as every recorded `budget raise` since changed it (the latest wins, per key)."""
     limit = dict(dag.budget)
-    for e in entries:
-        cx = e["context"]
-        if e["kind"] == "decision" and cx.get("seam") == "budget" and cx.get("choice") == "raise":
-            limit.update(cx.get("limit") or {})
+    for raised_to in raises:
+        limit.update(raised_to)
     return limit
 
 
@@ -57,16 +85,16 @@ def before_dispatch(ctx, nodes: list[str]) -> Outcome | None:
     budgeted = [n for n in nodes if ctx.dag.by_id[n].budget and ctx.campaign.nodes[n].attempt]
     if not ctx.dag.budget and not budgeted:
         return None  # no budget anywhere: the journal is not read
-    entries = _entries(ctx)
-    limit = campaign_limit(ctx.dag, entries)
+    rows, raises = _known(ctx)
+    limit = campaign_limit(ctx.dag, raises)
     if limit:
-        spend = spent(usage_rows(entries))
+        spend = spent(rows)
         if over := reached(limit, spend):
-            _open_campaign_seam(ctx, limit, spend, over, entries)
+            _open_campaign_seam(ctx, limit, spend, over, rows)
             return Outcome.NEEDS_HUMAN
     for node_id in budgeted:
         node = ctx.dag.by_id[node_id]
-        spend = spent(usage_rows(entries, node_id))
+        spend = spent(_of(rows, node_id))
         if over := reached(node.budget, spend):
             return _node_spent(ctx, node, spend, over)
     return None
@@ -78,7 +106,7 @@ def crossed(ctx, node_id: str):
     node = ctx.dag.by_id[node_id]
     if not node.budget:
         return None
-    spend = spent(usage_rows(_entries(ctx), node_id))
+    spend = spent(_of(_known(ctx)[0], node_id))
     over = reached(node.budget, spend)
     if not over:
         return None
@@ -110,8 +138,7 @@ def _node_spent(ctx, node, spend: dict, over: list[str]) -> Outcome:
     return Outcome.NEEDS_HUMAN
 
 
-def _open_campaign_seam(ctx, limit: dict, spend: dict, over: list[str], entries: list[dict]) -> None:
-    rows = usage_rows(entries)
+def _open_campaign_seam(ctx, limit: dict, spend: dict, over: list[str], rows: list[dict]) -> None:
     per_node: dict[str, list[dict]] = {}
     for row in rows:
         per_node.setdefault(row["node"], []).append(row)
@@ -128,9 +155,9 @@ def _open_campaign_seam(ctx, limit: dict, spend: dict, over: list[str], entries:
 def raised(ctx, d: dict) -> Outcome:
     """Apply a recorded `budget raise`: dispatching resumes under the new limit, or the seam opens again
     (paused) when the answer named no limit above what was spent."""
-    entries = _entries(ctx)
-    limit = campaign_limit(ctx.dag, entries)
-    spend = spent(usage_rows(entries))
+    rows, raises = _known(ctx)
+    limit = campaign_limit(ctx.dag, raises)
+    spend = spent(rows)
     if d.get("limit") and not reached(limit, spend):
         ctx.out.line(f"campaign budget raised to {text(limit)} by {d['who']}; dispatching resumes")
         return Outcome.REWORK
@@ -149,11 +176,10 @@ def worker_env(ctx, node_id: str) -> dict[str, str]:
     node = ctx.dag.by_id[node_id]
     if not node.budget and not ctx.dag.budget:
         return {}
-    entries = _entries(ctx)
+    rows, raises = _known(ctx)
     left: dict = {}
-    for limit, rows in ((node.budget or {}, usage_rows(entries, node_id)),
-                        (campaign_limit(ctx.dag, entries), usage_rows(entries))):
-        spend = spent(rows)
+    for limit, theirs in ((node.budget or {}, _of(rows, node_id)), (campaign_limit(ctx.dag, raises), rows)):
+        spend = spent(theirs)
         for k in LIMIT_KEYS:
             if k in limit:
                 left[k] = min(left.get(k, limit[k]), max(limit[k] - spend[k], 0))

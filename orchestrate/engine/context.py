@@ -49,6 +49,7 @@ class Context:
     routed: set = field(default_factory=set)  # eager: pending nodes whose incoming edges were decided
     announced: set = field(default_factory=set)  # ids of the seams this run has told a person about
     schedule_override: str | None = None  # --schedule
+    spending: object = None  # engine/budget.py's Spending: the journal's usage and budget raises, folded once
     launching: str = ""  # the node whose start() is asking the executor now (it says itself how that went)
 
     @property

@@ -137,7 +137,7 @@ def _unqueue(ctx: Context) -> None:
 def _has_result(ctx: Context, ns) -> bool:
     return any(e["kind"] == "result" and e["context"].get("node") == ns.id and e["context"].get("effect") ==
                "worker-start" and e["context"].get("attempt") == ns.attempt and "rc" in e["context"]
-               for e in ctx.recorder.read())
+               for e in ctx.recorder.written())
 
 
 def _refuse_answered_halt(recorder: Recorder, campaign: Campaign) -> None:

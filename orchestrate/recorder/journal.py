@@ -49,6 +49,7 @@ class Recorder:
         self._pending: tuple[str, str] | None = None  # (sha, tree) of a commit whose ref update may have landed
         self.gates: dict[str, tuple] = {}  # gate entries made or read here: id -> (node, code), for R3
         self._read_all = False
+        self._written: list[dict[str, Any]] | None = None  # every entry written, once `written()` has read them
         self.suspects = lambda: []  # the engine names the nodes whose workers were running (a foreign write)
         self.guard = Guard(ledger, self.journal, lambda: self.suspects())
         # While workers run, the engine pins the recorder files it reads back (path -> content, None: absent)
@@ -97,6 +98,14 @@ class Recorder:
         """Every complete journal entry, in order (sealed segments first); a torn last line (a crash
         mid-write) is dropped."""
         return [json.loads(raw) for raw in segments.lines(self.journal)]
+
+    def written(self) -> list[dict[str, Any]]:
+        """Every entry written so far: read once, then extended by this runner's own writes (the guard refuses
+        any other writer), so that a reader at every dispatch costs what is new, not the whole journal.
+        Shared: callers must not change it."""
+        if self._written is None:
+            self._written = self.read()
+        return self._written
 
     def resume_seq(self, entries: list[dict[str, Any]]) -> None:
         self.seq = entries[-1]["seq"] if entries else 0
@@ -159,6 +168,8 @@ class Recorder:
             if any(e["kind"] == "intent" or e["source_type"] != "engine" for e in entries):
                 os.fsync(fh.fileno())  # (and everything written before it, in order: one file)
         self.guard.wrote(payload)
+        if self._written is not None:
+            self._written.extend(entries)
 
     def verify(self) -> None:
         """Refuse now (ForeignWrite) if the journal changed since this runner's last write, its sealed
