@@ -36,6 +36,8 @@ def test_from_log_gives_the_same_state_as_checkpoints(paused):
     assert notes == []
     assert checkpoints.listing(layout.checkpoints("six"), "six")  # there were checkpoints to use
     assert with_cp.to_dict() == from_log.to_dict()
+    import dataclasses
+    assert with_cp.to_dict() == dataclasses.asdict(with_cp)  # the checkpoint's plain data is the whole state
 
 
 def _newest_checkpoint(repo):

@@ -5,7 +5,7 @@ so what resume reconstructs is exactly what the engine had.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 PENDING, DISPATCHED, LANDED, ACCEPTED, REWORK, INVALIDATED, SKIPPED, ABANDONED = (
@@ -104,7 +104,12 @@ class Campaign:
         return {n: p for n, p in self.probes.items() if not p["clean"]}
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The state as plain data, to be written out at once (a checkpoint): it shares the campaign's own
+        lists and dicts. (`dataclasses.asdict` copied them all: 1,150 calls a node at 256 nodes, the largest
+        cost of a 256-node campaign that grew with its size.)"""
+        data = dict(vars(self))
+        data["nodes"] = {node_id: dict(vars(ns)) for node_id, ns in self.nodes.items()}
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Campaign":
