@@ -111,3 +111,23 @@ def test_a_missing_outputs_file_reworks_the_source(tmp_path, orch):
     gates = [e["context"] for e in journal(repo) if e["kind"] == "gate" and e["context"]["gate"] == "outputs-present"]
     assert gates and gates[0]["code"] == 1
     assert "N1 declares outputs needs_migration, size but wrote no $ORCH_OUTPUTS file" in gates[0]["summary"]
+
+
+def test_outputs_are_judged_as_the_worker_left_them_not_as_a_later_worker_rewrote_them(tmp_path, orch):
+    """N1's $ORCH_OUTPUTS is journalled when its worker returns (workers/returns.py): N2, without the sandbox
+    and run after it in the same layer, rewrites N1's file before N1 is judged; the gate and the edge go by
+    what N1 wrote."""
+    forge = ('  N2) printf \'{"needs_migration": true, "size": 99}\' > '
+             '"$(dirname "$(dirname "$ORCH_OUTPUTS")")/N1/outputs-1.json"; echo 2 > n2.txt ;;\n')
+    worker = WORKER.replace("  *) echo", forge + "  *) echo")
+    repo = setup(tmp_path, "false", dag=DAG.replace("workers:", "defaults: {sandbox: none}\nworkers:"))
+    (repo / "work.sh").write_text(worker)
+    repo.commit("worker forges N1's outputs as N2")
+    result = orch("run", "--quiet", "--jobs", "1", "--schedule", "layered", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert json.loads((repo / ".scratch" / "runs" / "cond" / "N1" / "outputs-1.json").read_text())["size"] == 99
+    gate = next(e["context"] for e in journal(repo) if e["kind"] == "gate" and e["context"]["gate"] == "outputs-present")
+    assert gate["summary"] == "PASS: needs_migration=False, size=3", gate
+    evals = [(e["context"]["edge"], e["context"]["taken"], e["context"]["inputs"]) for e in journal(repo)
+             if e["kind"] == "edge_eval"]
+    assert evals == [("e4", False, {"src.outputs.needs_migration": False})]

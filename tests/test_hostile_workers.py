@@ -578,3 +578,17 @@ nodes:
     assert checkout_state(repo) == before, out
     assert "the integration worktree" in out and "had its .git link rewritten" in out, out
     assert statuses(repo, orch, "hostile")["C"] == "ACCEPTED", out
+
+
+@pytest.mark.parametrize("planted", ["ORCH_USAGE", "ORCH_OUTPUTS", "ORCH_RETURN"])
+def test_a_fifo_where_the_runner_reads_a_workers_report_hangs_nothing(tmp_path, orch, mode, planted):
+    """Opening a FIFO to read waits for a writer, forever: the usage, outputs and freeze files a worker
+    leaves in its run folder (writable in the sandbox too) are read only if they are plain files."""
+    template = DAG.replace("    discipline: sh\n", "    discipline: sh\n    outputs: [k]\n")
+    worker = f'echo a > a.txt\n[ "{planted}" = ORCH_OUTPUTS ] || echo \'{{"k": 1}}\' > "$ORCH_OUTPUTS"\nmkfifo "${planted}"\n'
+    repo = campaign_repo(tmp_path, dag(mode, template=template), "#!/bin/sh\n" + worker)
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75 and "not a file (p" in text, text
+    accepted = statuses(repo, orch, "hostile")["A"] == "ACCEPTED"
+    assert accepted == (planted == "ORCH_USAGE"), text  # usage is bookkeeping; outputs and freeze are evidence

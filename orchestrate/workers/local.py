@@ -52,11 +52,18 @@ class WorkOutcome:
         return self.rc == 0 and not self.timed_out and not self.freeze_error
 
 
+FREEZE_MOST = 1 << 20  # bytes of a freeze file read; a longer one is cut, and so is not JSON
+
+
 def read_freeze(path: Path) -> tuple[dict | None, str]:
     """(freeze, error): a valid freeze object, or why the file is not one. No file: (None, '')."""
-    if not path.exists():
+    from orchestrate import git_files
+    try:  # never a link followed or a FIFO waited on: the worker made this file
+        text = git_files.small(path, FREEZE_MOST).decode("utf-8", errors="replace").strip()
+    except FileNotFoundError:
         return None, ""
-    text = path.read_text(errors="replace").strip()
+    except OSError as exc:
+        return None, f"{path.name}: {exc.strerror or exc}"
     if not text:
         return None, ""
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 from orchestrate import git, git_files
 from orchestrate.errors import GitError
 from orchestrate.workers import containment, fingerprint, pool, siblings
-from orchestrate.workers.brief import usage_path
+from orchestrate.workers.brief import outputs_path, usage_path
 from orchestrate.workers.private_objects import BadObject
 from orchestrate.recorder.campaign import LANDED
 
@@ -18,7 +18,7 @@ def returned(ctx, outcome, *, journal_result: bool = True) -> None:
         ctx.emit("result", {"effect": "worker-start", "node": outcome.node, "attempt": outcome.attempt,
                             "rc": outcome.rc, "timed_out": outcome.timed_out, "seconds": round(outcome.seconds, 3),
                             "log": outcome.log, "freeze": outcome.freeze, "freeze_error": outcome.freeze_error,
-                            **reported_usage(ctx, outcome)},
+                            **reported_usage(ctx, outcome), **reported_outputs(ctx, outcome)},
                  source_entity=f"worker:{outcome.node}", source_type="worker")
     trespass = siblings.check(ctx, outcome.node)  # first: other worktrees are put back before anything reads them
     _settle(ctx, outcome)
@@ -112,6 +112,7 @@ def fail_attempt(ctx, outcome, head: str, why: str) -> None:
                       "feedback": why, "seconds": round(ns.seconds + outcome.seconds, 3)})
 
 
+REPORT_MOST = 1 << 20  # bytes read of a file a worker reports through ($ORCH_USAGE, $ORCH_OUTPUTS)
 USAGE_KEYS = {"input_tokens": int, "output_tokens": int, "cost_usd": (int, float), "model": str}
 
 
@@ -120,7 +121,7 @@ def reported_usage(ctx, outcome) -> dict:
     against the node, never a failed attempt: usage is bookkeeping, not evidence), {} when none was written."""
     path = usage_path(Path(outcome.log).parent, outcome.attempt)
     try:
-        usage = json.loads(path.read_text(encoding="utf-8"))["usage"]
+        usage = json.loads(git_files.small(path, REPORT_MOST))["usage"]  # no link followed, no FIFO waited on
         clean = {k: usage[k] for k in USAGE_KEYS if k in usage}
         bad = [k for k, v in clean.items() if not isinstance(v, USAGE_KEYS[k]) or isinstance(v, bool)
                or (k != "model" and v < 0)]
@@ -134,6 +135,29 @@ def reported_usage(ctx, outcome) -> dict:
         ctx.out.line(f"{outcome.node}: warning: malformed usage file {why}")
         return {"usage_error": why}
     return {"usage": clean}
+
+
+def reported_outputs(ctx, outcome) -> dict:
+    """For a node that declares outputs: its $ORCH_OUTPUTS file as the worker left it, journalled now and judged
+    from the journal ({"outputs_file": None}: none written; {"outputs_error": why}: unreadable). Read when its
+    worker returns, not when it is judged: a worker without the sandbox that runs meanwhile can write
+    another node's run folder."""
+    node = ctx.dag.by_id.get(outcome.node) if ctx.dag else None
+    if node is None or not node.outputs:
+        return {}
+    return read_outputs(outputs_path(Path(outcome.log).parent, outcome.attempt))
+
+
+def read_outputs(path: Path) -> dict:
+    try:
+        data = git_files.small(path, REPORT_MOST + 1)
+    except FileNotFoundError:
+        return {"outputs_file": None}
+    except OSError as exc:  # a link, a folder, a FIFO: never followed or waited on
+        return {"outputs_error": f"{path.name}: {exc.strerror or exc}"}
+    if len(data) > REPORT_MOST:
+        return {"outputs_error": f"{path.name} holds more than {REPORT_MOST} bytes"}
+    return {"outputs_file": data.decode("utf-8", errors="replace")}
 
 
 # The shell's codes for a command it could not find (127) or not execute (126), and EX_UNAVAILABLE (69),

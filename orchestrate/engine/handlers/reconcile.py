@@ -239,18 +239,22 @@ def _plugin_gates(ctx: Context, node_id: str, worktree, ns) -> list:
 
 
 def _outputs(ctx: Context, node, ns) -> Verdict:
-    """outputs-present: the attempt's ORCH_OUTPUTS file is a JSON object with every declared key."""
+    """outputs-present: the attempt's ORCH_OUTPUTS file, as journalled when its worker returned, is a JSON object
+    with every declared key."""
     import json
 
     from orchestrate.dag.edges import OUTPUTS_GATE
     from orchestrate.workers.brief import outputs_path
     path = outputs_path(ctx.layout.runs(ctx.topic) / node.id, ns.attempt)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    returned = _returned_outputs(ctx, node.id, ns.attempt, path)
+    if "outputs_error" in returned:
+        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {returned['outputs_error']}")
+    if returned.get("outputs_file") is None:
         return Verdict(OUTPUTS_GATE, 1, f"FAIL: {node.id} declares outputs {', '.join(node.outputs)} but wrote no "
                        f"$ORCH_OUTPUTS file ({path.name})")
-    except (OSError, ValueError) as exc:
+    try:
+        data = json.loads(returned["outputs_file"])
+    except ValueError as exc:
         return Verdict(OUTPUTS_GATE, 1, f"FAIL: {path.name} is not JSON: {exc}")
     if not isinstance(data, dict):
         return Verdict(OUTPUTS_GATE, 1, f"FAIL: {path.name} must hold a JSON object {{key: value}}")
@@ -259,6 +263,16 @@ def _outputs(ctx: Context, node, ns) -> Verdict:
         return Verdict(OUTPUTS_GATE, 1, f"FAIL: {path.name} lacks declared output(s) {', '.join(missing)}")
     return Verdict(OUTPUTS_GATE, 0, f"PASS: {', '.join(f'{k}={data[k]!r}' for k in node.outputs)}",
                    data={"outputs": {k: data[k] for k in node.outputs}})
+
+
+def _returned_outputs(ctx: Context, node_id: str, attempt: int, path) -> dict:
+    """The outputs the attempt's journalled result holds (workers/returns.py `reported_outputs`); for a result
+    journalled by an orchestrate that did not keep them, the file as it is now."""
+    from orchestrate.workers import returns
+    result = next((e["context"] for e in [*reversed(ctx.recorder.held), *reversed(ctx.recorder.written())]
+                   if e["kind"] == "result" and e["context"].get("effect") == "worker-start"
+                   and e["context"].get("node") == node_id and e["context"].get("attempt") == attempt), {})
+    return result if "outputs_file" in result or "outputs_error" in result else returns.read_outputs(path)
 
 
 def _payload(ctx: Context, edge, head: str) -> Verdict:
