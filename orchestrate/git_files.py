@@ -140,6 +140,21 @@ def small(path: str | Path, most: int | None = 4096) -> bytes:
         os.close(fd)
 
 
+def tail(path: str | Path, most: int) -> bytes:
+    """The last `most` bytes of a regular file, opened as `small` opens one (a worker may have put a link or a
+    FIFO in the place of its log); NotRegular for anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(f"not a file ({stat.filemode(st.st_mode)})")
+        os.lseek(fd, max(st.st_size - most, 0), os.SEEK_SET)
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read(most)
+    finally:
+        os.close(fd)
+
+
 _packs: dict[str, tuple[tuple, dict[str, str]]] = {}  # packed-refs path -> (its stat, its refs)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.engine_helpers import campaign_repo, journal_text
 
 WORKER = r"""#!/bin/sh
@@ -131,3 +133,20 @@ def test_outputs_are_judged_as_the_worker_left_them_not_as_a_later_worker_rewrot
     evals = [(e["context"]["edge"], e["context"]["taken"], e["context"]["inputs"]) for e in journal(repo)
              if e["kind"] == "edge_eval"]
     assert evals == [("e4", False, {"src.outputs.needs_migration": False})]
+
+
+@pytest.mark.parametrize("content,summary", [
+    (b'{"needs_migration": true, "size": "caf\xe9"}', "outputs-1.json is not UTF-8"),
+    (b'{"needs_migration": true, "size": "' + b"x" * 70_000 + b'"}', "outputs-1.json holds more than 65536 bytes"),
+    (b'[1, 2]', "outputs-1.json must hold a JSON object"),
+])
+def test_an_outputs_file_that_is_not_a_small_utf8_json_object_fails_outputs_present(tmp_path, orch, content, summary):
+    repo = setup(tmp_path, "true")
+    (repo / "outputs.bin").write_bytes(content)
+    (repo / "work.sh").write_text(WORKER.replace("""printf '{"needs_migration": %s, "size": %s}' "$(cat flag)" "$(cat size)\"""",
+                                                 'cat outputs.bin'))
+    repo.commit("the worker reports outputs.bin")
+    orch("run", "--quiet", cwd=repo)
+    gates = [e["context"] for e in journal(repo) if e["kind"] == "gate" and e["context"]["gate"] == "outputs-present"]
+    assert gates and gates[0]["code"] == 1 and summary in gates[0]["summary"], gates
+    assert "x" * 1000 not in journal_text(repo, "cond")  # what failed is named, not journalled

@@ -79,3 +79,25 @@ def test_layered_without_the_sandbox_still_merges_the_machines_nodes_before_the_
     first = orch("run", "--quiet", "--schedule", "layered", cwd=repo)
     assert first.rc == 75, first.out + first.err
     assert statuses(repo, orch, "hand") == {"A": "ACCEPTED", "B": "ACCEPTED", "H": "DISPATCHED", "Z": "PENDING"}
+
+
+def test_a_persons_outputs_are_read_where_the_brief_names_them(tmp_path, orch):
+    """A person's attempt has no log; its $ORCH_OUTPUTS is still the run folder's `outputs-N.json`, read when
+    `decide handwork done` hands it over, and only the declared keys are journalled."""
+    repo = campaign_repo(tmp_path, DAG.replace("worker: {kind: human},", "worker: {kind: human}, outputs: [k],"),
+                         WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    work = worktree_of(repo, "H")
+    (work / "h.txt").write_text("done\n")
+    brief = (repo / ".scratch" / "runs" / "hand" / "H" / "brief-1.md").read_text()
+    named = repo / ".scratch" / "runs" / "hand" / "H" / "outputs-1.json"
+    assert str(named) in brief
+    named.write_text('{"k": 7, "secret": "not for the journal"}')
+    (repo / "outputs-1.json").write_text('{"k": "from the wrong folder"}')  # where a relative read would look
+    assert orch("decide", "handwork", "done", cwd=repo).rc == 0
+    assert orch("resume", "--quiet", "--topic", "hand", cwd=repo).rc == 75
+    assert statuses(repo, orch, "hand")["H"] == "ACCEPTED"
+    reported = [e["context"]["outputs_reported"] for e in journal(repo, "hand") if e["kind"] == "result"
+                and e["context"].get("node") == "H" and "outputs_reported" in e["context"]]
+    assert [r["values"] for r in reported] == [{"k": 7}]
+    assert "not for the journal" not in (repo / ".ledger" / "state" / "hand" / "journal.jsonl").read_text()

@@ -3,6 +3,8 @@ the runner wrote: the last commit, or the runner's own lines since, never a line
 however well it imitates the engine's (recorder/guard.py keeps the runner's own length and digest)."""
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 
@@ -34,6 +36,9 @@ echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr AB ab).txt"
 j="$(git rev-parse --git-common-dir)/../{JOURNAL}"
 grep '"kind":"transition"' "$j" | tail -1 | sed 's/"id":"[^"]*"/"id":"forge:9999"/' >> "$j"
 """
+
+
+FORGED_LINE = b'{"context":{},"id":"forge:99","kind":"transition","seq":99}\n'
 
 
 def recorded(repo) -> str:
@@ -125,7 +130,7 @@ def test_a_line_written_as_the_journal_is_sealed_is_refused_by_resume_until_the_
     repo = campaign_repo(tmp_path, DAG, FORGER)
     ledger = repo / ".ledger"
     rec = Recorder(ledger, "forge").pin()
-    forged = b'{"context":{},"id":"forge:99","kind":"transition","seq":99}\n'
+    forged = FORGED_LINE
     real = segments.write_atomic
 
     rec.event("note", {"i": 0})
@@ -144,3 +149,91 @@ def test_a_line_written_as_the_journal_is_sealed_is_refused_by_resume_until_the_
     assert b"forge:99" not in RepoDir(ledger).git("log", "-p", "--format=").encode()
     assert b"forge:99" not in segments.read_bytes(ledger / "state" / "forge" / "journal.jsonl")
     assert not guard.halt_record(ledger, "forge").exists()
+
+
+CHAIN = DAG + "  - {id: C, depends_on: [B], file_surface: [c.txt], discipline: sh}\n"
+PLANTED = "forge_20260101T000000_000000Z_deadbeef.json"
+
+
+@pytest.mark.parametrize("action,what", [
+    (f"printf '{{}}' > {PLANTED}", f"checkpoints/{PLANTED} appeared"),
+    ('f=$(ls | tail -1); sed "s/ACCEPTED/FORGED/g" "$f" > x && cat x > "$f" && rm x', "was written"),
+])
+def test_a_checkpoint_planted_or_rewritten_by_a_worker_is_never_committed_or_trusted(
+        tmp_path, orch, monkeypatch, action, what):
+    """A checkpoint is a campaign state resume trusts: the guard stamps each one (written once, never again),
+    resume puts back one that differs from the recorder's last commit and, after such a halt, refuses one
+    the commit lacks until it is removed."""
+    from orchestrate.engine import loop
+    monkeypatch.setattr(loop, "CHECKPOINT_EVERY", 5)  # checkpoints before C runs
+    worker = ('#!/bin/sh\necho "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr ABC abc).txt"\n'
+              '[ "$ORCH_NODE$ORCH_ATTEMPT" = C1 ] || exit 0\n'
+              'cd "$(git rev-parse --git-common-dir)/../.ledger/state/forge/checkpoints"\n' + action + "\n")
+    repo = campaign_repo(tmp_path, CHAIN, worker)
+    rec = RepoDir(repo / ".ledger")
+    halted = orch("run", cwd=repo)
+    assert halted.rc == 1 and what in halted.err and "while C ran" in halted.err, halted.out + halted.err
+    assert PLANTED not in rec.git("ls-tree", "-r", "--name-only", "HEAD")
+    assert "FORGED" not in recorded(repo)
+    resumed = orch("resume", "--topic", "forge", cwd=repo)
+    if "appeared" in what:  # not in the commit: the person removes it, as the refusal says
+        assert resumed.rc == 1 and f"rm -rf {repo / '.ledger/state/forge/checkpoints' / PLANTED}" in resumed.err
+        (repo / ".ledger/state/forge/checkpoints" / PLANTED).unlink()
+        resumed = orch("resume", "--topic", "forge", cwd=repo)
+    else:  # in the commit: put back, with a warning
+        assert "differed from the recorder's last commit; put back" in resumed.out + resumed.err
+    assert resumed.rc == 75 and "paused at seam final-acceptance" in resumed.out, resumed.out + resumed.err
+    assert PLANTED not in rec.git("ls-tree", "-r", "--name-only", "HEAD")
+    assert "FORGED" not in recorded(repo)
+    assert statuses(repo, orch, "forge") == {"A": "ACCEPTED", "B": "ACCEPTED", "C": "ACCEPTED"}
+
+
+def test_a_fifo_named_like_a_checkpoint_hangs_neither_status_nor_resume(halted, orch):
+    folder = halted / ".ledger" / "state" / "forge" / "checkpoints"
+    folder.mkdir(exist_ok=True)
+    os.mkfifo(folder / PLANTED.replace("20260101", "29990101"))  # the newest by name: read first
+    assert orch("status", cwd=halted).rc == 0
+    refused = orch("resume", "--topic", "forge", cwd=halted)
+    assert refused.rc == 1 and "Traceback" not in refused.err, refused.err
+
+
+def test_a_line_appended_just_after_a_seal_leaves_a_record_of_the_sealed_lines_too(tmp_path, monkeypatch):
+    """Until the commit holding a seal lands, resume folds the seal back into the live file: the halt record
+    covers the sealed lines and those written since, so deleting only the foreign line is enough."""
+    monkeypatch.setattr(segments, "SEGMENT_BYTES", 4000)
+    repo, rec, _ = uncommitted_transition(tmp_path)
+    real = rec.guard.seal
+
+    def seal_then_append():
+        real()
+        if rec.journal.stat().st_size == 0:  # sealed a moment ago: the live file is new and empty
+            with rec.journal.open("ab") as fh:
+                fh.write(FORGED_LINE)
+    monkeypatch.setattr(rec.guard, "seal", seal_then_append)
+    rec.event("transition", {"from": "B", "outcome": "x", "to": "C", "padding": "y" * 4000})
+    with pytest.raises(ForeignWrite, match="since its last write"):
+        rec.commit("forge: one")
+    rec.journal.write_bytes(rec.journal.read_bytes().replace(FORGED_LINE, b""))  # only the foreign line goes
+    resume.settle_journal(Layout(repo), Recorder(repo / ".ledger", "forge").pin(), lambda m: None, crashed=False)
+    assert b"forge:99" not in RepoDir(repo / ".ledger").git("log", "-p", "--format=").encode()
+    assert not guard.halt_record(repo / ".ledger", "forge").exists()
+
+
+@pytest.mark.parametrize("plant", ["folder", "fifo"])
+def test_something_planted_where_the_halt_record_goes_neither_hides_the_halt_nor_hangs(tmp_path, orch, plant):
+    repo = campaign_repo(tmp_path, DAG, FORGER)
+    record = guard.halt_record(repo / ".ledger", "forge")
+    record.parent.mkdir(parents=True)
+    record.mkdir() if plant == "folder" else os.mkfifo(record)
+    halted = orch("run", cwd=repo)  # the worker forges; the runner replaces what is in the record's place
+    assert halted.rc == 1 and "changed behind the engine's back" in halted.err, halted.out + halted.err
+    assert json.loads(record.read_text())["size"] > 0
+    record.unlink()
+    record.mkdir() if plant == "folder" else os.mkfifo(record)  # and again after the halt
+    assert f"its halt record {record} is unreadable" in orch("status", cwd=repo).out
+    refused = orch("resume", "--topic", "forge", cwd=repo)
+    assert refused.rc == 1 and "holds lines this runner did not write" in refused.err, refused.out + refused.err
+    RepoDir(repo / ".ledger").git("checkout", "HEAD", "--", "state/forge/journal.jsonl")
+    done = orch("resume", "--topic", "forge", cwd=repo)
+    assert done.rc == 75 and not os.path.lexists(record), done.out + done.err
+    assert "forge:9999" not in recorded(repo)

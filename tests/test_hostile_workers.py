@@ -592,3 +592,29 @@ def test_a_fifo_where_the_runner_reads_a_workers_report_hangs_nothing(tmp_path, 
     assert result.rc == 75 and "not a file (p" in text, text
     accepted = statuses(repo, orch, "hostile")["A"] == "ACCEPTED"
     assert accepted == (planted == "ORCH_USAGE"), text  # usage is bookkeeping; outputs and freeze are evidence
+
+
+LEDGER_GIT = '"$(git rev-parse --git-common-dir)/../.ledger/.git"'
+
+
+@pytest.mark.parametrize("misdeed,what", [
+    (f'printf "#!/bin/sh\\ntouch MARK\\n" > {LEDGER_GIT}/hooks/post-checkout; chmod +x {LEDGER_GIT}/hooks/post-checkout',
+     ".ledger/.git/hooks/post-checkout was created"),
+    (f'git --git-dir={LEDGER_GIT} config core.fsmonitor "touch MARK; false"', ".ledger/.git/config was changed"),
+])
+def test_a_program_planted_in_the_recorders_git_dir_is_put_back_before_a_person_runs_git_there(
+        tmp_path, orch, mode, misdeed, what):
+    """orchestrate's own git calls in the recorder are inert; a person's (the restore a ForeignWrite hint
+    names) are not: what a worker plants in `.ledger/.git` fails its node and is put back."""
+    mark = tmp_path / "mark"
+    repo = campaign_repo(tmp_path, dag(mode), f"#!/bin/sh\necho a > a.txt\n{misdeed.replace('MARK', str(mark))}\n")
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    if mode == "none":
+        assert "A: changed what no worker may change" in text and what in text, text
+    assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"
+    from tests.helpers import RepoDir
+    RepoDir(repo / ".ledger").git("checkout", "HEAD", "--", "config.yaml")  # as a person following a hint
+    RepoDir(repo / ".ledger").git("status")
+    assert not mark.exists(), "a program planted in the recorder's git dir ran"

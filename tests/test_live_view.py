@@ -236,3 +236,17 @@ def test_the_progress_summary_keeps_its_pace_through_frequent_transitions(tmp_pa
     lines = said.getvalue().splitlines()
     assert len(lines) == 3 and all("progress: t layer 0 (layers 0-0), 0/2 done" in line for line in lines)
     assert [line.split("elapsed ")[1] for line in lines] == ["12.0s", "24.0s", "36.0s"]
+
+
+def test_a_fifo_or_a_link_in_the_place_of_a_log_is_not_waited_on_or_followed(tmp_path):
+    """A worker's run folder is writable to it, in the sandbox too: the live view and the return's look at the
+    log read only a plain file (opening a FIFO to read waits for a writer, forever)."""
+    import os
+
+    from orchestrate.workers.returns import environment_error
+    fifo, link = tmp_path / "attempt-1.log", tmp_path / "attempt-2.log"
+    os.mkfifo(fifo)
+    (tmp_path / "secret").write_text("# orchestrate: node A attempt 1: ./work.sh\nnot found\n")
+    link.symlink_to(tmp_path / "secret")
+    assert last_line(fifo) == "" and last_line(link) == ""
+    assert environment_error(127, str(fifo)) == environment_error(127, str(link)) == environment_error(127, "")

@@ -44,11 +44,18 @@ def _newest_checkpoint(repo):
     return checkpoints.listing(Layout(repo).checkpoints("six"), "six")[-1]
 
 
-def test_a_newer_checkpoint_version_refuses_resume_but_from_log_works(paused, orch):
-    path = _newest_checkpoint(paused)
+def _rewrite_checkpoint(repo, edit) -> None:
+    """Change the newest checkpoint as an orchestrate that wrote it so would have: committed in the recorder
+    (one changed behind the recorder's back is put back first: see the tests below)."""
+    path = _newest_checkpoint(repo)
     data = json.loads(path.read_text())
-    data["schema_version"] = 2
+    edit(data)
     path.write_text(json.dumps(data))
+    RepoDir(repo / ".ledger").commit("six: a checkpoint written by another orchestrate")
+
+
+def test_a_newer_checkpoint_version_refuses_resume_but_from_log_works(paused, orch):
+    _rewrite_checkpoint(paused, lambda data: data.update(schema_version=2))
     refused = orch("resume", "--topic", "six", cwd=paused)
     assert refused.rc == 1 and "schema_version 2" in refused.err and "--from-log" in refused.err
     again = orch("resume", "--topic", "six", "--from-log", cwd=paused)
@@ -56,11 +63,8 @@ def test_a_newer_checkpoint_version_refuses_resume_but_from_log_works(paused, or
 
 
 def test_k9_the_journal_wins_over_a_checkpoint_that_disagrees(paused):
-    path = _newest_checkpoint(paused)
-    data = json.loads(path.read_text())
-    true_tip = data["state"]["tip"]
-    data["state"]["tip"] = "0" * 40
-    path.write_text(json.dumps(data))
+    true_tip = json.loads(_newest_checkpoint(paused).read_text())["state"]["tip"]
+    _rewrite_checkpoint(paused, lambda data: data["state"].update(tip="0" * 40))
     layout = Layout(paused)
     notes: list[str] = []
     campaign = rebuild(layout, Recorder(layout.ledger, "six"), from_log=False, warn=notes.append)

@@ -136,8 +136,9 @@ def _checkpoint(ctx: Context, message: str) -> None:
     """Snapshot the folded state next to the journal entry it covers, in the same recorder commit."""
     rec = ctx.recorder
     rec.flush()
-    checkpoints.write(ctx.layout.checkpoints(ctx.topic), ctx.campaign, log_seq=rec.seq,
-                      log_entry_id=rec.last_id, message=message)
+    path = checkpoints.write(ctx.layout.checkpoints(ctx.topic), ctx.campaign, log_seq=rec.seq,
+                             log_entry_id=rec.last_id, message=message)
+    rec.guard.wrote_checkpoint(path)
     ctx.checkpointed = rec.seq
 
 

@@ -7,6 +7,7 @@ did not confirm is checked against git and repaired, each repair journalled and 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -39,8 +40,10 @@ def rebuild(layout: Layout, recorder: Recorder, *, from_log: bool, warn: Callabl
     if not lines:
         raise UsageError(f"no journal for campaign `{recorder.topic}`", hint="`orchestrate status` lists topics")
 
-    campaign, from_checkpoint = checkpoints.restore(layout.checkpoints(recorder.topic), recorder.topic, lines, warn,
-                                                    from_log=from_log)
+    folder = layout.checkpoints(recorder.topic)
+    campaign, from_checkpoint = checkpoints.restore(
+        folder, recorder.topic, lines, warn, from_log=from_log,
+        committed=_committed_files(layout.ledger, str(folder.relative_to(layout.ledger))))  # put back by settle_journal
     entries_tail = [json.loads(raw) for raw in lines[-1:]]
     recorder.resume_seq(entries_tail if entries_tail else [])
     recorder.counter = max(recorder.counter, _max_id(lines))
@@ -88,8 +91,7 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
     rel = str(journal.relative_to(ledger))
     committed = git.git(ledger, "show", f"HEAD:{rel}", check=False).stdout.encode()
     folder = f"{rel.rsplit('/', 1)[0]}/{segments.SEALED}"
-    held = {f"{segments.SEALED}/{path.rsplit('/', 1)[-1]}": sha for _, _, sha, path in
-            (line.split(None, 3) for line in git.lines(ledger, "ls-tree", "HEAD", f"{folder}/"))}
+    held = {f"{segments.SEALED}/{name}": sha for name, sha in _committed_files(ledger, folder).items()}
     seal = segments.pending(journal, committed, held)  # one the crash kept out of the last commit
     if changed := segments.unlike_head(journal, held, seal):
         _refuse_segments(ledger, journal, changed)
@@ -97,6 +99,7 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
         segments.settle(journal, committed, seal)
     current = journal.read_bytes()
     _refuse_after_foreign_write(ledger, recorder.topic, rel, current, committed)
+    _put_back_checkpoints(ledger, recorder.topic, warn)
     if current == committed:
         if crashed:
             _restore_recorder_files(ledger, rel)
@@ -128,6 +131,12 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
         _restore_recorder_files(ledger, rel)
 
 
+def _committed_files(ledger: Path, folder: str) -> dict[str, str]:
+    """File name -> blob id of what the recorder's last commit holds in `folder` (relative to the ledger)."""
+    return {path.rsplit("/", 1)[-1]: sha for _, _, sha, path in
+            (line.split(None, 3) for line in git.lines(ledger, "ls-tree", "HEAD", f"{folder}/"))}
+
+
 def _refuse_after_foreign_write(ledger: Path, topic: str, rel: str, current: bytes, committed: bytes) -> None:
     """The run before halted on a write it did not make (recorder/guard.py): go on only from the last commit or
     from exactly the lines that runner wrote since, so that a line in the engine's own shape appended by a
@@ -140,7 +149,50 @@ def _refuse_after_foreign_write(ledger: Path, topic: str, rel: str, current: byt
                            f"{record.get('what')}); nothing was resumed or repaired",
                            hint=f"see `git -C {ledger} diff HEAD -- {rel}`; put it back with `git -C {ledger} checkout "
                                 f"HEAD -- {rel}` (what the halted runner had not committed yet runs again), then resume")
+    _refuse_checkpoints_after_foreign_write(ledger, topic, record)
     guard.clear(ledger, topic)
+
+
+def _refuse_checkpoints_after_foreign_write(ledger: Path, topic: str, record: dict) -> None:
+    """After such a halt a checkpoint the recorder's last commit lacks may be anyone's: the next commit would
+    take it in, and resume would trust it. (One changed is put back by `_put_back_checkpoints`; one gone is
+    harmless: more of the journal is replayed.)"""
+    folder = ledger / "state" / topic / "checkpoints"
+    held = _committed_files(ledger, str(folder.relative_to(ledger)))
+    try:
+        extra = sorted(n for n in os.listdir(folder) if n not in held)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if extra:
+        raise ForeignWrite(f"{folder}: {', '.join(extra)} not in the recorder's last commit, after a run that halted "
+                           f"on a write it did not make ({record.get('what')}); nothing was resumed or repaired",
+                           hint=f"remove them with `rm -rf {' '.join(str(folder / n) for n in extra)}` (a checkpoint "
+                                "only speeds resume up), then resume")
+
+
+def _put_back_checkpoints(ledger: Path, topic: str, warn: Callable[[str], None]) -> None:
+    """Checkpoints are written once and never changed: one that differs from the recorder's last commit is put
+    back before anything is committed or read (resume would trust it, the next commit would keep it)."""
+    folder = Path("state") / topic / "checkpoints"
+    held = _committed_files(ledger, str(folder))
+    for name, sha in held.items():
+        path = ledger / folder / name
+        if (path.exists() or path.is_symlink()) and not _same_blob(path, sha):
+            if path.is_dir() and not path.is_symlink():
+                import shutil
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            git.git(ledger, "checkout", "HEAD", "--", str(folder / name))
+            warn(f"checkpoint {name} differed from the recorder's last commit; put back")
+
+
+def _same_blob(path: Path, sha: str) -> bool:
+    from orchestrate import git_files
+    try:
+        return segments.blob_id(git_files.small(path, None), len(sha)) == sha
+    except OSError:  # a link, a folder, a FIFO
+        return False
 
 
 def _refuse_segments(ledger: Path, journal: Path, changed: list[tuple[str, str]]) -> None:

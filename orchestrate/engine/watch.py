@@ -159,6 +159,7 @@ def _take(ctx: Context, seen: fingerprint.Fingerprint | None = None, look: bool 
     # moved after that is reported at MERGE), and its campaign branch is compared with the recorded tip:
     # neither is fingerprinted, because this runner moves them itself while other workers run.
     return fingerprint.take(ctx.root, set(), recorder_files=_recorder_files(ctx),
+                            recorder_git=ctx.layout.ledger / ".git",
                             other_topics=_other_topics(ctx) + [ctx.topic], seen=seen, look=look)
 
 

@@ -66,12 +66,23 @@ def read_version(path: Path, data: dict, warn: Callable[[str], None]) -> int:
 
 
 def newest(folder: Path, topic: str, entry_id_at: Callable[[int], str | None],
-           warn: Callable[[str], None]) -> tuple[Campaign, int] | None:
-    """(state, log_seq) from the newest usable checkpoint, or None for a full replay."""
+           warn: Callable[[str], None], committed: dict[str, str] | None = None) -> tuple[Campaign, int] | None:
+    """(state, log_seq) from the newest usable checkpoint, or None for a full replay. With `committed` (file
+    name -> blob id in the recorder's last commit), only a checkpoint as committed is used: one written since
+    (by a runner that crashed before its commit, or by anyone else) is passed over."""
+    from orchestrate.recorder import segments
     for path in reversed(listing(folder, topic)):
+        raw = segments.content(path)  # b"" for a link, a folder or a FIFO: never followed or waited on
+        if committed is not None:
+            sha = committed.get(path.name)
+            if sha is None:
+                continue
+            if segments.blob_id(raw, len(sha)) != sha:
+                warn(f"checkpoint {path.name} differs from the recorder's last commit; ignoring it")
+                continue
         try:
-            data: Any = json.loads(path.read_text())
-        except (OSError, ValueError):
+            data: Any = json.loads(raw)
+        except ValueError:
             warn(f"checkpoint {path.name} is not valid JSON; ignoring it")
             continue
         if not isinstance(data, dict):
@@ -94,13 +105,14 @@ def newest(folder: Path, topic: str, entry_id_at: Callable[[int], str | None],
 
 
 def restore(folder: Path, topic: str, lines: list[bytes], warn: Callable[[str], None], *,
-            from_log: bool = False) -> tuple[Campaign, bool]:
-    """(state, whether a checkpoint was used): the newest checkpoint that matches the journal `lines`,
-    plus the lines after it; the whole journal when there is none, or with `from_log`."""
+            from_log: bool = False, committed: dict[str, str] | None = None) -> tuple[Campaign, bool]:
+    """(state, whether a checkpoint was used): the newest checkpoint that matches the journal `lines` (and,
+    with `committed`, the recorder's last commit: see `newest`), plus the lines after it; the whole journal
+    when there is none, or with `from_log`."""
     def entry_id_at(seq: int) -> str | None:
         return json.loads(lines[seq - 1]).get("id") if 0 < seq <= len(lines) else None
 
-    found = None if from_log else newest(folder, topic, entry_id_at, warn)
+    found = None if from_log else newest(folder, topic, entry_id_at, warn, committed)
     campaign, start = found if found else (Campaign(), 0)
     for raw in lines[start:]:
         apply(campaign, json.loads(raw))

@@ -32,6 +32,11 @@ class Guard:
         self._sealed: dict[Path, tuple] = {}  # each sealed segment's stamp when this runner first saw it
         self._folder: tuple | None = None  # journal.d/'s own stamp then (segments.folder_stamp)
         self._made: set[Path] = set()  # the segments this runner sealed
+        self._checkpoints: dict[Path, tuple] = {}  # each checkpoint's stamp when this runner wrote or first saw it
+        self._checkpoints_folder: int | None = None  # the inode of checkpoints/ then
+        # After a seal, until the commit holding it lands: the length and running sha256 of the sealed lines and
+        # every line written since, which is what resume folds back into the live file after a crash or halt
+        self._carry: tuple[int, object] | None = None
 
     def before_write(self) -> None:
         """Refuse if the live file changed since this runner's last write; at the first, take it as found."""
@@ -40,6 +45,7 @@ class Guard:
             self._digest, self.size, self._stamp = hashlib.sha256(segments.content(self.journal)), stamp[2], stamp
             self._sealed = {path: _stamp(path) for path in segments.sealed(self.journal)}
             self._folder = segments.folder_stamp(self.journal)
+            self._checkpoints = {path: _stamp(path) for path in self._checkpoint_files()}
             if self._folder == ("not a folder",):
                 self._foreign(f"{segments.SEALED} is not a folder", self.journal.parent / segments.SEALED)
             return
@@ -58,6 +64,9 @@ class Guard:
         someone else at the same moment shows in it)."""
         expected = (self.size or 0) + len(payload)
         self._digest.update(payload)
+        if self._carry is not None:
+            self._carry[1].update(payload)
+            self._carry = (self._carry[0] + len(payload), self._carry[1])
         self.size = expected
         stamp = _stamp(self.journal)
         if stamp[2] != expected:
@@ -84,6 +93,28 @@ class Guard:
             self._foreign(f"{segments.name(gone[0])}, sealed, was removed", gone[0])
         if now != self._folder:  # the same names and files, in another folder put in its place
             self._foreign(f"{segments.SEALED} was replaced", folder)
+        for path in self._checkpoint_files():  # one gone is harmless: resume replays more of the journal
+            if _stamp(path) != self._checkpoints.get(path):
+                how = "was written" if path in self._checkpoints else "appeared"
+                self._foreign(f"checkpoints/{path.name} {how}", path)
+
+    def wrote_checkpoint(self, path: Path) -> None:
+        """This runner wrote the checkpoint `path` (written once, never again: a later change is foreign)."""
+        self._checkpoints[path] = _stamp(path)
+
+    def _checkpoint_files(self) -> list[Path]:
+        """The files in checkpoints/; the folder itself must stay the one this runner found or made (its
+        inode and kind: a link or a copy put in its place would be committed in place of the folder)."""
+        folder = self.journal.parent / "checkpoints"
+        inode, _, _, kind = _stamp(folder)
+        if kind == 0:
+            return []
+        if kind != stat.S_IFDIR or self._checkpoints_folder not in (None, inode):
+            self._foreign("checkpoints/ was replaced" if kind == stat.S_IFDIR else "checkpoints/ is not a folder",
+                          folder)
+        self._checkpoints_folder = inode
+        with os.scandir(folder) as found:
+            return [Path(e.path) for e in found]
 
     def seal(self) -> None:
         """As a commit is built, when the live file has grown to a segment: seal it (recorder/segments.py)."""
@@ -92,6 +123,7 @@ class Guard:
         self.verify()  # what is sealed is what this runner wrote
         size, digest = self.size or 0, self._digest.digest()
         own = (size, digest.hex())  # what resume folds an unfinished seal back into: the runner's lines, no more
+        self._carry = (size, self._digest.copy())
         segment = segments.seal(self.journal)
         self._made.add(segment)
         self._folder = segments.folder_stamp(self.journal)  # the link changed it: names are checked one by one
@@ -105,26 +137,35 @@ class Guard:
         if fresh[2] != 0:
             self._foreign(f"{fresh[2]:+d} bytes as it was started anew", own=own)
 
+    def landed(self) -> None:
+        """The commit holding the last seal landed: resume no longer folds it back."""
+        self._carry = None
+
+    def _own(self) -> tuple[int, str]:
+        """The length and sha256 of what resume would find of this runner's uncommitted lines."""
+        if self._carry is not None:
+            return self._carry[0], self._carry[1].hexdigest()
+        return self.size or 0, (self._digest or hashlib.sha256()).hexdigest()
+
     def _foreign(self, what: str, path: Path | None = None, *, ours: bool = False,
                  own: tuple[int, str] | None = None) -> None:
         """Every later write and commit refuses too (the baseline stays), and so does resume (the halt record),
         until a person restores the journal. `ours`: `path` is a segment this runner sealed (it may not be
         committed yet). `own`: the length and sha256 of the runner's lines since its last seal, if not the
         baseline's."""
-        _record(self.ledger, self.journal.parent.name, what,
-                own or (self.size or 0, self._digest.hexdigest() if self._digest else hashlib.sha256().hexdigest()))
+        unrecorded = _record(self.ledger, self.journal.parent.name, what, own or self._own())
         who = ", ".join(self.suspects()) or "something other than this runner"
         path = path or self.journal
         rel = path.relative_to(self.ledger)
         if path == self.journal or git.git(self.ledger, "cat-file", "-e", f"HEAD:{rel}", check=False).rc == 0:
             restore = f"restore it with `git -C {self.ledger} checkout HEAD -- {rel}`"
         elif ours or path in self._made:  # sealed since the last commit: the live file's commit holds its lines
-            restore = (f"remove it and restore the live file it was sealed from (`rm -f {path} && git -C {self.ledger} "
+            restore = (f"remove it and restore the live file it was sealed from (`rm -rf {path} && git -C {self.ledger} "
                        f"checkout HEAD -- {self.journal.relative_to(self.ledger)}`)")
         else:
-            restore = f"remove it (`rm -f {path}`)"
+            restore = f"remove it (`rm -rf {path}`)"
         raise ForeignWrite(f"{self.journal}: changed behind the engine's back ({what}) while {who} ran; "
-                           "nothing of it was committed",
+                           f"nothing of it was committed{unrecorded}",
                            hint=f"inspect it with `git -C {self.ledger} status` and `git -C {self.ledger} diff HEAD`, "
                                 f"{restore}, then `orchestrate resume`")
 
@@ -136,22 +177,33 @@ def halt_record(ledger: Path, topic: str) -> Path:
     return ledger / ".git" / "orchestrate" / f"halted-{topic}.json"
 
 
-def _record(ledger: Path, topic: str, what: str, own: tuple[int, str]) -> None:
+def _record(ledger: Path, topic: str, what: str, own: tuple[int, str]) -> str:
+    """Write the halt record, replacing whatever is in its place; "" or, when it cannot be written, why (the
+    ForeignWrite is raised all the same)."""
     from orchestrate.atomic import write_atomic
     path = halt_record(ledger, topic)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps({"what": what, "size": own[0], "sha256": own[1]}).encode() + b"\n")
+    try:
+        _remove(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps({"what": what, "size": own[0], "sha256": own[1]}).encode() + b"\n")
+    except OSError as exc:
+        return f" (its halt record {path} could not be written: {exc.strerror or exc})"
+    return ""
 
 
 def halted(ledger: Path, topic: str) -> dict | None:
-    """The halt record of `topic`, if a runner left one; an unreadable one counts as one that matches nothing."""
-    try:
-        record = json.loads(halt_record(ledger, topic).read_bytes())
-    except FileNotFoundError:
+    """The halt record of `topic`, if a runner left one; anything else in its place (unreadable, a link, a
+    folder, a FIFO: never followed or waited on) counts as a record that matches nothing."""
+    path = halt_record(ledger, topic)
+    if not os.path.lexists(path):
         return None
+    try:
+        record = json.loads(segments.content(path))
     except ValueError:
-        return {"what": "its halt record is unreadable", "size": -1, "sha256": ""}
-    return record if isinstance(record, dict) else {"what": "its halt record is unreadable", "size": -1, "sha256": ""}
+        record = None
+    if not isinstance(record, dict):
+        return {"what": f"its halt record {path} is unreadable", "size": -1, "sha256": ""}
+    return record
 
 
 def written_by_runner(record: dict, data: bytes) -> bool:
@@ -160,7 +212,15 @@ def written_by_runner(record: dict, data: bytes) -> bool:
 
 
 def clear(ledger: Path, topic: str) -> None:
-    halt_record(ledger, topic).unlink(missing_ok=True)
+    _remove(halt_record(ledger, topic))
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        import shutil
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _stamp(path: Path) -> tuple[int, int, int, int]:

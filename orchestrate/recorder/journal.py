@@ -215,10 +215,12 @@ class Recorder:
                     self._pending = None
                     self._left_index(tree)
                     upkeep.committed(self.ledger, self.guard.size or 0)
+                    self.guard.landed()
                     return sha
                 if not self._follow() and self._pending is not None:
                     raise self._moved()  # the branch is where this runner left it, yet the swap failed
                 if self._pending is None:  # the swap reported failure, yet the branch holds this very commit
+                    self.guard.landed()
                     return self.head
                 tree = self._build()  # on the commit followed: its files are in its tree, not in ours
             raise self._moved()

@@ -122,11 +122,9 @@ def duration(seconds: float) -> str:
 
 def last_line(path: Path) -> str:
     """The last non-empty line of a log, without the control sequences a worker may have printed."""
-    try:
-        with path.open("rb") as fh:
-            fh.seek(0, 2)
-            fh.seek(max(fh.tell() - TAIL_BYTES, 0))
-            text = fh.read().decode("utf-8", "replace")
+    from orchestrate import git_files
+    try:  # a worker can put a FIFO in its log's place (its run folder is writable, in the sandbox too)
+        text = git_files.tail(path, TAIL_BYTES).decode("utf-8", "replace")
     except OSError:
         return ""
     for line in reversed(text.splitlines()):

@@ -30,6 +30,10 @@ class Fingerprint:
     refs: dict[str, str] = field(default_factory=dict)
     checkout: dict[str, str] = field(default_factory=dict)
     recorder: dict[Path, bytes | None] = field(default_factory=dict)  # recorder file -> content
+    # the recorder's own git dir (config, hooks/, info/): orchestrate's git calls there are inert, but a
+    # person's (the restore a ForeignWrite hint names) would run what a worker planted
+    recorder_git: Path | None = None
+    recorder_git_files: dict[str, bytes | None] = field(default_factory=dict)
     looked: float = 0.0  # when the checkout was looked at (time.monotonic())
     mark: int = -1  # proc.unconfined() when it was looked at: what started outside the sandbox since
 
@@ -41,7 +45,7 @@ class Fingerprint:
 STANDS_FOR = 1.0
 
 
-def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (),
+def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), recorder_git: Path | None = None,
          other_topics: list[str] = (), seen: Fingerprint | None = None, look: bool = True) -> Fingerprint:
     """`own_refs`: the refs the running workers may move (their own node branches); `other_topics`: the
     campaigns whose node and campaign branches are not watched here (their runners move them); `seen`: a
@@ -61,6 +65,8 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (),
     else:  # no look needed now; one is, once anything starts outside the sandbox
         fp.mark = proc.unconfined()
     fp.recorder = {path: _read(path) for path in recorder_files}
+    if recorder_git is not None:
+        fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git)
     return fp
 
 
@@ -79,12 +85,8 @@ def _look(fp: Fingerprint, root: Path) -> None:
 
 def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[str]]:
     """(changes to the git dir, changes to the user's checkout), each a list of sentences."""
-    found = []
-    for name in sorted(set(before.files) | set(after.files)):
-        old, new = before.files.get(name), after.files.get(name)
-        if old != new:
-            what = "created" if old is None else "deleted" if new is None else "changed"
-            found.append(f".git/{name} was {what}")
+    found = _changed(before.files, after.files, ".git")
+    found += _changed(before.recorder_git_files, after.recorder_git_files, ".ledger/.git")
     for name in sorted(set(before.refs) | set(after.refs)):
         old, new = before.refs.get(name), after.refs.get(name)
         if old != new:
@@ -110,20 +112,36 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     """Put the watched files back as they were; returns what was put back. Refs are reported, not moved:
     orchestrate never force-moves a ref. An edited recorder file is first copied into `keep` (a person
     may have edited it during the run: the edit is not lost, only kept out of the recorder)."""
-    put_back = restore_recorder(before, keep)
-    now = take_files(before.common)
-    for name in sorted(set(before.files) | set(now)):
-        old = before.files.get(name)
+    put_back = restore_recorder(before, keep) + _put_back(before.common, before.files, ".git")
+    if before.recorder_git is not None:
+        put_back += _put_back(before.recorder_git, before.recorder_git_files, ".ledger/.git")
+    return put_back
+
+
+def _changed(before: dict[str, bytes | None], after: dict[str, bytes | None], shown: str) -> list[str]:
+    found = []
+    for name in sorted(set(before) | set(after)):
+        old, new = before.get(name), after.get(name)
+        if old != new:
+            what = "created" if old is None else "deleted" if new is None else "changed"
+            found.append(f"{shown}/{name} was {what}")
+    return found
+
+
+def _put_back(base: Path, before: dict[str, bytes | None], shown: str) -> list[str]:
+    now, put_back = take_files(base), []
+    for name in sorted(set(before) | set(now)):
+        old = before.get(name)
         if now.get(name) == old:
             continue
-        path = before.common / name
+        path = base / name
         if old is None:
             path.unlink(missing_ok=True)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.unlink(missing_ok=True)  # a symlink planted in its place is replaced, not followed
             path.write_bytes(old)
-        put_back.append(f".git/{name}")
+        put_back.append(f"{shown}/{name}")
     return put_back
 
 

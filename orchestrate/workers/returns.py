@@ -112,14 +112,21 @@ def fail_attempt(ctx, outcome, head: str, why: str) -> None:
                       "feedback": why, "seconds": round(ns.seconds + outcome.seconds, 3)})
 
 
-REPORT_MOST = 1 << 20  # bytes read of a file a worker reports through ($ORCH_USAGE, $ORCH_OUTPUTS)
+REPORT_MOST = 1 << 20  # bytes of $ORCH_USAGE read
+OUTPUTS_MOST = 64 << 10  # bytes of $ORCH_OUTPUTS read: values for edge conditions, not documents
 USAGE_KEYS = {"input_tokens": int, "output_tokens": int, "cost_usd": (int, float), "model": str}
+
+
+def run_dir(ctx, node_id: str) -> Path:
+    """The node's run folder, where its brief names $ORCH_RETURN, $ORCH_USAGE and $ORCH_OUTPUTS (a person's
+    attempt has no log to find it by)."""
+    return ctx.layout.runs(ctx.topic) / node_id
 
 
 def reported_usage(ctx, outcome) -> dict:
     """{"usage": {...}} from the attempt's $ORCH_USAGE file, {"usage_error": why} for a malformed one (a warning
     against the node, never a failed attempt: usage is bookkeeping, not evidence), {} when none was written."""
-    path = usage_path(Path(outcome.log).parent, outcome.attempt)
+    path = usage_path(run_dir(ctx, outcome.node), outcome.attempt)
     try:
         usage = json.loads(git_files.small(path, REPORT_MOST))["usage"]  # no link followed, no FIFO waited on
         clean = {k: usage[k] for k in USAGE_KEYS if k in usage}
@@ -138,26 +145,37 @@ def reported_usage(ctx, outcome) -> dict:
 
 
 def reported_outputs(ctx, outcome) -> dict:
-    """For a node that declares outputs: its $ORCH_OUTPUTS file as the worker left it, journalled now and judged
-    from the journal ({"outputs_file": None}: none written; {"outputs_error": why}: unreadable). Read when its
-    worker returns, not when it is judged: a worker without the sandbox that runs meanwhile can write
-    another node's run folder."""
+    """For a node that declares outputs: {"outputs_reported": what its $ORCH_OUTPUTS file held as the worker
+    left it}, journalled now and judged from the journal (`read_outputs`). Read when its worker returns, not
+    when it is judged: a worker without the sandbox that runs meanwhile can write another node's run folder."""
     node = ctx.dag.by_id.get(outcome.node) if ctx.dag else None
     if node is None or not node.outputs:
         return {}
-    return read_outputs(outputs_path(Path(outcome.log).parent, outcome.attempt))
+    return {"outputs_reported": read_outputs(outputs_path(run_dir(ctx, outcome.node), outcome.attempt), node.outputs)}
 
 
-def read_outputs(path: Path) -> dict:
+def read_outputs(path: Path, declared: list[str]) -> dict:
+    """{"values": the declared keys it holds, "sha256": of the whole file}, {"absent": True} when there is no
+    file, or {"error": why} (not a plain file, too long, not UTF-8, not JSON, not an object). Only declared keys
+    are kept: the journal and the recorder's history keep what edges read, nothing else the file held."""
     try:
-        data = git_files.small(path, REPORT_MOST + 1)
+        raw = git_files.small(path, OUTPUTS_MOST + 1)  # no link followed, no FIFO waited on
     except FileNotFoundError:
-        return {"outputs_file": None}
-    except OSError as exc:  # a link, a folder, a FIFO: never followed or waited on
-        return {"outputs_error": f"{path.name}: {exc.strerror or exc}"}
-    if len(data) > REPORT_MOST:
-        return {"outputs_error": f"{path.name} holds more than {REPORT_MOST} bytes"}
-    return {"outputs_file": data.decode("utf-8", errors="replace")}
+        return {"absent": True}
+    except OSError as exc:
+        return {"error": f"{path.name}: {exc.strerror or exc}"}
+    if len(raw) > OUTPUTS_MOST:
+        return {"error": f"{path.name} holds more than {OUTPUTS_MOST} bytes (outputs are values for conditions)"}
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return {"error": f"{path.name} is not UTF-8: {exc}"}
+    except ValueError as exc:
+        return {"error": f"{path.name} is not JSON: {exc}"}
+    if not isinstance(data, dict):
+        return {"error": f"{path.name} must hold a JSON object {{key: value}}"}
+    import hashlib
+    return {"values": {k: data[k] for k in declared if k in data}, "sha256": hashlib.sha256(raw).hexdigest()}
 
 
 # The shell's codes for a command it could not find (127) or not execute (126), and EX_UNAVAILABLE (69),
@@ -174,7 +192,7 @@ def environment_error(rc: int | None, log: str) -> str:
     if rc not in CANNOT_START and rc != AGENT_UNAVAILABLE:
         return ""
     try:
-        lines = Path(log).read_text(errors="replace").splitlines() if log else []
+        lines = git_files.small(log, REPORT_MOST).decode(errors="replace").splitlines() if log else []
     except OSError:
         lines = []
     header = next((ln for ln in lines[:1] if ln.startswith("# orchestrate: node ")), "")

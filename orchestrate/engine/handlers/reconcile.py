@@ -241,38 +241,31 @@ def _plugin_gates(ctx: Context, node_id: str, worktree, ns) -> list:
 def _outputs(ctx: Context, node, ns) -> Verdict:
     """outputs-present: the attempt's ORCH_OUTPUTS file, as journalled when its worker returned, is a JSON object
     with every declared key."""
-    import json
-
     from orchestrate.dag.edges import OUTPUTS_GATE
+    from orchestrate.workers import returns
     from orchestrate.workers.brief import outputs_path
-    path = outputs_path(ctx.layout.runs(ctx.topic) / node.id, ns.attempt)
-    returned = _returned_outputs(ctx, node.id, ns.attempt, path)
-    if "outputs_error" in returned:
-        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {returned['outputs_error']}")
-    if returned.get("outputs_file") is None:
+    path = outputs_path(returns.run_dir(ctx, node.id), ns.attempt)
+    reported = _reported_outputs(ctx, node.id, ns.attempt) or returns.read_outputs(path, node.outputs)
+    if "error" in reported:
+        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {reported['error']}")
+    if reported.get("absent"):
         return Verdict(OUTPUTS_GATE, 1, f"FAIL: {node.id} declares outputs {', '.join(node.outputs)} but wrote no "
                        f"$ORCH_OUTPUTS file ({path.name})")
-    try:
-        data = json.loads(returned["outputs_file"])
-    except ValueError as exc:
-        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {path.name} is not JSON: {exc}")
-    if not isinstance(data, dict):
-        return Verdict(OUTPUTS_GATE, 1, f"FAIL: {path.name} must hold a JSON object {{key: value}}")
-    missing = [k for k in node.outputs if k not in data]
+    values = reported["values"]
+    missing = [k for k in node.outputs if k not in values]
     if missing:
         return Verdict(OUTPUTS_GATE, 1, f"FAIL: {path.name} lacks declared output(s) {', '.join(missing)}")
-    return Verdict(OUTPUTS_GATE, 0, f"PASS: {', '.join(f'{k}={data[k]!r}' for k in node.outputs)}",
-                   data={"outputs": {k: data[k] for k in node.outputs}})
+    return Verdict(OUTPUTS_GATE, 0, f"PASS: {', '.join(f'{k}={values[k]!r}' for k in node.outputs)}",
+                   data={"outputs": {k: values[k] for k in node.outputs}})
 
 
-def _returned_outputs(ctx: Context, node_id: str, attempt: int, path) -> dict:
-    """The outputs the attempt's journalled result holds (workers/returns.py `reported_outputs`); for a result
-    journalled by an orchestrate that did not keep them, the file as it is now."""
-    from orchestrate.workers import returns
+def _reported_outputs(ctx: Context, node_id: str, attempt: int) -> dict | None:
+    """What the attempt's journalled result says its outputs file held (workers/returns.py `reported_outputs`);
+    None for a result journalled by an orchestrate that did not record it (the file is read as it is now)."""
     result = next((e["context"] for e in [*reversed(ctx.recorder.held), *reversed(ctx.recorder.written())]
                    if e["kind"] == "result" and e["context"].get("effect") == "worker-start"
                    and e["context"].get("node") == node_id and e["context"].get("attempt") == attempt), {})
-    return result if "outputs_file" in result or "outputs_error" in result else returns.read_outputs(path)
+    return result.get("outputs_reported")
 
 
 def _payload(ctx: Context, edge, head: str) -> Verdict:
