@@ -250,3 +250,13 @@ def test_a_fifo_or_a_link_in_the_place_of_a_log_is_not_waited_on_or_followed(tmp
     link.symlink_to(tmp_path / "secret")
     assert last_line(fifo) == "" and last_line(link) == ""
     assert environment_error(127, str(fifo)) == environment_error(127, str(link)) == environment_error(127, "")
+
+
+def test_why_the_environment_ended_an_attempt_is_found_after_any_amount_of_output(tmp_path):
+    """The header orchestrate wrote first and the line the worker printed last, however long the log."""
+    from orchestrate.workers.returns import AGENT_PREFIX, environment_error
+    log = tmp_path / "attempt-1.log"
+    log.write_text("# orchestrate: node A attempt 1: ./agent.sh\n" + "progress\n" * 300_000
+                   + f"{AGENT_PREFIX}the agent is not logged in\n")
+    assert environment_error(69, str(log)) == ("the worker `./agent.sh` cannot work here (exit 69): "
+                                              f"{AGENT_PREFIX}the agent is not logged in")

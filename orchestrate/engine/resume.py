@@ -7,7 +7,6 @@ did not confirm is checked against git and repaired, each repair journalled and 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Callable
 
@@ -99,7 +98,7 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
         segments.settle(journal, committed, seal)
     current = journal.read_bytes()
     _refuse_after_foreign_write(ledger, recorder.topic, rel, current, committed)
-    _put_back_checkpoints(ledger, recorder.topic, warn)
+    checkpoints.settle(ledger, recorder.topic, _committed_entries(ledger, f"state/{recorder.topic}/checkpoints"), warn)
     if current == committed:
         if crashed:
             _restore_recorder_files(ledger, rel)
@@ -133,8 +132,18 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
 
 def _committed_files(ledger: Path, folder: str) -> dict[str, str]:
     """File name -> blob id of what the recorder's last commit holds in `folder` (relative to the ledger)."""
-    return {path.rsplit("/", 1)[-1]: sha for _, _, sha, path in
-            (line.split(None, 3) for line in git.lines(ledger, "ls-tree", "HEAD", f"{folder}/"))}
+    return {name: sha for name, (sha, _) in _committed_entries(ledger, folder).items()}
+
+
+def _committed_entries(ledger: Path, folder: str) -> dict[str, tuple[str, int]]:
+    """File name -> (blob id, size) of the files the recorder's last commit holds in `folder`."""
+    found = {}
+    for line in git.lines(ledger, "ls-tree", "-l", "HEAD", f"{folder}/"):
+        meta, path = line.split("\t", 1)
+        _, kind, sha, size = meta.split()
+        if kind == "blob":
+            found[path.rsplit("/", 1)[-1]] = (sha, int(size))
+    return found
 
 
 def _refuse_after_foreign_write(ledger: Path, topic: str, rel: str, current: bytes, committed: bytes) -> None:
@@ -149,50 +158,7 @@ def _refuse_after_foreign_write(ledger: Path, topic: str, rel: str, current: byt
                            f"{record.get('what')}); nothing was resumed or repaired",
                            hint=f"see `git -C {ledger} diff HEAD -- {rel}`; put it back with `git -C {ledger} checkout "
                                 f"HEAD -- {rel}` (what the halted runner had not committed yet runs again), then resume")
-    _refuse_checkpoints_after_foreign_write(ledger, topic, record)
     guard.clear(ledger, topic)
-
-
-def _refuse_checkpoints_after_foreign_write(ledger: Path, topic: str, record: dict) -> None:
-    """After such a halt a checkpoint the recorder's last commit lacks may be anyone's: the next commit would
-    take it in, and resume would trust it. (One changed is put back by `_put_back_checkpoints`; one gone is
-    harmless: more of the journal is replayed.)"""
-    folder = ledger / "state" / topic / "checkpoints"
-    held = _committed_files(ledger, str(folder.relative_to(ledger)))
-    try:
-        extra = sorted(n for n in os.listdir(folder) if n not in held)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    if extra:
-        raise ForeignWrite(f"{folder}: {', '.join(extra)} not in the recorder's last commit, after a run that halted "
-                           f"on a write it did not make ({record.get('what')}); nothing was resumed or repaired",
-                           hint=f"remove them with `rm -rf {' '.join(str(folder / n) for n in extra)}` (a checkpoint "
-                                "only speeds resume up), then resume")
-
-
-def _put_back_checkpoints(ledger: Path, topic: str, warn: Callable[[str], None]) -> None:
-    """Checkpoints are written once and never changed: one that differs from the recorder's last commit is put
-    back before anything is committed or read (resume would trust it, the next commit would keep it)."""
-    folder = Path("state") / topic / "checkpoints"
-    held = _committed_files(ledger, str(folder))
-    for name, sha in held.items():
-        path = ledger / folder / name
-        if (path.exists() or path.is_symlink()) and not _same_blob(path, sha):
-            if path.is_dir() and not path.is_symlink():
-                import shutil
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-            git.git(ledger, "checkout", "HEAD", "--", str(folder / name))
-            warn(f"checkpoint {name} differed from the recorder's last commit; put back")
-
-
-def _same_blob(path: Path, sha: str) -> bool:
-    from orchestrate import git_files
-    try:
-        return segments.blob_id(git_files.small(path, None), len(sha)) == sha
-    except OSError:  # a link, a folder, a FIFO
-        return False
 
 
 def _refuse_segments(ledger: Path, journal: Path, changed: list[tuple[str, str]]) -> None:

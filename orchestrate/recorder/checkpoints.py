@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -65,21 +66,80 @@ def read_version(path: Path, data: dict, warn: Callable[[str], None]) -> int:
     return version
 
 
+MOST = 256 << 20  # bytes: a file named like a checkpoint that is larger is not read (a planted one could be any size)
+
+
+def settle(ledger: Path, topic: str, held: dict[str, tuple[str, int]], warn: Callable[[str], None]) -> None:
+    """Before anything is committed or read: the topic's checkpoints as the recorder's last commit holds them
+    (`held`: name -> (blob id, size)), or fewer. A checkpoint is written once and never changed: one that
+    differs is put back; one the commit lacks (written by a runner that crashed before its commit, or planted
+    while no runner watched) is removed, for the next commit would keep it and every later resume trust it,
+    and a checkpoint only speeds resume up. A link or a file in the folder's place is removed, never followed."""
+    rel = f"state/{topic}/checkpoints"
+    folder = ledger / rel
+    try:
+        kind = stat.S_IFMT(os.lstat(folder).st_mode)
+    except FileNotFoundError:
+        kind = 0
+    if kind and kind != stat.S_IFDIR:
+        folder.unlink()
+        warn(f"{rel} was not a folder; removed")
+    put_back = []
+    if kind == stat.S_IFDIR:
+        with os.scandir(folder) as found:
+            entries = list(found)
+        for entry in entries:
+            committed = held.get(entry.name)
+            if committed is not None and _as_committed(Path(entry.path), *committed):
+                continue
+            _remove(Path(entry.path))
+            if committed is None:
+                warn(f"checkpoint {entry.name} is not in the recorder's last commit (written just before a crash, "
+                     "or by something else); removed")
+            else:
+                put_back.append(entry.name)
+                warn(f"checkpoint {entry.name} differed from the recorder's last commit; put back")
+    restore = put_back + ([name for name in held] if kind and kind != stat.S_IFDIR else [])
+    if restore:
+        from orchestrate import git
+        git.git(ledger, "checkout", "HEAD", "--", *(f"{rel}/{name}" for name in restore))
+
+
+def _as_committed(path: Path, sha: str, size: int) -> bool:
+    from orchestrate import git_files
+    from orchestrate.recorder import segments
+    try:
+        st = os.lstat(path)
+        return stat.S_ISREG(st.st_mode) and st.st_size == size and \
+            segments.blob_id(git_files.small(path, size), len(sha)) == sha
+    except OSError:
+        return False
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        import shutil
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def newest(folder: Path, topic: str, entry_id_at: Callable[[int], str | None],
            warn: Callable[[str], None], committed: dict[str, str] | None = None) -> tuple[Campaign, int] | None:
-    """(state, log_seq) from the newest usable checkpoint, or None for a full replay. With `committed` (file
-    name -> blob id in the recorder's last commit), only a checkpoint as committed is used: one written since
-    (by a runner that crashed before its commit, or by anyone else) is passed over."""
+    """(state, log_seq) from the newest usable checkpoint, or None for a full replay. With `committed` (the
+    names the recorder's last commit holds, as `settle` left them), no other file is read."""
     from orchestrate.recorder import segments
     for path in reversed(listing(folder, topic)):
+        if committed is not None and path.name not in committed:
+            continue
+        try:
+            too_large = os.lstat(path).st_size > MOST
+        except OSError:
+            continue
+        if too_large:
+            warn(f"checkpoint {path.name} is larger than {MOST} bytes; ignoring it")
+            continue
         raw = segments.content(path)  # b"" for a link, a folder or a FIFO: never followed or waited on
-        if committed is not None:
-            sha = committed.get(path.name)
-            if sha is None:
-                continue
-            if segments.blob_id(raw, len(sha)) != sha:
-                warn(f"checkpoint {path.name} differs from the recorder's last commit; ignoring it")
-                continue
         try:
             data: Any = json.loads(raw)
         except ValueError:

@@ -62,7 +62,8 @@ def _loose_bytes(ledger: Path) -> int:
 
 
 def _repack(ledger: Path, whole: bool) -> None:
-    git.git(ledger, "-c", "pack.threads=1", "repack", "-d", "-q", "--window=4", *(["-a"] if whole else []),
+    # -n: no update-server-info (info/refs is in the git dir the watch fingerprints, and nobody fetches over http)
+    git.git(ledger, "-c", "pack.threads=1", "repack", "-d", "-q", "-n", "--window=4", *(["-a"] if whole else []),
             check=False)
 
 

@@ -21,6 +21,7 @@ from orchestrate import git, proc
 
 _WATCHED_FILES = ("config", "config.worktree", "packed-refs.orig")  # read whole, restored whole
 _WATCHED_DIRS = ("hooks", "info")
+_DERIVED = ("info/refs", "info/packs")  # what `git gc` and `repack` write for dumb http: run nothing, left out
 
 
 @dataclass
@@ -170,7 +171,8 @@ def take_files(common: Path) -> dict[str, bytes | None]:
         base = common / folder
         if base.is_dir():
             for path in sorted(p for p in base.rglob("*") if p.is_file() or p.is_symlink()):
-                files[str(path.relative_to(common))] = _read(path)
+                if (name := str(path.relative_to(common))) not in _DERIVED:
+                    files[name] = _read(path)
     return files
 
 

@@ -191,11 +191,12 @@ def environment_error(rc: int | None, log: str) -> str:
     says so), or "" when the attempt ran and its exit code is a verdict on its work."""
     if rc not in CANNOT_START and rc != AGENT_UNAVAILABLE:
         return ""
-    try:
-        lines = git_files.small(log, REPORT_MOST).decode(errors="replace").splitlines() if log else []
+    try:  # the header orchestrate wrote first, and what the worker printed last (a log can be any size)
+        head = git_files.small(log, 4096).decode(errors="replace").splitlines()[:1] if log else []
+        lines = head + git_files.tail(log, REPORT_MOST).decode(errors="replace").splitlines()[1:] if log else []
     except OSError:
-        lines = []
-    header = next((ln for ln in lines[:1] if ln.startswith("# orchestrate: node ")), "")
+        head, lines = [], []
+    header = next((ln for ln in head if ln.startswith("# orchestrate: node ")), "")
     command = header.split(": ", 2)[2] if header.count(": ") >= 2 else "?"
     body = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("# orchestrate: ")]
     if rc == AGENT_UNAVAILABLE:
