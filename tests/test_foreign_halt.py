@@ -279,8 +279,19 @@ def test_the_recorders_own_repack_while_workers_run_is_blamed_on_nobody(tmp_path
     """The watch fingerprints `.ledger/.git`; a repack the runner starts while workers run writes there."""
     from orchestrate.recorder import upkeep
     monkeypatch.setattr(upkeep, "PACK_AFTER", 1)  # a repack after every commit
-    repo = campaign_repo(tmp_path, CHAIN, "#!/bin/sh\nsleep 0.3\necho \"$ORCH_NODE\" > \"$(echo \"$ORCH_NODE\" | tr ABC abc).txt\"\n")
+    worker = "#!/bin/sh\nsleep 0.3\necho \"$ORCH_NODE\" > \"$(echo \"$ORCH_NODE\" | tr ABC abc).txt\"\n"
+    repo = campaign_repo(tmp_path, CHAIN, worker)
     result = orch("run", cwd=repo)
     assert result.rc == 75 and "no worker may change" not in result.out + result.err, result.out + result.err
     assert list((repo / ".ledger" / ".git" / "objects" / "pack").glob("*.pack"))  # it did repack
     assert statuses(repo, orch, "forge") == {"A": "ACCEPTED", "B": "ACCEPTED", "C": "ACCEPTED"}
+
+
+def test_a_checkpoint_planted_before_a_campaign_starts_is_removed_before_its_first_commit(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG, "#!/bin/sh\necho \"$ORCH_NODE\" > \"$(echo \"$ORCH_NODE\" | tr AB ab).txt\"\n")
+    folder = repo / ".ledger" / "state" / "forge" / "checkpoints"
+    folder.mkdir(parents=True)
+    (folder / PLANTED.replace("20260101", "29990101")).write_text('{"campaign": "forge", "state": {}}')
+    result = orch("run", cwd=repo)
+    assert result.rc == 75 and "is not in the recorder's last commit" in result.out + result.err, result.out
+    assert "29990101" not in recorded(repo)

@@ -156,8 +156,9 @@ def _refuse_after_foreign_write(ledger: Path, topic: str, rel: str, current: byt
     if current != committed and not guard.written_by_runner(record, current):
         raise ForeignWrite(f"{rel}: holds lines this runner did not write (the run halted on them: "
                            f"{record.get('what')}); nothing was resumed or repaired",
-                           hint=f"see `git -C {ledger} diff HEAD -- {rel}`; put it back with `git -C {ledger} checkout "
-                                f"HEAD -- {rel}` (what the halted runner had not committed yet runs again), then resume")
+                           hint=f"see `git -C {ledger} diff HEAD -- {rel}`; put it back with `git -C {ledger} "
+                                f"checkout HEAD -- {rel}` (what the halted runner had not committed yet runs again), "
+                                "then resume")
     guard.clear(ledger, topic)
 
 

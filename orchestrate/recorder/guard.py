@@ -160,8 +160,8 @@ class Guard:
         if path == self.journal or git.git(self.ledger, "cat-file", "-e", f"HEAD:{rel}", check=False).rc == 0:
             restore = f"restore it with `git -C {self.ledger} checkout HEAD -- {rel}`"
         elif ours or path in self._made:  # sealed since the last commit: the live file's commit holds its lines
-            restore = (f"remove it and restore the live file it was sealed from (`rm -rf {path} && git -C {self.ledger} "
-                       f"checkout HEAD -- {self.journal.relative_to(self.ledger)}`)")
+            restore = (f"remove it and restore the live file it was sealed from (`rm -rf {path} && "
+                       f"git -C {self.ledger} checkout HEAD -- {self.journal.relative_to(self.ledger)}`)")
         else:
             restore = f"remove it (`rm -rf {path}`)"
         raise ForeignWrite(f"{self.journal}: changed behind the engine's back ({what}) while {who} ran; "

@@ -33,7 +33,11 @@ def handle(ctx: Context) -> Outcome:
     baseline = git.resolve(ctx.root, dag.base)
     copy = ctx.layout.state(topic) / "dag.yaml"
     ctx.recorder = Recorder(ctx.layout.ledger, topic).pin()
-    ctx.recorder.resume_seq(ctx.recorder.read())  # intents of a DERIVE a crash cut off, if any
+    found = ctx.recorder.read()
+    ctx.recorder.resume_seq(found)  # intents of a DERIVE a crash cut off, if any
+    if not found:  # the campaign starts: nothing in its checkpoints folder is its own
+        from orchestrate.recorder import checkpoints
+        checkpoints.settle(ctx.layout.ledger, topic, {}, lambda m: ctx.out.always(f"warning: {m}"))
     ctx.campaign.topic = topic
     branch = f"campaign/{topic}"
     ctx.emit("intent", {"effect": "branch-create", "branch": branch, "at": baseline})
