@@ -6,11 +6,12 @@ not through the index, which therefore stays at the last commit git staged. When
 boundary calls `finish`; the process's exit too) the index of every recorder it committed to is set to the
 branch, so that `git status` in .ledger shows only what changed since; after a crash, `resume` sets it.
 
-Packing. Every transition commits the whole journal again, a file that only grows, so a campaign's loose
-objects grow with the square of its length: 256 trivial nodes left 147 MB in 7,000 loose objects, 1.7 MB
-once packed (the journal's versions delta-compress against each other). Each time the commits of this
-process have written about PACK_AFTER bytes of journal (stored loose without compression, git_pipe.py: so
-that is about the most they take on disk between two packs), a `git repack -d -q` packs what is loose, in a
+Packing. Every transition commits the live journal again (up to a segment, recorder/segments.py; before
+segments, the whole journal: 256 trivial nodes left 147 MB in 7,000 loose objects, 1.7 MB once packed, as
+the journal's versions delta-compress against each other). Each time the commits of this process have
+written about PACK_AFTER bytes of live journal (stored loose without compression, git_pipe.py: so that is
+about the most they take on disk between two packs; sealed segments and checkpoints are not counted), a
+`git repack -d -q -n` packs what is loose, in a
 thread, while the run goes on: git's object store takes writers and readers while it packs (that is how
 `git gc` runs behind other commands; the tree writer does not look objects up, see git_pipe). One pack
 thread and a delta window of 4 keep it light (pack-objects sorts the journal's versions next to each
