@@ -39,6 +39,7 @@ _FIXED = (
 TEXT_MERGE = "git merge-file --marker-size=%L %A %O %B"
 _SECTION = re.compile(r'^\s*\[\s*(filter|diff|merge)\s+"((?:[^"\\]|\\.)*)"\s*\]', re.M | re.I)
 _OLD_SECTION = re.compile(r"^\s*\[\s*(filter|diff|merge)\.([^\]\s]+)\s*\]", re.M | re.I)
+_UNESCAPE = re.compile(r"\\(.)")
 _INCLUDE = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.M)
 _cache: dict[tuple, dict[str, str]] = {}
 
@@ -90,7 +91,8 @@ def _scan(path: Path, found: set, seen: set, depth: int) -> None:
         text = path.read_text(errors="replace")
     except OSError:
         return
-    found.update((k.lower(), n.replace('\\"', '"')) for k, n in _SECTION.findall(text))
+    # git drops the backslash before any character in a quoted subsection: `[filter "a\\x"]` defines `ax`
+    found.update((k.lower(), _UNESCAPE.sub(r"\1", n)) for k, n in _SECTION.findall(text))
     found.update((k.lower(), n.lower()) for k, n in _OLD_SECTION.findall(text))
     for target in _INCLUDE.findall(text):  # include.path and includeIf.*.path: follow them all
         target = target.strip('"')

@@ -184,6 +184,7 @@ def test_a_checkpoint_planted_or_rewritten_by_a_worker_is_never_committed_or_tru
     assert resumed.rc == 75 and "paused at seam final-acceptance" in resumed.out, resumed.out + resumed.err
     assert PLANTED not in rec.git("ls-tree", "-r", "--name-only", "HEAD")
     assert "FORGED" not in recorded(repo)
+    assert rec.git("status", "--porcelain", "--untracked-files=all", "state/forge/checkpoints") == ""  # as committed
     assert statuses(repo, orch, "forge") == {"A": "ACCEPTED", "B": "ACCEPTED", "C": "ACCEPTED"}
 
 
@@ -295,3 +296,21 @@ def test_a_checkpoint_planted_before_a_campaign_starts_is_removed_before_its_fir
     result = orch("run", cwd=repo)
     assert result.rc == 75 and "is not in the recorder's last commit" in result.out + result.err, result.out
     assert "29990101" not in recorded(repo)
+
+
+def test_a_checkpoint_that_cannot_be_removed_stops_resume_with_a_hint_not_a_traceback(tmp_path, orch):
+    """An immutable file (chattr +i: not even root may remove it) stands for any file the runner may not
+    remove, as a non-root user meets them."""
+    repo = campaign_repo(tmp_path, DAG, "#!/bin/sh\necho \"$ORCH_NODE\" > \"$(echo \"$ORCH_NODE\" | tr AB ab).txt\"\n")
+    assert orch("run", cwd=repo).rc == 75
+    planted = repo / ".ledger" / "state" / "forge" / "checkpoints" / PLANTED
+    planted.write_text("{}")
+    if subprocess.run(["chattr", "+i", str(planted)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i does not work on this filesystem")
+    try:
+        refused = orch("resume", "--topic", "forge", cwd=repo)
+    finally:
+        subprocess.run(["chattr", "-i", str(planted)], check=True)
+    assert refused.rc == 1 and "Traceback" not in refused.err, refused.err
+    assert "cannot be put as the recorder's last commit holds it" in refused.err and f"rm -rf {planted}" in refused.err
+    assert PLANTED not in recorded(repo)

@@ -119,3 +119,20 @@ def test_each_git_verb_is_inert_with_every_kind_planted(tmp_path):
     git.worktree_remove(repo, wt)
     assert not (marks / "ran").exists(), (marks / "ran").read_text()
     assert Path(repo / "f.txt").read_text() == "zero\none\ntwo\n"  # the built-in text merge did the merge
+
+
+def test_a_driver_named_with_an_escape_in_its_config_section_is_neutralised_too(tmp_path):
+    """git reads `[filter "a\\x"]` as the filter `ax` (it drops a backslash before any character in a quoted
+    subsection): the override must name the same driver, or the planted smudge runs in our checkout."""
+    mark = tmp_path / "ran"
+    repo = make_repo(tmp_path / "r", {"f.txt": "one\n", ".gitattributes": "* filter=ax\n"})
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f'#!/bin/sh\ntouch "{mark}"\ncat\n')
+    evil.chmod(0o755)
+    with open(repo / ".git" / "config", "a") as fh:
+        fh.write(f'[filter "a\\x"]\n\tsmudge = {evil}\n\tclean = {evil}\n')
+    assert repo.git("config", "filter.ax.smudge") == str(evil)  # git's own reading of the section
+    (repo / "f.txt").write_text("two\n")
+    git.git(repo, "checkout", "HEAD", "--", "f.txt")
+    git.git(repo, "status")
+    assert not mark.exists(), "a planted filter ran inside orchestrate's git"

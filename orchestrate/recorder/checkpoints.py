@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from orchestrate.atomic import write_atomic
-from orchestrate.errors import OrchestrateError
+from orchestrate.errors import ForeignWrite, OrchestrateError
 from orchestrate.recorder.campaign import Campaign, apply
 
 SCHEMA_VERSION = 1
@@ -78,6 +78,17 @@ def settle(ledger: Path, topic: str, held: dict[str, tuple[str, int]], warn: Cal
     rel = f"state/{topic}/checkpoints"
     folder = ledger / rel
     try:
+        _settle(ledger, rel, held, warn)
+    except OSError as exc:  # a folder or file that cannot be removed or written (permissions)
+        raise ForeignWrite(f"{folder}: cannot be put as the recorder's last commit holds it ({exc.strerror or exc}: "
+                           f"{exc.filename}); nothing was resumed or repaired",
+                           hint=f"remove what is in it that the recorder did not write (`rm -rf {exc.filename}`), "
+                                "then resume") from None
+
+
+def _settle(ledger: Path, rel: str, held: dict[str, tuple[str, int]], warn: Callable[[str], None]) -> None:
+    folder = ledger / rel
+    try:
         kind = stat.S_IFMT(os.lstat(folder).st_mode)
     except FileNotFoundError:
         kind = 0
@@ -99,10 +110,13 @@ def settle(ledger: Path, topic: str, held: dict[str, tuple[str, int]], warn: Cal
             else:
                 put_back.append(entry.name)
                 warn(f"checkpoint {entry.name} differed from the recorder's last commit; put back")
-    restore = put_back + ([name for name in held] if kind and kind != stat.S_IFDIR else [])
-    if restore:
+    if kind and kind != stat.S_IFDIR:
+        put_back = list(held)
+    if put_back:  # the committed blobs written out as they are: no checkout (no index, no filter, no lock)
         from orchestrate import git
-        git.git(ledger, "checkout", "HEAD", "--", *(f"{rel}/{name}" for name in restore))
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in put_back:
+            write_atomic(folder / name, git.git(ledger, "cat-file", "blob", held[name][0]).stdout)
 
 
 def _as_committed(path: Path, sha: str, size: int) -> bool:
