@@ -38,3 +38,13 @@ def sweep_temp_files(folder: Path) -> list[Path]:
     for p in stale:
         p.unlink(missing_ok=True)
     return stale
+
+
+def remove(path: Path) -> None:
+    """Remove whatever is at `path`: a file, a FIFO, a link (never what it names) or a folder with all it holds;
+    nothing when there is nothing. For what a worker may have put where orchestrate writes."""
+    if path.is_dir() and not path.is_symlink():
+        import shutil
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)

@@ -129,30 +129,30 @@ class NotRegular(OSError):
 def small(path: str | Path, most: int | None = 4096) -> bytes:
     """The first `most` bytes (all, with None) of a regular file, opened without following a link or
     waiting on a FIFO; NotRegular for anything else."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a link: ELOOP
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegular(f"not a file ({stat.filemode(st.st_mode)})")
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            return fh.read(st.st_size if most is None else most)
-    finally:
-        os.close(fd)
+    fd, st = _open_regular(path)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(st.st_size if most is None else most)
 
 
 def tail(path: str | Path, most: int) -> bytes:
     """The last `most` bytes of a regular file, opened as `small` opens one (a worker may have put a link or a
     FIFO in the place of its log); NotRegular for anything else."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    fd, st = _open_regular(path)
+    with os.fdopen(fd, "rb") as fh:
+        fh.seek(max(st.st_size - most, 0))
+        return fh.read(most)
+
+
+def _open_regular(path: str | Path) -> tuple[int, os.stat_result]:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a link: ELOOP
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise NotRegular(f"not a file ({stat.filemode(st.st_mode)})")
-        os.lseek(fd, max(st.st_size - most, 0), os.SEEK_SET)
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            return fh.read(most)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd, st
 
 
 _packs: dict[str, tuple[tuple, dict[str, str]]] = {}  # packed-refs path -> (its stat, its refs)

@@ -39,10 +39,8 @@ def rebuild(layout: Layout, recorder: Recorder, *, from_log: bool, warn: Callabl
     if not lines:
         raise UsageError(f"no journal for campaign `{recorder.topic}`", hint="`orchestrate status` lists topics")
 
-    folder = layout.checkpoints(recorder.topic)
-    campaign, from_checkpoint = checkpoints.restore(
-        folder, recorder.topic, lines, warn, from_log=from_log,
-        committed=_committed_files(layout.ledger, str(folder.relative_to(layout.ledger))))  # put back by settle_journal
+    campaign, from_checkpoint = checkpoints.restore(layout.checkpoints(recorder.topic), recorder.topic, lines, warn,
+                                                    from_log=from_log)  # settle_journal settled its checkpoints
     entries_tail = [json.loads(raw) for raw in lines[-1:]]
     recorder.resume_seq(entries_tail if entries_tail else [])
     recorder.counter = max(recorder.counter, _max_id(lines))
@@ -90,7 +88,7 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
     rel = str(journal.relative_to(ledger))
     committed = git.git(ledger, "show", f"HEAD:{rel}", check=False).stdout.encode()
     folder = f"{rel.rsplit('/', 1)[0]}/{segments.SEALED}"
-    held = {f"{segments.SEALED}/{name}": sha for name, sha in _committed_files(ledger, folder).items()}
+    held = {f"{segments.SEALED}/{name}": sha for name, (sha, _) in _committed_entries(ledger, folder).items()}
     seal = segments.pending(journal, committed, held)  # one the crash kept out of the last commit
     if changed := segments.unlike_head(journal, held, seal):
         _refuse_segments(ledger, journal, changed)
@@ -128,11 +126,6 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
         warn("committed a transition that was journalled just before the crash")
     elif crashed:
         _restore_recorder_files(ledger, rel)
-
-
-def _committed_files(ledger: Path, folder: str) -> dict[str, str]:
-    """File name -> blob id of what the recorder's last commit holds in `folder` (relative to the ledger)."""
-    return {name: sha for name, (sha, _) in _committed_entries(ledger, folder).items()}
 
 
 def _committed_entries(ledger: Path, folder: str) -> dict[str, tuple[str, int]]:

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from orchestrate.atomic import write_atomic
+from orchestrate.atomic import remove, write_atomic
 from orchestrate.errors import ForeignWrite, OrchestrateError
 from orchestrate.recorder.campaign import Campaign, apply
 
@@ -103,7 +103,7 @@ def _settle(ledger: Path, rel: str, held: dict[str, tuple[str, int]], warn: Call
             committed = held.get(entry.name)
             if committed is not None and _as_committed(Path(entry.path), *committed):
                 continue
-            _remove(Path(entry.path))
+            remove(Path(entry.path))
             if committed is None:
                 warn(f"checkpoint {entry.name} is not in the recorder's last commit (written just before a crash, "
                      "or by something else); removed")
@@ -130,22 +130,12 @@ def _as_committed(path: Path, sha: str, size: int) -> bool:
         return False
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        import shutil
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-
-
 def newest(folder: Path, topic: str, entry_id_at: Callable[[int], str | None],
-           warn: Callable[[str], None], committed: dict[str, str] | None = None) -> tuple[Campaign, int] | None:
-    """(state, log_seq) from the newest usable checkpoint, or None for a full replay. With `committed` (the
-    names the recorder's last commit holds, as `settle` left them), no other file is read."""
+           warn: Callable[[str], None]) -> tuple[Campaign, int] | None:
+    """(state, log_seq) from the newest usable checkpoint, or None for a full replay. Resume has `settle`d the
+    folder first: what is there is what the recorder's last commit holds."""
     from orchestrate.recorder import segments
     for path in reversed(listing(folder, topic)):
-        if committed is not None and path.name not in committed:
-            continue
         try:
             too_large = os.lstat(path).st_size > MOST
         except OSError:
@@ -179,14 +169,13 @@ def newest(folder: Path, topic: str, entry_id_at: Callable[[int], str | None],
 
 
 def restore(folder: Path, topic: str, lines: list[bytes], warn: Callable[[str], None], *,
-            from_log: bool = False, committed: dict[str, str] | None = None) -> tuple[Campaign, bool]:
-    """(state, whether a checkpoint was used): the newest checkpoint that matches the journal `lines` (and,
-    with `committed`, the recorder's last commit: see `newest`), plus the lines after it; the whole journal
-    when there is none, or with `from_log`."""
+            from_log: bool = False) -> tuple[Campaign, bool]:
+    """(state, whether a checkpoint was used): the newest checkpoint that matches the journal `lines`,
+    plus the lines after it; the whole journal when there is none, or with `from_log`."""
     def entry_id_at(seq: int) -> str | None:
         return json.loads(lines[seq - 1]).get("id") if 0 < seq <= len(lines) else None
 
-    found = None if from_log else newest(folder, topic, entry_id_at, warn, committed)
+    found = None if from_log else newest(folder, topic, entry_id_at, warn)
     campaign, start = found if found else (Campaign(), 0)
     for raw in lines[start:]:
         apply(campaign, json.loads(raw))

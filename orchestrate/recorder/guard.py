@@ -180,10 +180,10 @@ def halt_record(ledger: Path, topic: str) -> Path:
 def _record(ledger: Path, topic: str, what: str, own: tuple[int, str]) -> str:
     """Write the halt record, replacing whatever is in its place; "" or, when it cannot be written, why (the
     ForeignWrite is raised all the same)."""
-    from orchestrate.atomic import write_atomic
+    from orchestrate.atomic import remove, write_atomic
     path = halt_record(ledger, topic)
     try:
-        _remove(path)
+        remove(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps({"what": what, "size": own[0], "sha256": own[1]}).encode() + b"\n")
     except OSError as exc:
@@ -212,15 +212,9 @@ def written_by_runner(record: dict, data: bytes) -> bool:
 
 
 def clear(ledger: Path, topic: str) -> None:
-    _remove(halt_record(ledger, topic))
+    from orchestrate.atomic import remove
+    remove(halt_record(ledger, topic))
 
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        import shutil
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
 
 
 def _stamp(path: Path) -> tuple[int, int, int, int]:

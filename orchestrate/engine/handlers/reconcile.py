@@ -262,7 +262,8 @@ def _outputs(ctx: Context, node, ns) -> Verdict:
 def _reported_outputs(ctx: Context, node_id: str, attempt: int) -> dict | None:
     """What the attempt's journalled result says its outputs file held (workers/returns.py `reported_outputs`);
     None for a result journalled by an orchestrate that did not record it (the file is read as it is now)."""
-    result = next((e["context"] for e in [*reversed(ctx.recorder.held), *reversed(ctx.recorder.written())]
+    from itertools import chain
+    result = next((e["context"] for e in chain(reversed(ctx.recorder.held), reversed(ctx.recorder.written()))
                    if e["kind"] == "result" and e["context"].get("effect") == "worker-start"
                    and e["context"].get("node") == node_id and e["context"].get("attempt") == attempt), {})
     return result.get("outputs_reported")
