@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-from typing import IO, Mapping, NoReturn, Sequence
+from typing import IO, Mapping, Sequence
 
 from gates.shared import gatecli
 from gates.shared.verdict import FAIL, PASS, USAGE, Item, Verdict
@@ -123,12 +122,12 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--command", action="append", metavar="CMD",
                    help="an evaluator command instead of --dag/--node (repeatable; named cmd1, cmd2, ...)")
     p.add_argument("--log", type=Path, metavar="FILE", help="write every evaluator's header and output here")
-    p.add_argument("--timeout", type=_seconds, default=600.0, metavar="S",
+    p.add_argument("--timeout", type=gatecli.seconds, default=600.0, metavar="S",
                    help="seconds for each evaluator without its own timeout (default 600)")
 
     def decide(a: argparse.Namespace) -> Verdict:
         if a.command and (a.dag or a.node):
-            _usage(p, "give --command, or --dag with --node, not both")
+            gatecli.usage(p, "give --command, or --dag with --node, not both")
         if a.command:
             evs = [Check(f"cmd{i}", c) for i, c in enumerate(a.command, 1)]
         elif a.dag and a.node:
@@ -137,25 +136,11 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
                 raise UsageError(f"no node `{a.node}` in {a.dag}{did_you_mean(a.node, dag.by_id)}")
             evs = list(dag.by_id[a.node].evaluators)
         else:
-            _usage(p, "give --dag PATH with --node ID, or at least one --command CMD")
+            gatecli.usage(p, "give --dag PATH with --node ID, or at least one --command CMD")
         return check(evs, Path(a.worktree), log_path=a.log, default_timeout=a.timeout)
 
     return gatecli.run_gate(p, argv, decide)
 
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"`{text}` is not a number of seconds") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"`{text}` must be a positive number of seconds")
-    return value
-
-
-def _usage(p: argparse.ArgumentParser, message: str) -> NoReturn:
-    p.print_usage(sys.stderr)
-    raise UsageError(message)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import Sequence
 
 from gates.shared import gatecli
 from gates.shared.verdict import FAIL, PASS, USAGE, Item, Verdict
@@ -119,18 +118,18 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--node", metavar="ID", help="the node whose tripwires are checked")
     p.add_argument("--cwd", type=Path, default=Path("."), metavar="DIR",
                    help="where the commands run (default: the current directory)")
-    p.add_argument("--timeout", type=_seconds, default=60.0, metavar="S",
+    p.add_argument("--timeout", type=gatecli.seconds, default=60.0, metavar="S",
                    help="seconds for each command without its own timeout (default 60)")
 
     def decide(a: argparse.Namespace) -> Verdict:
         if a.node_arg is not None and (a.dag or a.node):
-            _usage(p, "give NODE SPEC.tsv, or --dag PATH --node ID, not both")
+            gatecli.usage(p, "give NODE SPEC.tsv, or --dag PATH --node ID, not both")
         if a.node_arg is not None:
             if a.spec is None:
-                _usage(p, "NODE needs a SPEC.tsv")
+                gatecli.usage(p, "NODE needs a SPEC.tsv")
             return check(a.node_arg, read_spec(a.spec), a.cwd, default_timeout=a.timeout)
         if not (a.dag and a.node):
-            _usage(p, "give NODE SPEC.tsv, or --dag PATH --node ID")
+            gatecli.usage(p, "give NODE SPEC.tsv, or --dag PATH --node ID")
         dag = load_dag(a.dag)
         if a.node not in dag.by_id:
             raise UsageError(f"no node `{a.node}` in {a.dag}{did_you_mean(a.node, dag.by_id)}")
@@ -138,20 +137,6 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
 
     return gatecli.run_gate(p, argv, decide)
 
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"`{text}` is not a number of seconds") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"`{text}` must be a positive number of seconds")
-    return value
-
-
-def _usage(p: argparse.ArgumentParser, message: str) -> NoReturn:
-    p.print_usage(sys.stderr)
-    raise UsageError(message)
 
 
 if __name__ == "__main__":

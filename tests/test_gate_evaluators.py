@@ -6,6 +6,8 @@ import subprocess
 import sys
 import uuid
 
+import pytest
+
 from gates import evaluators
 from orchestrate.dag.model import Check
 
@@ -146,6 +148,16 @@ def test_cli_timeout(repo, orch):
     result = orch("gate", "evaluators", "--worktree", repo, "--command", "sleep 30", "--timeout", "1")
     assert result.rc == 1 and "TIMEOUT" in result.out and "killed after 1s" in result.out
 
+
+
+@pytest.mark.parametrize("args, reason", [
+    (("--command", "true", "--dag", "d.yaml"), "give --command, or --dag with --node, not both"),
+    (("--dag", "d.yaml"), "give --dag PATH with --node ID, or at least one --command CMD"),
+    (("--command", "true", "--timeout", "-1"), "`-1` must be a positive number of seconds"),
+])
+def test_arguments_that_do_not_go_together_are_2_with_usage_and_reason(repo, orch, args, reason):
+    result = orch("gate", "evaluators", "--worktree", repo, *args)
+    assert result.rc == 2 and result.err.startswith("usage:") and reason in result.err
 
 def dag_file(tmp_path):
     path = tmp_path / "dag.yaml"

@@ -50,6 +50,17 @@ def test_no_arguments_is_2_with_usage(orch):
     assert result.rc == 2 and "usage:" in result.err and "Traceback" not in result.err
 
 
+
+@pytest.mark.parametrize("args, reason", [
+    (("N",), "NODE needs a SPEC.tsv"),
+    (("N", "s.tsv", "--timeout", "soon"), "`soon` is not a number of seconds"),
+    (("N", "s.tsv", "--timeout", "0"), "`0` must be a positive number of seconds"),
+    (("N", "s.tsv", "--timeout", "inf"), "`inf` must be a positive number of seconds"),
+])
+def test_arguments_that_do_not_go_together_are_2_with_usage_and_reason(orch, args, reason):
+    result = orch("gate", "premise", *args)
+    assert result.rc == 2 and result.err.startswith("usage:") and reason in result.err
+
 def test_a_missing_spec_is_2(tmp_path, orch):
     result = orch("gate", "premise", "N", tmp_path / "missing.tsv")
     assert result.rc == 2 and "missing.tsv: no such tripwire spec" in result.err

@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Callable, Sequence
+from typing import Callable, NoReturn, Sequence
 
 from gates.shared.verdict import USAGE, Verdict
-from orchestrate.errors import OrchestrateError
+from orchestrate.errors import OrchestrateError, UsageError
 
 EXIT_CODES = {0: "pass", 1: "fail", 2: "usage or environment error (a gate that cannot run never passes)"}
 
@@ -87,6 +87,23 @@ def run_gate(p: argparse.ArgumentParser, argv: Sequence[str] | None,
         verdict = Verdict(p.prog.split()[-1], USAGE, f"ERROR: {exc}")
     emit(verdict, as_json=args.json)
     return verdict.code
+
+
+def seconds(text: str) -> float:
+    """An argparse type for --timeout: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"`{text}` is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"`{text}` must be a positive number of seconds")
+    return value
+
+
+def usage(p: argparse.ArgumentParser, message: str) -> NoReturn:
+    """Arguments that parse but do not go together: the usage line, then `message` as the gate's error."""
+    p.print_usage(sys.stderr)
+    raise UsageError(message)
 
 
 def emit(verdict: Verdict, *, as_json: bool = False) -> None:
