@@ -129,7 +129,7 @@ class NotRegular(OSError):
 def small(path: str | Path, most: int | None = 4096) -> bytes:
     """The first `most` bytes (all, with None) of a regular file, opened without following a link or
     waiting on a FIFO; NotRegular for anything else."""
-    fd, st = _open_regular(path)
+    fd, st = open_regular(path)
     with os.fdopen(fd, "rb") as fh:
         return fh.read(st.st_size if most is None else most)
 
@@ -137,13 +137,15 @@ def small(path: str | Path, most: int | None = 4096) -> bytes:
 def tail(path: str | Path, most: int) -> bytes:
     """The last `most` bytes of a regular file, opened as `small` opens one (a worker may have put a link or a
     FIFO in the place of its log); NotRegular for anything else."""
-    fd, st = _open_regular(path)
+    fd, st = open_regular(path)
     with os.fdopen(fd, "rb") as fh:
         fh.seek(max(st.st_size - most, 0))
         return fh.read(most)
 
 
-def _open_regular(path: str | Path) -> tuple[int, os.stat_result]:
+def open_regular(path: str | Path) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of a regular file and its stat, opened without following a link or waiting on
+    a FIFO; NotRegular (closed) for anything else. The caller closes it."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a link: ELOOP
     try:
         st = os.fstat(fd)

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import os
 import re
-import stat as statmod
 from pathlib import Path
 
-from orchestrate import git_batch, git_pipe, stamps
+from orchestrate import git_batch, git_files, git_pipe, stamps
 from orchestrate.errors import GitError
 
 _TREE = "40000"
@@ -146,12 +145,11 @@ class Snapshot:
         here) would store whatever the link names, or read a FIFO forever. `git add` stores a link as a
         link; so does the walk, by leaving links to git."""
         try:
-            fd = os.open(self.ledger / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError as exc:  # gone, or a link now
+            fd, now = git_files.open_regular(self.ledger / path)
+        except OSError as exc:  # gone, a link now, or no longer a file
             raise _GitMustLook(path) from exc
         try:
-            now = os.fstat(fd)
-            if not statmod.S_ISREG(now.st_mode) or now.st_ino != st.st_ino:
+            if now.st_ino != st.st_ino:
                 raise _GitMustLook(path)
             return self._store.blob(f"/proc/{os.getpid()}/fd/{fd}" if _PROC_FDS else self.ledger / path)
         except GitError as exc:  # unreadable
