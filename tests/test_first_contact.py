@@ -14,7 +14,7 @@ import click
 import pytest
 
 from tests.engine_helpers import campaign_repo, journal
-from tests.helpers import make_repo
+from tests.helpers import RepoDir, make_repo
 
 CONSOLE = Path(sys.executable).parent / "orchestrate"  # the installed console script, fast path included
 WORKER = "#!/bin/sh\necho \"$ORCH_NODE\" > \"$ORCH_NODE.txt\"\n"
@@ -115,14 +115,34 @@ def test_a_typo_in_config_yaml_is_reported_by_validate_and_refused_by_run(tmp_pa
     as_json = json.loads(orch("validate", "--json", cwd=repo).out)
     assert [(p["line"], p["field"]) for p in as_json] == [(2, "coherance"), (4, "sandbox"), (7, "executor.shceduler"),
                                                           (9, "notify[0].events")]
-    (repo / ".ledger" / "config.yaml").write_text("coherance:\n  names: []\n")
-    ran = orch("run", "--no-interactive", cwd=repo)
-    assert ran.rc == 2 and "config.yaml:1: coherance: unknown setting (did you mean `coherence`?)" in ran.err
-    assert not (repo / ".ledger" / "state" / "conf").exists()  # refused before anything was recorded
+    recorded = RepoDir(repo / ".ledger").head()
+    # each read at a different moment of a run (the notifier at its start, the sandbox at the first dispatch,
+    # coherence's timeout when the first node is judged): all refused before anything is recorded
+    for bad, said in [("coherance:\n  names: []\n", "config.yaml:1: coherance: unknown setting (did you mean"),
+                      ("sandbox: maybe\n", "config.yaml:1: sandbox: `maybe` is not a sandbox setting"),
+                      ("coherence: {timeout: -1}\n", "config.yaml:1: coherence.timeout"),
+                      ("notify: {run: 5}\n", "config.yaml:1: notify: expected a command")]:
+        (repo / ".ledger" / "config.yaml").write_text(bad)
+        ran = orch("run", "--no-interactive", cwd=repo)
+        assert ran.rc == 1 and said in ran.out and "config.yaml is invalid; nothing was written" in ran.out, bad
+        assert not (repo / ".ledger" / "state" / "conf").exists()
+        assert RepoDir(repo / ".ledger").head() == recorded and repo.git("branch", "--list", "campaign/*") == ""
     (repo / ".ledger" / "config.yaml").write_text("notify: [\n")
     bad = orch("validate", cwd=repo)
     assert bad.rc == 1 and bad.out.startswith(f"{conf}:2: malformed YAML: ")
 
+
+
+def test_resume_refuses_a_config_yaml_edited_into_an_invalid_one(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG.format(topic="later"), WORKER)
+    assert orch("run", "--no-interactive", cwd=repo).rc == 75  # at final acceptance
+    recorded = RepoDir(repo / ".ledger").head()
+    (repo / ".ledger" / "config.yaml").write_text("coherence: {timeout: -1}\nsandbox: maybe\n")
+    r = orch("resume", "--no-interactive", cwd=repo)
+    assert r.rc == 2 and "config.yaml:1: coherence.timeout" in r.err and "(and 1 more: `orchestrate validate`" in r.err
+    assert "fix config.yaml, then resume" in r.err and RepoDir(repo / ".ledger").head() == recorded
+    (repo / ".ledger" / "config.yaml").write_text("sandbox: none\n")
+    assert orch("resume", "--no-interactive", cwd=repo).rc == 75
 
 def test_a_dag_and_a_config_problem_are_listed_together(tmp_path, orch):
     repo = campaign_repo(tmp_path, DAG.format(topic="both").replace("depends_on: []", "depends_on: [Z]"), WORKER)

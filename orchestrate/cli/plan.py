@@ -76,9 +76,7 @@ def _dialect_notes(path: Path, dag) -> list[str]:
 
 def _config_problems() -> list:
     """config.yaml of the project here, read by the readers a run uses; none outside a repository."""
-    from types import SimpleNamespace
-
-    from orchestrate import config
+    from orchestrate.engine import settings
     from orchestrate.errors import UsageError as NotHere
     from orchestrate.recorder.locate import checkout
     from orchestrate.recorder.paths import Layout
@@ -86,14 +84,7 @@ def _config_problems() -> list:
         layout = Layout(checkout(Path.cwd()))
     except NotHere:
         return []
-    if not layout.config.exists():
-        return []
-    from gates.shared.project_checks import load_config
-    from orchestrate.workers import containment, executors
-    readers = {"coherence": load_config, "notify": config.notify,
-               "executor": lambda _ledger: executors.choose(layout, kind=None, scheduler=None, remote=None),
-               "sandbox": lambda _ledger: containment.mode(SimpleNamespace(layout=layout), None)}
-    return config.problems(layout.ledger, readers)
+    return settings.problems(layout)
 
 
 @cli.command()

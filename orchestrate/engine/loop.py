@@ -26,7 +26,10 @@ CHECKPOINT_EVERY = 200
 
 
 def drive(ctx: Context) -> int:
-    ctx.out.notifier = Notifier.from_config(ctx.layout)  # a typo in `notify:` stops the run before it starts
+    from orchestrate.engine import settings
+    # a typo in `notify:` stops the run before it starts: a new campaign's DERIVE lists it with the others
+    fresh_and_bad = ctx.recorder is None and settings.problems(ctx.layout)
+    ctx.out.notifier = None if fresh_and_bad else Notifier.from_config(ctx.layout)
     proc.before_unconfined(lambda: watch.look_first(ctx))  # evaluators and checks run outside the sandbox
     try:
         return _finish(ctx, _walk(ctx))

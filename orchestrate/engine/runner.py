@@ -51,7 +51,8 @@ def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: s
         raise UsageError(f"{dag_file}: no such DAG file", hint="create it, or pass --dag PATH")
     replies = read_answers(answers)
     name = _topic_of(dag_file, topic, layout.root)
-    if name is None:  # invalid DAG: DERIVE halts before anything is written
+    from orchestrate.engine import settings
+    if name is None or settings.problems(layout):  # an invalid DAG or config.yaml: DERIVE halts, writing nothing
         return drive(Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None,
                              executor=LocalExecutor(1), out=Reporter(quiet=quiet), topic_override=topic,
                              mode_override=mode, answers=replies))
@@ -64,6 +65,15 @@ def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: s
             return drive(_hooked(ctx))
 
 
+def _refuse_bad_settings(layout) -> None:
+    """config.yaml edited into something invalid while the campaign was stopped: refused before anything
+    runs, as `run` refuses it, rather than met by the first node that reads it."""
+    from orchestrate.engine import settings
+    if found := settings.problems(layout):
+        more = f" (and {len(found) - 1} more: `orchestrate validate` lists them)" if len(found) > 1 else ""
+        raise UsageError(f"{found[0]}{more}", hint="fix config.yaml, then resume")
+
+
 def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int | None, quiet: bool,
                     answers: Path | None = None, executor: Choice | None = None,
                     interactive: bool | None = None) -> int:
@@ -73,6 +83,7 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
     prompt.force(interactive)
     layout = project(cwd)
     name = resume.pick(layout, topic)
+    _refuse_bad_settings(layout)
     out = Reporter(quiet=quiet)
     with CampaignLock(layout.scratch / "locks", name) as lock:
         if lock.took_over:

@@ -22,6 +22,11 @@ def handle(ctx: Context) -> Outcome:
         ctx.problems = exc.problems
         ctx.halt_reason = f"the DAG {source} is invalid; nothing was written"
         return Outcome.INVALID
+    from orchestrate.engine import settings
+    if found := settings.problems(ctx.layout):
+        ctx.problems = found
+        ctx.halt_reason = f"{ctx.layout.config} is invalid; nothing was written"
+        return Outcome.INVALID
     from orchestrate.engine.unsupported import gaps
     if missing := gaps(dag):
         ctx.problems = missing
