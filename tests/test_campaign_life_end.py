@@ -146,6 +146,26 @@ def test_resume_after_a_refused_final_acceptance_says_halted(life, orch):
     assert "campaign life is halted" in r.err
 
 
+
+@pytest.mark.parametrize("refused", [False, True])
+def test_a_campaign_at_final_acceptance_or_refused_there_can_be_abandoned_as_resume_says(life, orch, refused):
+    passing = DAG.replace('discipline: sh,\n     evaluators: [{name: never, run: "false"}]}', "discipline: sh}")
+    (life / ".ledger" / "state" / "dag.yaml").write_text(passing)
+    assert orch("run", "--no-interactive", cwd=life).rc == 75
+    if refused:
+        assert orch("decide", "final-acceptance", "reject", "--note", "no", cwd=life).rc == 0
+        told = orch("resume", "--topic", "life", cwd=life).err
+        assert "`orchestrate abandon --topic life --note WHY` ends it" in told
+    ended = orch("abandon", "--as", "lead@example.com", "--note", "not wanted", cwd=life)  # no --topic: picked
+    assert ended.rc == 0, ended.err
+    again = orch("abandon", "--topic", "life", "--note", "twice", cwd=life)
+    assert again.rc == 2 and "campaign life has already ended" in again.err
+    shown = orch("status", "--topic", "life", cwd=life).out.splitlines()
+    assert shown[0].startswith("campaign life: abandoned in ") and shown[1].startswith("abandoned by lead@example.com at ")
+    assert shown[1].endswith(": not wanted") and not [ln for ln in shown if ln.startswith("open seam")]
+    assert "no campaign is in flight or paused (every one has ended)" in orch("resume", cwd=life).err
+    assert orch("clean", "--dry-run", cwd=life).rc == 0
+
 def test_clean_keeps_a_worktree_whose_git_link_names_another_repository_and_runs_no_git_in_it(life, orch):
     _paused_at_realignment(life, orch)
     assert orch("abandon", "--as", "lead@example.com", "--note", "superseded", cwd=life).rc == 0

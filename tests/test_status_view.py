@@ -77,6 +77,12 @@ def test_several_campaigns_are_listed_newest_first_to_choose_from(tmp_path, orch
     others = [ln for ln in text.splitlines() if ln.startswith("other campaign ")]
     assert [ln.split()[2].rstrip(":") for ln in others] == ["mid", "alpha"]
     assert all("`orchestrate status --topic " in ln for ln in others)
+    assert all(": closed, not accepted (final acceptance open or refused), opened 20" in ln for ln in others)
+    assert orch("decide", "--topic", "mid", "final-acceptance", "accept", cwd=repo).rc == 0
+    text, data = status(orch, repo, "--topic", "zeta")
+    assert [(o["topic"], o["ended"]) for o in data["others"]] == [("mid", True), ("alpha", False)]
+    assert [ln.split(",")[0] for ln in text.splitlines() if ln.startswith("other campaign ")] == [
+        "other campaign mid: ended", "other campaign alpha: closed"]
 
 
 BLOCKING = """\

@@ -21,8 +21,9 @@ def abandon(cwd: Path, *, topic: str | None, as_who: str | None, note: str, quie
     from orchestrate.seams import choices as seams
     from orchestrate.workers.local import LocalExecutor
     layout = project(cwd)
-    name = resume.pick(layout, topic)
-    if topics.lifecycle(layout.ledger).get(name) == "close":
+    # the rule resume and decide use: a campaign waiting at final acceptance, or refused there, has not ended
+    name = topics.pick(layout.ledger, topic)
+    if topics.ended(layout.ledger, name):
         raise UsageError(f"campaign {name} has already ended", hint="`orchestrate clean` removes what it left")
     if not note.strip():
         raise UsageError("abandoning a campaign needs a reason", hint="pass --note \"why\"")

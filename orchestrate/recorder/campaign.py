@@ -67,6 +67,7 @@ class Campaign:
     halt: str = ""
     closed: bool = False
     accepted_by: dict | None = None
+    abandoned: dict | None = None  # {who, note, at}: a person ended the campaign (`orchestrate abandon`)
     round: int = 0
     edges: dict = field(default_factory=dict)  # edge id -> its recorded decision (never re-evaluated)
     guardrails: dict = field(default_factory=dict)  # edge id -> its guardrails' recorded result (and answer)
@@ -185,6 +186,8 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         c.halt = ctx["reason"]
     elif kind == "close":
         c.closed = True
+    elif kind == "abandon":
+        c.abandoned = {"who": ctx["who"], "note": ctx["note"], "at": event["created_at"]}
     elif kind == "edge_eval":
         c.edges[ctx["edge"]] = {"taken": ctx["taken"], "when": ctx.get("when"), "entry": event["id"]}
     elif kind == "guardrail" and not ctx.get("crashed"):  # a crash decided nothing: it runs again

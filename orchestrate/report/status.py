@@ -39,9 +39,11 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
 
 
 def campaigns(ledger: Path) -> list[dict]:
-    """Every campaign the recorder has opened, newest first: {topic, lifecycle (open|close), opened}."""
+    """Every campaign the recorder has opened, newest first: {topic, lifecycle (open|close), ended (accepted
+    at final acceptance, or abandoned), opened}."""
     from orchestrate.recorder import topics
-    found = [{"topic": t, "lifecycle": mark, "opened": _first_entry_time(ledger / "state" / t / "journal.jsonl")}
+    found = [{"topic": t, "lifecycle": mark, "ended": mark == "close" and topics.ended(ledger, t),
+              "opened": _first_entry_time(ledger / "state" / t / "journal.jsonl")}
              for t, mark in topics.lifecycle(ledger).items()]
     return sorted(found, key=lambda c: (c["opened"], c["topic"]), reverse=True)
 
@@ -128,8 +130,10 @@ def summary(c: Campaign) -> dict:
                           "merge": s.merge, "waiting": waiting_reason(c, n, k)})
     return {"topic": c.topic, "state": c.state, "layer": c.k, "layer_count": len(c.layers), "tip": c.tip,
             "baseline": c.baseline, "branch": c.branch, "mode": c.mode, "closed": c.closed,
-            "accepted": c.accepted_by is not None, "halt": c.halt or None,
-            "seams": [c.seam] if c.seam else [], "queued_seams": list(c.queued), "nodes": nodes,
+            "accepted": c.accepted_by is not None, "abandoned": c.abandoned, "halt": c.halt or None,
+            # an abandoned campaign asks nothing any more: the seam it was stopped at stays in its history
+            "seams": [c.seam] if c.seam and not c.abandoned else [],
+            "queued_seams": [] if c.abandoned else list(c.queued), "nodes": nodes,
             "flags": [f"guardrail {f['message'].removeprefix('guardrail ')}" for f in c.flags],
             "enabled": dict(c.enabled), "conflicts": pending_conflicts(c)}
 
@@ -185,9 +189,12 @@ def _indented(head: str, text: str) -> list[str]:
 
 
 def render(data: dict) -> list[str]:
-    lines = [f"campaign {data['topic']}: {data['state']}, {layer_text(data['layer'], data['layer_count'])}, "
+    state = f"abandoned in {data['state']}" if data.get("abandoned") else data["state"]
+    lines = [f"campaign {data['topic']}: {state}, {layer_text(data['layer'], data['layer_count'])}, "
              f"tip {data['tip'][:12]} on {data['branch']} ({data['mode']})"]
     lines += _runner_lines(data.get("runner"), data.get("last_entry", ""))
+    if gone := data.get("abandoned"):
+        lines += _indented(f"abandoned by {gone['who']} at {gone['at'][:19]}: ", gone["note"])
     if data["halt"]:
         lines += _indented("halted: ", data["halt"])
     for n in data["nodes"]:
@@ -212,7 +219,8 @@ def render(data: dict) -> list[str]:
     if data["accepted"]:
         lines.append("accepted")
     for other in data.get("others", []):
-        state = "in flight" if other["lifecycle"] == "open" else "closed"
+        state = "in flight" if other["lifecycle"] == "open" else "ended" if other["ended"] else \
+            "closed, not accepted (final acceptance open or refused)"
         lines.append(f"other campaign {other['topic']}: {state}, opened {other['opened'] or '?'} "
                      f"(`orchestrate status --topic {other['topic']}`)")
     return lines
