@@ -75,9 +75,8 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
                           TRIPWIRE_FIELDS) if "tripwires" in raw else []
     if "brief" in raw and "brief_file" in raw:
         rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "exclusive", "give `brief` or `brief_file`, not both")
-    elif isinstance(raw.get("brief_file"), str) and not (base_dir / raw["brief_file"]).is_file():
-        rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "missing-file",
-                f"`{raw['brief_file']}` does not exist (paths are relative to the DAG file's folder)")
+    elif isinstance(raw.get("brief_file"), str) and (why := brief_problem(base_dir / raw["brief_file"])):
+        rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "missing-file", f"`{raw['brief_file']}` {why}")
     _outcome_fields(rep, raw, where)
     worker, worker_spec = _worker(rep, raw, where)
     discipline = raw.get("discipline") if isinstance(raw.get("discipline"), str) else None
@@ -286,3 +285,18 @@ def _outcome_fields(rep: Report, raw: Mapping, where: str) -> None:
     if raw.get("on_exhausted") == "continue" and "max_rework" not in raw:
         rep.add(raw.key_line("on_exhausted"), f"{where}.on_exhausted", "missing",
                 "on_exhausted: continue needs max_rework: N (how many reworks before ABANDONED)")
+
+
+def brief_problem(path: Path) -> str | None:
+    """Why a brief file cannot be handed to a worker (it is read as UTF-8 text at each dispatch); None if it can."""
+    if path.is_dir():
+        return "is a folder, not a file (paths are relative to the DAG file's folder)"
+    try:
+        path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return "does not exist (paths are relative to the DAG file's folder)"
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    except UnicodeDecodeError as exc:
+        return f"is not UTF-8 text (byte {exc.start}): save it as UTF-8"
+    return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrate.dag.model import Node
+from orchestrate.errors import UsageError
 
 
 def brief_text(node: Node, *, topic: str, attempt: int, worktree: Path, branch: str, base: str,
@@ -59,7 +60,12 @@ def brief_text(node: Node, *, topic: str, attempt: int, worktree: Path, branch: 
 
 def _own_text(node: Node, brief_dir: Path | None) -> str:
     if node.brief_file:
-        return ((brief_dir or Path(".")) / node.brief_file).read_text()
+        from orchestrate.dag.node_rules import brief_problem
+        path = (brief_dir or Path(".")) / node.brief_file
+        if why := brief_problem(path):  # changed since the DAG was validated
+            raise UsageError(f"{path}: node {node.id}'s brief_file {why}",
+                             hint="fix the file, then `orchestrate resume` (nothing was started)")
+        return path.read_text(encoding="utf-8")
     return node.brief
 
 
