@@ -4,8 +4,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
-
 from tests.engine_helpers import journal_text
 from tests.helpers import RepoDir
 
@@ -77,6 +75,14 @@ def test_the_demo_refuses_a_folder_that_is_not_empty(tmp_path, orch):
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "file").write_text("x")
     assert orch("demo", tmp_path / "busy").rc == 2
+
+
+def test_the_demo_refuses_a_folder_it_cannot_make_without_a_traceback(tmp_path, orch):
+    (tmp_path / "afile").write_text("x")
+    on_a_file = orch("demo", tmp_path / "afile")
+    assert on_a_file.rc == 2 and "is a file" in on_a_file.err  # click's own check of the argument
+    under_a_file = orch("demo", tmp_path / "afile" / "sub")
+    assert under_a_file.rc == 2 and "cannot make the demo folder" in under_a_file.err and "Not a directory" in under_a_file.err
 
 
 def test_the_transcript_replays_twice_in_a_row(orch):

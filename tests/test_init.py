@@ -57,3 +57,17 @@ def test_a_foreign_ledger_folder_is_refused(tmp_path, orch):
     result = orch("init", cwd=repo)
     assert result.rc == 2 and "is not a recorder" in result.err
     assert (repo / ".ledger" / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_ledger_that_is_a_file_or_a_dangling_link_is_refused_without_a_traceback(tmp_path, orch):
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".ledger").write_text("mine\n")
+    made = orch("init", cwd=repo)
+    assert made.rc == 2 and f"{repo / '.ledger'} exists (a file) and is not a recorder repository" in made.err
+    checked = orch("validate", cwd=repo)
+    assert checked.rc == 2 and "dag.yaml: a folder on this path is a file" in checked.err
+    (repo / ".ledger").unlink()
+    (repo / ".ledger").symlink_to(tmp_path / "nowhere")
+    made = orch("init", cwd=repo)
+    assert made.rc == 2 and "exists (a link) and is not a recorder repository" in made.err
+    assert not (tmp_path / "nowhere").exists()

@@ -23,6 +23,10 @@ def read_text(path: str | Path) -> str:
         raise UsageError(f"{p}: is a directory, not a DAG file", hint="pass --dag PATH to a YAML file") from None
     except PermissionError:
         raise UsageError(f"{p}: permission denied", hint="make the file readable") from None
+    except NotADirectoryError:  # a folder on its path is a file (`.ledger` itself, say)
+        raise UsageError(f"{p}: a folder on this path is a file", hint="pass --dag PATH to a YAML file") from None
+    except OSError as exc:
+        raise UsageError(f"{p}: cannot read the DAG: {exc.strerror or exc}", hint="pass --dag PATH to a YAML file") from None
     except UnicodeDecodeError as exc:
         raise UsageError(f"{p}: not UTF-8 text (byte {exc.start})", hint="save the DAG as UTF-8") from None
 

@@ -28,8 +28,9 @@ def init_project(cwd: Path) -> tuple[Layout, list[str]]:
         if git.rev_parse(ledger, "HEAD") is None:
             _first_commit(ledger)
             done.append(f"made the first commit in {ledger}")
-    elif ledger.exists() and any(ledger.iterdir()):
-        raise UsageError(f"{ledger} exists and is not a recorder repository",
+    elif ledger.is_symlink() or (ledger.exists() and (not ledger.is_dir() or any(ledger.iterdir()))):
+        kind = "a link" if ledger.is_symlink() else "a folder" if ledger.is_dir() else "a file"
+        raise UsageError(f"{ledger} exists ({kind}) and is not a recorder repository",
                          hint="move it away, then run `orchestrate init` again")
     else:
         shutil.copytree(shipped("ledger-template"), ledger, dirs_exist_ok=True,

@@ -37,9 +37,14 @@ def build(target: Path | None, *, red: bool = False) -> Path:
     """A new git repository holding the demo's workers, with its recorder and DAG in place."""
     src = shipped("demo")
     repo = target or Path(tempfile.mkdtemp(prefix="orchestrate-demo-"))
-    if repo.exists() and any(repo.iterdir()):
-        raise UsageError(f"{repo} is not empty", hint="give a new or empty folder, or none for a temporary one")
-    (repo / "demo").mkdir(parents=True, exist_ok=True)
+    if repo.exists() and (not repo.is_dir() or any(repo.iterdir())):
+        raise UsageError(f"{repo} is not empty" if repo.is_dir() else f"{repo} is a file",
+                         hint="give a new or empty folder, or none for a temporary one")
+    try:
+        (repo / "demo").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot make the demo folder {repo}: {exc.strerror or exc}",
+                         hint="give a folder that can be created, or none for a temporary one") from None
     shutil.copytree(src / "workers", repo / "demo" / "workers")
     (repo / "README.md").write_text(README)
     (repo / "docs").mkdir()
