@@ -6,6 +6,7 @@ so a crash's leftovers can be recognised and swept.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -13,8 +14,10 @@ from pathlib import Path
 def write_atomic(path: Path, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode() if isinstance(data, str) else data
+    mode = _mode_for(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)  # mkstemp makes it 0600 whatever the umask: a report to share, or .git/info/exclude
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
@@ -28,6 +31,29 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _mode_for(path: Path) -> int:
+    """The permissions the file has now (a write must not narrow or widen them), else what a plain
+    `open()` would give a new file under the process's umask."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode)
+    except OSError:
+        pass
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    try:  # read, not set and reset: os.umask would change it for every thread of the runner meanwhile
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
 
 
 def sweep_temp_files(folder: Path) -> list[Path]:
