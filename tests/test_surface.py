@@ -39,12 +39,15 @@ def test_overlap(a, b, expected):
 @pytest.mark.parametrize("token,fragment", [
     ("", "empty"), ("  ", "empty"), ("/etc", "absolute"), ("a/../b", "`..`"), ("..", "`..`"),
     ("a\\b", "backslash"), ("a//b", "normalised"), ("./a", "normalised"), (3, "string"),
+    (".scratch/out.txt", "no node may change"), (".ledger", "no node may change"), (".git/config", "no node may change"),
+    ("sub/.GIT/hooks", "no node may change"),
 ])
 def test_invalid_tokens(token, fragment):
     assert fragment in token_problem(token)
 
 
-@pytest.mark.parametrize("token", ["docs", "docs/", "src/**/*.py", "README.md", "a/b-c_d.e"])
+@pytest.mark.parametrize("token", ["docs", "docs/", "src/**/*.py", "README.md", "a/b-c_d.e", ".github/x", ".gitignore",
+                                   "sub/.scratch", "sub/.ledger/x"])
 def test_valid_tokens(token):
     assert token_problem(token) is None
 
@@ -145,3 +148,13 @@ def test_globs_match_exactly_what_git_ls_files_lists(repo):
 def test_tokens_git_would_both_list_a_file_for_overlap(a, b, path):
     if token_problem(a) is None and token_problem(b) is None and covers(a, path) and covers(b, path):
         assert overlap(a, b), (a, b, path)
+
+
+@pytest.mark.parametrize("path, fragment", [
+    (".ledger/state/dag.yaml", "no node may change"), ("x/.git/hooks/pre-commit", "no node may change"),
+    ("/etc/passwd", "requests are relative to the repository root"), ("docs/new.md", None),
+])
+def test_a_surface_exceed_request_is_refused_what_no_token_may_name(path, fragment):
+    from orchestrate.workers.local import request_problem
+    found = request_problem(path)
+    assert found is None if fragment is None else fragment in found

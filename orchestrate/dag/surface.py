@@ -52,6 +52,9 @@ def dialect_note(token: str) -> str | None:
     return f"`{token}` is read as git reads it: " + "; ".join(notes) if notes else None
 
 
+RESERVED_ROOTS = (".ledger", ".scratch")  # orchestrate's own folders at the top of the checkout
+
+
 def token_problem(token: object) -> str | None:
     """Why `token` is not a valid surface token, or None when it is."""
     if not isinstance(token, str):
@@ -73,6 +76,9 @@ def token_problem(token: object) -> str | None:
         return f"`{token}` has a `..` segment; a surface cannot reach outside the repository"
     if "" in segments or "." in segments:
         return f"`{token}` is not a normalised path (empty or `.` segment)"
+    if segments[0] in RESERVED_ROOTS or any(s.lower() == ".git" for s in segments):
+        # git never lists what is there as a change (init excludes the two folders): the node could never deliver it
+        return f"`{token}` belongs to git, the recorder or orchestrate's scratch space, which no node may change"
     if token != token.strip():
         return f"`{token}` has leading or trailing white space"
     if "[:" in token and (bad := _CLASS_NAME.search(token)):

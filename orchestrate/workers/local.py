@@ -87,18 +87,12 @@ def read_freeze(path: Path) -> tuple[dict | None, str]:
 
 
 # What no surface may ever cover: git's own folders, the recorder, orchestrate's scratch space.
-FORBIDDEN_ROOTS = (".ledger", ".scratch")
-
-
 def request_problem(path: str) -> str | None:
-    """Why a surface-exceed request may not be granted, or None: only paths inside the project, and never
-    the recorder, the scratch space or anything of git's."""
+    """Why a surface-exceed request may not be granted, or None: what no surface token may name (paths
+    outside the project, the recorder, the scratch space, anything of git's) no request may ask for."""
     from orchestrate.dag import surface
     if why := surface.token_problem(path):
         return why.replace("surface tokens are", "requests are")
-    segments = path.rstrip("/").split("/")
-    if segments[0] in FORBIDDEN_ROOTS or any(s.lower() == ".git" for s in segments):
-        return "belongs to git, the recorder or orchestrate's scratch space"
     return None
 
 
