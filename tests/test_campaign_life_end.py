@@ -160,11 +160,32 @@ def test_a_campaign_at_final_acceptance_or_refused_there_can_be_abandoned_as_res
     assert ended.rc == 0, ended.err
     again = orch("abandon", "--topic", "life", "--note", "twice", cwd=life)
     assert again.rc == 2 and "campaign life has already ended" in again.err
+    before = journal(life, "life")
+    late = orch("decide", "--topic", "life", "final-acceptance", "accept", "--note", "after all", cwd=life)
+    assert late.rc == 2 and "campaign life was abandoned by lead@example.com at " in late.err
+    assert journal(life, "life") == before
     shown = orch("status", "--topic", "life", cwd=life).out.splitlines()
     assert shown[0].startswith("campaign life: abandoned in ") and shown[1].startswith("abandoned by lead@example.com at ")
     assert shown[1].endswith(": not wanted") and not [ln for ln in shown if ln.startswith("open seam")]
     assert "no campaign is in flight or paused (every one has ended)" in orch("resume", cwd=life).err
     assert orch("clean", "--dry-run", cwd=life).rc == 0
+
+
+def test_an_abandon_cut_off_before_its_commit_has_not_happened_for_clean_or_abandon(life, orch):
+    _paused_at_realignment(life, orch)
+    env = dict(os.environ, CI="true", ORCHESTRATE_FAULT="flush:1")  # killed once its lines are written
+    cut = subprocess.run(ORCH + ["abandon", "--topic", "life", "--note", "cut"], cwd=life, env=env,
+                         capture_output=True, text=True)
+    assert cut.returncode != 0 and '"abandoned":true' in (life / ".ledger/state/life/journal.jsonl").read_text()
+    branches = life.git("for-each-ref", "--format=%(refname:short)", "refs/heads/node/life/")
+    refused = orch("clean", "--topic", "life", cwd=life)
+    assert refused.rc == 2 and "holds entries the recorder has not committed" in refused.err
+    assert "nothing to clean: no campaign has ended" in orch("clean", cwd=life).out
+    assert life.git("for-each-ref", "--format=%(refname:short)", "refs/heads/node/life/") == branches
+    again = orch("abandon", "--topic", "life", "--note", "again", cwd=life)  # the cut-off lines are dropped first
+    assert again.rc == 0, again.err
+    assert [e["context"]["note"] for e in journal(life, "life") if e["kind"] == "abandon"] == ["again"]
+    assert orch("clean", "--topic", "life", cwd=life).rc == 0
 
 def test_clean_keeps_a_worktree_whose_git_link_names_another_repository_and_runs_no_git_in_it(life, orch):
     _paused_at_realignment(life, orch)

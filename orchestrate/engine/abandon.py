@@ -23,8 +23,6 @@ def abandon(cwd: Path, *, topic: str | None, as_who: str | None, note: str, quie
     layout = project(cwd)
     # the rule resume and decide use: a campaign waiting at final acceptance, or refused there, has not ended
     name = topics.pick(layout.ledger, topic)
-    if topics.ended(layout.ledger, name):
-        raise UsageError(f"campaign {name} has already ended", hint="`orchestrate clean` removes what it left")
     if not note.strip():
         raise UsageError("abandoning a campaign needs a reason", hint="pass --note \"why\"")
     who = seams.who(layout.root, as_who)
@@ -32,6 +30,9 @@ def abandon(cwd: Path, *, topic: str | None, as_who: str | None, note: str, quie
     with CampaignLock(layout.scratch / "locks", name):
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
+        # from the state rebuilt out of what the recorder committed: an abandon cut off before its commit is undone
+        if campaign.abandoned or campaign.accepted_by:
+            raise UsageError(f"campaign {name} has already ended", hint="`orchestrate clean` removes what it left")
         ctx = Context(layout=layout, campaign=campaign, recorder=recorder, executor=LocalExecutor(1), out=out)
         decided = ctx.emit("abandon", {"who": who, "note": note, "state": campaign.state, "tip": campaign.tip},
                            source_entity=f"human:{who}", source_type="human",

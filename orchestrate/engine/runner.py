@@ -188,6 +188,9 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
     try:
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
+        if gone := campaign.abandoned:  # its open seam stays in the state; nothing may answer it now
+            raise UsageError(f"campaign {name} was abandoned by {gone['who']} at {gone['at'][:19]}: nothing is left "
+                             "to decide", hint="start it again under another topic: orchestrate run --topic NEW")
         seams.check_answer(campaign.seam, seam, choice)
         if edge is not None and campaign.seam.get("edge") != edge:
             raise UsageError(f"edge {edge} is not waiting at a guardrail (the open guardrail seam is on edge "

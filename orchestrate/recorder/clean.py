@@ -29,13 +29,25 @@ class Plan:
 
 def ended(layout: Layout, topic: str | None) -> list[str]:
     marks = topics.lifecycle(layout.ledger)
+    cut = _uncommitted(layout.ledger)
     if topic is None:
-        return sorted(t for t, mark in marks.items() if mark == "close")
+        return sorted(t for t, mark in marks.items() if mark == "close" and t not in cut)
+    if topic in cut:  # an `abandon` killed before its commit: what its journal says has not happened
+        raise UsageError(f"campaign {topic}'s journal holds entries the recorder has not committed (a command "
+                         "was cut off)", hint=f"run it again (`orchestrate abandon --topic {topic} --note WHY`), "
+                                              f"or `orchestrate resume --topic {topic}` to go on")
     if marks.get(topic) != "close":
         state = "is still in flight" if marks.get(topic) == "open" else "is not a campaign of this recorder"
         raise UsageError(f"campaign {topic} {state}: clean removes only what ended campaigns left",
                          hint=f"`orchestrate abandon --topic {topic} --note WHY` ends it first")
     return [topic]
+
+
+def _uncommitted(ledger: Path) -> set[str]:
+    """Topics whose journal (live file or segments) differs from the recorder's last commit."""
+    changed = git.lines(ledger, "diff", "--name-only", "HEAD", "--", "state") + \
+        git.lines(ledger, "ls-files", "--others", "--", "state")
+    return {parts[1] for parts in (p.split("/") for p in changed) if len(parts) > 2 and parts[2].startswith("journal")}
 
 
 def plan(layout: Layout, names: list[str]) -> Plan:
