@@ -1,6 +1,8 @@
 """The eager schedule against the layered one, read from the journal's order (never from timing)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.engine_helpers import campaign_repo, journal, statuses
@@ -191,3 +193,38 @@ def test_a_node_waiting_for_realignment_does_not_stop_the_nodes_that_do_not_need
     assert done.rc == 75 and "final-acceptance" in done.out, done.out + done.err
     assert statuses(repo, orch, "defer") == {"F": "SKIPPED", "G": "SKIPPED", "P": "ACCEPTED", "Q": "ACCEPTED",
                                              "R": "ACCEPTED"}
+
+
+HALTER = r"""#!/bin/sh
+# every node stops for a person on its first attempt and does its work on the next
+if [ "$ORCH_ATTEMPT" = 1 ]; then
+  printf '{"freeze": "reserved-halt", "reason": "%s needs a person"}' "$ORCH_NODE" > "$ORCH_RETURN"
+  exit 0
+fi
+mkdir -p "$ORCH_NODE" && echo done > "$ORCH_NODE/out.txt"
+"""
+HALT_DAG = """\
+topic: halts
+schedule: {schedule}
+workers: {{sh: "./work.sh"}}
+defaults: {{timeout: 60, max_attempts: 2}}
+nodes:
+  - {{id: A, title: a, file_surface: [A/], discipline: sh}}
+  - {{id: B, title: b, file_surface: [B/], discipline: sh}}
+"""
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_two_reserved_halts_in_one_layer_are_asked_one_after_the_other(tmp_path, orch, schedule):
+    repo = campaign_repo(tmp_path, HALT_DAG.format(schedule=schedule), HALTER)
+    assert orch("run", "--jobs", "2", "--no-interactive", cwd=repo).rc == 75
+    first = json.loads(orch("status", "--json", cwd=repo).out)["seams"][0]["node"]
+    second = "B" if first == "A" else "A"
+    assert orch("decide", "reserved-halt", "skip", "--note", "not needed", cwd=repo).rc == 0
+    again = orch("resume", "--no-interactive", cwd=repo)  # the second seam is asked, nothing is stuck
+    assert again.rc == 75 and "Traceback" not in again.err, again.out + again.err
+    assert f"paused at seam reserved-halt for node {second}" in again.out
+    assert orch("decide", "reserved-halt", "rework", "--note", "go on", cwd=repo).rc == 0
+    done = orch("resume", "--no-interactive", cwd=repo)
+    assert done.rc == 75 and "final-acceptance" in done.out, done.out + done.err
+    assert statuses(repo, orch, "halts") == {first: "SKIPPED", second: "ACCEPTED"}

@@ -62,7 +62,8 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.REALIGN, O.NEEDS_HUMAN, S.SEAM, "outside policy: seam realignment"),
     Transition(S.CHECKPOINT, O.ESCALATE, S.REALIGN, "(+) eager: a node needs realigning and no seam asks about it yet"),
     Transition(S.CHECKPOINT, O.NEEDS_HUMAN, S.SEAM, "(+) eager: an answer to the open seam was left by `decide`, "
-               "or nothing else can progress: it is applied, asked, or the run pauses"),
+               "or nothing else can progress: it is applied, asked, or the run pauses; layered: a seam that "
+               "waited behind the one just answered is asked"),
     Transition(S.AWAIT, O.NEEDS_HUMAN, S.SEAM, "(+) eager: an answer to the open seam was left by `decide` "
                "while workers ran"),
     Transition(S.CLOSE, O.CLOSED, S.SEAM, "retrospective recorded, close-check passed: seam final-acceptance"),

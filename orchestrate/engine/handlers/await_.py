@@ -24,11 +24,12 @@ def _after(ctx: Context) -> Outcome:
     kinds = {ctx.campaign.nodes[n].freeze["freeze"] for n in frozen}
     ctx.subject = " ".join(frozen)
     if "reserved-halt" in kinds:
-        node = next(n for n in frozen if ctx.campaign.nodes[n].freeze["freeze"] == "reserved-halt")
-        ns = ctx.campaign.nodes[node]
-        ctx.emit("seam", {"seam": "reserved-halt", "node": node, "reason": ns.freeze.get("reason", ""),
-                          "show": [f"freeze report: {json.dumps(ns.freeze)}", f"worker log: {ns.log}"],
-                          "choices": list(CHOICES["reserved-halt"]), "bound_to": ns.head})
+        # one seam each: the first is asked, the others wait behind it (an answer settles only its own node)
+        for node in (n for n in frozen if ctx.campaign.nodes[n].freeze["freeze"] == "reserved-halt"):
+            ns = ctx.campaign.nodes[node]
+            ctx.emit("seam", {"seam": "reserved-halt", "node": node, "reason": ns.freeze.get("reason", ""),
+                              "show": [f"freeze report: {json.dumps(ns.freeze)}", f"worker log: {ns.log}"],
+                              "choices": list(CHOICES["reserved-halt"]), "bound_to": ns.head})
         return Outcome.RESERVED_HALT
     if schedule.eager(ctx) and answers.left(ctx):  # left by `decide` while these workers ran
         return Outcome.NEEDS_HUMAN

@@ -43,6 +43,8 @@ def handle(ctx: Context) -> Outcome:
         return Outcome.LANDED
     elif schedule.layer_done(ctx):
         return Outcome.LAYER_DONE
+    elif c.seam is not None and not schedule.to_dispatch(ctx) and not schedule.waiting_on_workers(ctx):
+        return Outcome.NEEDS_HUMAN  # layered: a seam that waited behind the one just answered is asked now
     if not schedule.to_dispatch(ctx) and not schedule.waiting_on_workers(ctx):
         stuck = {n: c.nodes[n].status for n in c.window()}
         raise AssertionError(f"layer {c.k} cannot progress: {stuck}")
