@@ -122,6 +122,48 @@ def test_an_answer_left_while_a_runner_holds_the_campaign_waits_for_it_and_is_ne
     assert statuses(repo, orch, "live")["F"] == "ACCEPTED"
 
 
+
+@pytest.mark.parametrize("holder", ["decide", "abandon"])
+def test_decide_while_another_command_holds_a_paused_campaign_is_refused_not_left_for_no_runner(tmp_path, orch,
+                                                                                              holder):
+    repo = _paused_at_f(tmp_path, orch, "auto")
+    with CampaignLock(repo / ".scratch" / "locks", "live", holder):  # another decide recording its answer
+        refused = orch("decide", "realignment", "skip", "--note", "mine", cwd=repo)
+        assert f"held by `orchestrate {holder}`: pid {os.getpid()} on " in orch("status", cwd=repo).out
+    assert refused.rc == 4 and f"campaign live is held by `orchestrate {holder}` (pid {os.getpid()} on " in refused.err
+    assert "try again" in refused.err and not (repo / ".scratch" / "answers" / "live.json").exists()
+    assert orch("decide", "realignment", "skip", "--note", "mine", cwd=repo).rc == 0  # once it is free
+
+
+def test_an_answer_left_twice_at_once_is_taken_once_and_the_second_is_told(tmp_path):
+    import threading
+    from types import SimpleNamespace
+
+    from orchestrate.errors import Concurrency
+    from orchestrate.seams import inbox
+    layout = SimpleNamespace(scratch=tmp_path)
+    seam = {"id": "live:9", "seam": "realignment", "node": "F", "choices": ["rework", "skip"]}
+    results: list[str] = []
+
+    def leave(choice: str) -> None:
+        try:
+            inbox.leave(layout, "live", seam, choice, "", choice)
+            results.append(f"left {choice}")
+        except Concurrency:
+            results.append(f"refused {choice}")
+
+    with inbox._turn(inbox.path(layout, "live")):  # both wait for their turn, then go one after the other
+        threads = [threading.Thread(target=leave, args=(c,)) for c in ("rework", "skip")]
+        for t in threads:
+            t.start()
+        time.sleep(0.2)
+        assert results == []
+    for t in threads:
+        t.join()
+    assert sorted(r.split()[0] for r in results) == ["left", "refused"]
+    kept = inbox.waiting(layout, "live", seam)
+    assert f"left {kept['choice']}" in results
+
 def test_a_campaign_with_unsandboxed_workers_takes_no_answer_while_it_runs(tmp_path, orch):
     repo = _paused_at_f(tmp_path, orch, "none")
     with CampaignLock(repo / ".scratch" / "locks", "live"):

@@ -27,7 +27,7 @@ def abandon(cwd: Path, *, topic: str | None, as_who: str | None, note: str, quie
         raise UsageError("abandoning a campaign needs a reason", hint="pass --note \"why\"")
     who = seams.who(layout.root, as_who)
     out = Reporter(quiet=quiet)
-    with CampaignLock(layout.scratch / "locks", name):
+    with CampaignLock(layout.scratch / "locks", name, "abandon"):
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
         # from the state rebuilt out of what the recorder committed: an abandon cut off before its commit is undone

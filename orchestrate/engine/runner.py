@@ -13,7 +13,7 @@ from orchestrate.recorder import topics
 from orchestrate.recorder.campaign import Campaign
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.locate import load, project
-from orchestrate.recorder.lock import CampaignLock
+from orchestrate.recorder.lock import RUNNERS, CampaignLock
 from orchestrate.recorder.paths import Layout
 from orchestrate.report.live import Reporter
 from orchestrate.workers.local import LocalExecutor
@@ -85,7 +85,7 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
     name = resume.pick(layout, topic)
     _refuse_bad_settings(layout)
     out = Reporter(quiet=quiet)
-    with CampaignLock(layout.scratch / "locks", name) as lock:
+    with CampaignLock(layout.scratch / "locks", name, "resume") as lock:
         if lock.took_over:
             out.always(f"notice: took over the lock of pid {lock.took_over.get('pid')} on "
                        f"{lock.took_over.get('host')}, which is no longer running")
@@ -180,11 +180,13 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
     layout = project(cwd)
     name = topic or _paused_topic(layout)
     out = Reporter(quiet=quiet)
-    lock = CampaignLock(layout.scratch / "locks", name)
+    lock = CampaignLock(layout.scratch / "locks", name, "decide")
     try:
         lock.acquire()
-    except Concurrency as busy:  # a runner holds it: leave the answer for it (eager runs go on past a seam)
-        return _leave_answer(layout, name, seam, choice, as_who, note, out, busy)
+    except Concurrency as busy:
+        if (lock.holder() or {}).get("command", "run") not in RUNNERS:  # another decide, an abandon: no runner
+            raise  # to take an answer left for it; the person tries again in a moment
+        return _leave_answer(layout, name, seam, choice, as_who, note, out, busy)  # eager runs go past a seam
     try:
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
@@ -247,7 +249,7 @@ def rediscover(cwd: Path, node: str, *, topic: str | None, as_who: str | None, n
     layout = project(cwd)
     name = resume.pick(layout, topic)
     out = Reporter(quiet=quiet)
-    with CampaignLock(layout.scratch / "locks", name):
+    with CampaignLock(layout.scratch / "locks", name, "realign"):
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
         who = seams.who(layout.root, as_who)

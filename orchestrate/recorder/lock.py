@@ -13,11 +13,15 @@ from orchestrate.errors import Concurrency
 from orchestrate.flock import Busy, FileLock
 
 
+RUNNERS = ("run", "resume")  # the commands that hold a campaign while its workers run
+
+
 class CampaignLock:
-    def __init__(self, folder: Path, topic: str) -> None:
+    def __init__(self, folder: Path, topic: str, command: str = "run") -> None:
         self.path = folder / f"{topic}.lock"
         self.info = folder / f"{topic}.json"
         self.topic = topic
+        self.command = command  # which `orchestrate` command holds it, for whoever finds it held
         self._lock = None
         self.took_over: dict | None = None
 
@@ -26,15 +30,18 @@ class CampaignLock:
         try:
             lock.acquire()
         except Busy:
-            holder = self._holder() or {}
-            raise Concurrency(
-                f"campaign {self.topic} is being run by pid {holder.get('pid', '?')} on {holder.get('host', '?')} "
-                f"since {holder.get('started', '?')}", hint="wait for it, or stop it first") from None
-        previous = self._holder()
+            holder = self.holder() or {}
+            who = f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} since {holder.get('started', '?')}"
+            if holder.get("command", "run") in RUNNERS:
+                raise Concurrency(f"campaign {self.topic} is being run by {who}",
+                                  hint="wait for it, or stop it first") from None
+            raise Concurrency(f"campaign {self.topic} is held by `orchestrate {holder['command']}` ({who})",
+                              hint="it takes a moment: try again") from None
+        previous = self.holder()
         if previous and not holder_alive(previous):
             self.took_over = previous  # its holder died: the kernel released the flock
         self._lock = lock
-        write_atomic(self.info, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+        write_atomic(self.info, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
                                             "started": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}))
         return self
 
@@ -50,11 +57,13 @@ class CampaignLock:
     def __exit__(self, *exc) -> None:
         self.release()
 
-    def _holder(self) -> dict | None:
+    def holder(self) -> dict | None:
+        """What the holder wrote: pid, host, started, command (absent: written before commands were named)."""
         try:
-            return json.loads(self.info.read_text())
+            found = json.loads(self.info.read_text())
         except (OSError, ValueError):
             return None
+        return found if isinstance(found, dict) else None
 
 
 def holder_alive(holder: dict) -> bool:

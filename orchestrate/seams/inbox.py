@@ -24,15 +24,17 @@ def path(layout, topic: str) -> Path:
 
 
 def leave(layout, topic: str, seam: dict, choice: str, note: str, who: str) -> None:
-    """Leave an answer to `seam` for the runner; one at a time, so that none is lost."""
+    """Leave an answer to `seam` for the runner; one at a time, so that none is lost: two `decide`s at once
+    take turns, and the second finds the first's answer waiting."""
     target = path(layout, topic)
-    waiting = _read(target)
-    if waiting is not None and waiting.get("seam_id") == seam["id"]:
-        raise Concurrency(f"an answer to seam {waiting['seam']} already waits for the runner ({waiting['choice']} "
-                          f"by {waiting['who']})", hint="it is applied at the runner's next step")
-    write_atomic(target, json.dumps({"seam_id": seam["id"], "seam": seam["seam"], "node": seam.get("node"),
-                                     "choice": choice, "note": note, "who": who,
-                                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
+    with _turn(target):
+        waiting = _read(target)
+        if waiting is not None and waiting.get("seam_id") == seam["id"]:
+            raise Concurrency(f"an answer to seam {waiting['seam']} already waits for the runner "
+                              f"({waiting['choice']} by {waiting['who']})", hint="it is applied at the runner's next step")
+        write_atomic(target, json.dumps({"seam_id": seam["id"], "seam": seam["seam"], "node": seam.get("node"),
+                                         "choice": choice, "note": note, "who": who,
+                                         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
 
 
 def waiting(layout, topic: str, seam: dict | None) -> dict | None:
@@ -42,9 +44,16 @@ def waiting(layout, topic: str, seam: dict | None) -> dict | None:
     if answer is None:
         return None
     if seam is None or answer.get("seam_id") != seam.get("id") or answer.get("choice") not in seam["choices"]:
-        target.unlink(missing_ok=True)
+        with _turn(target):  # read again in turn: a `decide` may have just left a fresh answer in its place
+            if _read(target) == answer:
+                target.unlink(missing_ok=True)
         return None
     return answer
+
+
+def _turn(target: Path):
+    from orchestrate.flock import FileLock
+    return FileLock(target.with_name(f"{target.name}.lock"), timeout=10.0)
 
 
 def has_answer(layout, topic: str, seam: dict | None) -> bool:
