@@ -90,7 +90,9 @@ def test_the_prompt_takes_a_prefix_and_asks_again_after_a_wrong_answer(tmp_path,
 def test_a_bare_repository_has_its_own_message(tmp_path, orch):
     bare = tmp_path / "b.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    for command in (("init",), ("status",), ("validate",), ("run",)):
+    for command in (("init",), ("status",), ("validate",), ("run",), ("resume",), ("decide", "final-acceptance", "accept"),
+                    ("abandon", "--note", "x"), ("clean",), ("report",), ("graph",), ("layers",), ("doctor",),
+                    ("replay", "--campaign", "x"), ("realign", "--rediscover", "A")):
         r = orch(*command, cwd=bare)
         assert r.rc == 2 and "is a bare repository" in r.err and "not inside a git repository" not in r.err, command
     assert not (bare / ".ledger").exists() and not (bare / ".scratch").exists()

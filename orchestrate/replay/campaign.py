@@ -87,7 +87,8 @@ def replay_campaign(cwd: Path, topic: str, recorder: Path | None, out=None) -> i
     out = out or sys.stdout
     from orchestrate.engine.runner import run_campaign
     from orchestrate.recorder.init import init_project
-    ledger = (recorder or git.main_worktree(cwd) / ".ledger").resolve()
+    from orchestrate.recorder.locate import checkout
+    ledger = (recorder or checkout(cwd) / ".ledger").resolve()  # checkout: a bare repository is named as one
     repo = git.main_worktree(ledger.parent)
     recorded = _journal(ledger, topic)
     opened = next((e["context"] for e in recorded if e["kind"] == "open"), None)
