@@ -212,3 +212,17 @@ def test_status_without_any_campaign_says_how_to_start_one(tmp_path, orch):
         assert r.rc == 2 and "no campaign has been started here" in r.err and "`orchestrate run` starts one" in r.err
     fast = subprocess.run([str(CONSOLE), "status"], cwd=repo, capture_output=True, text=True, timeout=60)
     assert fast.returncode == 2 and "`orchestrate run` starts one" in fast.stderr
+
+
+@pytest.mark.parametrize("text, said", [
+    ("final-acceptance: maybe\n", "final-acceptance: `maybe` is not one of its choices"),
+    ("realignment: [rework, {choice: later, note: x}]\n", "realignment: `later` is not one of its choices"),
+    ("realignment: {note: no choice}\n", "realignment: `None` is not one of its choices"),
+    ("final-acceptance: [accept\n", "answers.yaml:2: malformed YAML: expected ',' or ']'"),
+])
+def test_an_answers_file_is_checked_whole_before_the_run_starts(tmp_path, orch, text, said):
+    repo = campaign_repo(tmp_path, DAG.format(topic="ans"), WORKER)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(text)
+    r = orch("run", "--no-interactive", "--answers", answers, cwd=repo)
+    assert r.rc == 2 and said in r.err and not (repo / ".ledger" / "state" / "ans").exists(), r.err

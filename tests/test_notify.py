@@ -164,11 +164,11 @@ def test_a_typo_in_the_section_names_file_and_line(tmp_path, text, message):
     assert message in str(err.value) and str(tmp_path / "ledger" / "config.yaml") in str(err.value)
 
 
-def test_a_run_with_a_bad_notify_section_exits_2_and_writes_nothing(tmp_path):
+def test_a_run_with_a_bad_notify_section_halts_before_writing_anything(tmp_path):
     repo, got, stamp = _setup(tmp_path, "notify:\n  - run: RECORD\n    events: [sem]\n")
     run = _cli(repo, "run", stamp=stamp)
-    assert run.returncode == 2
-    assert "config.yaml:3: notify[0].events: unknown event `sem`" in run.stderr
+    assert run.returncode == 1  # as an invalid DAG: every problem listed, nothing written
+    assert "config.yaml:3: notify[0].events: unknown event `sem`" in run.stdout and "nothing was written" in run.stdout
     assert not (repo / ".ledger" / "state" / "t").exists() and repo.git("branch", "--list", "campaign/*") == ""
 
 

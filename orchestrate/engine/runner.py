@@ -33,10 +33,20 @@ def read_answers(path: Path | None) -> dict:
     try:
         data = yaml.safe_load(read_text(path)) or {}
     except yaml.YAMLError as exc:
-        raise UsageError(f"{path}: malformed YAML: {' '.join(str(exc).split())}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise UsageError(f"{where}: malformed YAML: {getattr(exc, 'problem', None) or ' '.join(str(exc).split())}",
+                         hint="fix the answers file") from None
     if not isinstance(data, dict) or any(k not in CHOICES for k in data):
         bad = [k for k in data if k not in CHOICES] if isinstance(data, dict) else ["(not a mapping)"]
         raise UsageError(f"{path}: unknown seam(s) {', '.join(map(str, bad))}", hint=f"seams: {', '.join(CHOICES)}")
+    for seam, value in data.items():  # a wrong choice is refused now, not found at the seam after the whole run
+        for item in value if isinstance(value, list) else [value]:
+            choice = item.get("choice") if isinstance(item, dict) else item
+            if choice not in CHOICES[seam]:
+                raise UsageError(f"{path}: {seam}: `{choice}` is not one of its choices",
+                                 hint=f"choices: {', '.join(CHOICES[seam])}; an answer is CHOICE or "
+                                      "{choice: CHOICE, note: TEXT}, or a list of those")
     return {k: list(v) if isinstance(v, list) else v for k, v in data.items()}
 
 
