@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from orchestrate import git, git_files
@@ -34,6 +35,18 @@ def _head(root: Path, worktree: Path) -> str:
         return git.out(worktree, "rev-parse", "HEAD")
 
 
+def _foreign_head(worktree: Path, branch: str) -> str | None:
+    """What the worktree's HEAD names when it is neither the node's branch nor a commit (detached): a worker
+    can write HEAD in its worktree's admin dir, in the sandbox too."""
+    try:
+        text = git_files.small(git.admin_dir(worktree) / "HEAD").decode(errors="replace").strip()
+    except (OSError, TypeError):
+        return "something unreadable"
+    if text == f"ref: refs/heads/{branch}" or re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", text):
+        return None
+    return text.removeprefix("ref: ") or "nothing"
+
+
 def _settle(ctx, outcome) -> None:
     """The attempt's own worktree: objects brought in, leftovers committed, head read, freeze or LANDED."""
     ns = ctx.campaign.nodes[outcome.node]
@@ -45,6 +58,12 @@ def _settle(ctx, outcome) -> None:
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worker rewrote its worktree's .git link "
                      "(it no longer names this repository's admin dir for it); nothing was read or committed "
                      "through it, the worktree was removed, and its attempt failed")
+        return
+    if path.exists() and (named := _foreign_head(path, ns.branch)):
+        # a commit made here (the leftovers', below) would move what HEAD names: the user's branch, say
+        fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worker pointed its worktree's HEAD at "
+                     f"{named}, not its branch {ns.branch}; nothing was committed or read through it, and its "
+                     "attempt failed")
         return
     if ns.objects and path.exists():  # a sandboxed attempt: its objects are its own until brought in
         try:
