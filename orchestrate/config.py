@@ -89,9 +89,12 @@ def _parsed(path: Path) -> tuple[object, list]:
     Problem = yamlfile.Problem
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem(str(path), 0, "", "unreadable",
-                              f"cannot read the config: {getattr(exc, 'strerror', None) or exc}")]
+    except OSError as exc:
+        return None, [Problem(str(path), 0, "", "unreadable", f"cannot read the config: {exc.strerror or exc}")]
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[:exc.start].count(b"\n") + 1
+        return None, [Problem(str(path), line, "", "unreadable",
+                              f"cannot read the config: not UTF-8 text (byte {exc.start}); save it as UTF-8")]
     data, found = yamlfile.load(text, str(path), fast=False)
     if found or data is None:
         return None, found

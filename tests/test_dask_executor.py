@@ -209,16 +209,16 @@ def test_a_bad_executor_section_names_the_file_and_line(tmp_path):
     repo = campaign_repo(tmp_path, SMALL_DAG, "#!/bin/sh\n")
     (repo / ".ledger" / "config.yaml").write_text("executor:\n  kind: dask\n  sheduler: tcp://x:1\n")
     done = orchestrate(repo, "run")
-    assert done.returncode == 2
-    assert "config.yaml:3: executor.sheduler: unknown key" in done.stderr
+    assert done.returncode == 1 and "nothing was written" in done.stdout  # refused as an invalid DAG is
+    assert "config.yaml:3: executor.sheduler: unknown key" in done.stdout
 
 
 def test_a_config_that_is_not_utf8_is_named_not_a_traceback(tmp_path):
     repo = campaign_repo(tmp_path, SMALL_DAG, "#!/bin/sh\n")
     (repo / ".ledger" / "config.yaml").write_bytes(b"executor:\n  kind: \xff\n")
     done = orchestrate(repo, "run")
-    assert done.returncode == 2 and "config.yaml: cannot read the config" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert done.returncode == 1 and "Traceback" not in done.stderr + done.stdout
+    assert "config.yaml:2: cannot read the config: not UTF-8 text (byte 18); save it as UTF-8" in done.stdout
 
 
 def test_a_malformed_scheduler_address_is_a_usage_error(tmp_path):

@@ -3,8 +3,10 @@ never reach campaign/<topic>, and nothing may move a branch of the user's. Each 
 with `sandbox: none`, with the checks of test_hostile_workers (the user's .git, no process left)."""
 from __future__ import annotations
 
+from tests import test_hostile_workers as hostile
 from tests.engine_helpers import journal
-from tests.test_hostile_workers import mode, run, settled  # noqa: F401 - fixtures, used by name
+
+mode, settled, run = hostile.mode, hostile.settled, hostile.run  # the fixtures (settled: autouse) and the runner
 
 
 def test_a_head_pointed_at_the_users_branch_gets_nothing_committed_through_it(tmp_path, orch, mode):
