@@ -18,3 +18,59 @@ def test_a_head_pointed_at_the_users_branch_gets_nothing_committed_through_it(tm
     assert "node A: the worker pointed its worktree's HEAD at refs/heads/main, not its branch node/hostile/A" in text
     assert repo.git("rev-parse", "main") == baseline and repo.git("rev-parse", "campaign/hostile") == baseline
     assert not [e for e in journal(repo, "hostile") if e["kind"] == "merge"]
+
+
+FORGED_BASE = """\
+topic: hostile
+mode: autonomous
+defaults: {max_attempts: 1, sandbox: MODE, unsandboxed: parallel}
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: B, file_surface: [b.txt], discipline: sh}
+  - {id: A, file_surface: [a.txt], discipline: sh}
+"""
+# A waits for B's merge, then merges B's branch into its own with `-s ours` (keeping its base's tree): its
+# own diff is a.txt alone, but B's head becomes the merge base, so merging A would take b.txt away again.
+FORGER = """#!/bin/sh
+if [ "$ORCH_NODE" = B ]; then echo b > b.txt; exit 0; fi
+start=$(git rev-parse campaign/hostile); n=0
+while [ "$(git rev-parse campaign/hostile)" = "$start" ] && [ "$n" -lt 600 ]; do sleep 0.05; n=$((n + 1)); done
+git merge -q -s ours --no-edit node/hostile/B
+echo a > a.txt
+"""
+
+
+def test_a_history_that_forges_the_merge_base_gets_nothing_unjudged_merged(tmp_path, orch, mode):
+    repo = hostile.campaign_repo(tmp_path, FORGED_BASE.replace("MODE", mode), FORGER)
+    result = orch("run", "--jobs", "2", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "A: merge refused (FAIL: the merge would change what no judged diff of A changes: b.txt" in text
+    assert repo.git("show", "campaign/hostile:b.txt") == "b"  # B's merged work stays
+    assert [e["context"]["node"] for e in journal(repo, "hostile") if e["kind"] == "merge"] == ["B"]
+
+
+CHECKED = """\
+topic: hostile
+mode: autonomous
+defaults: {max_attempts: 1, sandbox: MODE}
+workers: {sh: "./work.sh"}
+checks: [{name: tests, run: "sh tests/run.sh"}]
+nodes:
+  - {id: A, file_surface: [tests/run.sh], discipline: sh}
+"""
+# The worker writes the test the campaign check runs; run on the merged tree, it stages a file of its choice.
+STAGER = """#!/bin/sh
+mkdir -p tests
+printf 'case "$PWD" in *integration*) echo owned > README.md; git add README.md ;; esac\\n' > tests/run.sh
+"""
+
+
+def test_a_campaign_check_that_stages_more_gets_nothing_merged(tmp_path, orch, mode):
+    repo = hostile.campaign_repo(tmp_path, CHECKED.replace("MODE", mode), STAGER)
+    baseline = repo.git("rev-parse", "HEAD")
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "A: merge refused (FAIL: the campaign checks changed what was staged to merge; nothing was merged)" in text
+    assert repo.git("rev-parse", "campaign/hostile") == baseline

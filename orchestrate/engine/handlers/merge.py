@@ -64,6 +64,12 @@ def handle(ctx: Context) -> Outcome:
         made = _merge_in_worktree(ctx, first, members, branches, heads, message, env)
     if isinstance(made, Outcome):
         return made
+    if unjudged := _unjudged(ctx, changed, made):
+        return _rework(ctx, members, Verdict("adherence", 1, "FAIL: the merge would change what no judged diff of "
+                                             f"{ctx.subject} changes: {', '.join(unjudged[:10])}"
+                                             + (f" and {len(unjudged) - 10} more" if len(unjudged) > 10 else "")
+                                             + " (its history brings in other commits, or a campaign check "
+                                             "changed the merged tree); nothing was merged"))
     faults.reach("merge")
     _advance(ctx, made, message)
     ctx.emit("result", {"effect": "merge", "node": first, "sha": made})
@@ -87,6 +93,7 @@ def _merge_in_worktree(ctx: Context, first: str, members: list[str], branches: l
         conflicts = git.conflicted_paths(integ)
         git.merge_abort(integ)
         return _conflict(ctx, first, members, branches, conflicts)
+    staged = git.out(integ, "write-tree")  # the merge as git made it, before any check ran
     if ctx.dag.checks:
         ns = c.nodes[first]
         checks = evaluators.check(ctx.dag.checks, integ, log_path=ctx.layout.runs(c.topic) / first /
@@ -104,6 +111,10 @@ def _merge_in_worktree(ctx: Context, first: str, members: list[str], branches: l
             return _rework(ctx, members, Verdict(checks.gate, checks.code, "campaign check(s) failed on the merged "
                                                  f"tree: {judge.said(checks)}" + (f"; {since}" if since else ""),
                                                  checks.items, checks.data))
+    if git.out(integ, "write-tree") != staged:  # a check (code a worker wrote, run outside the sandbox) staged more
+        git.merge_abort(integ)
+        return _rework(ctx, members, Verdict("adherence", 1, "FAIL: the campaign checks changed what was staged "
+                                             "to merge; nothing was merged"))
     git.git(integ, "commit", "-q", "--no-verify", "-m", message, env=env)  # moves the detached HEAD only
     return git.out(integ, "rev-parse", "HEAD")
 
@@ -154,6 +165,15 @@ def _merged_before_crash(ctx: Context, heads: list[str]) -> str | None:
         if len(parents) > 1 and sorted(parents[1:]) == sorted(heads):
             return git.out(ctx.root, "rev-parse", c.branch)
     return None
+
+
+def _unjudged(ctx: Context, changed: list[str], made: str) -> list[str]:
+    """Paths the merge commit changes on the campaign head that no member's judged diff (its base to its head,
+    what the surface gate saw) changes. A node's history can make git merge more than that diff: a merge of
+    another node's branch makes that branch's head the merge base, and what was merged since looks removed."""
+    c = ctx.campaign
+    judged = {path for m in changed for _, path in git.changed_paths(ctx.root, c.nodes[m].base, c.nodes[m].head)}
+    return sorted(path for _, path in git.changed_paths(ctx.root, c.tip, made) if path not in judged)
 
 
 def _moved_after_judging(ctx: Context, members: list[str]) -> list[str]:
