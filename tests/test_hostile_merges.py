@@ -3,6 +3,8 @@ never reach campaign/<topic>, and nothing may move a branch of the user's. Each 
 with `sandbox: none`, with the checks of test_hostile_workers (the user's .git, no process left)."""
 from __future__ import annotations
 
+import pytest
+
 from tests import test_hostile_workers as hostile
 from tests.engine_helpers import journal
 
@@ -73,4 +75,25 @@ def test_a_campaign_check_that_stages_more_gets_nothing_merged(tmp_path, orch, m
     text = result.out + result.err
     assert result.rc == 75, text
     assert "A: merge refused (FAIL: the campaign checks changed what was staged to merge; nothing was merged)" in text
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
+@pytest.mark.parametrize("planted, said", [
+    ('mkfifo "$GIT_OBJECT_DIRECTORY/ab/$NAME"', "is not a file"),
+    ('ln -s /dev/zero "$GIT_OBJECT_DIRECTORY/ab/$NAME"', "is not a file"),
+    ('printf "not zlib" > "$GIT_OBJECT_DIRECTORY/ab/$NAME"', "is not zlib data"),
+    # a few KB that inflate to 64 MiB of zeros: read in bounded steps, it never hashes to its name
+    ('python3 -c "import sys, zlib; sys.stdout.buffer.write(zlib.compress(bytes(1 << 26)))" > '
+     '"$GIT_OBJECT_DIRECTORY/ab/$NAME"', "does not hash to its name"),
+])
+def test_what_a_sandboxed_worker_plants_in_its_object_store_fails_its_attempt_and_hangs_nothing(
+        tmp_path, orch, planted, said):
+    from orchestrate.workers import sandbox
+    if (why := sandbox.probe()) is not None:
+        pytest.skip(f"no sandbox here: {why}")  # only a sandboxed worker has a store of its own
+    worker = f'echo a > a.txt\nNAME=cdef000000000000000000000000000000000000\nmkdir -p "$GIT_OBJECT_DIRECTORY/ab"\n{planted}\n'
+    repo, baseline, result = run(tmp_path, orch, worker, "bwrap")
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert f"object abcdef000000000000000000000000000000000000 in the worker's store {said}" in text
     assert repo.git("rev-parse", "campaign/hostile") == baseline

@@ -30,18 +30,22 @@ def bring_in(root: Path, private: Path, shared: Path) -> int:
     if not private.is_dir():
         return 0
     copied = 0
-    for folder in sorted(p for p in private.iterdir() if p.is_dir() and len(p.name) == 2):
+    for folder in sorted(p for p in private.iterdir() if p.is_dir() and not p.is_symlink() and len(p.name) == 2):
         for path in sorted(folder.iterdir()):
             name = folder.name + path.name
-            data = path.read_bytes()
-            _verify(name, data)
             target = shared / folder.name / path.name
-            if not target.exists():
-                target.parent.mkdir(exist_ok=True)
-                tmp = target.with_name(f".{path.name}.{os.getpid()}.tmp")
-                tmp.write_bytes(data)
-                os.replace(tmp, target)
-                copied += 1
+            if target.exists():
+                _copy_verified(path, name, None)
+                continue
+            target.parent.mkdir(exist_ok=True)
+            tmp = target.with_name(f".{path.name}.{os.getpid()}.tmp")
+            try:
+                _copy_verified(path, name, tmp)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            os.replace(tmp, target)
+            copied += 1
     packs = private / "pack"
     if packs.is_dir():
         for pack in sorted(packs.glob("*.pack")):
@@ -49,12 +53,34 @@ def bring_in(root: Path, private: Path, shared: Path) -> int:
     return copied
 
 
-def _verify(name: str, data: bytes) -> None:
+_CHUNK = 1 << 20
+
+
+def _copy_verified(path: Path, name: str, into: Path | None) -> None:
+    """Check that `path` is a regular file holding the zlib-compressed object `name` (read in chunks, never
+    whole, and never through a link or from a FIFO, which the worker could have put there), writing its
+    bytes to `into` as they are read."""
+    from orchestrate import git_files
     try:
-        raw = zlib.decompress(data)
-    except zlib.error:
-        raise BadObject(f"object {name} in the worker's store is not zlib data") from None
-    digest = (hashlib.sha1 if len(name) == 40 else hashlib.sha256)(raw).hexdigest()
-    header = raw.split(b"\0", 1)[0]
-    if digest != name or not header.split(b" ")[0] in (b"blob", b"tree", b"commit", b"tag"):
+        fd, _ = git_files.open_regular(path)
+    except OSError as exc:
+        raise BadObject(f"object {name} in the worker's store is not a file ({exc.strerror or exc})") from None
+    digest = (hashlib.sha1 if len(name) == 40 else hashlib.sha256)()
+    unzip, header = zlib.decompressobj(), b""
+    with os.fdopen(fd, "rb") as src, (open(into, "xb") if into else open(os.devnull, "wb")) as dst:
+        try:
+            for chunk in iter(lambda: src.read(_CHUNK), b""):
+                dst.write(chunk)
+                data = chunk
+                while data:  # bounded output per step: a small file may inflate to gigabytes
+                    out = unzip.decompress(data, _CHUNK)
+                    digest.update(out)
+                    header = header if b"\0" in header or len(header) > 64 else header + out[:64]
+                    data = unzip.unconsumed_tail
+        except zlib.error:
+            raise BadObject(f"object {name} in the worker's store is not zlib data") from None
+    kind = header.split(b"\0", 1)[0].split(b" ")[0]
+    if not unzip.eof or digest.hexdigest() != name or kind not in (b"blob", b"tree", b"commit", b"tag"):
         raise BadObject(f"object {name} in the worker's store does not hash to its name")
+
+
