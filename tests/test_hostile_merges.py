@@ -97,3 +97,21 @@ def test_what_a_sandboxed_worker_plants_in_its_object_store_fails_its_attempt_an
     assert result.rc == 75, text
     assert f"object abcdef000000000000000000000000000000000000 in the worker's store {said}" in text
     assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
+def test_git_config_planted_in_home_is_put_back_and_blamed(tmp_path, orch, mode, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".gitconfig").write_text("[user]\n\tname = Someone\n\temail = someone@example.com\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    worker = ('echo a > a.txt\nprintf "[core]\\n\\thooksPath = /tmp/planted\\n" >> "$HOME/.gitconfig"\n'
+              'printf "* diff=x\\n" > "$HOME/.config/git/attributes"\n')
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "~/.gitconfig was changed" in text and "~/.config/git/attributes was created" in text
+    assert (home / ".gitconfig").read_text() == "[user]\n\tname = Someone\n\temail = someone@example.com\n"
+    assert not (home / ".config" / "git" / "attributes").exists()
+    assert repo.git("rev-parse", "campaign/hostile") == baseline

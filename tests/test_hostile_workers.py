@@ -182,6 +182,7 @@ MISDEEDS = [
     'echo "* filter=x" >> "$(git rev-parse --git-common-dir)/info/attributes"',
     'echo "* filter=x" >> "$(git rev-parse --git-common-dir)/info/attributes"',
     'git branch planted HEAD',
+    'mkdir -p EVIL && echo EVIL >> "$(git rev-parse --git-common-dir)/objects/info/alternates"',
 ]
 
 

@@ -1,25 +1,28 @@
 """What a worker must leave alone, fingerprinted before workers run and compared when one returns.
 
 Without the sandbox a worker can write anywhere the user can. Around every worker the engine takes a
-fingerprint of the shared git dir (config, hooks/, info/, and every ref but the campaigns' node and
-campaign branches: its runner moves a campaign's own while workers run, and checks them otherwise), of the
+fingerprint of the shared git dir (config, hooks/, info/, objects/info/alternates, and every ref but the
+campaigns' node and campaign branches: its runner moves a campaign's own while workers run, and checks them
+otherwise), of the user's git config, attributes and excludes in $HOME (writable in the sandbox), of the
 recorder files the engine reads back (config.yaml, the default DAG, the campaign's DAG copy; the journal
 is the recorder's to verify) and of the user's checkout (HEAD, branch, index, status). A difference is
-attributed to the nodes that were running; planted config, hooks and attributes and edited recorder
-files are put back byte for byte, so nothing a worker planted survives in the user's `.git` or reaches
+attributed to the nodes that were running; planted config, hooks and attributes (in .git or $HOME) and
+edited recorder files are put back byte for byte, so nothing a worker planted survives in the user's `.git` or reaches
 the recorder's history (the edited version is kept aside, named in the message). A change in the
 checkout is only reported: the user may be working there.
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrate import git, proc
 
-_WATCHED_FILES = ("config", "config.worktree", "packed-refs.orig")  # read whole, restored whole
+# read whole, restored whole; alternates: objects a worker keeps elsewhere would be read as the repository's
+_WATCHED_FILES = ("config", "config.worktree", "packed-refs.orig", "objects/info/alternates")
 _WATCHED_DIRS = ("hooks", "info")
 _DERIVED = ("info/refs", "info/packs")  # what `git gc` and `repack` write for dumb http: run nothing, left out
 
@@ -31,6 +34,9 @@ class Fingerprint:
     refs: dict[str, str] = field(default_factory=dict)
     checkout: dict[str, str] = field(default_factory=dict)
     recorder: dict[Path, bytes | None] = field(default_factory=dict)  # recorder file -> content
+    # the user's own git config in $HOME, which the sandbox leaves writable: a hook path or an fsmonitor
+    # planted there runs in the user's next git command, outside any sandbox
+    home: dict[Path, bytes | None] = field(default_factory=dict)
     # the recorder's own git dir (config, hooks/, info/): orchestrate's git calls there are inert, but a
     # person's (the restore a ForeignWrite hint names) would run what a worker planted
     recorder_git: Path | None = None
@@ -66,6 +72,7 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     else:  # no look needed now; one is, once anything starts outside the sandbox
         fp.mark = proc.unconfined()
     fp.recorder = {path: _read(path) for path in recorder_files}
+    fp.home = {path: _read(path) for path in home_git_files()}
     if recorder_git is not None:
         fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git)
     return fp
@@ -93,11 +100,12 @@ def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[st
         if old != new:
             found.append(f"ref {name} " + ("was created" if old is None else "was deleted" if new is None
                                            else f"moved {old[:12]} -> {new[:12]}"))
-    for path in before.recorder:
-        old, new = before.recorder[path], after.recorder.get(path)
-        if old != new:
-            what = "created" if old is None else "deleted" if new is None else "changed"
-            found.append(f"{_shown(path)} was {what}")
+    for files in (before.recorder, before.home):
+        for path in files:
+            old, new = files[path], (after.recorder if files is before.recorder else after.home).get(path)
+            if old != new:
+                what = "created" if old is None else "deleted" if new is None else "changed"
+                found.append(f"{_shown(path)} was {what}")
     checkout = [f"the checkout's {k} changed" for k in sorted(before.checkout)
                 if after.checkout and before.checkout[k] != after.checkout.get(k)]
     return found, checkout
@@ -113,7 +121,8 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     """Put the watched files back as they were; returns what was put back. Refs are reported, not moved:
     orchestrate never force-moves a ref. An edited recorder file is first copied into `keep` (a person
     may have edited it during the run: the edit is not lost, only kept out of the recorder)."""
-    put_back = restore_recorder(before, keep) + _put_back(before.common, before.files, ".git")
+    put_back = restore_recorder(before, keep) + _restore_paths(before.home, keep) + \
+        _put_back(before.common, before.files, ".git")
     if before.recorder_git is not None:
         put_back += _put_back(before.recorder_git, before.recorder_git_files, ".ledger/.git")
     return put_back
@@ -147,8 +156,12 @@ def _put_back(base: Path, before: dict[str, bytes | None], shown: str) -> list[s
 
 
 def restore_recorder(before: Fingerprint, keep: Path | None) -> list[str]:
+    return _restore_paths(before.recorder, keep)
+
+
+def _restore_paths(files: dict[Path, bytes | None], keep: Path | None) -> list[str]:
     put_back = []
-    for path, old in before.recorder.items():
+    for path, old in files.items():
         new = _read(path)
         if new == old:
             continue
@@ -206,9 +219,20 @@ def _checkout(root: Path) -> dict[str, str]:
 
 
 def _shown(path: Path) -> str:
-    """A recorder file as the user knows it: `.ledger/...`."""
+    """A recorder file as the user knows it, `.ledger/...`; a file in $HOME as `~/...`."""
     parts = path.parts
-    return "/".join(parts[parts.index(".ledger"):]) if ".ledger" in parts else str(path)
+    if ".ledger" in parts:
+        return "/".join(parts[parts.index(".ledger"):])
+    home = Path(os.path.expanduser("~"))
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
+
+
+def home_git_files() -> list[Path]:
+    """The user's global git config, attributes and excludes, where git looks for them."""
+    home = Path(os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
+    named = os.environ.get("GIT_CONFIG_GLOBAL")
+    return [Path(named) if named else home / ".gitconfig", xdg / "config", xdg / "attributes", xdg / "ignore"]
 
 
 def common_dir(root: Path) -> Path:
