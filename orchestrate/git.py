@@ -166,7 +166,7 @@ def changed_paths(repo: str | Path, base: str, head: str | None = None) -> list[
     key = (base, head)  # commits with these ids are the same commits in any repository
     if key in _diffs:  # between two commits named by full ids: what it was, it stays
         return list(_diffs[key])
-    args = ["diff", "--name-status", "--no-renames", "-z", base] + ([head] if head else [])
+    args = ["diff", "--name-status", "--no-renames", "--ignore-submodules=none", "-z", base] + ([head] if head else [])
     fields = git(repo, *args).stdout.split("\0")
     found = [(fields[i][0], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i]]
     if head and all(len(x) in (40, 64) and not x.strip("0123456789abcdef") for x in (base, head)):

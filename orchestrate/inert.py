@@ -1,4 +1,5 @@
-"""What keeps orchestrate's own git calls inert: no hook and no repository-configured program runs inside them.
+"""What keeps orchestrate's own git calls inert: no hook and no repository-configured program runs inside them,
+and no setting or replace ref changes what they read.
 
 A worker can write `.git/config`, `.git/hooks/` and `.git/info/attributes` (without the sandbox), and
 orchestrate runs git in that repository while workers run, so every call of `orchestrate.git` carries
@@ -34,6 +35,8 @@ _FIXED = (
     ("submodule.recurse", "false"),
     ("gc.auto", "0"),  # no background gc started by our commits while workers run
     ("maintenance.auto", "false"),
+    # what would hide a change from the diffs the gates judge: a gitlink changed outside the surface
+    ("diff.ignoreSubmodules", "none"),
 )
 # The built-in three-way text merge, spelled as a driver: what a path gets when its driver is neutralised.
 TEXT_MERGE = "git merge-file --marker-size=%L %A %O %B"
@@ -56,7 +59,10 @@ def env(repo: str | Path) -> dict[str, str]:
         else:
             pairs.append((f"merge.{name}.driver", TEXT_MERGE))
     out = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_PAGER": "cat", "GIT_EDITOR": "true", "GIT_ASKPASS": "",
-           "SSH_ASKPASS": "", "GIT_TERMINAL_PROMPT": "0"}
+           "SSH_ASKPASS": "", "GIT_TERMINAL_PROMPT": "0",
+           # a ref under refs/replace/ (a worker can create one without the sandbox) swaps one object for
+           # another in every read: what orchestrate checks out, diffs and merges is the objects themselves
+           "GIT_NO_REPLACE_OBJECTS": "1"}
     for i, (key, value) in enumerate(pairs):
         out[f"GIT_CONFIG_KEY_{i}"] = key
         out[f"GIT_CONFIG_VALUE_{i}"] = value

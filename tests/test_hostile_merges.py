@@ -115,3 +115,16 @@ def test_git_config_planted_in_home_is_put_back_and_blamed(tmp_path, orch, mode,
     assert (home / ".gitconfig").read_text() == "[user]\n\tname = Someone\n\temail = someone@example.com\n"
     assert not (home / ".config" / "git" / "attributes").exists()
     assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
+def test_a_gitlink_the_projects_gitmodules_ignores_is_still_outside_the_surface(tmp_path, orch, mode):
+    from tests.engine_helpers import campaign_repo
+    worker = ('echo a > a.txt\ngit update-index --add --cacheinfo "160000,$(git rev-parse HEAD),vendor/lib"\n'
+              'git add a.txt && git commit -qm "a, and a gitlink"\n')
+    modules = '[submodule "lib"]\n\tpath = vendor/lib\n\turl = ./lib\n\tignore = all\n'  # the project's own
+    repo = campaign_repo(tmp_path, hostile.dag(mode), "#!/bin/sh\n" + worker, files={".gitmodules": modules})
+    baseline = repo.git("rev-parse", "HEAD")
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75 and "UNDECLARED" in text and "vendor/lib" in text, text
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
