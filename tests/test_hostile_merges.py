@@ -128,3 +128,18 @@ def test_a_gitlink_the_projects_gitmodules_ignores_is_still_outside_the_surface(
     text = result.out + result.err
     assert result.rc == 75 and "UNDECLARED" in text and "vendor/lib" in text, text
     assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
+def test_a_planted_replace_ref_changes_nothing_orchestrate_reads(tmp_path, orch):
+    # without the sandbox (in it the refs are read-only): attempt 1 swaps README.md's blob for another
+    worker = ('if [ "$ORCH_ATTEMPT" = 1 ]; then\n'
+              '  git replace "$(git rev-parse HEAD:README.md)" "$(echo owned | git hash-object -w --stdin)"\n'
+              'fi\necho a > a.txt\n')
+    dag = hostile.dag("none").replace("max_attempts: 1", "max_attempts: 2")
+    repo = hostile.campaign_repo(tmp_path, dag, "#!/bin/sh\n" + worker)
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert "ref refs/replace/" in text and "was created" in text  # attempt 1 is blamed
+    assert result.rc == 75 and "final-acceptance" in text, text  # attempt 2 starts from the real README.md
+    assert repo.git("--no-replace-objects", "show", "campaign/hostile:README.md") == "# project"
+    assert repo.git("--no-replace-objects", "show", "campaign/hostile:a.txt") == "a"
