@@ -12,6 +12,7 @@ import signal
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -52,6 +53,20 @@ def before_unconfined(hook: Callable[[], None] | None) -> None:
     _before_unconfined = hook
 
 
+_confining = threading.local()  # .wrap: puts this thread's commands in the sandbox (containment.judging)
+
+
+@contextmanager
+def confining(wrap: Callable[[list[str], str | Path | None], list[str]]):
+    """Within it, every command this thread starts with `run` (not git: it says `confined`) runs as
+    `wrap(argv, cwd)` returns it: evaluators, checks and tripwires run code a worker may have written."""
+    before, _confining.wrap = getattr(_confining, "wrap", None), wrap
+    try:
+        yield
+    finally:
+        _confining.wrap = before
+
+
 def _starting() -> None:
     global _unconfined
     hook = _before_unconfined
@@ -85,6 +100,8 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
     counted among the processes that may write anywhere (`unconfined`).
     """
     argv = [str(c) for c in cmd]
+    if not confined and (wrap := getattr(_confining, "wrap", None)) is not None:
+        argv, confined = [str(c) for c in wrap(argv, cwd)], True
     if not confined:
         _starting()
     started = time.monotonic()

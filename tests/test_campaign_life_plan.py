@@ -67,7 +67,7 @@ def test_final_acceptance_lists_what_was_not_accepted_and_why(tmp_path, orch):
 FLAKY = """\
 topic: flaky
 workers: {sh: "./work.sh"}
-defaults: {max_attempts: 2, timeout: 60}
+defaults: {max_attempts: 2, timeout: 60, sandbox: none}  # its evaluator keeps a mark in $MARKS
 checks: [{name: slow-check, run: "sleep 0.3"}]
 nodes:
   - {id: F, title: flaky, depends_on: [], file_surface: [f/], discipline: sh,

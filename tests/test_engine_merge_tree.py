@@ -203,7 +203,7 @@ def test_an_integration_worktree_on_the_campaign_branch_lets_go_of_it_before_the
 PAUSE_DAG = """\
 topic: lg
 workers: {sh: "./work.sh"}
-defaults: {max_attempts: 1, timeout: 60}
+defaults: {max_attempts: 1, timeout: 60, sandbox: none}  # its evaluator reads a flag outside the worktree
 nodes:
   - {id: A, title: alpha, depends_on: [], file_surface: [a/], discipline: sh}
   - {id: B, title: bravo, depends_on: [A], file_surface: [b/], discipline: sh,

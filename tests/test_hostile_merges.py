@@ -74,8 +74,11 @@ def test_a_campaign_check_that_stages_more_gets_nothing_merged(tmp_path, orch, m
     result = orch("run", cwd=repo)
     text = result.out + result.err
     assert result.rc == 75, text
-    assert "A: merge refused (FAIL: the campaign checks changed what was staged to merge; nothing was merged)" in text
-    assert repo.git("rev-parse", "campaign/hostile") == baseline
+    if mode == "none":
+        assert "A: merge refused (FAIL: the campaign checks changed what was staged to merge; nothing was merged)" in text
+        assert repo.git("rev-parse", "campaign/hostile") == baseline
+    else:  # the check runs in the sandbox too: the index is not its to write, and the merge is what was judged
+        assert repo.git("show", "campaign/hostile:README.md") == "# project"
 
 
 @pytest.mark.parametrize("planted, said", [
@@ -143,3 +146,29 @@ def test_a_planted_replace_ref_changes_nothing_orchestrate_reads(tmp_path, orch)
     assert result.rc == 75 and "final-acceptance" in text, text  # attempt 2 starts from the real README.md
     assert repo.git("--no-replace-objects", "show", "campaign/hostile:README.md") == "# project"
     assert repo.git("--no-replace-objects", "show", "campaign/hostile:a.txt") == "a"
+
+
+def _with_check(tmp_path, orch, mode: str, worker: str, evaluator: str):
+    """A campaign whose worker writes check.sh (in its surface) and whose evaluator runs it."""
+    dag = hostile.dag(mode, "{name: t, run: '%s'}" % evaluator).replace("[a.txt]", "[a.txt, check.sh, mine.txt]")
+    repo = hostile.campaign_repo(tmp_path, dag, "#!/bin/sh\necho a > a.txt\n" + worker)
+    return repo, orch("run", cwd=repo)
+
+
+def test_an_evaluator_running_the_workers_code_leaves_nothing_running(tmp_path, orch, mode):
+    # the worker writes the test its evaluator runs; the test starts processes, one in a session of its own
+    repo, result = _with_check(tmp_path, orch, mode, 'printf "sleep 30 >/dev/null 2>&1 &\\nsetsid sleep 30 >/dev/null 2>&1 &\\n" > check.sh\n',
+                               "sh check.sh")
+    assert result.rc == 75 and "final-acceptance" in result.out, result.out + result.err
+    # `settled` (test_hostile_workers) finds no process of the campaign alive after the run
+
+
+def test_in_the_sandbox_an_evaluator_writes_only_its_own_worktree(tmp_path, orch):
+    from orchestrate.workers import sandbox
+    if (why := sandbox.probe()) is not None:
+        pytest.skip(f"no sandbox here: {why}")
+    outside = tmp_path / "repo" / "planted.txt"  # the user's checkout, as another node's worktree would be
+    repo, result = _with_check(tmp_path, orch, "bwrap", f'printf "echo x > {outside} || true\\necho y > mine.txt\\n" > check.sh\n',
+                               "sh check.sh && test -s mine.txt")
+    assert result.rc == 75 and "final-acceptance" in result.out, result.out + result.err
+    assert not outside.exists()

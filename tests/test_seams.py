@@ -158,7 +158,7 @@ echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr N n).txt" && git add -A && git com
 
 
 def test_dag_amendment_is_shown_before_the_edit_is_used_and_accepting_it_continues(tmp_path):
-    repo = make(tmp_path, FAILS_ONCE, attempts=1,
+    repo = make(tmp_path, FAILS_ONCE, attempts=1, sandbox="none",  # its evaluator keeps a mark beside the worktree
                 node_extra=', evaluators: [{name: second-time, run: "test -e ../second || { touch ../second; false; }"}]')
     run = cli(repo, "run")
     assert run.returncode == 75 and "seam realignment" in run.stdout, run.stdout + run.stderr

@@ -111,7 +111,7 @@ def test_a_bad_unsandboxed_setting_is_one_line_naming_it(tmp_path, orch):
     assert r.out.splitlines() == [f"{repo / '.ledger' / 'config.yaml'}:1: sandbox.unsandboxed: `always` is not an "
                                   "unsandboxed setting: use serial, parallel"]
     ran = orch("run", cwd=repo)
-    assert ran.rc == 2 and "sandbox.unsandboxed: `always` is not an unsandboxed setting" in ran.err
+    assert ran.rc == 1 and "sandbox.unsandboxed: `always` is not an unsandboxed setting" in ran.out  # as validate
 
 
 def test_a_sibling_found_unchanged_is_not_asked_of_git_again_until_something_in_it_is_written(tmp_path, monkeypatch):

@@ -81,7 +81,10 @@ def update_premises(ctx, node_id: str, reason: str) -> None:
     from gates import premise
     from orchestrate.workers import worktrees
     node = ctx.dag.by_id[node_id]
-    verdict = premise.check(node_id, node.tripwires, worktrees.integration(ctx))
+    from orchestrate.workers import containment
+    integ = worktrees.integration(ctx)
+    with containment.judging(ctx, integ, node):
+        verdict = premise.check(node_id, node.tripwires, integ)
     actual = {i: r["rc"] for i, r in enumerate(verdict.data.get("results", []))
               if r["rc"] != r["expect"] and not r.get("timed_out") and r["rc"] is not None}  # a hang proves nothing
     if actual:

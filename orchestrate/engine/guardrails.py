@@ -126,7 +126,9 @@ def _check(ctx, names: list[str], at: str, env: dict, log) -> list[tuple[str, Ve
         found = {}
         commands = tuple(_command(dag, n) for n in names if n not in plugin_gates)
         if commands:  # one run for the side's command gates, so their log is one file
-            verdict = evaluators.check(commands, scratch, log_path=log, env=env)
+            from orchestrate.workers import containment
+            with containment.judging(ctx, scratch):
+                verdict = evaluators.check(commands, scratch, log_path=log, env=env)
             rcs = {r["name"]: r["rc"] for r in verdict.data.get("results", [])}
             for item in verdict.items:
                 rc = rcs.get(item.subject, 2)

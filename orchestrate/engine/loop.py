@@ -32,10 +32,14 @@ def drive(ctx: Context) -> int:
     ctx.out.notifier = None if fresh_and_bad else Notifier.from_config(ctx.layout)
     proc.before_unconfined(lambda: watch.look_first(ctx))  # evaluators and checks run outside the sandbox
     try:
-        return _finish(ctx, _walk(ctx))
+        rc = _finish(ctx, _walk(ctx))
     finally:
         proc.before_unconfined(None)
         ctx.out.wait_notifiers()  # after the final line: a slow notifier delays the exit, never the news
+    # the run rests (done, paused, halted): nothing it started outlives it, whatever an evaluator or a check
+    # left running in a session of its own (a worker's leftovers went when it returned)
+    proc.kill_tagged(ctx.runner_tags())
+    return rc
 
 
 def _walk(ctx: Context) -> State:

@@ -5,7 +5,8 @@ else `auto`. In the sandbox a worker may write its worktree, its worktree's admi
 a private object store, its run folder (return, outputs and usage files), a private /tmp, and the
 configured caches (`$HOME` unless `sandbox: {writable: [...]}` says otherwise). Everything else,
 the user's checkout, `.ledger/`, other worktrees, the shared git config, hooks, refs and objects,
-is read-only, and a PID namespace ends whatever it started when it returns.
+is read-only, and a PID namespace ends whatever it started when it returns. What judges its work in a
+worktree (evaluators, checks, tripwires) runs in the same sandbox, writing that worktree alone (`judging`).
 
 Without the sandbox a worker runs alone (no other worker at the same time) unless `unsandboxed:
 parallel` says otherwise, in the DAG's `defaults:` or as `sandbox: {unsandboxed: parallel}` in the
@@ -78,6 +79,23 @@ def jail(ctx, node_id: str, attempt: int, worktree: Path, run_dir: Path) -> Jail
     writable = [str(worktree), str(admin), str(objects), str(run_dir), *extra]
     return Jail(tuple(dict.fromkeys(writable)), (str(ctx.root), str(common)), str(objects),
                 private_objects.env(objects, common / "objects"), str(admin))
+
+
+def judging(ctx, worktree: Path, node=None):
+    """Where the node (None: the campaign's default) runs in the sandbox, what judging runs in `worktree`
+    (evaluators, campaign checks, tripwires, gate plugins: code a worker may have written) runs there too,
+    writing only that worktree and the configured caches: not another node's worktree, not the user's
+    checkout, and nothing it starts outlives it (the PID namespace). Without the sandbox: as it always ran."""
+    from contextlib import nullcontext
+
+    from orchestrate import proc
+    if not enabled(ctx, node):
+        return nullcontext()
+    common = git.git_common_dir(ctx.root)
+    writable = tuple(dict.fromkeys([str(worktree), *_configured(ctx.layout.ledger)[1]]))
+    readable = (str(ctx.root), str(common))
+    return proc.confining(lambda argv, cwd: sandbox.wrap(argv, cwd=cwd or worktree, writable=writable,
+                                                          readable=readable))
 
 
 def seals_checkout(ctx, jail: Jail | None) -> bool:

@@ -1,11 +1,13 @@
 """BOUNDARY: coherence over the layer's cumulative diff, and a check that nobody edited the DAG meanwhile."""
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from gates import coherence
 from orchestrate.engine import amend, judge, schedule
 from orchestrate.engine.context import Context, file_hash
 from orchestrate.engine.states import Outcome
-from orchestrate.workers import worktrees
+from orchestrate.workers import containment, worktrees
 
 
 def handle(ctx: Context) -> Outcome:
@@ -17,8 +19,9 @@ def handle(ctx: Context) -> Outcome:
     # Without them the integration worktree is neither made nor brought to the head (O(the repository) the
     # first time, O(the layer's diff) after).
     integ = worktrees.integration(ctx) if coherence.needs_checkout(ctx.layout.ledger) else None
-    verdict = coherence.check(ctx.root, c.layer_base, c.tip, ledger=ctx.layout.ledger, dag_path=ctx.dag_file,
-                              topic=c.topic, worktree=integ, brief_dir=ctx.brief_dir)
+    with containment.judging(ctx, integ) if integ is not None else nullcontext():
+        verdict = coherence.check(ctx.root, c.layer_base, c.tip, ledger=ctx.layout.ledger, dag_path=ctx.dag_file,
+                                  topic=c.topic, worktree=integ, brief_dir=ctx.brief_dir)
     entry = judge.record(ctx, None, verdict)
     ctx.subject = f"layer {c.k}"
     if verdict.code != 0:

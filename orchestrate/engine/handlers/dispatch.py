@@ -6,7 +6,7 @@ from orchestrate.engine import budget, routing, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED
-from orchestrate.workers import handwork, worktrees
+from orchestrate.workers import containment, handwork, worktrees
 from orchestrate.workers.launch import start
 
 
@@ -32,7 +32,8 @@ def handle(ctx: Context) -> Outcome:
     for node_id in nodes:
         node = ctx.dag.by_id[node_id]
         if node.tripwires:  # premises are judged against the tip the node would branch from
-            verdict = premise.check(node_id, node.tripwires, integ)
+            with containment.judging(ctx, integ, node):
+                verdict = premise.check(node_id, node.tripwires, integ)
             gate = ctx.emit("gate", {"node": node_id, "gate": "premise", "code": verdict.code,
                                      "summary": verdict.summary, "items": [i.line() for i in verdict.items]})
             if verdict.code != 0:

@@ -15,7 +15,7 @@ from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.errors import Halted
 from orchestrate.recorder.campaign import LANDED, REWORK
-from orchestrate.workers import worktrees
+from orchestrate.workers import containment, worktrees
 
 
 def handle(ctx: Context) -> Outcome:
@@ -96,15 +96,16 @@ def _merge_in_worktree(ctx: Context, first: str, members: list[str], branches: l
     staged = git.out(integ, "write-tree")  # the merge as git made it, before any check ran
     if ctx.dag.checks:
         ns = c.nodes[first]
-        checks = evaluators.check(ctx.dag.checks, integ, log_path=ctx.layout.runs(c.topic) / first /
-                                  f"checks-{ns.attempt}.log", env=ctx.runner_tags())
+        with containment.judging(ctx, integ, ctx.dag.by_id[first]):
+            checks = evaluators.check(ctx.dag.checks, integ, log_path=ctx.layout.runs(c.topic) / first /
+                                      f"checks-{ns.attempt}.log", env=ctx.runner_tags())
         entries = [judge.record(ctx, m, checks)["id"] for m in members]
         if why := judge.cannot_start(checks, "campaign check"):
             git.merge_abort(integ)
             ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
             judge.environment_stop(ctx, members, why)
             return Outcome.ESCALATE
-        if not checks.ok and not _pre_existing(ctx, integ, checks):
+        if not checks.ok and not _pre_existing(ctx, integ, checks, first):
             git.merge_abort(integ)
             ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
             since = _merged_since(ctx, members)
@@ -203,7 +204,7 @@ def _cites(ns) -> list[str]:
     return [ns.accept_entry] if ns.accept_entry else []
 
 
-def _pre_existing(ctx: Context, integ, checks: Verdict) -> bool:
+def _pre_existing(ctx: Context, integ, checks: Verdict, first: str) -> bool:
     """Do the failing checks fail on the campaign head alone too? Then the node did not break them."""
     failing = {i.subject for i in checks.failing()}
     stash = [c for c in ctx.dag.checks if c.name in failing]
@@ -213,7 +214,8 @@ def _pre_existing(ctx: Context, integ, checks: Verdict) -> bool:
     probe.parent.mkdir(parents=True, exist_ok=True)
     git.worktree_add_detached(ctx.root, probe, ctx.campaign.tip)
     try:
-        alone = evaluators.check(stash, probe, env=ctx.runner_tags())
+        with containment.judging(ctx, probe, ctx.dag.by_id[first]):
+            alone = evaluators.check(stash, probe, env=ctx.runner_tags())
     finally:
         git.worktree_remove(ctx.root, probe)
     return alone.code == 1 and {i.subject for i in alone.failing()} >= failing

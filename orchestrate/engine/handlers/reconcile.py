@@ -15,7 +15,7 @@ from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED, LANDED, PENDING, REWORK
 from orchestrate.seams.choices import CHOICES
-from orchestrate.workers import siblings
+from orchestrate.workers import containment, siblings
 
 
 def handle(ctx: Context) -> Outcome:
@@ -78,8 +78,9 @@ def handle(ctx: Context) -> Outcome:
 def _evaluate(ctx: Context, node_id: str) -> Verdict:
     ns = ctx.campaign.nodes[node_id]
     log = ctx.layout.runs(ctx.campaign.topic) / node_id / f"evaluators-{ns.attempt}.log"
-    return evaluators.check(ctx.dag.effective_checks(node_id), ctx.root / ns.worktree, env=ctx.runner_tags(),
-                            log_path=log, default_timeout=ctx.dag.by_id[node_id].timeout)
+    with containment.judging(ctx, ctx.root / ns.worktree, ctx.dag.by_id[node_id]):
+        return evaluators.check(ctx.dag.effective_checks(node_id), ctx.root / ns.worktree, env=ctx.runner_tags(),
+                                log_path=log, default_timeout=ctx.dag.by_id[node_id].timeout)
 
 
 def _prefetch(ctx: Context) -> None:
@@ -114,10 +115,12 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
     ns = c.nodes[node_id]
     node = ctx.dag.by_id[node_id]
     worktree = ctx.root / ns.worktree
+    with containment.judging(ctx, worktree, node):  # coherence runs the project's configured evaluators there
+        judged = coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
+                                 worktree=worktree, project_gates=False)
     checks = shared + [
         reconcile_node.check(node_id, node.file_surface, reconcile_node.changes_between(ctx.root, ns.base, ns.head)),
-        coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
-                        worktree=worktree, project_gates=False),
+        judged,
     ] + [_payload(ctx, e, ns.head) for e in ctx.dag.outgoing(node_id) if e.predicate == "PRODUCES"]
     if node.outputs:
         checks.append(_outputs(ctx, node, ns))
@@ -221,8 +224,9 @@ def _combined_evaluators(ctx: Context, members: list[str], group_id: str) -> Ver
         timeout = max(ctx.dag.by_id[m].timeout for m in members)
         log = ctx.layout.runs(c.topic) / members[0] / f"group-{c.nodes[members[0]].attempt}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        return evaluators.check(tuple(checks[name] for name in sorted(checks)), scratch, log_path=log,
-                                default_timeout=timeout, env=ctx.runner_tags())
+        with containment.judging(ctx, scratch, ctx.dag.by_id[members[0]]):
+            return evaluators.check(tuple(checks[name] for name in sorted(checks)), scratch, log_path=log,
+                                    default_timeout=timeout, env=ctx.runner_tags())
     finally:
         git.worktree_remove(ctx.root, scratch)
 
@@ -299,7 +303,8 @@ def _freshness(ctx: Context, judged: str, worktree) -> None:
         node = ctx.dag.by_id.get(other.id)
         if node is None or not node.tripwires:
             continue
-        v = premise.check(other.id, node.tripwires, worktree)
+        with containment.judging(ctx, worktree, node):
+            v = premise.check(other.id, node.tripwires, worktree)
         entry = judge.record(ctx, other.id, v)
         if v.code == 1:
             ctx.emit("node", {"node": other.id, "status": INVALIDATED, "feedback": v.summary},
