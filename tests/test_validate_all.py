@@ -133,3 +133,12 @@ def test_validate_notes_a_token_another_glob_dialect_would_read_otherwise(tmp_pa
         "path segment stays inside one segment, except at the very end"]
     quiet = orch("validate", "--dag", dag, "--json", cwd=tmp_path)
     assert quiet.rc == 0 and json.loads(quiet.out) == [] and "note:" not in quiet.err
+
+
+def test_two_campaign_checks_may_not_share_a_name(tmp_path, orch):
+    path = tmp_path / "dag.yaml"
+    path.write_text('topic: t\nworkers: {w: x}\nchecks:\n  - {name: unit, run: "true"}\n  - {name: lint, run: "true"}\n'
+                    '  - {name: unit, run: "false"}\nnodes:\n  - {id: A, title: a, file_surface: [a], discipline: w}\n')
+    r = orch("validate", "--dag", path)
+    assert r.rc == 1 and r.out.splitlines() == [
+        f"{path}:6: checks[2].name: `unit` is the name of checks[0] too; names must be unique"]

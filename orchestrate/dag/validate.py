@@ -82,6 +82,11 @@ def validate(data: object, file: str, *, topic: str | None = None,
     workers = node_rules.disciplines(rep, workers)
 
     checks = checks_of(rep, data.get("checks"), data.key_line("checks"), "checks", CHECK_FIELDS)
+    good, named = {id(c) for c in checks}, {}
+    for i, item in enumerate(data["checks"] if checks else []):  # a name tells results apart, as for evaluators
+        if id(item) in good and (first := named.setdefault(item.get("name"), i)) != i:
+            rep.add(data["checks"].item_line(i), f"checks[{i}].name", "duplicate",
+                    f"`{item.get('name')}` is the name of checks[{first}] too; names must be unique")
     params = _params(rep, data.get("params"), data.key_line("params"))
     gates = _gates(rep, data.get("gates"), data.key_line("gates"))
     policy = _policy(rep, data.get("policy"), data.key_line("policy"))

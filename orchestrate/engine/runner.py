@@ -313,6 +313,9 @@ def _topic_of(dag_file: Path, topic: str | None, root: Path) -> str | None:
     dag, _ = check_dag(dag_file, topic=topic)
     if dag is None:
         return None
+    if git.rev_parse(root, "HEAD") is None and git.rev_parse(root, dag.base) is None:
+        raise UsageError(f"{root} has no commit yet: a campaign starts from one",
+                         hint="make a first commit (`git add -A && git commit -m start`), then run again")
     git.resolve(root, dag.base)
     return dag.topic
 

@@ -36,9 +36,11 @@ def ended(layout: Layout, topic: str | None) -> list[str]:
         raise UsageError(f"campaign {topic}'s journal holds entries the recorder has not committed (a command "
                          "was cut off)", hint=f"run it again (`orchestrate abandon --topic {topic} --note WHY`), "
                                               f"or `orchestrate resume --topic {topic}` to go on")
+    if marks.get(topic) is None:
+        known = ", ".join(sorted(marks)) or "none"
+        raise UsageError(f"campaign {topic} is not a campaign of this recorder", hint=f"its campaigns: {known}")
     if marks.get(topic) != "close":
-        state = "is still in flight" if marks.get(topic) == "open" else "is not a campaign of this recorder"
-        raise UsageError(f"campaign {topic} {state}: clean removes only what ended campaigns left",
+        raise UsageError(f"campaign {topic} is still in flight: clean removes only what ended campaigns left",
                          hint=f"`orchestrate abandon --topic {topic} --note WHY` ends it first")
     return [topic]
 
