@@ -96,9 +96,7 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
 
     A command that cannot start raises ProcError (never a pass); with `check`, so does a non-zero exit.
     On timeout the whole process group is killed and `timed_out` is set (rc 124, like timeout(1)).
-    `confined`: the caller knows what the command writes (git, run inert by orchestrate.git), so it is not
-    counted among the processes that may write anywhere (`unconfined`).
-    """
+    `confined`: the caller knows what it writes (git, run inert), so it is not counted in `unconfined`."""
     argv = [str(c) for c in cmd]
     if not confined and (wrap := getattr(_confining, "wrap", None)) is not None:
         argv, confined = [str(c) for c in wrap(argv, cwd)], True
@@ -119,14 +117,13 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
     except subprocess.TimeoutExpired:
         timed_out = True
         kill_group(proc.pid)
-        out, err = proc.communicate()
+        out, err = _rest(proc)
     except BaseException:  # Ctrl-C: SIGTERM and a moment to exit first, so git drops its lock files (a
         _ended(proc, signal.SIGTERM)  # SIGKILLed `git add` leaves index.lock, and the interrupt's own commit fails)
         kill_group(proc.pid)  # whatever is left of its group
         proc.wait()
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        for pipe in (p for p in (proc.stdin, proc.stdout, proc.stderr) if p is not None):
+            pipe.close()
         raise
     finally:
         _ours.discard(proc.pid)
@@ -137,12 +134,20 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
     return done
 
 
+def _rest(proc: subprocess.Popen) -> tuple[str, str]:
+    """What a killed command's group wrote, for a moment: a `setsid` child can hold its output open for ever."""
+    try:
+        return proc.communicate(timeout=2)
+    except subprocess.TimeoutExpired:
+        for pipe in (proc.stdout, proc.stderr):
+            pipe.close()
+        proc.wait()
+        return "", "(output cut: a process the command left running in a session of its own held it open)"
+
+
 def run_shell(script: str, *, cwd: str | Path, env: Mapping[str, str] | None = None,
               timeout: float | None = None) -> Completed:
-    """Run a check's command line with pipefail, so a failure early in a pipe is not lost.
-
-    bash when the machine has it (dash, Debian's /bin/sh, has no pipefail), else /bin/sh.
-    """
+    """A check's command line, with pipefail where bash is there to give it (dash, Debian's sh, has none)."""
     bash = _bash()
     argv = [bash, "-o", "pipefail", "-c", script] if bash else ["/bin/sh", "-c", script]
     return run(argv, cwd=cwd, env=env, timeout=timeout)
@@ -155,12 +160,10 @@ def _bash() -> str | None:
 
 def spawn(cmd: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log: IO[bytes],
           confined: bool = False) -> subprocess.Popen:
-    """Start a long-running command in its own process group, stdin closed, output to `log`.
-
-    The first spawn makes this process a child subreaper (Linux): whatever a worker leaves behind in a
-    session of its own, even with its environment wiped (`env -i setsid ...`), is re-parented here rather
-    than to init, where `kill_orphans` finds it. `confined`: the command runs in the sandbox, which lets it
-    write only what it was given (not counted in `unconfined`)."""
+    """Start a long-running command in its own process group, stdin closed, output to `log`. The first spawn
+    makes this process a child subreaper (Linux): what a worker leaves in a session of its own, even with its
+    environment wiped (`env -i setsid ...`), is re-parented here, where `kill_orphans` finds it, not to init.
+    `confined`: it runs in the sandbox, writing only what it was given (not counted in `unconfined`)."""
     argv = [str(c) for c in cmd]
     become_subreaper()
     if not confined:
@@ -327,18 +330,15 @@ def kill_group(pid: int, grace: float = 0.0) -> None:
 
 def group_alive(pid: int) -> bool:
     try:
-        os.killpg(pid, 0)
+        return os.killpg(pid, 0) is None
     except (ProcessLookupError, PermissionError):
         return False
-    return True
 
 
 def kill_tagged(tags: Mapping[str, str]) -> list[int]:
     """SIGKILL every process whose environment carries all of `tags` (a worker's ORCH_TOPIC, ORCH_NODE,
-    ORCH_ATTEMPT): what a worker left running in a session or process group of its own (`setsid`,
-    double forks) still inherits them; and every orphan re-parented to this runner (`kill_orphans`), which
-    finds those that wiped their environment. Returns the pids killed. Linux only; elsewhere nothing is
-    found."""
+    ORCH_ATTEMPT: what it left in a session or group of its own still inherits them) and every orphan
+    re-parented here (`kill_orphans`: those that wiped their environment). The pids killed; Linux only."""
     killed = kill_orphans()
     wanted = {f"{k}={v}".encode() for k, v in tags.items()}
     if not wanted:  # no tag: every process would match

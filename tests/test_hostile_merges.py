@@ -172,3 +172,14 @@ def test_in_the_sandbox_an_evaluator_writes_only_its_own_worktree(tmp_path, orch
                                "sh check.sh && test -s mine.txt")
     assert result.rc == 75 and "final-acceptance" in result.out, result.out + result.err
     assert not outside.exists()
+
+
+def test_a_command_that_leaves_a_process_holding_its_output_returns_at_its_timeout():
+    import subprocess
+    import time
+
+    from orchestrate import proc
+    mark = f"orchestrate-test-{time.time_ns()}"  # names the process left behind, to end it after
+    done = proc.run_shell(f"setsid sh -c 'sleep 600; : {mark}' & echo started", cwd="/tmp", timeout=1)
+    assert done.timed_out and done.rc == 124 and "held it open" in done.stderr  # not after the 600 s
+    subprocess.run(["pkill", "-f", mark])
