@@ -142,3 +142,12 @@ def test_two_campaign_checks_may_not_share_a_name(tmp_path, orch):
     r = orch("validate", "--dag", path)
     assert r.rc == 1 and r.out.splitlines() == [
         f"{path}:6: checks[2].name: `unit` is the name of checks[0] too; names must be unique"]
+
+
+@pytest.mark.parametrize("value, said", [(".inf", "the number inf"), ("1.5", "the number 1.5")])
+def test_a_fraction_where_a_whole_number_is_wanted_is_named(tmp_path, orch, value, said):
+    path = tmp_path / "dag.yaml"
+    path.write_text(f"topic: t\nworkers: {{w: x}}\nnodes:\n  - {{id: A, title: a, file_surface: [a], discipline: w, "
+                    f"timeout: {value}}}\n")
+    r = orch("validate", "--dag", path)
+    assert r.rc == 1 and f"nodes.A.timeout: expected a whole number, got {said}" in r.out, r.out

@@ -66,6 +66,8 @@ def kind_of(v: object) -> str:
         return "nothing (null)"
     if isinstance(v, bool):
         return f"the boolean {str(v).lower()}"
+    if isinstance(v, float):  # `timeout: .inf` or `1.5`: "a number" would not say what is wrong with it
+        return f"the number {v:g}"
     return _KINDS.get(type(v), type(v).__name__)
 
 
