@@ -1,9 +1,5 @@
-"""The only module that starts processes.
-
-Short commands (`run`) capture their output; long ones (`spawn`) get their own process group so a
-timeout or Ctrl-C can kill the whole tree, with stdin closed and output sent to a file, never to a
-pipe nobody reads.
-"""
+"""The only module that starts processes. Short commands (`run`) capture their output; long ones (`spawn`)
+get their own process group (a timeout or Ctrl-C kills the whole tree), stdin closed, output to a file."""
 from __future__ import annotations
 
 import os
@@ -251,12 +247,21 @@ def become_subreaper() -> bool:
         return False
 
 
-def kill_orphans() -> list[int]:
-    """SIGKILL every orphan re-parented to this process (a subreaper) and reap it; returns their pids.
+SPARED = b"ORCH_NOTIFIER=1"  # in the environment of a notify command: what it sends in the background may finish
 
-    An orphan is a child of ours that this module did not start, in a session other than ours: what a
-    returned worker left behind (a worker is a session of its own, and so is whatever ran `setsid`).
-    Children a library starts in our session (multiprocessing) are not orphans."""
+
+def _environ(pid: int) -> set[bytes]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return set(fh.read().split(b"\0"))
+    except OSError:  # gone, or not ours to read
+        return set()
+
+
+def kill_orphans() -> list[int]:
+    """SIGKILL every orphan re-parented to this process (a subreaper) and reap it; returns their pids. An orphan
+    is a child of ours this module did not start, in a session other than ours (what a returned worker left:
+    a worker is a session of its own, and so is whatever ran `setsid`), and not a notifier's (`SPARED`)."""
     if not become_subreaper.cache_info().currsize or not become_subreaper():
         return []
     me, killed = os.getpid(), []
@@ -265,7 +270,8 @@ def kill_orphans() -> list[int]:
         with _spawning:
             children = _children(me)
             _ours.intersection_update(children)  # the rest were waited for: their pids may come back
-            found = [pid for pid in children if pid not in _ours and _session(pid) not in (None, session)]
+            found = [pid for pid in children if pid not in _ours and _session(pid) not in (None, session)
+                     and SPARED not in _environ(pid)]
             for pid in found:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -291,18 +297,15 @@ def _session(pid: int) -> int | None:
 
 def _children(me: int) -> list[int]:
     """Our direct children, read from /proc (the parent is the fourth field of `stat`, after the name)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == me:
-            found.append(int(name))
-    return found
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and _parent(name) == me]
+
+
+def _parent(pid: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _ended(proc: subprocess.Popen, sig: int, within: float = 2.0) -> bool:
@@ -349,14 +352,7 @@ def kill_tagged(tags: Mapping[str, str]) -> list[int]:
     except OSError:
         return killed
     for pid in pids:
-        if pid == me:
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                env = set(fh.read().split(b"\0"))
-        except OSError:  # gone, or not ours to read
-            continue
-        if wanted <= env:
+        if pid != me and wanted <= (env := _environ(pid)) and SPARED not in env:
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)

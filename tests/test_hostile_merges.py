@@ -183,3 +183,51 @@ def test_a_command_that_leaves_a_process_holding_its_output_returns_at_its_timeo
     done = proc.run_shell(f"setsid sh -c 'sleep 600; : {mark}' & echo started", cwd="/tmp", timeout=1)
     assert done.timed_out and done.rc == 124 and "held it open" in done.stderr  # not after the 600 s
     subprocess.run(["pkill", "-f", mark])
+
+
+def test_a_check_that_rewrites_the_integration_worktrees_link_gets_nothing_committed_through_it(tmp_path, orch, mode):
+    stager = ('#!/bin/sh\nmkdir -p tests\nprintf \'case "$PWD" in *integration*) echo "gitdir: /nowhere" > .git ;; esac\\n'
+              'touch left-by-the-check\\n\' > tests/run.sh\n')
+    repo = hostile.campaign_repo(tmp_path, CHECKED.replace("MODE", mode), stager)
+    baseline = repo.git("rev-parse", "HEAD")
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "the campaign checks rewrote the integration worktree's .git link; nothing was merged" in text
+    assert repo.git("rev-parse", "main") == baseline and repo.git("rev-parse", "campaign/hostile") == baseline
+
+
+def test_what_a_passing_check_leaves_in_the_integration_worktree_is_scrubbed(tmp_path, orch, mode):
+    stager = "#!/bin/sh\nmkdir -p tests\nprintf 'echo left > left-by-the-check\\necho x >> README.md\\n' > tests/run.sh\n"
+    repo = hostile.campaign_repo(tmp_path, CHECKED.replace("MODE", mode), stager)
+    result = orch("run", cwd=repo)
+    assert result.rc == 75 and "final-acceptance" in result.out, result.out + result.err
+    integ = next(p for p in (repo / ".scratch").rglob("left-by-the-check")) if list(
+        (repo / ".scratch").rglob("left-by-the-check")) else None
+    assert integ is None  # the premises and the boundary that read that worktree later never see it
+    assert repo.git("show", "campaign/hostile:README.md") == "# project"
+
+
+def test_a_notify_command_may_leave_its_delivery_running_after_the_run(tmp_path, orch, mode):
+    import os
+    import signal
+    import subprocess
+    import time
+    mark = f"orchestrate-notify-{time.time_ns()}"
+    repo, baseline, result = run(tmp_path, orch, "echo a > a.txt\n", mode)  # a first run: the recorder exists
+    (repo / ".ledger" / "config.yaml").write_text(f"notify:\n  - {{run: \"setsid sh -c 'sleep 600; : {mark}' "
+                                                  f">/dev/null 2>&1 &\", events: [seam]}}\n")
+    assert orch("resume", cwd=repo).rc == 75
+    (repo / ".ledger" / "config.yaml").write_text("")  # `settled` resumes the campaign once more: no notify then
+    found = lambda: [int(p) for p in subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True).stdout.split()]  # noqa: E731
+    alive = found()
+    for _ in range(100):  # end them (`settled` checks no process of the campaign is left): each one's group
+        if not (left := found()):
+            break
+        for pid in left:
+            try:
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    assert alive, "the run ended what a notify command sent in the background"

@@ -83,7 +83,7 @@ def update_premises(ctx, node_id: str, reason: str) -> None:
     node = ctx.dag.by_id[node_id]
     from orchestrate.workers import containment
     integ = worktrees.integration(ctx)
-    with containment.judging(ctx, integ, node):
+    with containment.judging(ctx, integ):
         verdict = premise.check(node_id, node.tripwires, integ)
     actual = {i: r["rc"] for i, r in enumerate(verdict.data.get("results", []))
               if r["rc"] != r["expect"] and not r.get("timed_out") and r["rc"] is not None}  # a hang proves nothing

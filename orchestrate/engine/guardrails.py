@@ -125,8 +125,8 @@ def _check(ctx, names: list[str], at: str, env: dict, log) -> list[tuple[str, Ve
         plugin_gates = plugingates.of_dag(dag)
         found = {}
         commands = tuple(_command(dag, n) for n in names if n not in plugin_gates)
+        from orchestrate.workers import containment
         if commands:  # one run for the side's command gates, so their log is one file
-            from orchestrate.workers import containment
             with containment.judging(ctx, scratch):
                 verdict = evaluators.check(commands, scratch, log_path=log, env=env)
             rcs = {r["name"]: r["rc"] for r in verdict.data.get("results", [])}
@@ -139,7 +139,8 @@ def _check(ctx, names: list[str], at: str, env: dict, log) -> list[tuple[str, Ve
             if name in plugin_gates:
                 if ctx.gate_plugins is None:
                     ctx.gate_plugins = plugingates.load(dag, lambda m: ctx.out.always(f"warning: {m}"))
-                found[name] = plugingates.run(ctx.gate_plugins, plugin_gates[name], scratch, env)
+                with containment.judging(ctx, scratch):
+                    found[name] = plugingates.run(ctx.gate_plugins, plugin_gates[name], scratch, env)
         return [(name, *found[name]) for name in names]
     finally:
         git.worktree_remove(ctx.root, scratch)

@@ -31,15 +31,15 @@ def drive(ctx: Context) -> int:
     fresh_and_bad = ctx.recorder is None and settings.problems(ctx.layout)
     ctx.out.notifier = None if fresh_and_bad else Notifier.from_config(ctx.layout)
     proc.before_unconfined(lambda: watch.look_first(ctx))  # evaluators and checks run outside the sandbox
+    proc.become_subreaper()  # what judging leaves in a session of its own is adopted here, and ended below
     try:
-        rc = _finish(ctx, _walk(ctx))
+        return _finish(ctx, _walk(ctx))
     finally:
         proc.before_unconfined(None)
         ctx.out.wait_notifiers()  # after the final line: a slow notifier delays the exit, never the news
-    # the run rests (done, paused, halted): nothing it started outlives it, whatever an evaluator or a check
-    # left running in a session of its own (a worker's leftovers went when it returned)
-    proc.kill_tagged(ctx.runner_tags())
-    return rc
+        # the run rests, halts or is interrupted: nothing it started outlives it, whatever an evaluator, a
+        # check or a tripwire left in a session of its own (a worker's leftovers went when it returned)
+        proc.kill_tagged(ctx.runner_tags())
 
 
 def _walk(ctx: Context) -> State:

@@ -81,18 +81,25 @@ def jail(ctx, node_id: str, attempt: int, worktree: Path, run_dir: Path) -> Jail
                 private_objects.env(objects, common / "objects"), str(admin))
 
 
-def judging(ctx, worktree: Path, node=None):
-    """Where the node (None: the campaign's default) runs in the sandbox, what judging runs in `worktree`
-    (evaluators, campaign checks, tripwires, gate plugins: code a worker may have written) runs there too,
-    writing only that worktree and the configured caches: not another node's worktree, not the user's
-    checkout, and nothing it starts outlives it (the PID namespace). Without the sandbox: as it always ran."""
+def judging(ctx, worktree: Path):
+    """What judging runs in `worktree` (evaluators, campaign checks, tripwires, coherence's project evaluators,
+    guardrail commands: code a worker may have written) runs in the sandbox whenever any node of the campaign
+    does: a worktree can hold a sandboxed node's code whoever's judging runs there (a pending node's
+    tripwires in a landed one's, the campaign head in the integration worktree). It may write that worktree,
+    its own index (an evaluator's `git add`, `git stash`) and the configured caches; not another node's
+    worktree, not the user's checkout; and nothing it starts outlives it (the PID namespace)."""
     from contextlib import nullcontext
 
     from orchestrate import proc
-    if not enabled(ctx, node):
+    key = id(ctx.dag)
+    if getattr(ctx, "_judging_sandboxed", (None, False))[0] != key:
+        ctx._judging_sandboxed = (key, any(enabled(ctx, n) for n in ctx.dag.nodes))
+    if not ctx._judging_sandboxed[1]:
         return nullcontext()
     common = git.git_common_dir(ctx.root)
-    writable = tuple(dict.fromkeys([str(worktree), *_configured(ctx.layout.ledger)[1]]))
+    # its admin dir (index, HEAD), as its worker had; not the integration worktree's, whose HEAD orchestrate reads
+    own = git.admin_dir(worktree) if Path(worktree).resolve() != ctx.layout.integration(ctx.topic).resolve() else None
+    writable = tuple(dict.fromkeys([str(worktree), *([str(own)] if own else []), *_configured(ctx.layout.ledger)[1]]))
     readable = (str(ctx.root), str(common))
     return proc.confining(lambda argv, cwd: sandbox.wrap(argv, cwd=cwd or worktree, writable=writable,
                                                           readable=readable))

@@ -104,6 +104,15 @@ def unlink_foreign_integration(ctx) -> None:
                        "and is made anew when needed")
 
 
+def scrub_integration(ctx) -> None:
+    """Back to its own HEAD with nothing else in it: a merge left staged, files a check changed or wrote
+    (tracked, untracked or ignored). Judging reads this worktree again later (premises, the boundary)."""
+    path = ctx.layout.integration(ctx.topic)
+    git.merge_abort(path)
+    git.git(path, "reset", "--quiet", "--hard")
+    git.git(path, "clean", "-q", "-ffdx")
+
+
 def free_branch(ctx) -> None:
     """Before campaign/<topic> moves without a checkout: a worktree holding the branch would keep the old
     head's index and files under the new head. The integration worktree lets go of it (one made by an

@@ -32,7 +32,7 @@ def handle(ctx: Context) -> Outcome:
     for node_id in nodes:
         node = ctx.dag.by_id[node_id]
         if node.tripwires:  # premises are judged against the tip the node would branch from
-            with containment.judging(ctx, integ, node):
+            with containment.judging(ctx, integ):
                 verdict = premise.check(node_id, node.tripwires, integ)
             gate = ctx.emit("gate", {"node": node_id, "gate": "premise", "code": verdict.code,
                                      "summary": verdict.summary, "items": [i.line() for i in verdict.items]})

@@ -96,28 +96,36 @@ def _merge_in_worktree(ctx: Context, first: str, members: list[str], branches: l
     staged = git.out(integ, "write-tree")  # the merge as git made it, before any check ran
     if ctx.dag.checks:
         ns = c.nodes[first]
-        with containment.judging(ctx, integ, ctx.dag.by_id[first]):
+        with containment.judging(ctx, integ):
             checks = evaluators.check(ctx.dag.checks, integ, log_path=ctx.layout.runs(c.topic) / first /
                                       f"checks-{ns.attempt}.log", env=ctx.runner_tags())
+        # The checks ran code a worker wrote with the worktree writable, its `.git` link included: the link is
+        # checked before any git call there, nothing they left is read again, and the commit is made of the
+        # tree staged before they ran, in the repository itself
+        worktrees.unlink_foreign_integration(ctx)
+        if not (integ / ".git").exists():
+            return _rework(ctx, members, Verdict("adherence", 1, "FAIL: the campaign checks rewrote the integration "
+                                                 "worktree's .git link; nothing was merged"))
+        changed = git.out(integ, "write-tree") != staged
+        worktrees.scrub_integration(ctx)
         entries = [judge.record(ctx, m, checks)["id"] for m in members]
         if why := judge.cannot_start(checks, "campaign check"):
-            git.merge_abort(integ)
             ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
             judge.environment_stop(ctx, members, why)
             return Outcome.ESCALATE
         if not checks.ok and not _pre_existing(ctx, integ, checks, first):
-            git.merge_abort(integ)
             ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
             since = _merged_since(ctx, members)
             return _rework(ctx, members, Verdict(checks.gate, checks.code, "campaign check(s) failed on the merged "
                                                  f"tree: {judge.said(checks)}" + (f"; {since}" if since else ""),
                                                  checks.items, checks.data))
-    if git.out(integ, "write-tree") != staged:  # a check (code a worker wrote, run outside the sandbox) staged more
-        git.merge_abort(integ)
-        return _rework(ctx, members, Verdict("adherence", 1, "FAIL: the campaign checks changed what was staged "
-                                             "to merge; nothing was merged"))
-    git.git(integ, "commit", "-q", "--no-verify", "-m", message, env=env)  # moves the detached HEAD only
-    return git.out(integ, "rev-parse", "HEAD")
+        if changed:
+            return _rework(ctx, members, Verdict("adherence", 1, "FAIL: the campaign checks changed what was staged "
+                                                 "to merge; nothing was merged"))
+        return git.commit_tree(ctx.root, staged, [c.tip, *heads], message, env=env)
+    made = git.commit_tree(ctx.root, staged, [c.tip, *heads], message, env=env)
+    git.merge_abort(integ)
+    return made
 
 
 def _conflict(ctx: Context, first: str, members: list[str], branches: list[str], conflicts: list[str]) -> Outcome:
@@ -214,7 +222,7 @@ def _pre_existing(ctx: Context, integ, checks: Verdict, first: str) -> bool:
     probe.parent.mkdir(parents=True, exist_ok=True)
     git.worktree_add_detached(ctx.root, probe, ctx.campaign.tip)
     try:
-        with containment.judging(ctx, probe, ctx.dag.by_id[first]):
+        with containment.judging(ctx, probe):
             alone = evaluators.check(stash, probe, env=ctx.runner_tags())
     finally:
         git.worktree_remove(ctx.root, probe)

@@ -78,7 +78,7 @@ def handle(ctx: Context) -> Outcome:
 def _evaluate(ctx: Context, node_id: str) -> Verdict:
     ns = ctx.campaign.nodes[node_id]
     log = ctx.layout.runs(ctx.campaign.topic) / node_id / f"evaluators-{ns.attempt}.log"
-    with containment.judging(ctx, ctx.root / ns.worktree, ctx.dag.by_id[node_id]):
+    with containment.judging(ctx, ctx.root / ns.worktree):
         return evaluators.check(ctx.dag.effective_checks(node_id), ctx.root / ns.worktree, env=ctx.runner_tags(),
                                 log_path=log, default_timeout=ctx.dag.by_id[node_id].timeout)
 
@@ -115,7 +115,7 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
     ns = c.nodes[node_id]
     node = ctx.dag.by_id[node_id]
     worktree = ctx.root / ns.worktree
-    with containment.judging(ctx, worktree, node):  # coherence runs the project's configured evaluators there
+    with containment.judging(ctx, worktree):  # coherence runs the project's configured evaluators there
         judged = coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
                                  worktree=worktree, project_gates=False)
     checks = shared + [
@@ -125,7 +125,9 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
     if node.outputs:
         checks.append(_outputs(ctx, node, ns))
     entries = [judge.record(ctx, node_id, v)["id"] for v in checks]
-    for v, entity in _plugin_gates(ctx, node_id, worktree, ns):
+    with containment.judging(ctx, worktree):  # a gate plugin's commands (proc.run) run there as well
+        plugged = list(_plugin_gates(ctx, node_id, worktree, ns))
+    for v, entity in plugged:
         checks.append(v)
         entries.append(judge.record(ctx, node_id, v, source_entity=entity)["id"])
     _freshness(ctx, node_id, worktree)
@@ -224,7 +226,7 @@ def _combined_evaluators(ctx: Context, members: list[str], group_id: str) -> Ver
         timeout = max(ctx.dag.by_id[m].timeout for m in members)
         log = ctx.layout.runs(c.topic) / members[0] / f"group-{c.nodes[members[0]].attempt}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        with containment.judging(ctx, scratch, ctx.dag.by_id[members[0]]):
+        with containment.judging(ctx, scratch):
             return evaluators.check(tuple(checks[name] for name in sorted(checks)), scratch, log_path=log,
                                     default_timeout=timeout, env=ctx.runner_tags())
     finally:
@@ -303,7 +305,7 @@ def _freshness(ctx: Context, judged: str, worktree) -> None:
         node = ctx.dag.by_id.get(other.id)
         if node is None or not node.tripwires:
             continue
-        with containment.judging(ctx, worktree, node):
+        with containment.judging(ctx, worktree):
             v = premise.check(other.id, node.tripwires, worktree)
         entry = judge.record(ctx, other.id, v)
         if v.code == 1:
