@@ -118,7 +118,8 @@ def test_a_campaign_runs_each_preset_against_a_fake_agent(tmp_path, orch, monkey
     bindir.mkdir(), record.mkdir()
     _fake_agent(bindir, name, record)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("GH_TOKEN", "secret-token")
+    for token in ("GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"):
+        monkeypatch.setenv(token, "secret-token")  # none reaches the agent: publishing is never its to do
     topic = "ag" + name.replace("-", "")
     repo = campaign_repo(tmp_path, DAG.format(topic=topic, name=name), "#!/bin/sh\n")
     result = orch("run", cwd=repo)
@@ -132,7 +133,7 @@ def test_a_campaign_runs_each_preset_against_a_fake_agent(tmp_path, orch, monkey
     brief = (run_dir / "brief-1.md").read_text()
     assert (record / "stdin").read_text() == (brief if stdin else "")
     env = (record / "env").read_text()
-    assert "GH_TOKEN" not in env and "url.orchestrate-push-disabled://.pushInsteadOf" in env
+    assert "secret-token" not in env and "url.orchestrate-push-disabled://.pushInsteadOf" in env
     worker = next(e["context"] for e in journal(repo, topic)
                   if e["kind"] == "result" and e["context"].get("effect") == "worker-start")
     assert worker.get("usage") == USAGE[name]

@@ -151,3 +151,16 @@ def test_a_fraction_where_a_whole_number_is_wanted_is_named(tmp_path, orch, valu
                     f"timeout: {value}}}\n")
     r = orch("validate", "--dag", path)
     assert r.rc == 1 and f"nodes.A.timeout: expected a whole number, got {said}" in r.out, r.out
+
+
+def test_a_json_dag_with_problems_names_each_problems_line(tmp_path, orch):
+    path = tmp_path / "plan.json"
+    path.write_text('{\n  "topic": "j",\n  "workers": {"w": "x"},\n  "nodes": [\n'
+                    '    {"id": "A", "title": "a", "file_surface": ["a"], "discipline": "w"},\n'
+                    '    {"id": "B", "titel": "b", "file_surface": ["b"], "discipline": "w", "depends_on": ["Z"]}\n'
+                    '  ]\n}\n')
+    r = orch("validate", "--dag", path)
+    assert r.rc == 1
+    lines = r.out.splitlines()
+    assert any(ln.startswith(f"{path}:6: nodes.B.titel: unknown key") for ln in lines), r.out
+    assert any(ln.startswith(f"{path}:6: nodes.B.depends_on:") and "`Z`" in ln for ln in lines), r.out
