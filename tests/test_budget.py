@@ -192,3 +192,38 @@ def test_spend_is_folded_once_per_entry_as_the_journal_grows(tmp_path):
     assert budget.worker_env(ctx, "N2") == {"ORCH_BUDGET_TOKENS": "825"}
     fresh = SimpleNamespace(dag=ctx.dag, recorder=Recorder(repo / ".ledger", "fold"), spending=None)
     assert budget.worker_env(fresh, "N2") == {"ORCH_BUDGET_TOKENS": "825"}  # as read back from the file
+
+
+def test_a_worker_is_told_the_smaller_of_what_its_node_and_the_campaign_leave_in_dollars_and_tokens(tmp_path):
+    from types import SimpleNamespace
+
+    from orchestrate.engine import budget
+    from orchestrate.recorder.journal import Recorder
+    dag = CAMPAIGN_DAG.format(topic="both").replace("budget: {tokens: 500}", "budget: {tokens: 500, cost_usd: 2.0}")
+    dag = dag.replace("  - {id: N2, depends_on: [N1], file_surface: [N2.txt], discipline: sh}",
+                      "  - {id: N2, depends_on: [N1], file_surface: [N2.txt], discipline: sh, budget: {cost_usd: 0.5}}")
+    repo = campaign_repo(tmp_path, dag, WORKER)
+    rec = Recorder(repo / ".ledger", "both").pin()
+    ctx = SimpleNamespace(dag=load_dag(repo / ".ledger" / "state" / "dag.yaml"), recorder=rec, spending=None)
+    rec.event("result", {"effect": "worker-start", "node": "N1", "attempt": 1,
+                         "usage": {"input_tokens": 100, "output_tokens": 0, "cost_usd": 1.8}})
+    # the campaign leaves $0.20 and 400 tokens; N2's own budget leaves $0.50: the smaller of each is given
+    assert budget.worker_env(ctx, "N2") == {"ORCH_BUDGET_COST_USD": "0.200000", "ORCH_BUDGET_TOKENS": "400"}
+    rec.event("result", {"effect": "worker-start", "node": "N2", "attempt": 1,
+                         "usage": {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.1}})
+    assert budget.worker_env(ctx, "N2")["ORCH_BUDGET_COST_USD"] == "0.100000"  # both budgets spent $0.10 more
+
+
+def test_decide_budget_raise_takes_a_dollar_limit_from_the_command_line(tmp_path, orch):
+    dag = CAMPAIGN_DAG.format(topic="usd").replace("budget: {tokens: 500}", "budget: {cost_usd: 0.01}")
+    worker = ('#!/bin/sh\necho "$ORCH_NODE" > "$ORCH_NODE.txt"\n'
+              'printf \'{"usage": {"input_tokens": 1, "output_tokens": 1, "cost_usd": 0.02}}\' > "$ORCH_USAGE"\n')
+    repo = campaign_repo(tmp_path, dag, worker)
+    first = orch("run", "--no-interactive", cwd=repo)
+    assert first.rc == 75 and "budget" in first.out, first.out + first.err
+    raised = orch("decide", "budget", "raise", "--limit-usd", "1", "--topic", "usd", "--as", "t@x", cwd=repo)
+    assert raised.rc == 0, raised.out + raised.err
+    done = orch("resume", "--no-interactive", cwd=repo)
+    assert done.rc == 75 and "final-acceptance" in done.out, done.out + done.err
+    decision = next(e["context"] for e in journal(repo, "usd") if e["kind"] == "decision" and e["context"]["seam"] == "budget")
+    assert decision["limit"] == {"cost_usd": 1.0}
