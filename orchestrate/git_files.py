@@ -6,6 +6,7 @@ A worker without the sandbox can write in the git dir while these run, so only r
 (never through a link, never a FIFO that would block the runner), and never more than a ref's worth."""
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -146,7 +147,12 @@ def tail(path: str | Path, most: int) -> bytes:
 def open_regular(path: str | Path) -> tuple[int, os.stat_result]:
     """A read-only descriptor of a regular file and its stat, opened without following a link or waiting on
     a FIFO; NotRegular (closed) for anything else. The caller closes it."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a link: ELOOP
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW's answer for a link: said as the other kinds are
+            raise NotRegular("not a file (a symbolic link)") from None
+        raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

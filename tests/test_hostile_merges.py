@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests import test_hostile_workers as hostile
-from tests.engine_helpers import journal
+from tests.engine_helpers import journal, statuses
 
 mode, settled, run = hostile.mode, hostile.settled, hostile.run  # the fixtures (settled: autouse) and the runner
 
@@ -231,3 +231,16 @@ def test_a_notify_command_may_leave_its_delivery_running_after_the_run(tmp_path,
                 pass
         time.sleep(0.05)
     assert alive, "the run ended what a notify command sent in the background"
+
+
+@pytest.mark.parametrize("planted", ['ln -s "$PWD/elsewhere.json" "$ORCH_OUTPUTS"', 'mkdir "$ORCH_OUTPUTS"'])
+def test_outputs_that_are_a_link_or_a_folder_are_refused_as_not_a_file(tmp_path, orch, mode, planted):
+    template = hostile.DAG.replace("    discipline: sh\n", "    discipline: sh\n    outputs: [k]\n")
+    worker = f"echo a > a.txt\necho '{{\"k\": 1}}' > elsewhere.json\n{planted}\n"
+    repo = hostile.campaign_repo(tmp_path, hostile.dag(mode, template=template).replace("[a.txt]", "[a.txt, elsewhere.json]"),
+                                 "#!/bin/sh\n" + worker)
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "outputs-present: FAIL: outputs-1.json: not a file (" in text
+    assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"
