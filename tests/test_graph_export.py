@@ -132,3 +132,11 @@ def test_graph_refuses_two_sources_and_an_invalid_dag(tmp_path, orch):
     bad.write_text("nodes:\n  - {id: A, depends_on: [Z], file_surface: [a]}\n")
     invalid = orch("graph", "--dag", bad, cwd=repo)
     assert invalid.rc == 1 and "bad.yaml:2" in invalid.err
+
+
+def test_graph_without_a_source_draws_the_campaign_waiting_at_final_acceptance(tmp_path, orch):
+    repo = campaign_repo(tmp_path, "topic: fin\nworkers: {sh: ./work.sh}\nnodes:\n"
+                                   "  - {id: A, title: a, file_surface: [a.txt], discipline: sh}\n",
+                         "#!/bin/sh\necho a > a.txt\n")
+    assert orch("run", "--no-interactive", cwd=repo).rc == 75  # closed, waiting at final acceptance
+    assert orch("graph", cwd=repo).out.splitlines()[0] == "layer 0: [A accepted]"

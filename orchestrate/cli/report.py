@@ -86,16 +86,17 @@ def graph(dag_path: Path | None, topic: str | None, fmt: str) -> int:
 
 
 def _campaign_or_default(topic: str | None):
-    """(dag, statuses, edge decisions, name): a named or in-flight campaign, else the default DAG."""
+    """(dag, statuses, edge decisions, name): a named campaign, else the one not yet ended (in flight, paused
+    at any seam, final acceptance included, or halted: the rule resume and status use), else the default DAG."""
     from orchestrate.dag.load import load_dag
     from orchestrate.recorder import topics
     from orchestrate.recorder.locate import project
     from orchestrate.report import html
     layout = project(Path.cwd())
     if topic is None:
-        flying = topics.in_flight(layout.ledger)
+        flying = topics.open_topics(layout.ledger)
         if len(flying) > 1:
-            raise UsageError(f"several campaigns are in flight: {', '.join(flying)}", hint="pass --topic")
+            raise UsageError(f"several campaigns are in flight or paused: {', '.join(flying)}", hint="pass --topic")
         if not flying:
             dag = load_dag(layout.default_dag)
             return dag, None, None, dag.topic
