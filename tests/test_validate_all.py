@@ -164,3 +164,11 @@ def test_a_json_dag_with_problems_names_each_problems_line(tmp_path, orch):
     lines = r.out.splitlines()
     assert any(ln.startswith(f"{path}:6: nodes.B.titel: unknown key") for ln in lines), r.out
     assert any(ln.startswith(f"{path}:6: nodes.B.depends_on:") and "`Z`" in ln for ln in lines), r.out
+
+
+def test_an_entry_of_file_surface_that_is_not_text_is_one_problem(tmp_path, orch):
+    path = tmp_path / "dag.yaml"
+    path.write_text("topic: t\nworkers: {w: x}\nnodes:\n  - {id: A, title: a, file_surface: [{x: 1}, a], discipline: w}\n")
+    r = orch("validate", "--dag", path)
+    assert r.rc == 1 and r.out.splitlines() == [
+        f"{path}:4: nodes.A.file_surface: every entry must be text; `{{'x': 1}}` is a mapping"]

@@ -61,6 +61,8 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
     tokens = raw.get("file_surface") if isinstance(raw.get("file_surface"), Sequence) else Sequence()
     usable = []
     for j, token in enumerate(tokens):
+        if not isinstance(token, str):  # reported once, by the field's own check of its entries
+            continue
         if why := surface.token_problem(token):
             rep.add(tokens.item_line(j), f"{where}.file_surface", "surface-token", why)
         else:
