@@ -140,3 +140,11 @@ def test_graph_without_a_source_draws_the_campaign_waiting_at_final_acceptance(t
                          "#!/bin/sh\necho a > a.txt\n")
     assert orch("run", "--no-interactive", cwd=repo).rc == 75  # closed, waiting at final acceptance
     assert orch("graph", cwd=repo).out.splitlines()[0] == "layer 0: [A accepted]"
+
+
+def test_a_plans_complete_nodes_are_drawn_as_complete(tmp_path, orch):
+    path = tmp_path / "dag.yaml"
+    path.write_text("topic: t\nworkers: {w: x}\nnodes:\n  - {id: A, title: a, file_surface: [a], discipline: w, complete: true}\n"
+                    "  - {id: B, title: b, file_surface: [b], discipline: w, depends_on: [A]}\n")
+    assert orch("graph", "--dag", path).out.splitlines()[:2] == ["layer 0: [A complete]", "layer 1: [B]"]
+    assert "class n0 complete" in orch("graph", "--dag", path, "--format", "mermaid").out

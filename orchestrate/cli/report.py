@@ -76,6 +76,8 @@ def graph(dag_path: Path | None, topic: str | None, fmt: str) -> int:
         dag = load_dag(dag_path)
         name = dag.topic
     picture = shape(dag, decided)
+    # a plan's `complete: true` nodes are settled before it runs (`layers` leaves them out): said so here
+    status = status or ({n.id: "COMPLETE" for n in dag.nodes if n.complete} or None)
     if fmt == "mermaid":
         click.echo(graph_export.mermaid(picture, status), nl=False)
     elif fmt == "dot":
