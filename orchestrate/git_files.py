@@ -26,11 +26,16 @@ def worktree_head(repo: str | Path, worktree: str | Path) -> str | None:
         text = small(admin / "HEAD").decode(errors="replace").strip()
     except OSError:
         raise Unusable(str(worktree)) from None
-    name = text[5:] if text.startswith("ref: refs/heads/") else text if _FULL.fullmatch(text) else None
+    name = text[5:] if text.startswith("ref: refs/heads/") else text if is_full_id(text) else None
     sha = commit(repo, name) if name else None
     if sha is None:
         raise Unusable(str(worktree))  # an unborn or odd HEAD: git says what it makes of it
     return sha
+
+
+def is_full_id(text: str) -> bool:
+    """A whole commit id (SHA-1 or SHA-256), as a detached HEAD file holds one."""
+    return bool(_FULL.fullmatch(text))
 
 
 def linked(worktree: Path, common: Path) -> bool:

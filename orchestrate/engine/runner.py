@@ -13,7 +13,7 @@ from orchestrate.recorder import topics
 from orchestrate.recorder.campaign import Campaign
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.locate import load, project
-from orchestrate.recorder.lock import RUNNERS, CampaignLock
+from orchestrate.recorder.lock import CampaignLock, runs_workers
 from orchestrate.recorder.paths import Layout
 from orchestrate.report.live import Reporter
 from orchestrate.workers.local import LocalExecutor
@@ -194,7 +194,7 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
     try:
         lock.acquire()
     except Concurrency as busy:
-        if (lock.holder() or {}).get("command", "run") not in RUNNERS:  # another decide, an abandon: no runner
+        if not runs_workers(lock.holder()):  # another decide, an abandon: no runner
             raise  # to take an answer left for it; the person tries again in a moment
         return _leave_answer(layout, name, seam, choice, as_who, note, out, busy)  # eager runs go past a seam
     try:

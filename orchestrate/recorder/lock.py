@@ -16,6 +16,11 @@ from orchestrate.flock import Busy, FileLock
 RUNNERS = ("run", "resume")  # the commands that hold a campaign while its workers run
 
 
+def runs_workers(holder: dict | None) -> bool:
+    """Is the holder a runner (a lock written before commands were named was one), not a decide or an abandon?"""
+    return (holder or {}).get("command", "run") in RUNNERS
+
+
 class CampaignLock:
     def __init__(self, folder: Path, topic: str, command: str = "run") -> None:
         self.path = folder / f"{topic}.lock"
@@ -32,7 +37,7 @@ class CampaignLock:
         except Busy:
             holder = self.holder() or {}
             who = f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} since {holder.get('started', '?')}"
-            if holder.get("command", "run") in RUNNERS:
+            if runs_workers(holder):
                 raise Concurrency(f"campaign {self.topic} is being run by {who}",
                                   hint="wait for it, or stop it first") from None
             raise Concurrency(f"campaign {self.topic} is held by `orchestrate {holder['command']}` ({who})",

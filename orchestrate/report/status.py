@@ -240,7 +240,8 @@ def _runner_lines(who: dict | None, last: str) -> list[str]:
         return []
     since = f"; last step recorded {last}" if last else ""
     if who["alive"]:
-        held = "runner" if who.get("command", "run") in ("run", "resume") else f"held by `orchestrate {who['command']}`"
+        from orchestrate.recorder.lock import runs_workers
+        held = "runner" if runs_workers(who) else f"held by `orchestrate {who['command']}`"
         return [f"{held}: pid {who['pid']} on {who['host']}, since {who['started']}{since}"]
     if who["pid"] is not None:
         return [f"no runner is alive (pid {who['pid']} on {who['host']} is gone){since}; "

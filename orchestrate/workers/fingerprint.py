@@ -18,6 +18,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from orchestrate import git, proc
 
@@ -93,19 +94,14 @@ def _look(fp: Fingerprint, root: Path) -> None:
 
 def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[str]]:
     """(changes to the git dir, changes to the user's checkout), each a list of sentences."""
-    found = _changed(before.files, after.files, ".git")
-    found += _changed(before.recorder_git_files, after.recorder_git_files, ".ledger/.git")
+    found = _changed(before.files, after.files, lambda name: f".git/{name}")
+    found += _changed(before.recorder_git_files, after.recorder_git_files, lambda name: f".ledger/.git/{name}")
     for name in sorted(set(before.refs) | set(after.refs)):
         old, new = before.refs.get(name), after.refs.get(name)
         if old != new:
             found.append(f"ref {name} " + ("was created" if old is None else "was deleted" if new is None
                                            else f"moved {old[:12]} -> {new[:12]}"))
-    for files in (before.recorder, before.home):
-        for path in files:
-            old, new = files[path], (after.recorder if files is before.recorder else after.home).get(path)
-            if old != new:
-                what = "created" if old is None else "deleted" if new is None else "changed"
-                found.append(f"{_shown(path)} was {what}")
+    found += _changed(before.recorder, after.recorder, _shown) + _changed(before.home, after.home, _shown)
     checkout = [f"the checkout's {k} changed" for k in sorted(before.checkout)
                 if after.checkout and before.checkout[k] != after.checkout.get(k)]
     return found, checkout
@@ -128,13 +124,14 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     return put_back
 
 
-def _changed(before: dict[str, bytes | None], after: dict[str, bytes | None], shown: str) -> list[str]:
+def _changed(before: dict, after: dict, shown: Callable[[Any], str]) -> list[str]:
+    """A sentence for each file (a name, or a path) whose content differs, as the user knows its place."""
     found = []
-    for name in sorted(set(before) | set(after)):
+    for name in sorted(set(before) | set(after), key=str):
         old, new = before.get(name), after.get(name)
         if old != new:
             what = "created" if old is None else "deleted" if new is None else "changed"
-            found.append(f"{shown}/{name} was {what}")
+            found.append(f"{shown(name)} was {what}")
     return found
 
 

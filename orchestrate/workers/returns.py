@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from orchestrate import git, git_files
@@ -42,7 +41,7 @@ def _foreign_head(worktree: Path, branch: str) -> str | None:
         text = git_files.small(git.admin_dir(worktree) / "HEAD").decode(errors="replace").strip()
     except (OSError, TypeError):
         return "something unreadable"
-    if text == f"ref: refs/heads/{branch}" or re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", text):
+    if text == f"ref: refs/heads/{branch}" or git_files.is_full_id(text):
         return None
     return text.removeprefix("ref: ") or "nothing"
 

@@ -65,7 +65,7 @@ def handle(ctx: Context) -> Outcome:
     if isinstance(made, Outcome):
         return made
     if unjudged := _unjudged(ctx, changed, made):
-        return _rework(ctx, members, Verdict("adherence", 1, "FAIL: the merge would change what no judged diff of "
+        return _refused(ctx, first, members, Verdict("adherence", 1, "FAIL: the merge would change what no judged diff of "
                                              f"{ctx.subject} changes: {', '.join(unjudged[:10])}"
                                              + (f" and {len(unjudged) - 10} more" if len(unjudged) > 10 else "")
                                              + " (its history brings in other commits, or a campaign check "
@@ -104,7 +104,7 @@ def _merge_in_worktree(ctx: Context, first: str, members: list[str], branches: l
         # tree staged before they ran, in the repository itself
         worktrees.unlink_foreign_integration(ctx)
         if not (integ / ".git").exists():
-            return _rework(ctx, members, Verdict("adherence", 1, "FAIL: the campaign checks rewrote the integration "
+            return _refused(ctx, first, members, Verdict("adherence", 1, "FAIL: the campaign checks rewrote the integration "
                                                  "worktree's .git link; nothing was merged"))
         changed = git.out(integ, "write-tree") != staged
         worktrees.scrub_integration(ctx)
@@ -113,19 +113,24 @@ def _merge_in_worktree(ctx: Context, first: str, members: list[str], branches: l
             ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
             judge.environment_stop(ctx, members, why)
             return Outcome.ESCALATE
-        if not checks.ok and not _pre_existing(ctx, integ, checks, first):
+        if not checks.ok and not _pre_existing(ctx, checks):
             ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
             since = _merged_since(ctx, members)
             return _rework(ctx, members, Verdict(checks.gate, checks.code, "campaign check(s) failed on the merged "
                                                  f"tree: {judge.said(checks)}" + (f"; {since}" if since else ""),
                                                  checks.items, checks.data))
         if changed:
-            return _rework(ctx, members, Verdict("adherence", 1, "FAIL: the campaign checks changed what was staged "
+            return _refused(ctx, first, members, Verdict("adherence", 1, "FAIL: the campaign checks changed what was staged "
                                                  "to merge; nothing was merged"))
-        return git.commit_tree(ctx.root, staged, [c.tip, *heads], message, env=env)
-    made = git.commit_tree(ctx.root, staged, [c.tip, *heads], message, env=env)
-    git.merge_abort(integ)
-    return made
+    else:
+        git.merge_abort(integ)  # the worktree goes back to the head: the commit is made of the staged tree
+    return git.commit_tree(ctx.root, staged, [c.tip, *heads], message, env=env)
+
+
+def _refused(ctx: Context, first: str, members: list[str], verdict: Verdict) -> Outcome:
+    """A merge made (or staged) but refused: its intent gets its result, as a conflict's does, then rework."""
+    ctx.emit("result", {"effect": "merge", "node": first, "aborted": True})
+    return _rework(ctx, members, verdict)
 
 
 def _conflict(ctx: Context, first: str, members: list[str], branches: list[str], conflicts: list[str]) -> Outcome:
@@ -212,7 +217,7 @@ def _cites(ns) -> list[str]:
     return [ns.accept_entry] if ns.accept_entry else []
 
 
-def _pre_existing(ctx: Context, integ, checks: Verdict, first: str) -> bool:
+def _pre_existing(ctx: Context, checks: Verdict) -> bool:
     """Do the failing checks fail on the campaign head alone too? Then the node did not break them."""
     failing = {i.subject for i in checks.failing()}
     stash = [c for c in ctx.dag.checks if c.name in failing]

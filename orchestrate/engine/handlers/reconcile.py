@@ -115,21 +115,20 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
     ns = c.nodes[node_id]
     node = ctx.dag.by_id[node_id]
     worktree = ctx.root / ns.worktree
-    with containment.judging(ctx, worktree):  # coherence runs the project's configured evaluators there
-        judged = coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
-                                 worktree=worktree, project_gates=False)
-    checks = shared + [
-        reconcile_node.check(node_id, node.file_surface, reconcile_node.changes_between(ctx.root, ns.base, ns.head)),
-        judged,
-    ] + [_payload(ctx, e, ns.head) for e in ctx.dag.outgoing(node_id) if e.predicate == "PRODUCES"]
-    if node.outputs:
-        checks.append(_outputs(ctx, node, ns))
-    entries = [judge.record(ctx, node_id, v)["id"] for v in checks]
-    with containment.judging(ctx, worktree):  # a gate plugin's commands (proc.run) run there as well
-        plugged = list(_plugin_gates(ctx, node_id, worktree, ns))
-    for v, entity in plugged:
-        checks.append(v)
-        entries.append(judge.record(ctx, node_id, v, source_entity=entity)["id"])
+    # coherence runs the project's configured evaluators in the worktree, and gate plugins their commands
+    with containment.judging(ctx, worktree):
+        touched = reconcile_node.changes_between(ctx.root, ns.base, ns.head)
+        checks = shared + [
+            reconcile_node.check(node_id, node.file_surface, touched),
+            coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
+                            worktree=worktree, project_gates=False),
+        ] + [_payload(ctx, e, ns.head) for e in ctx.dag.outgoing(node_id) if e.predicate == "PRODUCES"]
+        if node.outputs:
+            checks.append(_outputs(ctx, node, ns))
+        entries = [judge.record(ctx, node_id, v)["id"] for v in checks]
+        for v, entity in _plugin_gates(ctx, node_id, worktree, ns):
+            checks.append(v)
+            entries.append(judge.record(ctx, node_id, v, source_entity=entity)["id"])
     _freshness(ctx, node_id, worktree)
     return checks, entries
 
