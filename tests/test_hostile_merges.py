@@ -244,3 +244,12 @@ def test_outputs_that_are_a_link_or_a_folder_are_refused_as_not_a_file(tmp_path,
     assert result.rc == 75, text
     assert "outputs-present: FAIL: outputs-1.json: not a file (" in text
     assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"
+
+
+def test_in_the_sandbox_an_evaluator_cannot_write_the_object_store(tmp_path, orch):
+    from orchestrate.workers import sandbox
+    if (why := sandbox.probe()) is not None:
+        pytest.skip(f"no sandbox here: {why}")
+    repo, result = _with_check(tmp_path, orch, "bwrap", "echo y > mine.txt\n", "git add mine.txt")
+    assert result.rc == 75 and "evaluator(s) failed: t (rc 128" in result.out, result.out + result.err
+    assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"

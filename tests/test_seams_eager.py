@@ -164,6 +164,22 @@ def test_an_answer_left_twice_at_once_is_taken_once_and_the_second_is_told(tmp_p
     kept = inbox.waiting(layout, "live", seam)
     assert f"left {kept['choice']}" in results
 
+
+def test_an_answer_that_cannot_get_its_turn_is_refused_with_a_hint_not_a_traceback(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from orchestrate.errors import Concurrency
+    from orchestrate.flock import FileLock
+    from orchestrate.seams import inbox
+    layout = SimpleNamespace(scratch=tmp_path)
+    monkeypatch.setattr(inbox, "TURN_WAIT", 0.1)
+    target = inbox.path(layout, "live")
+    target.parent.mkdir(parents=True)
+    with FileLock(target.with_name(f"{target.name}.lock")):  # a wedged holder
+        with pytest.raises(Concurrency) as refused:
+            inbox.leave(layout, "live", {"id": "live:9", "seam": "realignment"}, "skip", "", "p@x")
+    assert "held the answers for 0.1 s" in refused.value.message and not target.exists()
+
 def test_a_campaign_with_unsandboxed_workers_takes_no_answer_while_it_runs(tmp_path, orch):
     repo = _paused_at_f(tmp_path, orch, "none")
     with CampaignLock(repo / ".scratch" / "locks", "live"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from orchestrate.atomic import write_atomic
@@ -51,9 +52,21 @@ def waiting(layout, topic: str, seam: dict | None) -> dict | None:
     return answer
 
 
+TURN_WAIT = 10.0  # seconds: a turn takes milliseconds; this is reached only when a holder is wedged
+
+
+@contextmanager
 def _turn(target: Path):
-    from orchestrate.flock import FileLock
-    return FileLock(target.with_name(f"{target.name}.lock"), timeout=10.0)
+    from orchestrate.flock import Busy, FileLock
+    try:
+        lock = FileLock(target.with_name(f"{target.name}.lock"), timeout=TURN_WAIT).acquire()
+    except Busy:
+        raise Concurrency(f"another `orchestrate decide` (or the runner) has held the answers for {TURN_WAIT:g} s",
+                          hint="try again in a moment") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def has_answer(layout, topic: str, seam: dict | None) -> bool:

@@ -86,7 +86,8 @@ def judging(ctx, worktree: Path):
     guardrail commands: code a worker may have written) runs in the sandbox whenever any node of the campaign
     does: a worktree can hold a sandboxed node's code whoever's judging runs there (a pending node's
     tripwires in a landed one's, the campaign head in the integration worktree). It may write that worktree,
-    its own index (an evaluator's `git add`, `git stash`) and the configured caches; not another node's
+    its own admin dir (the index `git status` refreshes) and the configured caches; not the object store (a
+    `git add`, `git stash`, `git commit` there fails), not another node's
     worktree, not the user's checkout; and nothing it starts outlives it (the PID namespace)."""
     from contextlib import nullcontext
 
@@ -96,7 +97,8 @@ def judging(ctx, worktree: Path):
         ctx._judging_sandboxed = (key, any(enabled(ctx, n) for n in ctx.dag.nodes))
     if not ctx._judging_sandboxed[1]:
         return nullcontext()
-    common = git.git_common_dir(ctx.root)
+    from orchestrate.workers.fingerprint import common_dir
+    common = common_dir(ctx.root)  # read from the checkout: no git process per evaluator run
     # its admin dir (index, HEAD), as its worker had; not the integration worktree's, whose HEAD orchestrate reads
     own = git.admin_dir(worktree) if Path(worktree).resolve() != ctx.layout.integration(ctx.topic).resolve() else None
     writable = tuple(dict.fromkeys([str(worktree), *([str(own)] if own else []), *_configured(ctx.layout.ledger)[1]]))
