@@ -109,11 +109,7 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
         raise ProcError(argv, None, message=f"cannot start `{argv[0]}`: {exc.strerror or exc}") from exc
     timed_out = False
     try:
-        out, err = proc.communicate(input, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_group(proc.pid)
-        out, err = _rest(proc)
+        out, err, timed_out = _outcome(proc, input, timeout, started)
     except BaseException:  # Ctrl-C: SIGTERM and a moment to exit first, so git drops its lock files (a
         _ended(proc, signal.SIGTERM)  # SIGKILLed `git add` leaves index.lock, and the interrupt's own commit fails)
         kill_group(proc.pid)  # whatever is left of its group
@@ -130,15 +126,49 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
     return done
 
 
+_HELD = 0.5  # how often a command that has not finished is asked whether it has exited, its output held open
+
+
+def _outcome(proc: subprocess.Popen, input: str | None, timeout: float | None,
+             started: float) -> tuple[str, str, bool]:
+    """Its output and whether it timed out. A command that exits while something it left (`setsid cmd &`)
+    keeps its output open has ended: its rc stands, and its output is read for a moment only (`_rest`)."""
+    deadline = None if timeout is None else started + timeout
+    while True:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            out, err = proc.communicate(input, timeout=_HELD if left is None else min(_HELD, left))
+            return out, err, False
+        except subprocess.TimeoutExpired:
+            input = None  # sent already: communicate refuses it a second time
+            if left is not None and left <= _HELD:
+                kill_group(proc.pid)
+                return (*_rest(proc), True)
+            if _exited(proc.pid):
+                kill_group(proc.pid)  # what is left of its group; a session of its own is reaping's
+                return (*_rest(proc), False)
+
+
+def _exited(pid: int) -> bool:
+    """Whether the child has exited, leaving it unreaped: its pid, and so its group's id, cannot be reused yet."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # reaped already
+        return True
+
+
 def _rest(proc: subprocess.Popen) -> tuple[str, str]:
-    """What a killed command's group wrote, for a moment: a `setsid` child can hold its output open for ever."""
+    """What an ended command wrote, read for a moment more: a `setsid` child can hold its output open for ever.
+    What arrived before the cut is kept (communicate hands it over, undecoded, with its timeout)."""
     try:
         return proc.communicate(timeout=2)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as cut:
         for pipe in (proc.stdout, proc.stderr):
             pipe.close()
         proc.wait()
-        return "", "(output cut: a process the command left running in a session of its own held it open)"
+        out, err = (b.decode(errors="replace") if b else "" for b in (cut.stdout, cut.stderr))
+        return out, (err + "\n" if err and not err.endswith("\n") else err) + (
+            "(output cut: a process the command left running in a session of its own held it open)")
 
 
 def run_shell(script: str, *, cwd: str | Path, env: Mapping[str, str] | None = None,
@@ -158,7 +188,7 @@ def spawn(cmd: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log: I
           confined: bool = False) -> subprocess.Popen:
     """Start a long-running command in its own process group, stdin closed, output to `log`. The first spawn
     makes this process a child subreaper (Linux): what a worker leaves in a session of its own, even with its
-    environment wiped (`env -i setsid ...`), is re-parented here, where `kill_orphans` finds it, not to init.
+    environment wiped (`env -i setsid ...`), is re-parented here, where `reaping.kill_orphans` finds it, not to init.
     `confined`: it runs in the sandbox, writing only what it was given (not counted in `unconfined`)."""
     argv = [str(c) for c in cmd]
     become_subreaper()
@@ -230,7 +260,7 @@ def end_pipe(child: subprocess.Popen, within: float = 2.0) -> None:
 
 
 # The children this module started and has not yet waited for (their pids), and a lock held while one
-# starts, so that `kill_orphans` never takes a child being started for an orphan.
+# starts, so that `reaping.kill_orphans` never takes a child being started for an orphan.
 _ours: set[int] = set()
 _spawning = threading.Lock()
 _PR_SET_CHILD_SUBREAPER = 36
@@ -245,67 +275,6 @@ def become_subreaper() -> bool:
         return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):  # not Linux, or no prctl: orphans go to init, found by their tags only
         return False
-
-
-SPARED = b"ORCH_NOTIFIER=1"  # in the environment of a notify command: what it sends in the background may finish
-
-
-def _environ(pid: int) -> set[bytes]:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return set(fh.read().split(b"\0"))
-    except OSError:  # gone, or not ours to read
-        return set()
-
-
-def kill_orphans() -> list[int]:
-    """SIGKILL every orphan re-parented to this process (a subreaper) and reap it; returns their pids. An orphan
-    is a child of ours this module did not start, in a session other than ours (what a returned worker left:
-    a worker is a session of its own, and so is whatever ran `setsid`), and not a notifier's (`SPARED`)."""
-    if not become_subreaper.cache_info().currsize or not become_subreaper():
-        return []
-    me, killed = os.getpid(), []
-    session = os.getsid(0)
-    for _ in range(20):  # an orphan's own children are orphaned in turn when it dies
-        with _spawning:
-            children = _children(me)
-            _ours.intersection_update(children)  # the rest were waited for: their pids may come back
-            found = [pid for pid in children if pid not in _ours and _session(pid) not in (None, session)
-                     and SPARED not in _environ(pid)]
-            for pid in found:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    continue
-                killed.append(pid)
-        for pid in found:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-        if not found:
-            break
-    return killed
-
-
-def _session(pid: int) -> int | None:
-    try:
-        return os.getsid(pid)
-    except OSError:
-        return None
-
-
-def _children(me: int) -> list[int]:
-    """Our direct children, read from /proc (the parent is the fourth field of `stat`, after the name)."""
-    return [int(name) for name in os.listdir("/proc") if name.isdigit() and _parent(name) == me]
-
-
-def _parent(pid: str) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return int(fh.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _ended(proc: subprocess.Popen, sig: int, within: float = 2.0) -> bool:
@@ -336,29 +305,6 @@ def group_alive(pid: int) -> bool:
         return os.killpg(pid, 0) is None
     except (ProcessLookupError, PermissionError):
         return False
-
-
-def kill_tagged(tags: Mapping[str, str]) -> list[int]:
-    """SIGKILL every process whose environment carries all of `tags` (a worker's ORCH_TOPIC, ORCH_NODE,
-    ORCH_ATTEMPT: what it left in a session or group of its own still inherits them) and every orphan
-    re-parented here (`kill_orphans`: those that wiped their environment). The pids killed; Linux only."""
-    killed = kill_orphans()
-    wanted = {f"{k}={v}".encode() for k, v in tags.items()}
-    if not wanted:  # no tag: every process would match
-        return killed
-    me = os.getpid()
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return killed
-    for pid in pids:
-        if pid != me and wanted <= (env := _environ(pid)) and SPARED not in env:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except (ProcessLookupError, PermissionError):
-                pass
-    return killed
 
 
 @dataclass(frozen=True)

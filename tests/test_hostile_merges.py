@@ -174,15 +174,21 @@ def test_in_the_sandbox_an_evaluator_writes_only_its_own_worktree(tmp_path, orch
     assert not outside.exists()
 
 
-def test_a_command_that_leaves_a_process_holding_its_output_returns_at_its_timeout():
+def test_a_command_that_leaves_a_process_holding_its_output_ends_when_it_exits():
     import subprocess
     import time
 
     from orchestrate import proc
     mark = f"orchestrate-test-{time.time_ns()}"  # names the process left behind, to end it after
-    done = proc.run_shell(f"setsid sh -c 'sleep 600; : {mark}' & echo started", cwd="/tmp", timeout=1)
-    assert done.timed_out and done.rc == 124 and "held it open" in done.stderr  # not after the 600 s
-    subprocess.run(["pkill", "-f", mark])
+    try:
+        done = proc.run_shell(f"setsid sh -c 'sleep 600; : {mark}' & echo started; exit 3", cwd="/tmp", timeout=120)
+        # its own exit, not the timeout (two minutes away) nor the 600 s the process it left holds the output
+        assert not done.timed_out and done.rc == 3 and "held it open" in done.stderr, done
+        assert done.stdout == "started\n"  # what it wrote before the cut is kept
+        slow = proc.run_shell(f"setsid sh -c 'sleep 600; : {mark}' & sleep 600", cwd="/tmp", timeout=1)
+        assert slow.timed_out and slow.rc == 124 and "held it open" in slow.stderr
+    finally:
+        subprocess.run(["pkill", "-f", mark])
 
 
 def test_a_check_that_rewrites_the_integration_worktrees_link_gets_nothing_committed_through_it(tmp_path, orch, mode):

@@ -7,7 +7,7 @@ interruption and exits 130; `orchestrate resume` continues from the journal.
 """
 from __future__ import annotations
 
-from orchestrate import proc
+from orchestrate import proc, reaping
 from orchestrate.engine import amend, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.handlers import HANDLERS
@@ -39,7 +39,7 @@ def drive(ctx: Context) -> int:
         ctx.out.wait_notifiers()  # after the final line: a slow notifier delays the exit, never the news
         # the run rests, halts or is interrupted: nothing it started outlives it, whatever an evaluator, a
         # check or a tripwire left in a session of its own (a worker's leftovers went when it returned)
-        proc.kill_tagged(ctx.runner_tags())
+        reaping.kill_tagged(ctx.runner_tags())
 
 
 def _walk(ctx: Context) -> State:

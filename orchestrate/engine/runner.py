@@ -135,8 +135,8 @@ def _stop_leftovers(ctx: Context, dead: dict | None) -> None:
     running: each carries the runner's tags, so they are found and stopped before anything starts again."""
     if not dead or not dead.get("pid"):
         return
-    from orchestrate import proc
-    killed = proc.kill_tagged({"ORCH_TOPIC": ctx.topic, "ORCH_RUNNER": str(dead["pid"])})
+    from orchestrate import reaping
+    killed = reaping.kill_tagged({"ORCH_TOPIC": ctx.topic, "ORCH_RUNNER": str(dead["pid"])})
     if killed:
         ctx.emit("repair", {"repair": "leftover-kill", "pids": killed, "runner": dead["pid"],
                             "message": f"stopped {len(killed)} process(es) the dead runner {dead['pid']} left"},

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from orchestrate import proc
+from orchestrate import proc, reaping
 from orchestrate.errors import ProcError
 
 FREEZE_KINDS = {
@@ -178,7 +178,7 @@ class LocalExecutor:
                 run.log_handle.write(f"\n# orchestrate: killed after {run.request.timeout:g}s\n".encode())
             else:
                 proc.kill_group(run.popen.pid)  # stray children of a finished worker die with it
-            proc.kill_tagged(_tags(run.request))  # and those that left its process group (setsid)
+            reaping.kill_tagged(_tags(run.request))  # and those that left its process group (setsid)
             _let_go(run)
             freeze, error = read_freeze(run.request.return_file)
             done.append(WorkOutcome(node, run.request.attempt, 124 if timed_out else rc,
@@ -207,7 +207,7 @@ class LocalExecutor:
         self.unstarted.clear()
         for run in self.live.values():
             proc.kill_group(run.popen.pid)
-            proc.kill_tagged(_tags(run.request))
+            reaping.kill_tagged(_tags(run.request))
             try:
                 run.popen.wait(timeout=5)
             except Exception:  # noqa: BLE001 - best effort while stopping

@@ -101,8 +101,8 @@ def _prefetch(ctx: Context) -> None:
         for n, future in futures.items():
             ctx.evaluated[(n, c.nodes[n].attempt)] = future.result()
     except BaseException:  # Ctrl-C or a crash: the evaluators still running must not outlive the runner
-        from orchestrate import proc
-        proc.kill_tagged(ctx.runner_tags())
+        from orchestrate import reaping
+        reaping.kill_tagged(ctx.runner_tags())
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,93 @@
+"""Ending what a command left behind: processes in a session of their own, which no process-group kill
+reaches. proc starts every process; this module finds the leftovers among this process's children (it is a
+child subreaper: orphans are re-parented here) and by the tags a worker's environment carries."""
+from __future__ import annotations
+
+import os
+import signal
+from typing import Mapping
+
+from orchestrate.proc import _ours, _spawning, become_subreaper  # proc's record of what it started
+
+SPARED = b"ORCH_NOTIFIER=1"  # in the environment of a notify command: what it sends in the background may finish
+
+
+def _environ(pid: int) -> set[bytes]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return set(fh.read().split(b"\0"))
+    except OSError:  # gone, or not ours to read
+        return set()
+
+
+def kill_orphans() -> list[int]:
+    """SIGKILL every orphan re-parented to this process (a subreaper) and reap it; returns their pids. An orphan
+    is a child of ours proc did not start, in a session other than ours (what a returned worker left:
+    a worker is a session of its own, and so is whatever ran `setsid`), and not a notifier's (`SPARED`)."""
+    if not become_subreaper.cache_info().currsize or not become_subreaper():
+        return []
+    me, killed = os.getpid(), []
+    session = os.getsid(0)
+    for _ in range(20):  # an orphan's own children are orphaned in turn when it dies
+        with _spawning:
+            children = _children(me)
+            _ours.intersection_update(children)  # the rest were waited for: their pids may come back
+            found = [pid for pid in children if pid not in _ours and _session(pid) not in (None, session)
+                     and SPARED not in _environ(pid)]
+            for pid in found:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    continue
+                killed.append(pid)
+        for pid in found:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        if not found:
+            break
+    return killed
+
+
+def _session(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
+
+
+def _children(me: int) -> list[int]:
+    """Our direct children, read from /proc (the parent is the fourth field of `stat`, after the name)."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and _parent(name) == me]
+
+
+def _parent(pid: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def kill_tagged(tags: Mapping[str, str]) -> list[int]:
+    """SIGKILL every process whose environment carries all of `tags` (a worker's ORCH_TOPIC, ORCH_NODE,
+    ORCH_ATTEMPT: what it left in a session or group of its own still inherits them) and every orphan
+    re-parented here (`kill_orphans`: those that wiped their environment). The pids killed; Linux only."""
+    killed = kill_orphans()
+    wanted = {f"{k}={v}".encode() for k, v in tags.items()}
+    if not wanted:  # no tag: every process would match
+        return killed
+    me = os.getpid()
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return killed
+    for pid in pids:
+        if pid != me and wanted <= (env := _environ(pid)) and SPARED not in env:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed
