@@ -125,3 +125,56 @@ def test_a_writable_git_dir_is_not_sealed_and_a_switched_head_is_reported(tmp_pa
     result = orch("run", cwd=repo)
     assert (repo / ".git" / "HEAD").read_text() == "ref: refs/heads/elsewhere\n"  # the folder was writable
     assert "warning: the checkout changed while A ran" in result.out + result.err
+
+
+WAITING = """#!/bin/sh
+run="$(dirname "$ORCH_RETURN")"
+if [ "$ORCH_NODE" = A ]; then  # waits for the person's edit
+  touch "$run/started"
+  while [ ! -e "$run/go" ]; do sleep 0.05; done
+fi
+echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr AB ab).txt"
+git add -A && git commit -qm "$ORCH_NODE"
+"""
+ONE = """\
+topic: sealed
+mode: autonomous
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, file_surface: [a.txt], discipline: sh}
+"""
+
+
+@needs_bwrap
+def test_a_persons_edit_of_the_plan_while_only_sandboxed_workers_run_waits_for_the_amendment_seam(tmp_path, orch):
+    """`.ledger/` is read-only in the sandbox: an edit of the campaign's DAG while only such workers run is a
+    person's, not the worker's. It is neither blamed on the worker nor put back, and the dag-amendment seam
+    shows it (a worker without the sandbox that edits the plan is blamed: test_hostile_workers)."""
+    import threading
+    import time
+
+    repo = campaign_repo(tmp_path, ONE, WAITING)
+    configure(repo, "bwrap")
+    copy = repo / ".ledger" / "state" / "sealed" / "dag.yaml"
+
+    def person() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            started = list((repo / ".scratch").rglob("started"))
+            if started:
+                copy.write_text(copy.read_text() + "  - {id: B, file_surface: [b.txt], discipline: sh}\n")
+                (started[0].parent / "go").touch()
+                return
+            time.sleep(0.05)
+    editor = threading.Thread(target=person)
+    editor.start()
+    result = orch("run", cwd=repo)
+    editor.join()
+    text = result.out + result.err
+    assert "was edited while only workers in the sandbox ran (A; they cannot write it): kept for the dag-amendment seam" in text
+    assert result.rc == 75 and "dag-amendment" in text, text
+    assert "changed what no worker may change" not in text and "id: B" in copy.read_text()
+    assert orch("decide", "dag-amendment", "accept", "--as", "p@example.com", cwd=repo).rc == 0
+    again = orch("resume", cwd=repo)
+    assert again.rc == 75 and "final-acceptance" in again.out, again.out + again.err
+    assert statuses(repo, orch, "sealed") == {"A": "ACCEPTED", "B": "ACCEPTED"}

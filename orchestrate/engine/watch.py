@@ -51,24 +51,42 @@ def arm(ctx: Context, taken: fingerprint.Fingerprint | None = None) -> None:
 
 
 def _pinned(ctx: Context) -> dict:
-    if ctx.watch is None or not _live(ctx):
+    if ctx.watch is None or not (live := _live(ctx)):
         return {}
-    _adopt_engine_amendment(ctx)
+    _adopt_amendments(ctx, live)
     return ctx.watch.recorder
 
 
-def _adopt_engine_amendment(ctx: Context) -> None:
-    """The engine amends the campaign's DAG copy itself (a WIDEN, a realigned premise) while other workers
-    may run, and records the new file's hash: a copy with the recorded hash is the engine's, not theirs."""
-    dag = Path(ctx.campaign.dag_path) if ctx.campaign.dag_path else None
-    if dag is None or dag not in ctx.watch.recorder or not ctx.campaign.dag_hash:
-        return
+def _adopt_amendments(ctx: Context, suspects: list[str]) -> None:
+    """Edits of a plan that are no worker's are learnt by the watch, not put back. The engine amends the
+    campaign's DAG copy itself (a WIDEN, a realigned premise) while other workers may run, and records the
+    new file's hash: a copy with that hash is the engine's. And while only workers in the sandbox ran, run
+    or wait, and nothing else started outside it, `.ledger/` was read-only to all of them: an edit of a
+    plan is a person's, which the dag-amendment seam shows before the campaign uses it (amend.edited)."""
+    dags = [Path(ctx.campaign.dag_path)] if ctx.campaign.dag_path else []
+    person = not _exposed(ctx, suspects)
+    for dag in [*dags, ctx.layout.default_dag] if person else dags:
+        if dag not in ctx.watch.recorder:
+            continue
+        try:
+            now = dag.read_bytes()
+        except OSError:
+            continue
+        if now == ctx.watch.recorder[dag]:
+            continue
+        if person:
+            ctx.out.always(f"{_shown(ctx, dag)} was edited while only workers in the sandbox ran ({', '.join(suspects)}; "
+                           "they cannot write it): kept for the dag-amendment seam")
+            ctx.watch.recorder[dag] = now
+        elif ctx.campaign.dag_hash and hashlib.sha256(now).hexdigest() == ctx.campaign.dag_hash:
+            ctx.watch.recorder[dag] = now
+
+
+def _shown(ctx: Context, path: Path) -> str:
     try:
-        now = dag.read_bytes()
-    except OSError:
-        return
-    if now != ctx.watch.recorder[dag] and hashlib.sha256(now).hexdigest() == ctx.campaign.dag_hash:
-        ctx.watch.recorder[dag] = now
+        return str(path.resolve().relative_to(ctx.root.resolve()))
+    except ValueError:
+        return str(path)
 
 
 def guard_recorder(ctx: Context) -> None:
@@ -94,7 +112,7 @@ def check(ctx: Context, finished: list[str], running: list[str]) -> None:
     if ctx.recorder is not None:  # the journal first: nothing else is trusted if it was written behind our back
         ctx.recorder.suspects = lambda: suspects
         ctx.recorder.verify()
-    _adopt_engine_amendment(ctx)
+    _adopt_amendments(ctx, suspects)
     now = _take(ctx, None if _exposed(ctx, suspects) else ctx.watch)
     changed, checkout = fingerprint.compare(ctx.watch, now)
     changed += _campaign_branch(ctx)
