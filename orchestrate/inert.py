@@ -44,7 +44,7 @@ _SECTION = re.compile(r'^\s*\[\s*(filter|diff|merge)\s+"((?:[^"\\]|\\.)*)"\s*\]'
 _OLD_SECTION = re.compile(r"^\s*\[\s*(filter|diff|merge)\.([^\]\s]+)\s*\]", re.M | re.I)
 _UNESCAPE = re.compile(r"\\(.)")
 _INCLUDE = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.M)
-_cache: dict[tuple, dict[str, str]] = {}
+_cache: dict[tuple, tuple[set[tuple[str, str]], tuple]] = {}  # config stamp -> (drivers, included files' stamps)
 
 
 def env(repo: str | Path) -> dict[str, str]:
@@ -71,22 +71,25 @@ def env(repo: str | Path) -> dict[str, str]:
 
 def config_stamp(repo: Path, files: list[Path] | None = None) -> tuple:
     """The config files git reads for `repo` (or `files`, found already) with their mtimes and sizes: while
-    it is equal, so is what they say (a file they include is not stamped)."""
+    it is equal, so is what they say, but for the files they include (`_drivers` stamps those too)."""
     return tuple((str(f), *_stamp(f)) for f in (_config_files(repo) if files is None else files))
 
 
 def _drivers(repo: Path) -> set[tuple[str, str]]:
     files = _config_files(repo)
     key = config_stamp(repo, files)
-    if key not in _cache:
+    # A file the config includes (`include.path = ~/.gitconfig.local`) may be where a driver is planted
+    # ($HOME is writable in the sandbox): a cached scan stands only while every file it read is unchanged.
+    cached = _cache.get(key)
+    if cached is None or any(_stamp(Path(name)) != tuple(stamp) for name, *stamp in cached[1]):
         found: set[tuple[str, str]] = set()
         seen: set[Path] = set()
         for f in files:
             _scan(f, found, seen, depth=0)
         if len(_cache) > 64:
             _cache.clear()
-        _cache[key] = found  # type: ignore[assignment]
-    return _cache[key]  # type: ignore[return-value]
+        cached = _cache[key] = (found, tuple((str(f), *_stamp(f)) for f in seen - set(files)))
+    return cached[0]
 
 
 def _scan(path: Path, found: set, seen: set, depth: int) -> None:
@@ -104,6 +107,37 @@ def _scan(path: Path, found: set, seen: set, depth: int) -> None:
         target = target.strip('"')
         included = Path(os.path.expanduser(target))
         _scan(included if included.is_absolute() else path.parent / included, found, seen, depth + 1)
+
+
+# Every hook git may run: where a config's core.hooksPath points, each is watched (workers/fingerprint.py).
+HOOK_NAMES = ("applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+              "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge",
+              "pre-push", "pre-receive", "update", "proc-receive", "post-receive", "post-update",
+              "reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite", "sendemail-validate",
+              "fsmonitor-watchman", "post-index-change", "p4-changelist", "p4-prepare-changelist",
+              "p4-post-changelist", "p4-pre-submit")
+_NAMED = re.compile(r"^\s*(hookspath|excludesfile|attributesfile)\s*=\s*(.+?)\s*$", re.M | re.I)
+
+
+def referenced(files: list[Path]) -> list[Path]:
+    """What else the config `files` make git read or run: the files they include, the files their
+    core.excludesFile and core.attributesFile name, and each hook under their core.hooksPath. A key is
+    matched in any section (over-reading costs a watched file, never a missed one)."""
+    found: set = set()
+    seen: set[Path] = set()
+    for f in files:
+        _scan(f, found, seen, depth=0)
+    out = sorted(seen - set(files))
+    for f in [*files, *out]:
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        for key, value in _NAMED.findall(text):
+            named = Path(os.path.expanduser(value.strip('"')))
+            named = named if named.is_absolute() else f.parent / named
+            out += [named / hook for hook in HOOK_NAMES] if key.lower() == "hookspath" else [named]
+    return list(dict.fromkeys(out))
 
 
 def _stamp(path: Path) -> tuple[int, int]:

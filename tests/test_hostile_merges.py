@@ -120,6 +120,27 @@ def test_git_config_planted_in_home_is_put_back_and_blamed(tmp_path, orch, mode,
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
+def test_a_file_the_home_config_includes_and_a_hook_in_its_hooks_path_are_watched_too(tmp_path, orch, mode, monkeypatch):
+    """`include.path` and `core.hooksPath` name files the user's next git reads or runs: a planted fsmonitor
+    in the included file and a planted pre-commit hook are put back like ~/.gitconfig itself."""
+    home = tmp_path / "home"
+    (home / "hooks").mkdir(parents=True)
+    (home / ".gitconfig").write_text("[include]\n\tpath = ~/.gitconfig.local\n[core]\n\thooksPath = ~/hooks\n"
+                                     "[user]\n\tname = Someone\n\temail = someone@example.com\n")
+    (home / ".gitconfig.local").write_text("")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    worker = ('echo a > a.txt\nprintf "[core]\\n\\tfsmonitor = /tmp/planted\\n" >> "$HOME/.gitconfig.local"\n'
+              'printf "#!/bin/sh\\n" > "$HOME/hooks/pre-commit"\n')
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "~/.gitconfig.local was changed" in text and "~/hooks/pre-commit was created" in text
+    assert (home / ".gitconfig.local").read_text() == "" and not (home / "hooks" / "pre-commit").exists()
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
 def test_a_gitlink_the_projects_gitmodules_ignores_is_still_outside_the_surface(tmp_path, orch, mode):
     from tests.engine_helpers import campaign_repo
     worker = ('echo a > a.txt\ngit update-index --add --cacheinfo "160000,$(git rev-parse HEAD),vendor/lib"\n'

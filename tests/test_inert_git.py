@@ -136,3 +136,28 @@ def test_a_driver_named_with_an_escape_in_its_config_section_is_neutralised_too(
     git.git(repo, "checkout", "HEAD", "--", "f.txt")
     git.git(repo, "status")
     assert not mark.exists(), "a planted filter ran inside orchestrate's git"
+
+
+def test_a_driver_planted_in_a_file_the_config_includes_is_neutralised_after_a_warm_call(tmp_path, monkeypatch):
+    """$HOME is writable in the sandbox, and `include.path = ~/.gitconfig.local` is a common pattern: a driver
+    written into the included file after orchestrate's git already ran there must not run in its next call
+    (the drivers found were cached by the stamps of the top-level config files alone)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    (home / ".gitconfig").write_text("[include]\n\tpath = ~/.gitconfig.local\n[user]\n\tname = t\n\temail = t@example.com\n")
+    (home / ".gitconfig.local").write_text("")
+    mark = tmp_path / "ran"
+    repo = make_repo(tmp_path / "r", {"f.txt": "one\n", ".gitattributes": "* filter=x\n"})
+    git.git(repo, "status")  # warm: the drivers of this repository's config are known
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f'#!/bin/sh\ntouch "{mark}"\ncat\n')
+    evil.chmod(0o755)
+    (home / ".gitconfig.local").write_text(f'[filter "x"]\n\tsmudge = {evil}\n\tclean = {evil}\n')
+    assert repo.git("config", "filter.x.smudge") == str(evil)  # git's own reading: the include is live
+    (repo / "f.txt").write_text("two\n")
+    git.git(repo, "checkout", "HEAD", "--", "f.txt")
+    git.git(repo, "status")
+    assert not mark.exists(), "a filter planted in an included file ran inside orchestrate's git"

@@ -225,11 +225,14 @@ def _shown(path: Path) -> str:
 
 
 def home_git_files() -> list[Path]:
-    """The user's global git config, attributes and excludes, where git looks for them."""
+    """The user's global git config, attributes and excludes, where git looks for them, and what that config
+    names: files it includes (`~/.gitconfig.local`), its excludes and attributes files, its hooks."""
+    from orchestrate import inert
     home = Path(os.path.expanduser("~"))
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
     named = os.environ.get("GIT_CONFIG_GLOBAL")
-    return [Path(named) if named else home / ".gitconfig", xdg / "config", xdg / "attributes", xdg / "ignore"]
+    configs = [Path(named) if named else home / ".gitconfig", xdg / "config"]
+    return list(dict.fromkeys([*configs, xdg / "attributes", xdg / "ignore", *inert.referenced(configs)]))
 
 
 def common_dir(root: Path) -> Path:
