@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import io
 from pathlib import Path
 from typing import IO, Mapping, Sequence
 
 from gates.shared import gatecli
 from gates.shared.verdict import FAIL, PASS, USAGE, Item, Verdict
-from orchestrate import proc
+from orchestrate import atomic, proc
 from orchestrate.dag.load import load_dag
 from orchestrate.dag.model import Check
 from orchestrate.dag.schema import did_you_mean
@@ -94,8 +95,8 @@ def _open_log(log_path: Path | None) -> IO[str] | None:
         return None
     path = Path(log_path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path.open("w", encoding="utf-8")
+        # the node's run folder is the worker's to write: a link it planted there is not followed
+        return io.TextIOWrapper(atomic.open_log(path), encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write the evaluator log {path}: {exc.strerror or exc}") from None
 

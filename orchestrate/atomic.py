@@ -1,11 +1,13 @@
 """Atomic file writes: a temp file in the same folder, fsync, rename, fsync of the folder.
 
 A reader sees the old content or the new, never a torn file. Temp files are named `.<name>.*.tmp`
-so a crash's leftovers can be recognised and swept.
+so a crash's leftovers can be recognised and swept. And logs opened in a folder a worker can write too.
 """
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -71,6 +73,39 @@ def remove(path: Path) -> None:
     nothing when there is nothing. For what a worker may have put where orchestrate writes."""
     if path.is_dir() and not path.is_symlink():
         import shutil
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def open_log(path: Path, *, append: bool = False):
+    """Open a log orchestrate writes in a folder a worker may write too (its run folder, in the sandbox as
+    well), for writing bytes: never through a link, into a FIFO, or into a file hard-linked elsewhere that
+    the worker planted at its name (the runner writes as the user, outside the sandbox): such an entry is
+    removed and the log made anew. Truncated only once it is known to be a file of its own."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_APPEND if append else 0)
+    for _ in range(10):
+        try:
+            fd = os.open(path, flags, 0o666)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EEXIST):
+                raise
+            _remove(path)
+            continue
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+            os.set_blocking(fd, True)
+            if not append:
+                os.ftruncate(fd, 0)
+            return os.fdopen(fd, "ab" if append else "wb")
+        os.close(fd)
+        _remove(path)
+    raise OSError(errno.EAGAIN, f"{path} was replaced again and again while it was opened")
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     else:
         path.unlink(missing_ok=True)

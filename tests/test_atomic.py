@@ -52,3 +52,28 @@ def test_a_report_written_for_sharing_is_not_private(tmp_path, orch, umask):
     out = tmp_path / "share.html"
     assert orch("report", "-o", out, cwd=repo).rc == 0
     assert mode(out) == 0o640
+
+
+def test_a_log_is_never_opened_through_a_link_a_fifo_or_a_hard_link(tmp_path):
+    import os
+
+    from orchestrate.atomic import open_log
+    theirs = tmp_path / "theirs.txt"
+    theirs.write_text("keep\n")
+    log = tmp_path / "run" / "attempt-2.log"
+    log.parent.mkdir()
+    plants = {"link": lambda: log.symlink_to(theirs), "hard link": lambda: os.link(theirs, log),
+              "fifo": lambda: os.mkfifo(log)}
+    for what, plant in plants.items():
+        for append in (False, True):
+            plant()
+            with open_log(log, append=append) as fh:
+                fh.write(b"log\n")
+            assert log.read_bytes() == b"log\n" and not log.is_symlink(), (what, append)
+            log.unlink()
+    assert theirs.read_text() == "keep\n"
+    with open_log(log) as fh:
+        fh.write(b"one\n")
+    with open_log(log, append=True) as fh:
+        fh.write(b"two\n")
+    assert log.read_bytes() == b"one\ntwo\n"

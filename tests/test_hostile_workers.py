@@ -620,3 +620,18 @@ def test_a_program_planted_in_the_recorders_git_dir_is_put_back_before_a_person_
     RepoDir(repo / ".ledger").git("checkout", "HEAD", "--", "config.yaml")  # as a person following a hint
     RepoDir(repo / ".ledger").git("status")
     assert not mark.exists(), "a program planted in the recorder's git dir ran"
+
+
+def test_links_a_worker_plants_in_its_run_folder_are_never_written_through(tmp_path, orch, mode):
+    """The run folder is the worker's to write (in the sandbox too); the runner, outside the sandbox, writes
+    its evaluator log and its next attempt's log there. A link at either name is replaced, not followed."""
+    outside = tmp_path / "tool"
+    outside.write_text("the user's own file\n")
+    worker = (f'run=$(dirname "$ORCH_RETURN")\nln -sf "{outside}" "$run/evaluators-$ORCH_ATTEMPT.log"\n'
+              f'ln -sf "{outside}" "$run/attempt-$((ORCH_ATTEMPT+1)).log"\necho a > a.txt\n')
+    text = dag(mode, "{name: show, run: 'cat a.txt; exit 1'}").replace("max_attempts: 1", "max_attempts: 2")
+    repo = campaign_repo(tmp_path, text, "#!/bin/sh\n" + worker)
+    result = orch("run", cwd=repo)
+    assert result.rc in (1, 75), result.out + result.err
+    assert outside.read_text() == "the user's own file\n"
+    assert "node A attempt 2" in (repo / ".scratch/runs/hostile/A/attempt-2.log").read_text()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from orchestrate import proc, reaping
+from orchestrate import atomic, proc, reaping
 from orchestrate.errors import ProcError
 
 FREEZE_KINDS = {
@@ -134,7 +134,7 @@ class LocalExecutor:
             req = self.queue.pop(0)
             req.log.parent.mkdir(parents=True, exist_ok=True)
             req.return_file.unlink(missing_ok=True)
-            handle = req.log.open("ab")
+            handle = atomic.open_log(req.log, append=True)  # in the run folder the worker may write
             handle.write(f"# orchestrate: node {req.node} attempt {req.attempt}: {req.command}\n".encode())
             handle.flush()
             try:
