@@ -635,3 +635,14 @@ def test_links_a_worker_plants_in_its_run_folder_are_never_written_through(tmp_p
     assert result.rc in (1, 75), result.out + result.err
     assert outside.read_text() == "the user's own file\n"
     assert "node A attempt 2" in (repo / ".scratch/runs/hostile/A/attempt-2.log").read_text()
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_change_hidden_from_git_by_an_index_flag_fails_the_attempt(tmp_path, orch, mode, flag):
+    """The evaluator reads the worktree, the merge takes the commit: a flag that makes git pass over the
+    file would let the evaluator pass on content that is never merged."""
+    worker = f'echo bad > a.txt\ngit add a.txt\ngit commit -qm bad\necho good > a.txt\ngit update-index {flag} a.txt\n'
+    repo, baseline, result = run(tmp_path, orch, worker, mode, "{name: good, run: 'grep -qx good a.txt'}")
+    text = result.out + result.err
+    assert "the worker flagged a.txt in its index (assume-unchanged or skip-worktree)" in text, text
+    assert "a.txt" not in campaign_tree(repo)

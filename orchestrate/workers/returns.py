@@ -46,6 +46,14 @@ def _foreign_head(worktree: Path, branch: str) -> str | None:
     return text.removeprefix("ref: ") or "nothing"
 
 
+def _hidden(path: Path) -> str:
+    """The paths the index marks assume-unchanged (a lower-case tag) or skip-worktree (`S`): git's status and
+    add pass over them, so the worktree the gates judge could hold what the commit does not. '' if none."""
+    tagged = [entry for entry in git.git(path, "ls-files", "-v", "-z").stdout.split("\0")
+              if entry[:1].islower() or entry[:1] == "S"]
+    return ", ".join(entry[2:] for entry in tagged[:3]) + (f" and {len(tagged) - 3} more" if len(tagged) > 3 else "")
+
+
 def _settle(ctx, outcome) -> None:
     """The attempt's own worktree: objects brought in, leftovers committed, head read, freeze or LANDED."""
     ns = ctx.campaign.nodes[outcome.node]
@@ -75,6 +83,11 @@ def _settle(ctx, outcome) -> None:
         lock.unlink(missing_ok=True)
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worker left git's index.lock behind "
                 "(a git command it started was killed or is still running); its attempt failed")
+        return
+    if path.exists() and (hidden := _hidden(path)):
+        fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worker flagged {hidden} in its index "
+                     "(assume-unchanged or skip-worktree), which hides the file's content from git: what its "
+                     "evaluators read would not be what is merged; its attempt failed")
         return
     if path.exists() and git.has_changes(path):
         ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})
