@@ -69,17 +69,22 @@ def _journal(ledger: Path, topic: str) -> list[dict]:
 
 
 def _plan(repo: Path, topic: str, entries: list[dict]) -> dict:
-    plan: dict[str, dict] = {}
+    """What the stand-in does for node/k: the k-th recorded attempt of the node that returned. An attempt
+    cut off by the runner's death has no result (`resume` ran it again as the next attempt), and the
+    replay's runs are never cut, so its attempts are numbered as the returned ones alone."""
+    runs: dict[tuple[str, int], list] = {}
     for e in entries:
         c = e["context"]
         if e["kind"] == "result" and c.get("effect") == "worker-start":
-            key = f"{c['node']}/{c['attempt']}"
-            step = plan.setdefault(key, {"runs": []})
-            step["runs"].append({"rc": c["rc"], "freeze": c.get("freeze"), "freeze_error": c.get("freeze_error")})
-    for key, step in plan.items():
-        node, attempt = key.split("/")
-        branch = branch_name(topic, node, int(attempt))
-        step["tree"] = git.out(repo, "rev-parse", f"refs/heads/{branch}^{{tree}}")
+            runs.setdefault((c["node"], int(c["attempt"])), []).append(
+                {"rc": c["rc"], "freeze": c.get("freeze"), "freeze_error": c.get("freeze_error")})
+    plan: dict[str, dict] = {}
+    ordinal: dict[str, int] = {}
+    for (node, attempt), node_runs in sorted(runs.items()):
+        ordinal[node] = ordinal.get(node, 0) + 1
+        branch = branch_name(topic, node, attempt)
+        plan[f"{node}/{ordinal[node]}"] = {"runs": node_runs,
+                                           "tree": git.out(repo, "rev-parse", f"refs/heads/{branch}^{{tree}}")}
     return plan
 
 
