@@ -35,12 +35,17 @@ def is_glob(token: str) -> bool:
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's Cc category is exactly these two ranges
 
 
+_BRACES = re.compile(r"\{[^{}/]*,[^{}/]*\}")
+
+
 def dialect_note(token: str) -> str | None:
     """Where `token` means here (git's wildmatch) what another glob dialect reads otherwise: one sentence on
     how it is read, for `validate` to say; None for a token every dialect reads alike."""
-    if not is_glob(token):
-        return None
     notes = []
+    if _BRACES.search(token):  # a literal name to git, glob or not
+        notes.append("braces are literal (a shell would expand `{a,b}` into two names: list each as a token)")
+    if not is_glob(token):
+        return f"`{token}` is read as git reads it: " + notes[0] if notes else None
     if "[^" in token:
         notes.append("`[^...]` negates, as `[!...]` does (Python's fnmatch would match a `^` there)")
     if _CLASS_NAME.search(token):
