@@ -12,7 +12,7 @@ class ExitCode(IntEnum):
     CONCURRENCY = 4  # another runner holds the campaign, or the recorder moved under us
     INTERNAL = 70  # a bug
     PAUSED = 75  # waiting at a human seam
-    INTERRUPTED = 130  # Ctrl-C; state is saved
+    INTERRUPTED = 130  # Ctrl-C, or SIGTERM to a runner (engine/terminate.py); state is saved
 
 
 class OrchestrateError(Exception):

@@ -142,3 +142,18 @@ def test_a_topic_cannot_run_twice(six, orch):
     assert orch("run", cwd=six).rc == 75
     again = orch("run", cwd=six)
     assert again.rc == 2 and "campaign/six already exists" in again.err
+
+
+def test_running_a_closed_topic_again_says_what_its_campaign_waits_for(six, orch):
+    assert orch("run", cwd=six).rc == 75  # closed, waiting at final acceptance: not ended
+    waiting = orch("run", cwd=six)
+    assert waiting.rc == 2 and "campaign/six already exists and waits at final acceptance" in waiting.err
+    assert "orchestrate decide final-acceptance accept --topic six" in waiting.err
+    assert "orchestrate status --topic six" in waiting.err and "choose another topic" not in waiting.err
+    assert orch("decide", "final-acceptance", "reject", "--note", "not yet", cwd=six).rc == 0
+    refused = orch("run", cwd=six)
+    assert refused.rc == 2 and "refused at final acceptance" in refused.err
+    assert "orchestrate abandon --topic six" in refused.err
+    assert orch("abandon", "--topic", "six", "--note", "superseded", cwd=six).rc == 0
+    ended = orch("run", cwd=six)
+    assert ended.rc == 2 and "campaign/six already exists (choose another topic with --topic)" in ended.err

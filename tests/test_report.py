@@ -187,6 +187,7 @@ def test_the_demo_report_is_written_at_close_and_renders(tmp_path, orch):
 def test_a_report_of_every_edge_kind_and_status_renders(tmp_path, site, orch):
     repo = rich_campaign(tmp_path, site, orch)
     out = tmp_path / "out" / "rich.html"
+    out.parent.mkdir()  # -o writes into a folder that exists; it creates none
 
     result = orch("report", "--topic", "rich", "-o", out, cwd=repo)
 

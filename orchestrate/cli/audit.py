@@ -12,7 +12,8 @@ from orchestrate.errors import ExitCode, UsageError
 
 @cli.command()
 @click.argument("node")
-@click.option("--topic", help="Campaign topic (default: the one in flight, else the only one).")
+@click.option("--topic", help="Campaign topic (default: as for `status`, the one in flight or paused; "
+                               "when every one has ended, the newest; several: listed).")
 @json_option
 def why(node: str, topic: str | None, as_json: bool) -> int:
     """Why NODE is in the campaign: the lineage of its newest merge, read from the journal.
@@ -31,16 +32,17 @@ def why(node: str, topic: str | None, as_json: bool) -> int:
     Exit codes:
       0  the lineage holds
       1  a lineage rule is broken (each is printed)
-      2  unknown campaign or node
+      2  unknown campaign or node, no campaign started, or several in flight or paused and no
+         --topic (listed, newest first)
     """
     import re
 
     from orchestrate import git
-    from orchestrate.recorder import provenance
+    from orchestrate.recorder import provenance, topics
     from orchestrate.recorder.journal import Recorder
-    from orchestrate.recorder.locate import pick_topic, project
+    from orchestrate.recorder.locate import project
     layout = project(Path.cwd())
-    name = pick_topic(layout, topic, any_state=True)
+    name = topics.pick(layout.ledger, topic, newest_ended=True)
     entries = Recorder(layout.ledger, name).read()
     if not entries:
         raise UsageError(f"no campaign `{name}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
@@ -60,7 +62,8 @@ def why(node: str, topic: str | None, as_json: bool) -> int:
 
 
 @cli.command()
-@click.option("--topic", help="Campaign topic (default: the one in flight, else the only one).")
+@click.option("--topic", help="Campaign topic (default: as for `status`, the one in flight or paused; "
+                               "when every one has ended, the newest; several: listed).")
 @json_option
 def doctor(topic: str | None, as_json: bool) -> int:
     """Audit a campaign's journal, read-only: every entry has the eight provenance fields (id, seq,
@@ -81,12 +84,14 @@ def doctor(topic: str | None, as_json: bool) -> int:
     Exit codes:
       0  the journal is clean
       1  a problem was found (each is printed)
-      2  unknown campaign
+      2  unknown campaign, no campaign started, or several in flight or paused and no --topic
+         (listed, newest first)
     """
     from orchestrate.recorder import doctor as audit
-    from orchestrate.recorder.locate import pick_topic, project
+    from orchestrate.recorder import topics
+    from orchestrate.recorder.locate import project
     layout = project(Path.cwd())
-    name = pick_topic(layout, topic, any_state=True)
+    name = topics.pick(layout.ledger, topic, newest_ended=True)
     journal = layout.ledger / "state" / name / "journal.jsonl"
     if not journal.is_file():
         raise UsageError(f"no campaign `{name}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")

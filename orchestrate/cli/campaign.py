@@ -94,7 +94,8 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
       2    usage error or unusable input (no DAG file, an unresolvable base); nothing was written
       4    another runner holds the campaign
       75   paused at a human seam (`orchestrate decide` answers it)
-      130  interrupted (`orchestrate resume` continues)
+      130  interrupted by Ctrl-C or SIGTERM: workers stopped, state saved (`orchestrate resume`
+           continues)
     """
     from orchestrate.engine.runner import run_campaign
     return run_campaign(Path.cwd(), dag_path, topic=topic, mode=mode, jobs=jobs, quiet=quiet, answers=answers,
@@ -112,7 +113,7 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
 @executor_options
 def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, answers: Path | None,
            interactive: bool | None, executor) -> int:
-    """Continue a campaign after a crash, a Ctrl-C, a halt or a pause.
+    """Continue a campaign after a crash, a Ctrl-C or SIGTERM, a halt or a pause.
 
     Without --topic: the single campaign that is in flight or paused (at any seam, final acceptance
     included); with several, they are listed newest first with their states (exit 2). Rebuilds the state
@@ -131,7 +132,7 @@ def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, ans
       2    no campaign to resume, several to choose from, or an unknown topic
       4    another runner holds the campaign
       75   paused at a human seam
-      130  interrupted
+      130  interrupted by Ctrl-C or SIGTERM
     """
     from orchestrate.engine.runner import resume_campaign
     topic = _picked(topic)
@@ -324,7 +325,8 @@ def abandon(topic: str | None, as_who: str | None, note: str, quiet: bool) -> in
 @click.option("--dry-run", is_flag=True, help="List what would be removed, remove nothing.")
 @json_option
 def clean(topic: str | None, dry_run: bool, as_json: bool) -> int:
-    """Remove the worktrees and the merged node branches of ended (closed or abandoned) campaigns.
+    """Remove the worktrees and the merged node branches of ended campaigns: accepted at final
+    acceptance, or abandoned (one waiting at final acceptance, or refused there, has not ended).
 
     A node branch whose head is not merged into campaign/<topic> is kept and listed, and so is a
     worktree with uncommitted changes. campaign/<topic> itself is never touched.
@@ -337,7 +339,7 @@ def clean(topic: str | None, dry_run: bool, as_json: bool) -> int:
     \b
     Exit codes:
       0  cleaned (or nothing to clean)
-      2  --topic names a campaign still in flight
+      2  --topic names a campaign that has not ended (in flight, paused, or at final acceptance)
     """
     import json
 

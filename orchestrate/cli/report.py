@@ -11,9 +11,11 @@ from orchestrate.errors import ExitCode, UsageError
 
 
 @cli.command()
-@click.option("--topic", help="Campaign topic (default: the one in flight, else the only one).")
+@click.option("--topic", help="Campaign topic (default: as for `status`, the one in flight or paused; "
+                               "when every one has ended, the newest; several: listed).")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Where to write the HTML (default: .ledger/log/<date>-<topic>.html, beside the sketch).")
+              help="Where to write the HTML, in a folder that exists (default: .ledger/log/<date>-<topic>.html, "
+                   "beside the sketch).")
 def report(topic: str | None, output: Path | None) -> int:
     """Write the campaign's report: one self-contained HTML file (no network, no script) with the DAG
     coloured by status, a timeline of every attempt (queued, running, judging, merging; reworks and
@@ -31,14 +33,29 @@ def report(topic: str | None, output: Path | None) -> int:
     \b
     Exit codes:
       0  written
-      2  unknown campaign, or no recorder here
+      2  unknown campaign, none started, several in flight or paused and no --topic (listed,
+         newest first), no recorder here, or -o names a file that cannot be written (a folder
+         that does not exist is not created)
     """
-    from orchestrate.recorder.locate import pick_topic, project
+    from orchestrate.recorder import topics
+    from orchestrate.recorder.locate import project
     from orchestrate.report import html
+    if output is not None:
+        _check_output(output)
     layout = project(Path.cwd())
-    path = html.write(layout, pick_topic(layout, topic, any_state=True), output)
+    path = html.write(layout, topics.pick(layout.ledger, topic, newest_ended=True), output)
     click.echo(str(path))
     return ExitCode.OK
+
+
+def _check_output(output: Path) -> None:
+    """-o in a folder that is not there is refused, not created: a typo in the path would otherwise leave
+    a tree of folders behind, and the report where nobody looks."""
+    folder = output.parent
+    if not folder.exists():
+        raise UsageError(f"{output}: no folder {folder}", hint="create it first, or pass -o in a folder that exists")
+    if not folder.is_dir():
+        raise UsageError(f"{output}: {folder} is not a folder", hint="pass -o FILE in a folder")
 
 
 @cli.command()

@@ -2,8 +2,9 @@
 
 Before a state runs, a DAG a person edited since it was last approved opens the dag-amendment seam
 instead (amend.edited says where that is checked); nothing uses the edit until it is accepted there.
-It stops at a terminal state (HALT, SEAM). Ctrl-C kills every worker's process group, records the
-interruption and exits 130; `orchestrate resume` continues from the journal.
+It stops at a terminal state (HALT, SEAM). Ctrl-C (and SIGTERM, which engine/terminate.py turns into
+one) kills every worker's process group, records the interruption and exits 130; `orchestrate resume`
+continues from the journal.
 """
 from __future__ import annotations
 

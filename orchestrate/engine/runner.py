@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 from orchestrate import git
 from orchestrate.engine.context import Context
 from orchestrate.engine.loop import drive
+from orchestrate.engine.terminate import like_ctrl_c
 from orchestrate.errors import Concurrency, Halted, UsageError
 from orchestrate.recorder import topics
 from orchestrate.recorder.campaign import Campaign
 from orchestrate.recorder.journal import Recorder
-from orchestrate.recorder.locate import load, project
+from orchestrate.recorder.locate import load, peek, project
 from orchestrate.recorder.lock import CampaignLock, runs_workers
 from orchestrate.recorder.paths import Layout
 from orchestrate.report.live import Reporter
@@ -50,6 +51,7 @@ def read_answers(path: Path | None) -> dict:
     return {k: list(v) if isinstance(v, list) else v for k, v in data.items()}
 
 
+@like_ctrl_c
 def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: str | None, jobs: int | None,
                  quiet: bool, answers: Path | None = None, executor: Choice | None = None,
                  interactive: bool | None = None, schedule: str | None = None) -> int:
@@ -84,6 +86,7 @@ def _refuse_bad_settings(layout) -> None:
         raise UsageError(f"{found[0]}{more}", hint="fix config.yaml, then resume")
 
 
+@like_ctrl_c
 def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int | None, quiet: bool,
                     answers: Path | None = None, executor: Choice | None = None,
                     interactive: bool | None = None) -> int:
@@ -182,6 +185,7 @@ def _stopped_in(recorder: Recorder, end: str) -> str:
     return end
 
 
+@like_ctrl_c
 def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str | None, note: str,
            quiet: bool, edge: str | None = None) -> int:
     """Record an answer to the open seam; final acceptance completes the campaign at once."""
@@ -321,11 +325,24 @@ def _topic_of(dag_file: Path, topic: str | None, root: Path) -> str | None:
 
 
 def _refuse_reuse(layout: Layout, topic: str) -> None:
-    """A topic names one campaign: refuse to start it twice (nothing is written yet)."""
+    """A topic names one campaign: refuse to start it twice (nothing is written yet), saying what the
+    existing one waits for (a closed campaign has not ended while final acceptance is open or refused)."""
     opened = any(e["kind"] == "open" for e in Recorder(layout.ledger, topic).read())
-    if git.branch_exists(layout.root, f"campaign/{topic}") and opened:
-        hint = (f"`orchestrate resume --topic {topic}` continues it" if topic in topics.in_flight(layout.ledger)
-                else "choose another topic with --topic")
-        raise UsageError(f"campaign/{topic} already exists", hint=hint)
+    if not (git.branch_exists(layout.root, f"campaign/{topic}") and opened):
+        return
+    if topic in topics.in_flight(layout.ledger):
+        hint = f"`orchestrate resume --topic {topic}` continues it"
+    elif topics.ended(layout.ledger, topic):
+        hint = "choose another topic with --topic"
+    elif (peek(layout, topic).seam or {}).get("seam") == "final-acceptance":
+        raise UsageError(f"campaign/{topic} already exists and waits at final acceptance",
+                         hint=f"answer it: `orchestrate decide final-acceptance accept --topic {topic} "
+                              f"--note \"...\"`, or reject; `orchestrate status --topic {topic}` shows it; --topic NEW "
+                              "starts another campaign")
+    else:
+        raise UsageError(f"campaign/{topic} already exists and was refused at final acceptance",
+                         hint=f"`orchestrate status --topic {topic}` shows why; `orchestrate abandon --topic {topic} "
+                              "--note WHY` ends it; --topic NEW starts another campaign")
+    raise UsageError(f"campaign/{topic} already exists", hint=hint)
 
 

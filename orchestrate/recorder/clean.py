@@ -1,9 +1,10 @@
 """`orchestrate clean`: remove what ended campaigns left in the project (worktrees, node branches).
 
-Only campaigns the recorder says have ended (closed or abandoned). A node branch goes only when its head
-is merged into the campaign's branch; every other one is kept, and said so, because its head is
-recorded nowhere else. A worktree with uncommitted changes is kept too (a pooled spare is not a node's:
-it always goes).
+Only campaigns that have ended (accepted at final acceptance, or abandoned: `topics.ended`, the rule status
+and abandon use); one that waits at final acceptance, or was refused there, has not. A node branch goes
+only when its head is merged into the campaign's branch; every other one is kept, and said so, because
+its head is recorded nowhere else. A worktree with uncommitted changes is kept too (a pooled spare is
+not a node's: it always goes).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def ended(layout: Layout, topic: str | None) -> list[str]:
     marks = topics.lifecycle(layout.ledger)
     cut = _uncommitted(layout.ledger)
     if topic is None:
-        return sorted(t for t, mark in marks.items() if mark == "close" and t not in cut)
+        return sorted(t for t in marks if t not in cut and topics.ended(layout.ledger, t))
     if topic in cut:  # an `abandon` killed before its commit: what its journal says has not happened
         raise UsageError(f"campaign {topic}'s journal holds entries the recorder has not committed (a command "
                          "was cut off)", hint=f"run it again (`orchestrate abandon --topic {topic} --note WHY`), "
@@ -42,6 +43,11 @@ def ended(layout: Layout, topic: str | None) -> list[str]:
     if marks.get(topic) != "close":
         raise UsageError(f"campaign {topic} is still in flight: clean removes only what ended campaigns left",
                          hint=f"`orchestrate abandon --topic {topic} --note WHY` ends it first")
+    if not topics.ended(layout.ledger, topic):  # its branches are what a person is asked to accept
+        raise UsageError(f"campaign {topic} has not ended: it waits at final acceptance, or was refused there; clean "
+                         "removes only what ended campaigns left",
+                         hint=f"`orchestrate decide final-acceptance accept --topic {topic}` accepts it (while it "
+                              f"waits), `orchestrate abandon --topic {topic} --note WHY` ends it")
     return [topic]
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from orchestrate import git
 from orchestrate.errors import UsageError
-from orchestrate.recorder import segments, topics
+from orchestrate.recorder import segments
 from orchestrate.recorder.campaign import Campaign, apply
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.paths import Layout
@@ -45,20 +45,6 @@ def peek(layout: Layout, topic: str) -> Campaign:
     if not lines:
         raise UsageError(f"no campaign `{topic}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
     return checkpoints.restore(layout.checkpoints(topic), topic, lines, lambda _message: None)[0]
-
-
-def pick_topic(layout: Layout, topic: str | None, *, any_state: bool = False) -> str:
-    if topic:
-        return topic
-    flying = topics.in_flight(layout.ledger)
-    if len(flying) == 1:
-        return flying[0]
-    if len(flying) > 1:
-        raise UsageError(f"several campaigns are in flight: {', '.join(flying)}", hint="pass --topic")
-    known = topics.lifecycle(layout.ledger)
-    if any_state and known:
-        return next(iter(known))
-    raise UsageError("no campaign is in flight", hint="start one with `orchestrate run`")
 
 
 def checkout(cwd: Path) -> Path:

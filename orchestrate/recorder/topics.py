@@ -57,10 +57,11 @@ def open_topics(ledger: Path) -> list[str]:
     return sorted(t for t in lifecycle(ledger) if not ended(ledger, t))
 
 
-def pick(ledger: Path, topic: str | None) -> str:
+def pick(ledger: Path, topic: str | None, *, newest_ended: bool = False) -> str:
     """The one rule `resume`, `status` and `decide` use without --topic: the single campaign that has not
     ended. None: UsageError saying how to start one; several: UsageError listing them, newest first, with
-    their states, to choose from."""
+    their states, to choose from. `newest_ended` (the commands that only read: `status`, `report`,
+    `doctor`, `why`): when every campaign has ended, the newest, since there is then nothing to confuse."""
     from orchestrate.errors import UsageError
     if topic:
         return topic
@@ -68,13 +69,15 @@ def pick(ledger: Path, topic: str | None) -> str:
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
-        if lifecycle(ledger):
+        if known := lifecycle(ledger):
+            if newest_ended:
+                return max(known, key=lambda t: (opened(ledger, t), t))
             raise UsageError("no campaign is in flight or paused (every one has ended)",
                              hint="`orchestrate status --topic T` shows an ended one; `orchestrate run` starts another")
         raise UsageError("no campaign has been started here",
                          hint="`orchestrate run` starts one from .ledger/state/dag.yaml (`orchestrate init` writes a "
                               "starter plan)")
-    listed = "\n".join(f"  {t}: {state}, opened {opened}" for t, state, opened in described(ledger, candidates))
+    listed = "\n".join(f"  {t}: {state}, opened {when}" for t, state, when in described(ledger, candidates))
     raise UsageError(f"{len(candidates)} campaigns are in flight or paused; pass --topic with one of them "
                      f"(newest first):\n{listed}")
 
@@ -86,12 +89,16 @@ def described(ledger: Path, names: list[str]) -> list[tuple[str, str, str]]:
     layout = Layout(ledger.parent)
     rows = []
     for name in names:
-        try:
-            opened = json.loads(segments.first_line(ledger / "state" / name / "journal.jsonl")).get("created_at", "")
-        except (OSError, ValueError, AttributeError):
-            opened = ""
         c = peek(layout, name)
         state = c.state + (f" at seam {c.seam['seam']}" if c.seam else "") + (f" ({c.halt.splitlines()[0]})"
                                                                               if c.state == "HALT" and c.halt else "")
-        rows.append((name, state, opened or "?"))
+        rows.append((name, state, opened(ledger, name) or "?"))
     return sorted(rows, key=lambda r: (r[2], r[0]), reverse=True)
+
+
+def opened(ledger: Path, topic: str) -> str:
+    """When the campaign was opened (its first entry's created_at, UTC, so it sorts); "" when unreadable."""
+    try:
+        return json.loads(segments.first_line(ledger / "state" / topic / "journal.jsonl")).get("created_at", "")
+    except (OSError, ValueError, AttributeError):
+        return ""

@@ -87,15 +87,24 @@ def default_path(data: Data) -> Path:
 
 def write(layout: Layout, topic: str, out: Path | None = None, *, jobs: int | None = None) -> Path:
     """Render the report of `topic` and write it (atomically) to `out` or beside the sketch. `jobs`, the
-    run's worker slots, bounds the makespan when the journal does not record them."""
+    run's worker slots, bounds the makespan when the journal does not record them. The folder beside the
+    sketch is made when missing; `out`'s is the caller's to check (`report -o` refuses a missing one)."""
     from orchestrate.atomic import write_atomic
+    from orchestrate.errors import UsageError
     data = collect(layout, topic)
     if jobs is not None:
         data.jobs = jobs
-    path = out if out is not None else default_path(data)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, render(data, path.parent))
-    return path
+    if out is None:
+        path = default_path(data)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, render(data, path.parent))
+        return path
+    try:
+        write_atomic(out, render(data, out.parent))
+    except OSError as exc:  # a place the person named (read-only, /proc, no permission): their input, not a bug
+        raise UsageError(f"{out}: cannot write the report there: {exc.strerror or exc}",
+                         hint="pass -o FILE in a folder you can write to") from None
+    return out
 
 
 def refresh(layout: Layout, topic: str) -> Path | None:

@@ -16,10 +16,11 @@ RESTING = ("PAUSE", "HALT", "DONE")  # states a runner leaves the campaign in wh
 
 def show(cwd: Path, topic: str | None, as_json: bool) -> str:
     """The text `orchestrate status` prints; also reached without the CLI framework (see entry.py)."""
+    from orchestrate.recorder import topics
     from orchestrate.recorder.locate import peek, project
     layout = project(cwd)
     known = campaigns(layout.ledger)
-    chosen = topic or _primary(layout.ledger, known)
+    chosen = topics.pick(layout.ledger, topic, newest_ended=True)
     data = summary(peek(layout, chosen))
     data["runner"] = runner(layout.scratch / "locks", chosen, data["state"], data["closed"])
     data["last_entry"] = _last_entry_time(layout.journal(chosen))
@@ -46,15 +47,6 @@ def campaigns(ledger: Path) -> list[dict]:
               "opened": _first_entry_time(ledger / "state" / t / "journal.jsonl")}
              for t, mark in topics.lifecycle(ledger).items()]
     return sorted(found, key=lambda c: (c["opened"], c["topic"]), reverse=True)
-
-
-def _primary(ledger: Path, known: list[dict]) -> str:
-    """The rule `resume` and `decide` use (the single campaign in flight or paused; several: a list to
-    choose from); when every campaign has ended, the newest."""
-    from orchestrate.recorder import topics
-    if known and not topics.open_topics(ledger):
-        return known[0]["topic"]
-    return topics.pick(ledger, None)
 
 
 def usage(journal: Path) -> dict | None:

@@ -1,0 +1,81 @@
+"""SIGTERM stops `orchestrate run` as Ctrl-C does (engine/terminate.py): the workers' groups are stopped,
+the interruption is recorded, the runner exits 130, and `resume` goes on. Before, the runner died at once
+(-15) and an unsandboxed worker ran on, adopted by init."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.engine_helpers import campaign_repo, journal
+
+ORCH = [sys.executable, "-c", "import sys; from orchestrate.cli.main import main; sys.exit(main())"]
+# The first attempt says it has started (its pid, in a marker outside the repository) and waits to be
+# stopped; once the marker is there, an attempt does its work.
+WORKER = r"""#!/bin/sh
+set -eu
+if [ -e "{mark}" ]; then
+  mkdir -p out && echo done > out/one.txt
+  exit 0
+fi
+echo $$ > "{mark}.tmp" && mv "{mark}.tmp" "{mark}"
+exec sleep 600
+"""
+DAG = """\
+topic: term
+workers: {sh: "./work.sh"}
+defaults: {max_attempts: 3, timeout: 900, sandbox: none}
+nodes:
+  - {id: one, title: one, depends_on: [], file_surface: [out/], discipline: sh}
+"""
+
+
+def _running(pid: int) -> bool:
+    """The process is there and not a zombie waiting to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _wait_for(path: Path, runner: subprocess.Popen) -> None:
+    """Until the worker has written its marker (an event, not a delay); a runner that ends first fails."""
+    deadline = time.monotonic() + 120
+    while not path.exists():
+        assert runner.poll() is None, runner.communicate()
+        assert time.monotonic() < deadline, "the worker never started"
+        time.sleep(0.05)
+
+
+def test_sigterm_stops_the_workers_records_the_interruption_and_resume_goes_on(tmp_path, orch):
+    mark = tmp_path / "started"
+    repo = campaign_repo(tmp_path, DAG, WORKER.replace("{mark}", str(mark)))
+    runner = subprocess.Popen(ORCH + ["run", "--no-interactive"], cwd=repo, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    worker = None
+    try:
+        _wait_for(mark, runner)
+        worker = int(mark.read_text())
+        assert _running(worker)
+        runner.send_signal(signal.SIGTERM)  # the runner alone, as `kill PID` or a CI timeout sends it
+        out, err = runner.communicate(timeout=120)
+        assert runner.returncode == 130, (runner.returncode, out, err)
+        # in AWAIT, or still in DISPATCH when the worker was quicker than the runner's next step
+        assert re.search(r"interrupted in [A-Z_]+; workers stopped", err) and "Traceback" not in err, err
+        assert not _running(worker), "the worker outlived its runner"
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+        if worker is not None and _running(worker):
+            os.kill(worker, signal.SIGKILL)
+    assert journal(repo, "term")[-1]["kind"] == "interrupt"
+    resumed = orch("resume", "--no-interactive", cwd=repo)
+    assert resumed.rc == 75, resumed.err  # went on to the end: the final-acceptance seam
+    assert "paused at seam final-acceptance" in resumed.out + resumed.err
+    assert repo.git("show", "campaign/term:out/one.txt") == "done"
