@@ -105,3 +105,11 @@ def test_every_command_has_help(orch):
                     "demo", "replay"]:
         result = orch(command, "--help")
         assert result.rc == 0 and "Usage" in result.out, command
+
+
+def test_a_bad_topic_option_is_blamed_on_the_option_not_the_dag(demo, orch):
+    for command in ("run", "validate"):
+        done = orch(command, "--dag", demo, "--topic", "Bad/Topic", cwd=demo.parent)
+        assert done.rc == 2, (command, done.out, done.err)
+        assert done.err.startswith("orchestrate: error: --topic: `Bad/Topic` is not a valid topic"), done.err
+        assert "dag.yaml" not in done.err and "DERIVE" not in done.out

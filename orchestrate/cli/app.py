@@ -86,6 +86,19 @@ def dag_option(f):
                         help="DAG file (default: .ledger/state/dag.yaml of the current repository).")(f)
 
 
+def new_topic_option(f):
+    """--topic naming the campaign a DAG opens (run, validate): checked here, so that a bad one is blamed
+    on the option, not on the DAG file that does not hold it."""
+    def check(_ctx, _param, value: str | None) -> str | None:
+        from orchestrate.dag.schema import topic_problem
+        from orchestrate.errors import UsageError
+        if value is not None and (problem := topic_problem(value)):
+            raise UsageError(f"--topic: {problem}", hint="topics name a branch, campaign/<topic>: e.g. --topic api-v2")
+        return value
+    return click.option("--topic", callback=check,
+                        help="Campaign topic (default: the DAG's `topic:`, else the file's stem).")(f)
+
+
 def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(f)
 

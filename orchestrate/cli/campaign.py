@@ -14,6 +14,7 @@ from orchestrate.cli.app import (
     edge_answer_options,
     executor_options,
     json_option,
+    new_topic_option,
     seams_help,
 )
 from orchestrate.errors import ExitCode
@@ -50,7 +51,7 @@ def init() -> int:
 
 @cli.command()
 @dag_option
-@click.option("--topic", help="Campaign topic (default: the DAG's `topic:`, else the file's stem).")
+@new_topic_option
 @click.option("--mode", type=click.Choice(["interactive", "autonomous"]), help="Override the DAG's mode.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
 @click.option("--schedule", type=click.Choice(["eager", "layered"]),

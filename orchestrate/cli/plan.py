@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from orchestrate.cli.app import _json, cli, dag_option, json_option, printable, resolve_dag_path
+from orchestrate.cli.app import _json, cli, dag_option, json_option, new_topic_option, printable, resolve_dag_path
 from orchestrate.errors import ExitCode, UsageError
 
 
 @cli.command()
 @dag_option
 @json_option
-@click.option("--topic", help="Campaign topic (default: the DAG's `topic:`, else the file's stem).")
+@new_topic_option
 def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
     """Check the DAG against every rule of its contract, and .ledger/config.yaml, and list all problems
     at once.
