@@ -160,7 +160,7 @@ def test_queued_nodes_are_not_attempts_after_an_interrupt(tmp_path, orch, monkey
         assert _status(repo, orch)["B"] == ("PENDING", 0)  # says so at once, not "worker running"
     else:  # the dead runner's record: B was queued, never started
         row = next(ln for ln in orch("status", "--topic", "env", cwd=repo).out.splitlines() if " B " in ln)
-        assert "queued for a --jobs slot" in row and "worker running" not in row, row
+        assert "queued for a --jobs slot when its runner stopped" in row and "worker running" not in row, row
     (marks / "fast").touch()
     monkeypatch.setenv("MARKS", str(marks))
     done = orch("resume", "--no-interactive", "--topic", "env", cwd=repo)

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from orchestrate.report.status import render
 from tests.engine_helpers import campaign_repo
 
@@ -30,17 +32,18 @@ def status(orch, repo: Path, *args: str) -> tuple[str, dict]:
     return text.out, json.loads(orch("status", "--json", *args, cwd=repo).out)
 
 
-def test_layers_are_counted_from_0_in_the_header_rows_reasons_and_json(tmp_path, orch):
+@pytest.mark.parametrize("schedule", ["layered", "eager"])
+def test_layers_are_counted_from_0_in_the_header_rows_reasons_and_json(tmp_path, orch, schedule):
     repo = campaign_repo(tmp_path, TWO_LAYERS.format(topic="count"), STRAY)
-    assert orch("run", "--quiet", "--no-interactive", cwd=repo).rc == 75
+    assert orch("run", "--quiet", "--no-interactive", "--schedule", schedule, cwd=repo).rc == 75
     text, data = status(orch, repo)
     assert data["layer"] == 0 and data["layer_count"] == 2
     header = text.splitlines()[0]
     assert ", layer 0 (layers 0-1), " in header
     rows = {n["id"]: n["layer"] for n in data["nodes"]}
     assert rows == {"A": 0, "B": 1}
-    assert re.search(r"^  L0 A ", text, re.M) and re.search(r"^  L1 B .*layer 1 starts after layer 0 is merged$",
-                                                               text, re.M)
+    why = "layer 1 starts after layer 0 is merged" if schedule == "layered" else "starts once what it depends on has merged"
+    assert re.search(r"^  L0 A ", text, re.M) and re.search(rf"^  L1 B .*{why}$", text, re.M)
     assert not re.search(r"layer 2\b", text)  # nothing counts from 1
 
 
@@ -170,3 +173,18 @@ def test_no_usage_reported_means_no_usage_line(tmp_path, orch):
     assert orch("run", "--quiet", "--no-interactive", cwd=repo).rc == 75
     text, data = status(orch, repo)
     assert data["usage"] is None and "usage reported" not in text
+
+
+def test_a_rows_reason_under_eager_says_what_the_node_is_doing_not_its_layer():
+    """Under eager a node of a later layer runs while an earlier layer is still open: its own state is the
+    reason (the layer is not), and an accepted node waiting for its merge is not 'waiting to be judged'."""
+    from orchestrate.recorder.campaign import Campaign, NodeState
+    from orchestrate.report.status import waiting_reason
+    nodes = {"A": NodeState("A", status="DISPATCHED", attempt=1, spawned=1),
+             "B": NodeState("B", status="DISPATCHED", attempt=1, spawned=1),
+             "C": NodeState("C", status="LANDED", attempt=1, head="h1", accepted_at="h1"),
+             "D": NodeState("D", status="LANDED", attempt=1, head="h2"), "E": NodeState("E")}
+    c = Campaign(topic="t", layers=[["A"], ["B", "C", "D", "E"]], k=0, schedule="eager", nodes=nodes)
+    assert [waiting_reason(c, n, 0 if n == "A" else 1) for n in "ABCDE"] == [
+        "worker running", "worker running", "accepted, waiting to be merged", "waiting to be judged",
+        "starts once what it depends on has merged"]

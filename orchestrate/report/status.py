@@ -23,6 +23,11 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
     chosen = topics.pick(layout.ledger, topic, newest_ended=True)
     data = summary(peek(layout, chosen))
     data["runner"] = runner(layout.scratch / "locks", chosen, data["state"], data["closed"])
+    if not data["runner"]["alive"]:  # what the journal says runs was cut off with its runner
+        for row in data["nodes"]:
+            if row["waiting"] in ("worker running", "queued for a --jobs slot"):
+                row["waiting"] = f"{row['waiting'].replace('worker running', 'was running')} when its runner " \
+                                 "stopped: `orchestrate resume` runs it again"
     data["last_entry"] = _last_entry_time(layout.journal(chosen))
     data["others"] = [c for c in known if c["topic"] != chosen]
     data["usage"] = usage(layout.journal(chosen))
@@ -154,8 +159,6 @@ def waiting_reason(c: Campaign, node: str, k: int) -> str:
         return f"stale premise: {s.feedback}"
     if s.status == "REWORK":
         return f"gate failed: {s.feedback.splitlines()[0] if s.feedback else ''}"
-    if k > c.k:
-        return f"layer {k} starts after layer {c.k} is merged"
     if s.env_error:
         return f"stopped by the environment: {s.env_error.splitlines()[0]}"
     if s.status == "DISPATCHED" and s.freeze:
@@ -163,8 +166,12 @@ def waiting_reason(c: Campaign, node: str, k: int) -> str:
     if s.status == "DISPATCHED":
         return "worker running" if s.spawned >= s.attempt else "queued for a --jobs slot"
     if s.status == "LANDED":
-        return "waiting to be judged" + (
-            "; its merge will conflict (see below)" if c.probes.get(node, {}).get("clean") is False else "")
+        conflict = "; its merge will conflict (see below)" if c.probes.get(node, {}).get("clean") is False else ""
+        judged = s.accepted_at and s.accepted_at == s.head
+        return ("accepted, waiting to be merged" if judged else "waiting to be judged") + conflict
+    if k > c.k:  # under eager, a node starts once its own sources settle, whatever layer the rest is in
+        return (f"layer {k} starts after layer {c.k} is merged" if c.schedule == "layered"
+                else "starts once what it depends on has merged")
     return ""
 
 
