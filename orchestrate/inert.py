@@ -11,8 +11,9 @@ files (no process): their names are what `.gitattributes` or `info/attributes` c
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
+
+from orchestrate import git_config
 
 # The built-in diff, spelled as an external one: an empty diff.external is an error, and a planted one
 # would run in every `git diff` that prints a patch. It runs git (ours, inert by the inherited variables)
@@ -40,10 +41,6 @@ _FIXED = (
 )
 # The built-in three-way text merge, spelled as a driver: what a path gets when its driver is neutralised.
 TEXT_MERGE = "git merge-file --marker-size=%L %A %O %B"
-_SECTION = re.compile(r'^\s*\[\s*(filter|diff|merge)\s+"((?:[^"\\]|\\.)*)"\s*\]', re.M | re.I)
-_OLD_SECTION = re.compile(r"^\s*\[\s*(filter|diff|merge)\.([^\]\s]+)\s*\]", re.M | re.I)
-_UNESCAPE = re.compile(r"\\(.)")
-_INCLUDE = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.M)
 _cache: dict[tuple, tuple[set[tuple[str, str]], tuple]] = {}  # config stamp -> (drivers, included files' stamps)
 
 
@@ -79,34 +76,16 @@ def _drivers(repo: Path) -> set[tuple[str, str]]:
     files = _config_files(repo)
     key = config_stamp(repo, files)
     # A file the config includes (`include.path = ~/.gitconfig.local`) may be where a driver is planted
-    # ($HOME is writable in the sandbox): a cached scan stands only while every file it read is unchanged.
+    # ($HOME is writable in the sandbox): a cached reading stands only while every file it read is unchanged.
     cached = _cache.get(key)
     if cached is None or any(_stamp(Path(name)) != tuple(stamp) for name, *stamp in cached[1]):
-        found: set[tuple[str, str]] = set()
         seen: set[Path] = set()
-        for f in files:
-            _scan(f, found, seen, depth=0)
+        found = {(e.section, e.subsection) for f in files for e in git_config.read(f, seen)
+                 if e.section in ("filter", "diff", "merge") and e.subsection is not None}
         if len(_cache) > 64:
             _cache.clear()
         cached = _cache[key] = (found, tuple((str(f), *_stamp(f)) for f in seen - set(files)))
     return cached[0]
-
-
-def _scan(path: Path, found: set, seen: set, depth: int) -> None:
-    if depth > 10 or path in seen:
-        return
-    seen.add(path)
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return
-    # git drops the backslash before any character in a quoted subsection: `[filter "a\\x"]` defines `ax`
-    found.update((k.lower(), _UNESCAPE.sub(r"\1", n)) for k, n in _SECTION.findall(text))
-    found.update((k.lower(), n.lower()) for k, n in _OLD_SECTION.findall(text))
-    for target in _INCLUDE.findall(text):  # include.path and includeIf.*.path: follow them all
-        target = target.strip('"')
-        included = Path(os.path.expanduser(target))
-        _scan(included if included.is_absolute() else path.parent / included, found, seen, depth + 1)
 
 
 # Every hook git may run: where a config's core.hooksPath points, each is watched (workers/fingerprint.py).
@@ -116,36 +95,29 @@ HOOK_NAMES = ("applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit
               "reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite", "sendemail-validate",
               "fsmonitor-watchman", "post-index-change", "p4-changelist", "p4-prepare-changelist",
               "p4-post-changelist", "p4-pre-submit")
-_NAMED = re.compile(r"^\s*(hookspath|excludesfile|attributesfile)\s*=\s*(.+?)\s*$", re.M | re.I)
+_NAMED = ("hookspath", "excludesfile", "attributesfile")
 
 
 def referenced(files: list[Path]) -> list[Path]:
     """What else the config `files` make git read or run: the files they include, the files their
-    core.excludesFile and core.attributesFile name, and each hook under their core.hooksPath. A key is
-    matched in any section (over-reading costs a watched file, never a missed one)."""
-    found: set = set()
+    core.excludesFile and core.attributesFile name, and each hook under their core.hooksPath."""
     seen: set[Path] = set()
+    out: list[Path] = []
     for f in files:
-        _scan(f, found, seen, depth=0)
-    out = sorted(seen - set(files))
-    for f in [*files, *out]:
-        try:
-            text = f.read_text(errors="replace")
-        except OSError:
-            continue
-        for key, value in _NAMED.findall(text):
-            named = Path(os.path.expanduser(value.strip('"')))
-            named = named if named.is_absolute() else f.parent / named
-            out += [named / hook for hook in HOOK_NAMES] if key.lower() == "hookspath" else [named]
-    return list(dict.fromkeys(out))
+        for e in git_config.read(f, seen):
+            if e.section == "core" and e.key in _NAMED and e.value:
+                named = git_config.resolved(e.value, f)
+                out += [named / hook for hook in HOOK_NAMES] if e.key == "hookspath" else [named]
+    return list(dict.fromkeys([*sorted(seen - set(files)), *out]))
 
 
-def _stamp(path: Path) -> tuple[int, int]:
+def _stamp(path: Path) -> tuple[int, ...]:
+    # the ctime and inode too: a worker can write a file at the same size and put its mtime back, not those
     try:
         st = path.stat()
     except OSError:
-        return (0, -1)
-    return (st.st_mtime_ns, st.st_size)
+        return (0, -1, 0, 0)
+    return (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
 
 
 def _config_files(repo: Path) -> list[Path]:

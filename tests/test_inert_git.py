@@ -138,7 +138,11 @@ def test_a_driver_named_with_an_escape_in_its_config_section_is_neutralised_too(
     assert not mark.exists(), "a planted filter ran inside orchestrate's git"
 
 
-def test_a_driver_planted_in_a_file_the_config_includes_is_neutralised_after_a_warm_call(tmp_path, monkeypatch):
+@pytest.mark.parametrize("include", ["[include]\n\tpath = ~/.gitconfig.local\n", "[include]\n\tPath = ~/.gitconfig.local\n",
+                                     "[include] path = ~/.gitconfig.local\n",
+                                     "[include]\n\tpath = ~/.gitconfig.local ; a comment\n",
+                                     '[includeIf "gitdir:/"]\n\tpath = "~/.gitconfig.local"\n'])
+def test_a_driver_planted_in_a_file_the_config_includes_is_neutralised_after_a_warm_call(tmp_path, monkeypatch, include):
     """$HOME is writable in the sandbox, and `include.path = ~/.gitconfig.local` is a common pattern: a driver
     written into the included file after orchestrate's git already ran there must not run in its next call
     (the drivers found were cached by the stamps of the top-level config files alone)."""
@@ -147,7 +151,7 @@ def test_a_driver_planted_in_a_file_the_config_includes_is_neutralised_after_a_w
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
-    (home / ".gitconfig").write_text("[include]\n\tpath = ~/.gitconfig.local\n[user]\n\tname = t\n\temail = t@example.com\n")
+    (home / ".gitconfig").write_text(include + "[user]\n\tname = t\n\temail = t@example.com\n")
     (home / ".gitconfig.local").write_text("")
     mark = tmp_path / "ran"
     repo = make_repo(tmp_path / "r", {"f.txt": "one\n", ".gitattributes": "* filter=x\n"})
@@ -161,3 +165,27 @@ def test_a_driver_planted_in_a_file_the_config_includes_is_neutralised_after_a_w
     git.git(repo, "checkout", "HEAD", "--", "f.txt")
     git.git(repo, "status")
     assert not mark.exists(), "a filter planted in an included file ran inside orchestrate's git"
+
+
+def test_a_driver_planted_at_the_same_size_with_the_mtime_put_back_is_still_neutralised(tmp_path):
+    """The drivers found are cached by the config files' stat data: a rewrite that keeps the size and puts
+    the mtime back must still be read again (the ctime and inode cannot be put back)."""
+    import os
+
+    mark = tmp_path / "ran"
+    repo = make_repo(tmp_path / "r", {"f.txt": "one\n", ".gitattributes": "* filter=y\n"})
+    evil = tmp_path / "e.sh"
+    evil.write_text(f'#!/bin/sh\ntouch "{mark}"\ncat\n')
+    evil.chmod(0o755)
+    config = repo / ".git" / "config"
+    planted = config.read_text() + f'[filter "y"]\n\tsmudge = {evil}\n'
+    padded = config.read_text() + "#" * (len(planted) - len(config.read_text()) - 1) + "\n"
+    config.write_text(padded)
+    git.git(repo, "status")  # warm: no driver defined yet
+    before = config.stat()
+    config.write_text(planted)
+    os.utime(config, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert config.stat().st_size == before.st_size and config.stat().st_mtime_ns == before.st_mtime_ns
+    (repo / "f.txt").write_text("two\n")
+    git.git(repo, "checkout", "HEAD", "--", "f.txt")
+    assert not mark.exists(), "a filter planted behind an unchanged size and mtime ran inside orchestrate's git"
