@@ -358,20 +358,6 @@ def files_in_commit(repo: str | Path, sha: str) -> list[str]:
     return lines(repo, "diff-tree", "--root", "--no-commit-id", "--name-only", "-r", "--no-renames", sha)
 
 
-# ---- objects from a sandboxed worker's private store ---------------------------------------------
-
-def index_pack_into(repo: str | Path, pack: Path, dest: Path) -> None:
-    """Verify every object of `pack` (index-pack refuses a corrupt one) and add pack and index to `dest`."""
-    import shutil
-    idx = pack.with_suffix(".idx")
-    git(repo, "index-pack", "-o", str(idx), str(pack))
-    dest.mkdir(parents=True, exist_ok=True)
-    for part in (pack, idx):
-        if not (dest / part.name).exists():
-            shutil.copyfile(part, dest / f".{part.name}.tmp")
-            (dest / f".{part.name}.tmp").replace(dest / part.name)
-
-
 def admin_dir(worktree: str | Path) -> Path | None:
     """A linked worktree's own folder in the common git dir (HEAD, index, logs), from its `.git` file."""
     dot = Path(worktree) / ".git"

@@ -644,5 +644,21 @@ def test_a_change_hidden_from_git_by_an_index_flag_fails_the_attempt(tmp_path, o
     worker = f'echo bad > a.txt\ngit add a.txt\ngit commit -qm bad\necho good > a.txt\ngit update-index {flag} a.txt\n'
     repo, baseline, result = run(tmp_path, orch, worker, mode, "{name: good, run: 'grep -qx good a.txt'}")
     text = result.out + result.err
-    assert "the worker flagged a.txt in its index (assume-unchanged or skip-worktree)" in text, text
+    assert "the worktree holds a.txt other than its head commit does, hidden from git" in text, text
+    assert "a.txt" not in campaign_tree(repo)
+
+
+def test_a_change_hidden_by_stat_data_written_into_the_index_fails_the_attempt(tmp_path, orch, mode, monkeypatch):
+    """No flag at all: the worker writes the index entry's stat data to match the file it changed after its
+    commit (its admin dir is its to write, in the sandbox too), and git's status is clean. orchestrate
+    compares with its own copy of the index, where a file written since the checkout is read."""
+    import sys
+    from pathlib import Path
+    monkeypatch.setenv("FORGE", f"{sys.executable} {Path(__file__).with_name('forge_index.py')}")
+    worker = ('echo AAAA > a.txt\ngit add a.txt\ngit commit -qm a\necho BBBB > a.txt\nsleep 1.1\n$FORGE\n'
+              '[ -z "$(git status --porcelain)" ] && echo forged > "$(dirname "$ORCH_RETURN")/forged"\n')
+    repo, baseline, result = run(tmp_path, orch, worker, mode, "{name: b, run: 'grep -qx BBBB a.txt'}")
+    text = result.out + result.err
+    assert (repo / ".scratch/runs/hostile/A/forged").exists(), "the forgery did not hide the change: no proof"
+    assert "the worktree holds a.txt other than its head commit does, hidden from git" in text, text
     assert "a.txt" not in campaign_tree(repo)

@@ -7,14 +7,16 @@ import pytest
 from orchestrate.workers import sandbox
 from tests.engine_helpers import campaign_repo, journal
 
-# A leaves what a careless or hostile worker leaves: an ignored build folder with a nested repository in
-# it, a tracked file changed and hidden from `git add -A` (assume-unchanged), a merge
-# "in progress" and a lock mark in its worktree's admin dir. B writes down what it finds.
+# A's first attempt leaves what a careless or hostile worker leaves: an ignored build folder with a nested
+# repository in it, a tracked file changed and hidden from `git add -A` (assume-unchanged: the attempt
+# fails for it), a merge "in progress" and a lock mark in its worktree's admin dir. Its second attempt,
+# then B, re-use that worktree; B writes down what it finds.
 WORKER = r"""#!/bin/sh
 set -eu
 case "$ORCH_NODE" in
   A)
     echo A > a.txt && git add a.txt && git commit -qm A
+    [ "$ORCH_ATTEMPT" = 1 ] || exit 0
     mkdir -p build/deep && echo junk > build/out.o && echo junk > build/deep/x
     mkdir -p build/nested && git -C build/nested init -q && echo n > build/nested/n.txt
     echo hostile > shared.txt && git update-index --assume-unchanged shared.txt
@@ -34,7 +36,7 @@ esac
 DAG = """\
 topic: pool
 workers: {{sh: "./work.sh"}}
-defaults: {{sandbox: {mode}}}
+defaults: {{sandbox: {mode}, max_attempts: 2}}
 nodes:
   - {{id: A, title: leaves a mess, depends_on: [], file_surface: [a.txt], discipline: sh}}
   - {{id: B, title: looks around, depends_on: [A], file_surface: [b.txt], discipline: sh}}
@@ -52,6 +54,9 @@ def test_a_reused_worktree_holds_exactly_the_new_base(tmp_path, orch, mode):
     adds = {e["context"]["node"]: e["context"] for e in journal(repo, "pool")
             if e["kind"] == "result" and e["context"].get("effect") == "worktree-add"}
     assert adds["B"].get("reused"), "B did not reuse A's working copy: this test would prove nothing"
+    failed = [e["context"]["feedback"] for e in journal(repo, "pool") if e["kind"] == "node"
+              and e["context"].get("node") == "A" and "hidden from git" in e["context"].get("feedback", "")]
+    assert failed and "shared.txt" in failed[0]  # A's first attempt, for the change it hid
     seen = dict(line.partition(": ")[::2] for line in repo.git("show", "campaign/pool:b.txt").splitlines())
     assert seen == {"shared": "original", "status": "", "flags": "", "a": "A"}  # A's merge, and nothing else
     assert repo.git("show", "campaign/pool:shared.txt") == "original"

@@ -3,8 +3,10 @@ costs O(what differs between the two bases), not a checkout of the whole reposit
 
 A worker had the run of the worktree it leaves behind, so nothing in it is trusted when it is reused:
 - only spares this runner pooled itself are taken (one found on disk after a restart is removed);
-- the `.git` file must still name the admin dir recorded when the worktree was made, or the spare is
-  removed (a worker could point it at a repository of its own);
+- the `.git` file must still name the admin dir recorded when the worktree was made, and that admin dir's
+  gitdir and commondir must name the worktree and this repository back, or the spare is removed (a worker
+  can point the `.git` file at a repository of its own; an evaluator, which may write the admin dir, can
+  point commondir at a git dir of its making);
 - the admin dir keeps only HEAD, commondir and gitdir; a merge, rebase or bisect in progress, a lock,
   a `locked` mark or a per-worktree config the worker left are deleted;
 - the index is replaced by the copy taken right after orchestrate's own checkout, before the worker
@@ -15,8 +17,9 @@ A worker had the run of the worktree it leaves behind, so nothing in it is trust
   whose index entries differ, after one stat per file), then every path the index does not hold, as
   `git ls-files --others --directory` lists them (untracked and ignored files, nested repositories,
   empty folders; a folder wholly untracked is one entry), is removed, and so is a `.git` planted in a
-  tracked folder, which no git listing shows. No `git clean` and no `git status --ignored` afterwards:
-  each would be a second and third pass over the whole tree.
+  tracked folder, which no git listing shows. Paths are read C-quoted, so a name that is not UTF-8 is
+  removed as it is. No `git clean` and no `git status --ignored` afterwards: each would be a second and
+  third pass over the whole tree.
 With `keep_ignored: true` (the DAG's `defaults:` or `sandbox:` in `.ledger/config.yaml`) the entries
 the new base's own ignore rules match are kept (build caches); an untracked `.gitignore` is never kept,
 nor consulted, since it would widen what counts as ignored.
@@ -26,11 +29,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrate import git
+from orchestrate import git, git_files
 from orchestrate.errors import GitError
 
 SPARES = 8  # kept per topic at least; more only when the campaign held more worktrees at once (`_peak`)
@@ -107,6 +111,36 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
     return False
 
 
+# What makes git trust stat data it should not (a worktree config may set them): our comparison never does.
+_STRICT = ("-c", "core.trustctime=true", "-c", "core.checkStat=default", "-c", "core.ignoreStat=false")
+
+
+def unseen(path: Path, base: str, head: str) -> list[str] | None:
+    """Tracked files whose content in the worktree is not what `head` holds, judged by an index of
+    orchestrate's own: the copy of the index its checkout at `base` wrote, moved to `head` (`read-tree -m`
+    keeps the stat data of what did not change). The worker's own index is never consulted: in it a change
+    can be hidden by a flag (assume-unchanged, skip-worktree) or by stat data written to match, and the
+    evaluators would then read what is never merged. A file's ctime cannot be set back, so a file written
+    since the checkout is read and compared (O(what changed), one stat per file). None: no copy of this
+    worktree's index (an earlier runner made it). GitError when git cannot compare."""
+    made = _made.get(str(path))
+    if made is None or not made.snapshot.is_file() or _digest(made.snapshot) != made.digest:
+        return None
+    judged = made.snapshot.with_name(made.snapshot.name + ".judged")
+    shutil.copy2(made.snapshot, judged)  # copy2: the index's mtime decides which entries git re-reads
+    try:
+        env = {"GIT_INDEX_FILE": str(judged)}
+        git.git(path, "read-tree", "-m", "-i", base, head, env=env)
+        done = git.git(path, *_STRICT, "update-index", "--refresh", env=env, check=False)
+        if done.rc not in (0, 1):
+            raise GitError(["git", "update-index", "--refresh"], done.rc, done.stdout, done.stderr)
+        found = [line.removesuffix(": needs update") for line in done.stdout.splitlines()
+                 if line.endswith(": needs update")]
+        return found or (["(a file git could not compare)"] if done.rc else [])
+    finally:
+        judged.unlink(missing_ok=True)
+
+
 def forget(path: Path) -> None:
     """A worktree (or spare) that was removed: drop its record and its index copy; the pool folder goes
     with its last spare."""
@@ -144,7 +178,10 @@ def _trusted(spare: Path, made: Made) -> bool:
     dot = spare / ".git"
     if dot.is_symlink() or not dot.is_file():
         return False
+    # the admin dir's commondir and gitdir too (`linked`): judging runs with the admin dir writable, and a
+    # commondir naming a copy of the git dir would have the re-base read that copy's config (core.worktree)
     return dot.read_text(errors="replace").strip() == f"gitdir: {made.admin}" and made.admin.is_dir() \
+        and git_files.linked(spare, made.admin.parent.parent) \
         and made.snapshot.is_file() and _digest(made.snapshot) == made.digest
 
 
@@ -178,19 +215,19 @@ def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False
     switch = ["checkout", "--quiet", "--force"] + (["-B", branch, base] if branch else ["--detach", base])
     if not git.git(path, *_STAT, *switch, check=False):
         return False
-    listed = git.git(path, "ls-files", "-z", "--others", "--directory", check=False)
+    listed = git.git(path, *_QUOTED, "ls-files", "--others", "--directory", check=False)
     if not listed or listed.stderr.strip():  # an unreadable folder: what it holds is unknown
         return False
-    left: list[str] | None = [entry.rstrip("/") for entry in listed.stdout.split("\0") if entry]
     try:
+        left: list[str] | None = [_unquote(entry).rstrip("/") for entry in listed.stdout.split("\n") if entry]
         if keep_ignored and (left := _not_ignored(path, left)) is None:
             return False
         for entry in left:
             _remove(path / entry)
-        for folder in git.git(path, "ls-tree", "-r", "-d", "--name-only", "-z", "HEAD").stdout.split("\0"):
+        for folder in git.git(path, *_QUOTED, "ls-tree", "-r", "-d", "--name-only", "HEAD").stdout.split("\n"):
             if folder:  # git never lists a `.git` below the top, nor tracks one: it is a planted repository
-                _remove(path / folder / ".git")
-    except (OSError, GitError):
+                _remove(path / _unquote(folder) / ".git")
+    except (OSError, GitError, ValueError):  # ValueError: a listing not quoted as asked
         return False
     return True
 
@@ -206,12 +243,36 @@ def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
     if not rest:
         return []
     # without a trailing slash a folder is matched by the rules above it, never by a .gitignore inside it
-    asked = git.git(path, "-c", "core.excludesFile=/dev/null", "check-ignore", "-z", "--stdin",
-                    input="\0".join(rest) + "\0", check=False)
+    asked = git.git(path, *_QUOTED, "-c", "core.excludesFile=/dev/null", "check-ignore", "--stdin",
+                    input="".join(_quote(e) + "\n" for e in rest), check=False)
     if asked.rc not in (0, 1):
         return None
-    ignored = set(asked.stdout.split("\0"))
+    ignored = {_unquote(line) for line in asked.stdout.split("\n") if line}
     return [e for e in rest if e not in ignored]
+
+
+# Paths cross the pipe C-quoted (ASCII; git's own quoting, which check-ignore's --stdin reads too), never
+# raw: orchestrate decodes git's output as UTF-8 with replacement, and a name that is not UTF-8 would come
+# back as another name, one `_remove` would not find (and what it names would stay for the next node).
+_QUOTED = ("-c", "core.quotePath=true")
+_ESCAPES = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13, b'"': 34, b"\\": 92}
+_ESCAPE = re.compile(rb'\\([0-7]{3}|[abtnvfr"\\])')
+
+
+def _unquote(line: str) -> str:
+    """A path as git prints it (as is, or in double quotes with C escapes), as os functions take it: its
+    bytes, decoded as Python decodes file names (os.fsdecode: what is not UTF-8 survives the round trip)."""
+    if not (len(line) >= 2 and line[0] == line[-1] == '"'):
+        return os.fsdecode(line.encode("ascii"))
+    raw = _ESCAPE.sub(lambda m: bytes([int(m[1], 8) if len(m[1]) == 3 else _ESCAPES[m[1]]]),
+                      line[1:-1].encode("ascii"))
+    return os.fsdecode(raw)
+
+
+def _quote(name: str) -> str:
+    """`name` in double quotes with every byte that is not plain printable ASCII an octal escape."""
+    return '"' + "".join(chr(b) if 32 <= b < 127 and b not in b'"\\' else f"\\{b:03o}"
+                         for b in os.fsencode(name)) + '"'
 
 
 def _remove(target: Path) -> None:

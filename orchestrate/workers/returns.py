@@ -46,12 +46,19 @@ def _foreign_head(worktree: Path, branch: str) -> str | None:
     return text.removeprefix("ref: ") or "nothing"
 
 
-def _hidden(path: Path) -> str:
-    """The paths the index marks assume-unchanged (a lower-case tag) or skip-worktree (`S`): git's status and
-    add pass over them, so the worktree the gates judge could hold what the commit does not. '' if none."""
-    tagged = [entry for entry in git.git(path, "ls-files", "-v", "-z").stdout.split("\0")
-              if entry[:1].islower() or entry[:1] == "S"]
-    return ", ".join(entry[2:] for entry in tagged[:3]) + (f" and {len(tagged) - 3} more" if len(tagged) > 3 else "")
+def _hidden(path: Path, base: str, head: str) -> str:
+    """What in the worktree differs from `head` though the worker's index says not ('' if nothing): read
+    against orchestrate's own copy of the index (pool.unseen); for a worktree an earlier runner made, which
+    has none, the index flags that hide a file (a lower-case tag: assume-unchanged; `S`: skip-worktree)."""
+    try:
+        found = pool.unseen(path, base, head)
+    except GitError as exc:
+        said = (exc.stderr or exc.message).strip().splitlines()
+        return f"files git could not compare ({said[-1] if said else 'no reason given'})"
+    if found is None:
+        found = [entry[2:] for entry in git.git(path, "ls-files", "-v", "-z").stdout.split("\0")
+                 if entry[:1].islower() or entry[:1] == "S"]
+    return ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
 
 
 def _settle(ctx, outcome) -> None:
@@ -84,11 +91,6 @@ def _settle(ctx, outcome) -> None:
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worker left git's index.lock behind "
                 "(a git command it started was killed or is still running); its attempt failed")
         return
-    if path.exists() and (hidden := _hidden(path)):
-        fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worker flagged {hidden} in its index "
-                     "(assume-unchanged or skip-worktree), which hides the file's content from git: what its "
-                     "evaluators read would not be what is merged; its attempt failed")
-        return
     if path.exists() and git.has_changes(path):
         ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})
         try:
@@ -105,6 +107,11 @@ def _settle(ctx, outcome) -> None:
     if head != ns.base and not git.is_ancestor(ctx.root, ns.base, head):
         fail_attempt(ctx, outcome, head, f"node {outcome.node}: its head {head[:12]} does not contain its base "
                 f"{ns.base[:12]} (the branch was reset or replaced); its attempt failed")
+        return
+    if path.exists() and (hidden := _hidden(path, ns.base, head)):
+        fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worktree holds {hidden} other than its "
+                     "head commit does, hidden from git by the worker's index (a flag, or stat data made to "
+                     "match): its evaluators would read what is never merged; its attempt failed")
         return
     if ns.objects and head != ns.base and git.rev_parse(ctx.root, ns.branch) == ns.base:
         git.update_ref(ctx.root, f"refs/heads/{ns.branch}", head, ns.base, reason=f"node {outcome.node} returned")
