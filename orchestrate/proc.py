@@ -131,8 +131,9 @@ _HELD = 0.5  # how often a command that has not finished is asked whether it has
 
 def _outcome(proc: subprocess.Popen, input: str | None, timeout: float | None,
              started: float) -> tuple[str, str, bool]:
-    """Its output and whether it timed out. A command that exits while something it left (`setsid cmd &`)
-    keeps its output open has ended: its rc stands, and its output is read for a moment only (`_rest`)."""
+    """Its output and whether it timed out. A command that exits while something it left in a session of its
+    own (`setsid cmd &`) keeps its output open has ended: its rc stands, and its output is read for a moment
+    only (`_rest`). A job still running in its own group (`cmd &`) is part of it, waited for to the timeout."""
     deadline = None if timeout is None else started + timeout
     while True:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -144,9 +145,24 @@ def _outcome(proc: subprocess.Popen, input: str | None, timeout: float | None,
             if left is not None and left <= _HELD:
                 kill_group(proc.pid)
                 return (*_rest(proc), True)
-            if _exited(proc.pid):
-                kill_group(proc.pid)  # what is left of its group; a session of its own is reaping's
+            if _exited(proc.pid) and not _group_lives(proc.pid):  # what holds it is reaping's to end
                 return (*_rest(proc), False)
+
+
+def _group_lives(pgid: int) -> bool:
+    """Does a process other than the (exited, unreaped) leader remain in process group `pgid`?"""
+    try:
+        names = [name for name in os.listdir("/proc") if name.isdigit() and int(name) != pgid]
+    except OSError:
+        return True  # cannot tell: wait, as for any command still running
+    for name in names:
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                if int(fh.read().rsplit(b")", 1)[1].split()[2]) == pgid:  # state, ppid, then the group
+                    return True
+        except (OSError, ValueError, IndexError):
+            continue
+    return False
 
 
 def _exited(pid: int) -> bool:

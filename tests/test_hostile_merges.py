@@ -206,6 +206,9 @@ def test_a_command_that_leaves_a_process_holding_its_output_ends_when_it_exits()
         # its own exit, not the timeout (two minutes away) nor the 600 s the process it left holds the output
         assert not done.timed_out and done.rc == 3 and "held it open" in done.stderr, done
         assert done.stdout == "started\n"  # what it wrote before the cut is kept
+        # a job in the command's own group is part of it: what it writes later is kept, not cut
+        late = proc.run_shell("(sleep 1; echo late) & echo early", cwd="/tmp", timeout=120)
+        assert not late.timed_out and late.rc == 0 and late.stdout == "early\nlate\n", late
         slow = proc.run_shell(f"setsid sh -c 'sleep 600; : {mark}' & sleep 600", cwd="/tmp", timeout=1)
         assert slow.timed_out and slow.rc == 124 and "held it open" in slow.stderr
     finally:
