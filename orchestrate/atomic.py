@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -91,7 +90,7 @@ def open_log(path: Path, *, append: bool = False):
         except OSError as exc:
             if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EEXIST):
                 raise
-            _remove(path)
+            remove(path)
             continue
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
@@ -100,12 +99,5 @@ def open_log(path: Path, *, append: bool = False):
                 os.ftruncate(fd, 0)
             return os.fdopen(fd, "ab" if append else "wb")
         os.close(fd)
-        _remove(path)
+        remove(path)
     raise OSError(errno.EAGAIN, f"{path} was replaced again and again while it was opened")
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)

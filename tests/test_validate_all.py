@@ -138,13 +138,14 @@ def test_validate_notes_a_token_another_glob_dialect_would_read_otherwise(tmp_pa
 def test_validate_notes_braces_which_git_reads_literally(tmp_path, orch):
     dag = tmp_path / "d.yaml"
     dag.write_text('workers: {sh: "true"}\nnodes:\n'
-                   '  - {id: A, file_surface: ["src/*.{c,h}", "{a,b}.txt", "x{1}.txt"], discipline: sh}\n')
+                   '  - {id: A, file_surface: ["src/*.{c,h}", "{a,b}.txt", "x{1}.txt", "v{1..3}/"], discipline: sh}\n')
     r = orch("validate", "--dag", dag, cwd=tmp_path)
     assert r.rc == 0, r.out + r.err
-    braces = "braces are literal (a shell would expand `{a,b}` into two names: list each as a token)"
+    braces = "braces are literal (a shell would expand `{a,b}` or `{1..3}` into several names: list each as a token)"
     assert [ln for ln in r.err.splitlines() if ln.startswith("note: ")] == [
         f"note: {dag}:3: nodes.A.file_surface: `src/*.{{c,h}}` is read as git reads it: {braces}",
-        f"note: {dag}:3: nodes.A.file_surface: `{{a,b}}.txt` is read as git reads it: {braces}"]
+        f"note: {dag}:3: nodes.A.file_surface: `{{a,b}}.txt` is read as git reads it: {braces}",
+        f"note: {dag}:3: nodes.A.file_surface: `v{{1..3}}/` is read as git reads it: {braces}"]
 
 
 def test_two_campaign_checks_may_not_share_a_name(tmp_path, orch):

@@ -86,17 +86,26 @@ def dag_option(f):
                         help="DAG file (default: .ledger/state/dag.yaml of the current repository).")(f)
 
 
+TOPIC_HELP = "Campaign topic (default: the DAG's `topic:`, else the file's stem)."
+
+
+def topic_refusal(value: str | None):
+    """The UsageError for a --topic git could not name a branch after (None when it is fine): the option's
+    fault, not that of the DAG file, which does not hold it."""
+    from orchestrate.dag.schema import topic_problem
+    from orchestrate.errors import UsageError
+    problem = topic_problem(value) if value is not None else None
+    return UsageError(f"--topic: {problem}", hint="topics name a branch, campaign/<topic>: e.g. --topic api-v2") \
+        if problem else None
+
+
 def new_topic_option(f):
-    """--topic naming the campaign a DAG opens (run, validate): checked here, so that a bad one is blamed
-    on the option, not on the DAG file that does not hold it."""
+    """--topic naming the campaign a DAG opens (`run`): refused at once when it cannot name a branch."""
     def check(_ctx, _param, value: str | None) -> str | None:
-        from orchestrate.dag.schema import topic_problem
-        from orchestrate.errors import UsageError
-        if value is not None and (problem := topic_problem(value)):
-            raise UsageError(f"--topic: {problem}", hint="topics name a branch, campaign/<topic>: e.g. --topic api-v2")
+        if (refusal := topic_refusal(value)) is not None:
+            raise refusal
         return value
-    return click.option("--topic", callback=check,
-                        help="Campaign topic (default: the DAG's `topic:`, else the file's stem).")(f)
+    return click.option("--topic", callback=check, help=TOPIC_HELP)(f)
 
 
 def json_option(f):

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from orchestrate.cli.app import _json, cli, dag_option, json_option, new_topic_option, printable, resolve_dag_path
+from orchestrate.cli.app import TOPIC_HELP, _json, cli, dag_option, json_option, printable, resolve_dag_path, topic_refusal
 from orchestrate.errors import ExitCode, UsageError
 
 
 @cli.command()
 @dag_option
 @json_option
-@new_topic_option
+@click.option("--topic", help=TOPIC_HELP)
 def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
     """Check the DAG against every rule of its contract, and .ledger/config.yaml, and list all problems
     at once.
@@ -31,10 +31,18 @@ def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
     \b
     Exit codes:
       0  valid
-      1  invalid (every problem is listed), or a named plugin is unusable
-      2  the DAG file cannot be read, or not in a git repository without --dag
+      1  invalid (every problem is listed), or a named plugin is unusable; with --json, a --topic
+         that cannot name a branch too (listed as the problem of `--topic`)
+      2  the DAG file cannot be read, --topic cannot name a branch, or not in a git repository
+         without --dag
     """
     from orchestrate.dag.load import check_dag
+    if (refusal := topic_refusal(topic)) is not None:
+        if not as_json:
+            raise refusal
+        click.echo(_json().dumps([{"file": None, "line": None, "field": "--topic", "code": "topic",
+                                   "message": refusal.message}], indent=2))
+        return ExitCode.FAILED
     path = resolve_dag_path(dag_path)
     dag, problems = check_dag(path, topic=topic)
     settings = _config_problems()

@@ -35,7 +35,7 @@ def is_glob(token: str) -> bool:
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's Cc category is exactly these two ranges
 
 
-_BRACES = re.compile(r"\{[^{}/]*,[^{}/]*\}")
+_BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")  # {a,b}, {a/b,c}, {1..3}: a shell expands each
 
 
 def dialect_note(token: str) -> str | None:
@@ -43,7 +43,7 @@ def dialect_note(token: str) -> str | None:
     how it is read, for `validate` to say; None for a token every dialect reads alike."""
     notes = []
     if _BRACES.search(token):  # a literal name to git, glob or not
-        notes.append("braces are literal (a shell would expand `{a,b}` into two names: list each as a token)")
+        notes.append("braces are literal (a shell would expand `{a,b}` or `{1..3}` into several names: list each as a token)")
     if not is_glob(token):
         return f"`{token}` is read as git reads it: " + notes[0] if notes else None
     if "[^" in token:

@@ -75,8 +75,9 @@ def _adopt_amendments(ctx: Context, suspects: list[str]) -> None:
         if now == ctx.watch.recorder[dag]:
             continue
         if person:
+            kept = "kept for the dag-amendment seam" if dag in dags else "kept (it is not this campaign's plan)"
             ctx.out.always(f"{_shown(ctx, dag)} was edited while only workers in the sandbox ran ({', '.join(suspects)}; "
-                           "they cannot write it): kept for the dag-amendment seam")
+                           f"they cannot write it): {kept}")
             ctx.watch.recorder[dag] = now
         elif ctx.campaign.dag_hash and hashlib.sha256(now).hexdigest() == ctx.campaign.dag_hash:
             ctx.watch.recorder[dag] = now

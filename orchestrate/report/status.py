@@ -27,7 +27,7 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
         for row in data["nodes"]:
             if row["waiting"] in ("worker running", "queued for a --jobs slot"):
                 row["waiting"] = f"{row['waiting'].replace('worker running', 'was running')} when its runner " \
-                                 "stopped: `orchestrate resume` runs it again"
+                                 "stopped: `orchestrate resume` picks it up"
     data["last_entry"] = _last_entry_time(layout.journal(chosen))
     data["others"] = [c for c in known if c["topic"] != chosen]
     data["usage"] = usage(layout.journal(chosen))
