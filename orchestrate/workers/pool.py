@@ -133,7 +133,7 @@ def unseen(path: Path, base: str, head: str) -> list[str] | None:
         git.git(path, "read-tree", "-m", "-i", base, head, env=env)
         done = git.git(path, *_STRICT, "update-index", "--refresh", env=env, check=False)
         if done.rc not in (0, 1):
-            raise GitError(["git", "update-index", "--refresh"], done.rc, done.stdout, done.stderr)
+            raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
         found = [line.removesuffix(": needs update") for line in done.stdout.splitlines()
                  if line.endswith(": needs update")]
         return found or (["(a file git could not compare)"] if done.rc else [])
