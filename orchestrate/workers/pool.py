@@ -131,7 +131,8 @@ def unseen(path: Path, base: str, head: str) -> list[str] | None:
     try:
         env = {"GIT_INDEX_FILE": str(judged)}
         git.git(path, "read-tree", "-m", "-i", base, head, env=env)
-        done = git.git(path, *_STRICT, "update-index", "--refresh", env=env, check=False)
+        # a gitlink is its commit (a submodule not checked out is no change); what its folder holds is not ours
+        done = git.git(path, *_STRICT, "update-index", "--ignore-submodules", "--refresh", env=env, check=False)
         if done.rc not in (0, 1):
             raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
         found = [line.removesuffix(": needs update") for line in done.stdout.splitlines()
