@@ -662,3 +662,24 @@ def test_a_change_hidden_by_stat_data_written_into_the_index_fails_the_attempt(t
     assert (repo / ".scratch/runs/hostile/A/forged").exists(), "the forgery did not hide the change: no proof"
     assert "the worktree holds a.txt other than its head commit does, hidden from git" in text, text
     assert "a.txt" not in campaign_tree(repo)
+
+
+@pytest.mark.parametrize("planted", ["COMMIT_EDITMSG", "logs/HEAD"])
+def test_links_in_the_worktrees_admin_dir_are_never_written_through_by_the_leftover_commit(tmp_path, orch, mode,
+                                                                                           planted):
+    """The admin dir is the worker's to write (in the sandbox too): git's own commit of what it left would
+    write the commit message, or append the reflog, through a link it planted there."""
+    precious = tmp_path / "precious.txt"
+    precious.write_text("the user's own file\n")
+    worker = (f'admin="$(git rev-parse --git-dir)"\nmkdir -p "$admin/logs"\nrm -f "$admin/{planted}"\n'
+              f'ln -s "{precious}" "$admin/{planted}"\necho a > a.txt\n')  # a.txt left uncommitted
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    assert precious.read_text() == "the user's own file\n", result.out + result.err
+    assert "a.txt" in campaign_tree(repo)  # the attempt itself is fine: what was planted went first
+
+
+def test_a_fifo_at_the_index_fails_the_attempt_instead_of_hanging_the_runner(tmp_path, orch, mode):
+    worker = 'admin="$(git rev-parse --git-dir)"\necho a > a.txt\nrm -f "$admin/index"\nmkfifo "$admin/index"\n'
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    assert "index in its worktree's git admin dir is not a file" in result.out + result.err, result.out
+    assert "a.txt" not in campaign_tree(repo)

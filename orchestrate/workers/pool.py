@@ -111,10 +111,6 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
     return False
 
 
-# What makes git trust stat data it should not (a worktree config may set them): our comparison never does.
-_STRICT = ("-c", "core.trustctime=true", "-c", "core.checkStat=default", "-c", "core.ignoreStat=false")
-
-
 def unseen(path: Path, base: str, head: str) -> list[str] | None:
     """Tracked files whose content in the worktree is not what `head` holds, judged by an index of
     orchestrate's own: the copy of the index its checkout at `base` wrote, moved to `head` (`read-tree -m`
@@ -132,7 +128,7 @@ def unseen(path: Path, base: str, head: str) -> list[str] | None:
         env = {"GIT_INDEX_FILE": str(judged)}
         git.git(path, "read-tree", "-m", "-i", base, head, env=env)
         # a gitlink is its commit (a submodule not checked out is no change); what its folder holds is not ours
-        done = git.git(path, *_STRICT, "update-index", "--ignore-submodules", "--refresh", env=env, check=False)
+        done = git.git(path, *_STAT, "update-index", "--ignore-submodules", "--refresh", env=env, check=False)
         if done.rc not in (0, 1):
             raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
         found = [line.removesuffix(": needs update") for line in done.stdout.splitlines()
@@ -188,17 +184,36 @@ def _trusted(spare: Path, made: Made) -> bool:
 
 def _reset_admin(made: Made) -> bool:
     try:
-        for entry in made.admin.iterdir():
-            if entry.name in _KEEP and entry.is_file() and not entry.is_symlink():
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+        if _scrub(made.admin):  # a link or a FIFO at HEAD or the index: the spare is removed
+            return False
         shutil.copy2(made.snapshot, made.admin / "index")
     except OSError:
         return False
     return True
+
+
+def scrub_admin(path: Path) -> str:
+    """Before orchestrate's own git runs in a worktree a worker had (the leftover commit): its admin dir is
+    the worker's to write, in the sandbox too, and git writes there through what it finds (a link at
+    COMMIT_EDITMSG or logs/HEAD would have the commit write a file of the user's; a FIFO at the index would
+    hang it). Everything but HEAD, commondir, gitdir and the index goes; '' when those are plain files,
+    else what is wrong (the attempt then fails). OSError when the admin dir cannot be cleared."""
+    admin = git.admin_dir(path)
+    return _scrub(admin) if admin is not None and admin.is_dir() else ""
+
+
+def _scrub(admin: Path) -> str:
+    wrong = ""
+    for entry in admin.iterdir():
+        if entry.name in _KEEP:
+            if entry.is_symlink() or not entry.is_file():
+                wrong = wrong or f"{entry.name} in its worktree's git admin dir is not a file"
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    return wrong
 
 
 def _digest(path: Path) -> str:

@@ -91,6 +91,14 @@ def _settle(ctx, outcome) -> None:
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worker left git's index.lock behind "
                 "(a git command it started was killed or is still running); its attempt failed")
         return
+    try:
+        wrong = pool.scrub_admin(path) if path.exists() else ""
+    except OSError as exc:
+        wrong = f"its worktree's git admin dir could not be cleared ({exc.strerror or exc})"
+    if wrong:
+        fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: {wrong}; nothing was read or committed "
+                     "there, and its attempt failed")
+        return
     if path.exists() and git.has_changes(path):
         ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})
         try:
