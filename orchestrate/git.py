@@ -210,7 +210,11 @@ def head_and_changes(worktree: str | Path) -> tuple[str | None, str | None, list
 
 
 def commit_all(repo: str | Path, message: str, *, env: dict[str, str] | None = None, allow_empty: bool = False) -> str:
-    git(repo, "add", "-A", env=env)
+    # `add` of a gitlink starts a git in the nested repository, whose config a worker may have written:
+    # gitlinks are left as they are (a worker commits a submodule's move itself)
+    links = [entry.split("\t", 1)[1] for entry in git(repo, "ls-files", "-s", "-z").stdout.split("\0")
+             if entry.startswith("160000 ")]
+    git(repo, "add", "-A", "--", ".", *(f":(exclude,literal){link}" for link in links), env=env)
     args = ["commit", "-q", "--no-verify", "-m", message] + (["--allow-empty"] if allow_empty else [])
     git(repo, *args, env=env)
     return out(repo, "rev-parse", "HEAD")

@@ -36,8 +36,10 @@ _FIXED = (
     ("submodule.recurse", "false"),
     ("gc.auto", "0"),  # no background gc started by our commits while workers run
     ("maintenance.auto", "false"),
-    # what would hide a change from the diffs the gates judge: a gitlink changed outside the surface
-    ("diff.ignoreSubmodules", "none"),
+    # A gitlink changed outside the surface is shown (a project's `.gitmodules` `ignore = all` would hide it);
+    # what a nested repository's worktree holds is not looked at: git would start a git of its own in it,
+    # which reads that repository's config, where a worker may define drivers of any name
+    ("diff.ignoreSubmodules", "dirty"),
 )
 # The built-in three-way text merge, spelled as a driver: what a path gets when its driver is neutralised.
 TEXT_MERGE = "git merge-file --marker-size=%L %A %O %B"

@@ -683,3 +683,19 @@ def test_a_fifo_at_the_index_fails_the_attempt_instead_of_hanging_the_runner(tmp
     repo, baseline, result = run(tmp_path, orch, worker, mode)
     assert "index in its worktree's git admin dir is not a file" in result.out + result.err, result.out
     assert "a.txt" not in campaign_tree(repo)
+
+
+def test_a_filter_a_nested_repository_defines_never_runs_in_orchestrates_git(tmp_path, orch, mode):
+    """A gitlink whose nested repository's own config defines a clean filter: git would start a git of its
+    own in that repository (to see whether its worktree is dirty) from orchestrate's status and add, and
+    that git reads the nested config, whose driver names orchestrate cannot know."""
+    mark = tmp_path / "ran"
+    worker = (f'mkdir sub\ncd sub\nunset GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES\ngit init -q\n'
+              # the worker's own git runs it too (ORCH_NODE is in its environment): only others are marked
+              f'printf \'#!/bin/sh\\n[ -n "$ORCH_NODE" ] || ps -o args= -p $PPID >> "{mark}"\\ncat\\n\' > .git/evil.sh\n'
+              'chmod +x .git/evil.sh\ngit config filter.evil.clean "$PWD/.git/evil.sh"\necho "* filter=evil" > .gitattributes\n'
+              'echo x > f\ngit add f .gitattributes\ngit -c user.name=w -c user.email=w@example.com commit -qm s\n'
+              'touch -d 2001-01-01 f\nsha=$(git rev-parse HEAD)\ncd ..\n'
+              'git update-index --add --cacheinfo "160000,$sha,sub"\ngit commit -qm "A: gitlink"\necho a > a.txt\n')
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    assert not mark.exists(), "a filter of the nested repository ran in orchestrate's git: " + mark.read_text()
