@@ -10,6 +10,7 @@ a missed entry here is a driver left armed, an extra one costs nothing.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
@@ -25,16 +26,19 @@ class Entry(NamedTuple):
 
 
 def entries(text: str) -> Iterator[Entry]:
+    """`text` as decoded by `read` (UTF-8, bytes that are not kept as surrogates, as file names are)."""
     section, subsection = "", None
-    lines = text.splitlines()
+    # git ends lines at LF alone (a CR before it is dropped): not at the other breaks str.splitlines knows
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
     i = 0
     while i < len(lines):
         line = lines[i].lstrip()
         i += 1
-        if line.startswith("["):
+        while line.startswith("["):  # a header, and maybe another, or a key, on the same line
             end = _header_end(line)
             if end < 0:
-                continue
+                line = ""
+                break
             section, subsection = _header(line[1:end])
             yield Entry(section, subsection, "", None)  # a header alone still defines its section
             line = line[end + 1:].lstrip()
@@ -81,7 +85,9 @@ def _header(inside: str) -> tuple[str, str | None]:
                 escaped = False
             else:
                 escaped = True
-        return name.strip().lower(), "".join(out)
+        # `[filter.x "y"]` is git's `filter.x.y`: the driver `x.y`
+        section, dot, before = name.strip().lower().partition(".")
+        return section, (before + "." if dot else "") + "".join(out)
     name, dot, sub = inside.partition(".")
     return name.lower(), sub.lower() if dot else None
 
@@ -119,10 +125,14 @@ def read(path: Path, seen: set[Path], depth: int = 0) -> list[Entry]:
     if depth > _DEPTH or path in seen:
         return []
     seen.add(path)
-    try:
-        text = path.read_text(errors="replace")
+    try:  # through a link, as git reads it, but never from a FIFO or a device (a worker's; git skips those)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return []
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return []
+        text = fh.read().decode("utf-8", "surrogateescape")
     found = []
     for entry in entries(text):
         found.append(entry)

@@ -18,12 +18,17 @@ CASES = {
     "continued": '[core]\n\tx = a \\\n  b\n\ty = "q \\\n r"\n',
     "subsections": '[filter "A b"]\n\tsmudge = s\n[diff "a\\\\x"]\n\tcommand = c\n[merge.Old]\n\tdriver = d\n',
     "boolean": "[core]\n\tbare\n",
+    "a byte order mark": "\ufeff[filter \"b\"]\n\tclean = c\n",
+    "CRLF": "[filter \"c\"]\r\n\tclean = c\r\n",
+    "two headers on a line": "[core][filter \"d\"] clean = c\n",
+    "a dotted section with a subsection": "[filter.x \"y\"]\n\tclean = c\n",
+    "a vertical tab and a line separator in names": "[filter \"a\x0bb\u2028c\"]\n\tclean = c\n",
 }
 
 
-def _ours(text: str) -> list[str]:
+def _ours(path) -> list[str]:
     out = []
-    for e in git_config.entries(text):
+    for e in git_config.read(path, set()):
         if not e.key:
             continue
         name = e.section + (f".{e.subsection}" if e.subsection is not None else "") + f".{e.key}"
@@ -34,11 +39,28 @@ def _ours(text: str) -> list[str]:
 @pytest.mark.parametrize("case", CASES)
 def test_a_config_reads_as_git_reads_it(tmp_path, case):
     path = tmp_path / "config"
-    path.write_text(CASES[case])
+    path.write_bytes(CASES[case].encode())
     theirs = subprocess.run(["git", "config", "--file", str(path), "--list", "--null"], capture_output=True,
                             check=True).stdout.decode()
     want = [entry.replace("\n", "=", 1) for entry in theirs.split("\0") if entry]
-    assert _ours(CASES[case]) == want
+    assert _ours(path) == want
+
+
+def test_a_name_that_is_not_utf8_keeps_its_bytes(tmp_path):
+    """What inert hands git as GIT_CONFIG_KEY_n must name the same driver: os.environ encodes a surrogate
+    back into the byte it stood for."""
+    import os
+    path = tmp_path / "config"
+    path.write_bytes(b'[filter "\xff"]\n\tclean = c\n')
+    [entry] = [e for e in git_config.read(path, set()) if e.key]
+    assert os.fsencode(entry.subsection) == b"\xff"
+
+
+def test_a_fifo_or_a_device_is_not_read(tmp_path):
+    import os
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "config").write_text(f"[include]\n\tpath = {tmp_path / 'fifo'}\n\tpath = /dev/zero\n")
+    assert [e.key for e in git_config.read(tmp_path / "config", set())] == ["", "path", "path"]
 
 
 def test_includes_are_followed_once_with_every_file_looked_at_recorded(tmp_path, monkeypatch):
