@@ -199,7 +199,7 @@ def _copy_verified(path: Path, name: str, into: Path | None) -> bytes:
     except OSError as exc:
         raise BadObject(f"object {name} in the worker's store is not a file ({exc.strerror or exc})") from None
     digest = (hashlib.sha1 if len(name) == 40 else hashlib.sha256)()
-    unzip, header = zlib.decompressobj(), b""
+    unzip, header, inflated = zlib.decompressobj(), b"", 0
     with os.fdopen(fd, "rb") as src, (open(into, "xb") if into else open(os.devnull, "wb")) as dst:
         try:
             for chunk in iter(lambda: src.read(_CHUNK), b""):
@@ -208,13 +208,19 @@ def _copy_verified(path: Path, name: str, into: Path | None) -> bytes:
                 while data:  # bounded output per step: a small file may inflate to gigabytes
                     out = unzip.decompress(data, _CHUNK)
                     digest.update(out)
+                    inflated += len(out)
                     header = header if b"\0" in header or len(header) > 64 else header + out[:64]
                     data = unzip.unconsumed_tail
         except zlib.error:
             raise BadObject(f"object {name} in the worker's store is not zlib data") from None
-    kind = header.split(b"\0", 1)[0].split(b" ")[0]
-    if not unzip.eof or digest.hexdigest() != name or kind not in (b"blob", b"tree", b"commit", b"tag"):
-        raise BadObject(f"object {name} in the worker's store does not hash to its name")
+    # git's own reading of it: `KIND SIZE\0` then exactly SIZE bytes, nothing after the zlib stream (a store
+    # holding either would break the user's gc and push once merged)
+    kind, _, size = header.split(b"\0", 1)[0].partition(b" ")
+    body = inflated - len(header.split(b"\0", 1)[0]) - 1
+    if not unzip.eof or unzip.unused_data or digest.hexdigest() != name \
+            or kind not in (b"blob", b"tree", b"commit", b"tag") or not size.isdigit() or int(size) != body \
+            or size != str(int(size)).encode():
+        raise BadObject(f"object {name} in the worker's store is not a well-formed object that hashes to its name")
     return kind
 
 
