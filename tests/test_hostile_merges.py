@@ -152,6 +152,27 @@ def test_a_file_the_home_config_includes_and_a_hook_in_its_hooks_path_are_watche
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
+def test_a_folder_of_the_home_git_config_swapped_for_a_link_is_put_back_not_written_through(
+        tmp_path, orch, mode, monkeypatch):
+    """~/.config/git replaced by a link to a folder of the user's: the put-back would delete or write that
+    folder's `attributes` and `ignore` through the link. The folder comes back; the user's files stay."""
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "attributes").write_text("the user's own file\n")
+    (home / ".gitconfig").write_text("[user]\n\tname = Someone\n\temail = someone@example.com\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    worker = f'echo a > a.txt\nrm -rf "$HOME/.config/git"\nln -s "{theirs}" "$HOME/.config/git"\n'
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    text = result.out + result.err
+    assert (theirs / "attributes").read_text() == "the user's own file\n", text
+    assert (home / ".config" / "git").is_dir() and not (home / ".config" / "git").is_symlink()
+    assert "the folder ~/.config/git was changed" in text
+
+
 def test_a_gitlink_the_projects_gitmodules_ignores_is_still_outside_the_surface(tmp_path, orch, mode):
     from tests.engine_helpers import campaign_repo
     worker = ('echo a > a.txt\ngit update-index --add --cacheinfo "160000,$(git rev-parse HEAD),vendor/lib"\n'

@@ -38,6 +38,9 @@ class Fingerprint:
     # the user's own git config in $HOME, which the sandbox leaves writable: a hook path or an fsmonitor
     # planted there runs in the user's next git command, outside any sandbox
     home: dict[Path, bytes | None] = field(default_factory=dict)
+    # the folders between $HOME and those files, each a folder, a link (`link:` its target) or absent: a
+    # worker that swaps one for a link would have the put-back write through it (`_folder`)
+    folders: dict[Path, str | None] = field(default_factory=dict)
     # the recorder's own git dir (config, hooks/, info/): orchestrate's git calls there are inert, but a
     # person's (the restore a ForeignWrite hint names) would run what a worker planted
     recorder_git: Path | None = None
@@ -74,6 +77,7 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
         fp.mark = proc.unconfined()
     fp.recorder = {path: _read(path) for path in recorder_files}
     fp.home = {path: _read(path) for path in home_git_files()}
+    fp.folders = _folders(fp.home)
     if recorder_git is not None:
         fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git)
     return fp
@@ -102,6 +106,7 @@ def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[st
             found.append(f"ref {name} " + ("was created" if old is None else "was deleted" if new is None
                                            else f"moved {old[:12]} -> {new[:12]}"))
     found += _changed(before.recorder, after.recorder, _shown) + _changed(before.home, after.home, _shown)
+    found += _changed(before.folders, after.folders, lambda folder: f"the folder {_shown(folder)}")
     checkout = [f"the checkout's {k} changed" for k in sorted(before.checkout)
                 if after.checkout and before.checkout[k] != after.checkout.get(k)]
     return found, checkout
@@ -117,8 +122,8 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     """Put the watched files back as they were; returns what was put back. Refs are reported, not moved:
     orchestrate never force-moves a ref. An edited recorder file is first copied into `keep` (a person
     may have edited it during the run: the edit is not lost, only kept out of the recorder)."""
-    put_back = restore_recorder(before, keep) + _restore_paths(before.home, keep) + \
-        _put_back(before.common, before.files, ".git")
+    put_back = restore_recorder(before, keep) + _restore_folders(before.folders) + \
+        _restore_paths(before.home, keep) + _put_back(before.common, before.files, ".git")
     if before.recorder_git is not None:
         put_back += _put_back(before.recorder_git, before.recorder_git_files, ".ledger/.git")
     return put_back
@@ -149,6 +154,42 @@ def _put_back(base: Path, before: dict[str, bytes | None], shown: str) -> list[s
             path.unlink(missing_ok=True)  # a symlink planted in its place is replaced, not followed
             path.write_bytes(old)
         put_back.append(f"{shown}/{name}")
+    return put_back
+
+
+def _folders(paths) -> dict[Path, str | None]:
+    home = Path(os.path.expanduser("~"))
+    found: dict[Path, str | None] = {}
+    for path in paths:
+        for folder in path.parents:
+            if folder == home or not folder.is_relative_to(home):  # what the sandbox lets a worker write
+                break
+            found.setdefault(folder, _folder(folder))
+    return found
+
+
+def _folder(folder: Path) -> str | None:
+    if folder.is_symlink():
+        return "link:" + str(folder.readlink())
+    return "folder" if folder.is_dir() else "other" if folder.exists() else None
+
+
+def _restore_folders(before: dict[Path, str | None]) -> list[str]:
+    """Each folder on the way to a watched file in $HOME as it was, outermost first, before any file is
+    written or removed there: what a worker put in a folder's place (a link to your checkout, say) is
+    removed, never written through."""
+    put_back = []
+    for folder in sorted(before, key=lambda f: len(f.parts)):
+        old = before[folder]
+        if _folder(folder) == old:
+            continue
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            folder.unlink()
+        if old == "folder":
+            folder.mkdir(parents=True, exist_ok=True)
+        elif old is not None and old.startswith("link:"):
+            folder.symlink_to(old.removeprefix("link:"))
+        put_back.append(f"the folder {_shown(folder)}")
     return put_back
 
 
