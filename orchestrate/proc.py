@@ -49,7 +49,7 @@ def before_unconfined(hook: Callable[[], None] | None) -> None:
     _before_unconfined = hook
 
 
-_confining = threading.local()  # .wrap: puts this thread's commands in the sandbox (containment.judging)
+_confining = threading.local()  # .wrap: puts this thread's commands in the sandbox; .tags: tags them
 
 
 @contextmanager
@@ -61,6 +61,17 @@ def confining(wrap: Callable[[list[str], str | Path | None], list[str]]):
         yield
     finally:
         _confining.wrap = before
+
+
+@contextmanager
+def tagged(tags: Mapping[str, str]):
+    """Within it, every command this thread starts with `run` (not git) carries `tags` in its environment,
+    and so does whatever it leaves behind: judging outside the sandbox ends its leftovers by them."""
+    before, _confining.tags = getattr(_confining, "tags", None), tags
+    try:
+        yield
+    finally:
+        _confining.tags = before
 
 
 def _starting() -> None:
@@ -94,6 +105,8 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
     On timeout the whole process group is killed and `timed_out` is set (rc 124, like timeout(1)).
     `confined`: the caller knows what it writes (git, run inert), so it is not counted in `unconfined`."""
     argv = [str(c) for c in cmd]
+    if not confined and (tags := getattr(_confining, "tags", None)):
+        env = {**(env or {}), **tags}
     if not confined and (wrap := getattr(_confining, "wrap", None)) is not None:
         argv, confined = [str(c) for c in wrap(argv, cwd)], True
     if not confined:

@@ -70,11 +70,12 @@ def _parent(pid: str) -> int | None:
         return None
 
 
-def kill_tagged(tags: Mapping[str, str]) -> list[int]:
+def kill_tagged(tags: Mapping[str, str], *, orphans: bool = True) -> list[int]:
     """SIGKILL every process whose environment carries all of `tags` (a worker's ORCH_TOPIC, ORCH_NODE,
-    ORCH_ATTEMPT: what it left in a session or group of its own still inherits them) and every orphan
-    re-parented here (`kill_orphans`: those that wiped their environment). The pids killed; Linux only."""
-    killed = kill_orphans()
+    ORCH_ATTEMPT: what it left in a session or group of its own still inherits them) and, with `orphans`,
+    every orphan re-parented here (`kill_orphans`: those that wiped their environment; not while other
+    judging may still run, whose orphans they may be). The pids killed; Linux only."""
+    killed = kill_orphans() if orphans else []
     wanted = {f"{k}={v}".encode() for k, v in tags.items()}
     if not wanted:  # no tag: every process would match
         return killed

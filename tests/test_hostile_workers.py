@@ -36,9 +36,9 @@ def mode(request):
 _WATCHED: list = []  # (repo, topic, the user's .git state before the run) of the running test
 
 
-def campaign_repo(tmp_path, dag_text: str, worker: str, topic: str = "hostile"):
+def campaign_repo(tmp_path, dag_text: str, worker: str, topic: str = "hostile", files: dict | None = None):
     """engine_helpers.campaign_repo, checked by `settled` after the test."""
-    repo = engine_helpers.campaign_repo(tmp_path, dag_text, worker)
+    repo = engine_helpers.campaign_repo(tmp_path, dag_text, worker, files)
     _WATCHED.append((repo, topic, git_dir_state(repo)))
     return repo
 
@@ -699,3 +699,17 @@ def test_a_filter_a_nested_repository_defines_never_runs_in_orchestrates_git(tmp
               'git update-index --add --cacheinfo "160000,$sha,sub"\ngit commit -qm "A: gitlink"\necho a > a.txt\n')
     repo, baseline, result = run(tmp_path, orch, worker, mode)
     assert not mark.exists(), "a filter of the nested repository ran in orchestrate's git: " + mark.read_text()
+
+
+def test_what_an_evaluator_leaves_running_without_the_sandbox_ends_with_its_judging(tmp_path, orch):
+    """The node's evaluator (a script its worker wrote) starts a `setsid` loop and exits 0; the loop would
+    keep writing `good` into the integration worktree while the campaign checks judge the merge there."""
+    check = '"grep -qx good a.txt"'
+    worker = ('echo bad > a.txt\nprintf \'root="$(dirname "$(git rev-parse --git-common-dir)")"\\n'
+              'setsid sh -c "while :; do echo good > $root/.scratch/integration/hostile/a.txt 2>/dev/null; '
+              'sleep 0.01; done" > /dev/null 2>&1 &\\n\' > test.sh\n')
+    text = dag("none", "{name: t, run: 'sh test.sh'}").replace("file_surface: [a.txt]", "file_surface: [a.txt, test.sh]")
+    repo = campaign_repo(tmp_path, text.replace("nodes:", f"checks: [{{name: good, run: {check}}}]\nnodes:"),
+                         "#!/bin/sh\n" + worker, files={"a.txt": "good\n"})  # the check passes on the base
+    result = orch("run", cwd=repo)
+    assert repo.git("show", "campaign/hostile:a.txt") == "good", result.out + result.err

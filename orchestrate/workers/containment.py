@@ -15,6 +15,7 @@ config: workers/siblings.py says why.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,14 +90,12 @@ def judging(ctx, worktree: Path):
     its own admin dir (the index `git status` refreshes) and the configured caches; not the object store (a
     `git add`, `git stash`, `git commit` there fails), not another node's
     worktree, not the user's checkout; and nothing it starts outlives it (the PID namespace)."""
-    from contextlib import nullcontext
-
     from orchestrate import proc
     key = id(ctx.dag)
     if getattr(ctx, "_judging_sandboxed", (None, False))[0] != key:
         ctx._judging_sandboxed = (key, any(enabled(ctx, n) for n in ctx.dag.nodes))
     if not ctx._judging_sandboxed[1]:
-        return nullcontext()
+        return _tagged_judging()
     from orchestrate.workers.fingerprint import common_dir
     common = common_dir(ctx.root)  # read from the checkout: no git process per evaluator run
     # its admin dir (index, HEAD), as its worker had; not the integration worktree's, whose HEAD orchestrate reads
@@ -105,6 +104,24 @@ def judging(ctx, worktree: Path):
     readable = (str(ctx.root), str(common))
     return proc.confining(lambda argv, cwd: sandbox.wrap(argv, cwd=cwd or worktree, writable=writable,
                                                           readable=readable))
+
+
+@contextmanager
+def _tagged_judging():
+    """Judging without the sandbox: its commands carry a tag of their own, and what is still alive with it
+    when this judging ends (a `setsid` leftover that would go on writing a worktree while the campaign
+    checks or the next judging run) is killed then, not when the run rests. Other judging running at the
+    same time (eager) is spared: it carries another tag."""
+    import secrets
+
+    from orchestrate import proc, reaping
+    tag, started = secrets.token_hex(8), proc.unconfined()
+    with proc.tagged({"ORCH_JUDGING": tag}):
+        try:
+            yield
+        finally:
+            if proc.unconfined() != started:  # something ran (here, or in other judging): look
+                reaping.kill_tagged({"ORCH_JUDGING": tag}, orphans=False)
 
 
 def seals_checkout(ctx, jail: Jail | None) -> bool:
