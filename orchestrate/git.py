@@ -179,8 +179,14 @@ def changed_paths(repo: str | Path, base: str, head: str | None = None) -> list[
 _diffs: dict[tuple, tuple] = {}  # RECONCILE's surface check, coherence and the probes ask for a node's diff
 
 
+# A gitlink's move is a change; whether its nested repository's worktree is dirty is not looked at: git would
+# start a git there, which reads that repository's config (a worker's). On the command line: a `.gitmodules`
+# `ignore = none` (a file a worker writes) outranks the config key inert.py sets, not the option.
+NO_SUBMODULE_DIRT = ("--ignore-submodules=dirty",)
+
+
 def status_porcelain(repo: str | Path) -> str:
-    return git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+    return git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", *NO_SUBMODULE_DIRT).stdout
 
 
 def has_changes(repo: str | Path) -> bool:
@@ -190,7 +196,8 @@ def has_changes(repo: str | Path) -> bool:
 def head_and_changes(worktree: str | Path) -> tuple[str | None, str | None, list[str]]:
     """(HEAD's sha or None, the branch HEAD is on or None when detached, the paths `git status` reports)
     in one git process: porcelain v2's branch header carries what rev-parse and symbolic-ref would say."""
-    fields = git(worktree, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all").stdout.split("\0")
+    fields = git(worktree, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all",
+                 *NO_SUBMODULE_DIRT).stdout.split("\0")
     sha = branch = None
     paths: list[str] = []
     skip = False
@@ -212,8 +219,12 @@ def head_and_changes(worktree: str | Path) -> tuple[str | None, str | None, list
 def commit_all(repo: str | Path, message: str, *, env: dict[str, str] | None = None, allow_empty: bool = False) -> str:
     # `add` of a gitlink starts a git in the nested repository, whose config a worker may have written:
     # gitlinks are left as they are (a worker commits a submodule's move itself)
-    links = [entry.split("\t", 1)[1] for entry in git(repo, "ls-files", "-s", "-z").stdout.split("\0")
-             if entry.startswith("160000 ")]
+    links = [link for entry in git(repo, "ls-files", "-s", "-z").stdout.split("\0") if entry.startswith("160000 ")
+             and (Path(repo) / (link := entry.split("\t", 1)[1]) / ".git").exists()]  # checked out: a repository
+    if links and (moved := git(repo, "status", "--porcelain=v1", "-z", *NO_SUBMODULE_DIRT, "--",
+                               *(f":(literal){link}" for link in links)).stdout):
+        raise GitError(["git", "add"], 1, "", f"a submodule was moved and the move not committed "
+                       f"({moved.split(chr(0))[0][3:]}): git add it and commit")
     git(repo, "add", "-A", "--", ".", *(f":(exclude,literal){link}" for link in links), env=env)
     args = ["commit", "-q", "--no-verify", "-m", message] + (["--allow-empty"] if allow_empty else [])
     git(repo, *args, env=env)

@@ -39,7 +39,8 @@ _FIXED = (
     # A gitlink changed outside the surface is shown (a project's `.gitmodules` `ignore = all` would hide it);
     # what a nested repository's worktree holds is not looked at: git would start a git of its own in it,
     # which reads that repository's config, where a worker may define drivers of any name
-    ("diff.ignoreSubmodules", "dirty"),
+    ("diff.ignoreSubmodules", "dirty"),  # and git.NO_SUBMODULE_DIRT where `.gitmodules` could say otherwise
+    ("core.splitIndex", "false"),  # an index in one file: the admin dir a worker had is cleared to it
 )
 # The built-in three-way text merge, spelled as a driver: what a path gets when its driver is neutralised.
 TEXT_MERGE = "git merge-file --marker-size=%L %A %O %B"
@@ -66,6 +67,11 @@ def env(repo: str | Path) -> dict[str, str]:
         out[f"GIT_CONFIG_KEY_{i}"] = key
         out[f"GIT_CONFIG_VALUE_{i}"] = value
     return out
+
+
+def filters(repo: str | Path) -> set[str]:
+    """The names of the filter drivers the config files git reads for `repo` define."""
+    return {name for kind, name in _drivers(Path(repo)) if kind == "filter"}
 
 
 def config_stamp(repo: Path, files: list[Path] | None = None) -> tuple:

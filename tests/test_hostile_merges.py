@@ -170,13 +170,29 @@ def test_a_folder_of_the_home_git_config_swapped_for_a_link_is_put_back_not_writ
     text = result.out + result.err
     assert (theirs / "attributes").read_text() == "the user's own file\n", text
     assert (home / ".config" / "git").is_dir() and not (home / ".config" / "git").is_symlink()
-    assert "the folder ~/.config/git was changed" in text
+    assert "the folder ~/.config/git was created" in text  # a link where a folder stood
+
+
+def test_a_tool_that_makes_its_first_folder_in_home_is_not_blamed(tmp_path, orch, mode, monkeypatch):
+    """A fresh $HOME (CI, a container): pip or gh making ~/.config is no change; a link there would be."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = Someone\n\temail = someone@example.com\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    worker = 'echo a > a.txt\nmkdir -p "$HOME/.config/tool"\necho x > "$HOME/.config/tool/settings"\n'
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    text = result.out + result.err
+    assert result.rc == 75 and "final-acceptance" in text and "changed what no worker may change" not in text, text
 
 
 def test_a_gitlink_the_projects_gitmodules_ignores_is_still_outside_the_surface(tmp_path, orch, mode):
     from tests.engine_helpers import campaign_repo
+    # the gitlink's folder made as a checkout makes a submodule's it does not clone: empty (a missing one would be
+    # a deletion the leftover commit takes)
     worker = ('echo a > a.txt\ngit update-index --add --cacheinfo "160000,$(git rev-parse HEAD),vendor/lib"\n'
-              'git add a.txt && git commit -qm "a, and a gitlink"\n')
+              'mkdir -p vendor/lib\ngit add a.txt && git commit -qm "a, and a gitlink"\n')
     modules = '[submodule "lib"]\n\tpath = vendor/lib\n\turl = ./lib\n\tignore = all\n'  # the project's own
     repo = campaign_repo(tmp_path, hostile.dag(mode), "#!/bin/sh\n" + worker, files={".gitmodules": modules})
     baseline = repo.git("rev-parse", "HEAD")

@@ -644,7 +644,7 @@ def test_a_change_hidden_from_git_by_an_index_flag_fails_the_attempt(tmp_path, o
     worker = f'echo bad > a.txt\ngit add a.txt\ngit commit -qm bad\necho good > a.txt\ngit update-index {flag} a.txt\n'
     repo, baseline, result = run(tmp_path, orch, worker, mode, "{name: good, run: 'grep -qx good a.txt'}")
     text = result.out + result.err
-    assert "the worktree holds a.txt other than its head commit does, hidden from git" in text, text
+    assert "the worktree holds a.txt other than its head commit does, though the worker" in text, text
     assert "a.txt" not in campaign_tree(repo)
 
 
@@ -660,7 +660,7 @@ def test_a_change_hidden_by_stat_data_written_into_the_index_fails_the_attempt(t
     repo, baseline, result = run(tmp_path, orch, worker, mode, "{name: b, run: 'grep -qx BBBB a.txt'}")
     text = result.out + result.err
     assert (repo / ".scratch/runs/hostile/A/forged").exists(), "the forgery did not hide the change: no proof"
-    assert "the worktree holds a.txt other than its head commit does, hidden from git" in text, text
+    assert "the worktree holds a.txt other than its head commit does, though the worker" in text, text
     assert "a.txt" not in campaign_tree(repo)
 
 
@@ -713,3 +713,61 @@ def test_what_an_evaluator_leaves_running_without_the_sandbox_ends_with_its_judg
                          "#!/bin/sh\n" + worker, files={"a.txt": "good\n"})  # the check passes on the base
     result = orch("run", cwd=repo)
     assert repo.git("show", "campaign/hostile:a.txt") == "good", result.out + result.err
+
+
+def test_a_split_index_the_worker_makes_does_not_stop_the_run(tmp_path, orch, mode):
+    """The admin dir is cleared before orchestrate's git runs there: a split index's shared part stays."""
+    worker = 'echo a > a.txt\ngit update-index --split-index\ngit add a.txt\ngit commit -qm a\necho a2 > a.txt\n'
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    assert result.rc == 75 and "final-acceptance" in result.out, result.out + result.err
+
+
+def test_a_clean_filter_the_project_configures_does_not_fail_honest_work(tmp_path, orch, mode):
+    """nbstripout, git-lfs: the worker's git commits the cleaned file; the comparison with the commit, made with
+    filters off, passes over files a configured filter converts (named by the committed attributes)."""
+    # the pause: the file older than the index git writes, so git takes it for clean by its stat data alone
+    worker = 'printf "code\\nOUT: noise\\n" > a.txt\nsleep 1.1\ngit add a.txt\ngit commit -qm a\n'
+    repo = campaign_repo(tmp_path, dag(mode), "#!/bin/sh\n" + worker, files={".gitattributes": "a.txt filter=strip\n"})
+    repo.git("config", "filter.strip.clean", "sed /^OUT/d")
+    repo.git("config", "filter.strip.smudge", "cat")
+    _WATCHED[-1] = (repo, "hostile", git_dir_state(repo))  # the project's own config, before the run
+    result = orch("run", cwd=repo)
+    assert result.rc == 75 and "final-acceptance" in result.out, result.out + result.err
+    assert repo.git("show", "campaign/hostile:a.txt") == "code"
+
+
+def test_a_filter_named_by_an_ignored_gitattributes_does_not_hide_a_change(tmp_path, orch, mode):
+    """The pass-over above needs the committed attributes: an ignored .gitattributes of the worker's naming a
+    filter the project defines does not make a hidden change pass."""
+    worker = ('echo AAAA > a.txt\ngit add a.txt\ngit commit -qm a\necho BBBB > a.txt\n'
+              'echo "a.txt filter=strip" > .gitattributes\ngit update-index --assume-unchanged a.txt\n')
+    repo = campaign_repo(tmp_path, dag(mode), "#!/bin/sh\n" + worker, files={".gitignore": ".gitattributes\n"})
+    repo.git("config", "filter.strip.clean", "cat")
+    _WATCHED[-1] = (repo, "hostile", git_dir_state(repo))
+    result = orch("run", cwd=repo)
+    assert "the worktree holds a.txt other than its head commit does" in result.out + result.err, result.out
+    assert "a.txt" not in campaign_tree(repo)
+
+
+def test_gitmodules_ignore_none_does_not_bring_back_the_git_in_the_nested_repository(tmp_path, orch, mode):
+    """`.gitmodules` is the worker's to write, and its `ignore = none` outranks the config key: the status
+    orchestrate runs says so on its command line."""
+    mark = tmp_path / "ran"
+    worker = (f'mkdir sub\ncd sub\nunset GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES\ngit init -q\n'
+              f'printf \'#!/bin/sh\\n[ -n "$ORCH_NODE" ] || echo ran >> "{mark}"\\ncat\\n\' > .git/evil.sh\n'
+              'chmod +x .git/evil.sh\ngit config filter.evil.clean "$PWD/.git/evil.sh"\necho "* filter=evil" > .gitattributes\n'
+              'echo x > f\ngit add f .gitattributes\ngit -c user.name=w -c user.email=w@example.com commit -qm s\n'
+              'touch -d 2001-01-01 f\nsha=$(git rev-parse HEAD)\ncd ..\n'
+              'printf \'[submodule "sub"]\\n\\tpath = sub\\n\\turl = ./sub\\n\\tignore = none\\n\' > .gitmodules\n'
+              'git add .gitmodules\ngit update-index --add --cacheinfo "160000,$sha,sub"\ngit commit -qm "A: gitlink"\n'
+              'echo a > a.txt\n')
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    assert not mark.exists(), "a filter of the nested repository ran in orchestrate's git"
+
+
+def test_a_submodule_moved_and_not_committed_fails_the_attempt_saying_so(tmp_path, orch):
+    worker = ('mkdir sub\ncd sub\ngit init -q\necho x > f\ngit add f\ngit -c user.name=w -c user.email=w@example.com '
+              'commit -qm one\ncd ..\ngit add sub 2>/dev/null\ngit commit -qm "A: gitlink"\n'
+              'cd sub\necho y > f\ngit -c user.name=w -c user.email=w@example.com commit -qam two\n')
+    repo, baseline, result = run(tmp_path, orch, worker, "none")
+    assert "a submodule was moved and the move not committed (sub)" in result.out + result.err, result.out

@@ -55,7 +55,7 @@ def test_a_reused_worktree_holds_exactly_the_new_base(tmp_path, orch, mode):
             if e["kind"] == "result" and e["context"].get("effect") == "worktree-add"}
     assert adds["B"].get("reused"), "B did not reuse A's working copy: this test would prove nothing"
     failed = [e["context"]["feedback"] for e in journal(repo, "pool") if e["kind"] == "node"
-              and e["context"].get("node") == "A" and "hidden from git" in e["context"].get("feedback", "")]
+              and e["context"].get("node") == "A" and "though the worker" in e["context"].get("feedback", "")]
     assert failed and "shared.txt" in failed[0]  # A's first attempt, for the change it hid
     seen = dict(line.partition(": ")[::2] for line in repo.git("show", "campaign/pool:b.txt").splitlines())
     assert seen == {"shared": "original", "status": "", "flags": "", "a": "A"}  # A's merge, and nothing else

@@ -169,9 +169,11 @@ def _folders(paths) -> dict[Path, str | None]:
 
 
 def _folder(folder: Path) -> str | None:
+    """A link (`link:` its target), or not: a folder made where there was none (a tool's first `~/.config`)
+    is no change; the files watched in it are."""
     if folder.is_symlink():
         return "link:" + str(folder.readlink())
-    return "folder" if folder.is_dir() else "other" if folder.exists() else None
+    return "other" if folder.exists() and not folder.is_dir() else None
 
 
 def _restore_folders(before: dict[Path, str | None]) -> list[str]:
@@ -185,9 +187,9 @@ def _restore_folders(before: dict[Path, str | None]) -> list[str]:
             continue
         if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
             folder.unlink()
-        if old == "folder":
+        if old is None:  # it was a folder, or nothing: a folder it is (the files in it are put back next)
             folder.mkdir(parents=True, exist_ok=True)
-        elif old is not None and old.startswith("link:"):
+        elif old.startswith("link:"):
             folder.symlink_to(old.removeprefix("link:"))
         put_back.append(f"the folder {_shown(folder)}")
     return put_back
@@ -210,6 +212,7 @@ def _restore_paths(files: dict[Path, bytes | None], keep: Path | None) -> list[s
             path.unlink(missing_ok=True)
         else:
             path.unlink(missing_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)  # a folder removed (its links were put back first)
             path.write_bytes(old)
         put_back.append(_shown(path) + (f" (the edited version is kept at {keep / path.name})"
                                         if new is not None and keep is not None else ""))

@@ -34,7 +34,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrate import git, git_files
+from orchestrate import git, git_files, inert
 from orchestrate.errors import GitError
 
 SPARES = 8  # kept per topic at least; more only when the campaign held more worktrees at once (`_peak`)
@@ -133,6 +133,14 @@ def unseen(path: Path, base: str, head: str) -> list[str] | None:
             raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
         found = [line.removesuffix(": needs update") for line in done.stdout.splitlines()
                  if line.endswith(": needs update")]
+        if found and (defined := inert.filters(path)):
+            # a file a configured clean filter converts (git-lfs, nbstripout) cannot match here, where filters
+            # are off: such files are passed over. The filter must be named by the committed attributes
+            # (--cached: the judged index) and defined in a config git reads, not by an ignored .gitattributes
+            said = git.git(path, "check-attr", "--cached", "-z", "--stdin", "filter",
+                           input="".join(f + "\0" for f in found), env=env).stdout.split("\0")
+            converted = {said[i] for i in range(0, len(said) - 2, 3) if said[i + 2] in defined}
+            return [f for f in found if f not in converted]
         return found or (["(a file git could not compare)"] if done.rc else [])
     finally:
         judged.unlink(missing_ok=True)
@@ -199,12 +207,18 @@ def scrub_admin(path: Path) -> str:
     hang it). Everything but HEAD, commondir, gitdir and the index goes; '' when those are plain files,
     else what is wrong (the attempt then fails). OSError when the admin dir cannot be cleared."""
     admin = git.admin_dir(path)
-    return _scrub(admin) if admin is not None and admin.is_dir() else ""
+    return _scrub(admin, own=True) if admin is not None and admin.is_dir() else ""
 
 
-def _scrub(admin: Path) -> str:
+def _scrub(admin: Path, *, own: bool = False) -> str:
+    """`own`: the worktree stays its node's, so a split index's shared part and the git dirs of the submodules
+    checked out in it (`modules/`) stay too: orchestrate's git reads the first and never enters the second.
+    A spare going to another node keeps neither."""
     wrong = ""
     for entry in admin.iterdir():
+        if own and not entry.is_symlink() and ((entry.name.startswith("sharedindex.") and entry.is_file())
+                                               or (entry.name == "modules" and entry.is_dir())):
+            continue
         if entry.name in _KEEP:
             if entry.is_symlink() or not entry.is_file():
                 wrong = wrong or f"{entry.name} in its worktree's git admin dir is not a file"

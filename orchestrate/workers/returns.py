@@ -99,7 +99,14 @@ def _settle(ctx, outcome) -> None:
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: {wrong}; nothing was read or committed "
                      "there, and its attempt failed")
         return
-    if path.exists() and git.has_changes(path):
+    try:
+        left = path.exists() and git.has_changes(path)
+    except GitError as exc:  # an index git cannot read (a worker's doing): the attempt, not the run
+        said = (exc.stderr or exc.message).strip().splitlines()
+        fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: git could not read its worktree "
+                     f"({said[-1] if said else 'no reason given'}); its attempt failed")
+        return
+    if left:
         ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})
         try:
             git.commit_all(path, f"node {outcome.node}: changes left uncommitted by the worker",
@@ -118,8 +125,8 @@ def _settle(ctx, outcome) -> None:
         return
     if path.exists() and (hidden := _hidden(path, ns.base, head)):
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worktree holds {hidden} other than its "
-                     "head commit does, hidden from git by the worker's index (a flag, or stat data made to "
-                     "match): its evaluators would read what is never merged; its attempt failed")
+                     "head commit does, though the worker's index says not (a flag, or stat data that matches): "
+                     "its evaluators would read what is never merged; its attempt failed")
         return
     if ns.objects and head != ns.base and git.rev_parse(ctx.root, ns.branch) == ns.base:
         git.update_ref(ctx.root, f"refs/heads/{ns.branch}", head, ns.base, reason=f"node {outcome.node} returned")
