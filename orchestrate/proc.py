@@ -168,14 +168,17 @@ def _group_lives(pgid: int) -> bool:
         names = [name for name in os.listdir("/proc") if name.isdigit() and int(name) != pgid]
     except OSError:
         return True  # cannot tell: wait, as for any command still running
-    for name in names:
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                if int(fh.read().rsplit(b")", 1)[1].split()[2]) == pgid:  # state, ppid, then the group
-                    return True
-        except (OSError, ValueError, IndexError):
-            continue
-    return False
+    return any(stat_field(name, 2) == pgid for name in names)
+
+
+def stat_field(pid: int | str, index: int) -> int | None:
+    """A numeric field of /proc/PID/stat after the command's name (0 state, 1 parent, 2 process group);
+    None when the process is gone or the field is not a number."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[index])  # the name may hold spaces and ")"
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _exited(pid: int) -> bool:

@@ -7,7 +7,7 @@ import os
 import signal
 from typing import Mapping
 
-from orchestrate.proc import _ours, _spawning, become_subreaper  # proc's record of what it started
+from orchestrate.proc import _ours, _spawning, become_subreaper, stat_field  # proc's record of what it started
 
 SPARED = b"ORCH_NOTIFIER=1"  # in the environment of a notify command: what it sends in the background may finish
 
@@ -58,16 +58,8 @@ def _session(pid: int) -> int | None:
 
 
 def _children(me: int) -> list[int]:
-    """Our direct children, read from /proc (the parent is the fourth field of `stat`, after the name)."""
-    return [int(name) for name in os.listdir("/proc") if name.isdigit() and _parent(name) == me]
-
-
-def _parent(pid: str) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return int(fh.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
+    """Our direct children, read from /proc."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and stat_field(name, 1) == me]
 
 
 def kill_tagged(tags: Mapping[str, str], *, orphans: bool = True) -> list[int]:
