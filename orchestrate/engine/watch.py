@@ -76,18 +76,11 @@ def _adopt_amendments(ctx: Context, suspects: list[str]) -> None:
             continue
         if person:
             kept = "kept for the dag-amendment seam" if dag in dags else "kept (it is not this campaign's plan)"
-            ctx.out.always(f"{_shown(ctx, dag)} was edited while only workers in the sandbox ran ({', '.join(suspects)}; "
+            ctx.out.always(f"{fingerprint.shown(dag)} was edited while only workers in the sandbox ran ({', '.join(suspects)}; "
                            f"they cannot write it): {kept}")
             ctx.watch.recorder[dag] = now
         elif ctx.campaign.dag_hash and hashlib.sha256(now).hexdigest() == ctx.campaign.dag_hash:
             ctx.watch.recorder[dag] = now
-
-
-def _shown(ctx: Context, path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(ctx.root.resolve()))
-    except ValueError:
-        return str(path)
 
 
 def guard_recorder(ctx: Context) -> None:

@@ -38,8 +38,9 @@ class Fingerprint:
     # the user's own git config in $HOME, which the sandbox leaves writable: a hook path or an fsmonitor
     # planted there runs in the user's next git command, outside any sandbox
     home: dict[Path, bytes | None] = field(default_factory=dict)
-    # the folders between $HOME and those files, each a folder, a link (`link:` its target) or absent: a
-    # worker that swaps one for a link would have the put-back write through it (`_folder`)
+    # the folders between $HOME and those files, each a link (`link:` its target), something else in a
+    # folder's place, or None (a folder, or nothing): a worker that swaps one for a link would have the
+    # put-back write through it (`_folder`)
     folders: dict[Path, str | None] = field(default_factory=dict)
     # the recorder's own git dir (config, hooks/, info/): orchestrate's git calls there are inert, but a
     # person's (the restore a ForeignWrite hint names) would run what a worker planted
@@ -105,8 +106,8 @@ def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[st
         if old != new:
             found.append(f"ref {name} " + ("was created" if old is None else "was deleted" if new is None
                                            else f"moved {old[:12]} -> {new[:12]}"))
-    found += _changed(before.recorder, after.recorder, _shown) + _changed(before.home, after.home, _shown)
-    found += _changed(before.folders, after.folders, lambda folder: f"the folder {_shown(folder)}")
+    found += _changed(before.recorder, after.recorder, shown) + _changed(before.home, after.home, shown)
+    found += _changed(before.folders, after.folders, lambda folder: f"the folder {shown(folder)}")
     checkout = [f"the checkout's {k} changed" for k in sorted(before.checkout)
                 if after.checkout and before.checkout[k] != after.checkout.get(k)]
     return found, checkout
@@ -191,7 +192,7 @@ def _restore_folders(before: dict[Path, str | None]) -> list[str]:
             folder.mkdir(parents=True, exist_ok=True)
         elif old.startswith("link:"):
             folder.symlink_to(old.removeprefix("link:"))
-        put_back.append(f"the folder {_shown(folder)}")
+        put_back.append(f"the folder {shown(folder)}")
     return put_back
 
 
@@ -214,7 +215,7 @@ def _restore_paths(files: dict[Path, bytes | None], keep: Path | None) -> list[s
             path.unlink(missing_ok=True)
             path.parent.mkdir(parents=True, exist_ok=True)  # a folder removed (its links were put back first)
             path.write_bytes(old)
-        put_back.append(_shown(path) + (f" (the edited version is kept at {keep / path.name})"
+        put_back.append(shown(path) + (f" (the edited version is kept at {keep / path.name})"
                                         if new is not None and keep is not None else ""))
     return put_back
 
@@ -259,7 +260,7 @@ def _checkout(root: Path) -> dict[str, str]:
             "status": hashlib.sha256(entries.encode()).hexdigest()}
 
 
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
     """A recorder file as the user knows it, `.ledger/...`; a file in $HOME as `~/...`."""
     parts = path.parts
     if ".ledger" in parts:

@@ -34,7 +34,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrate import git, git_files, inert
+from orchestrate import atomic, git, git_files, inert
 from orchestrate.errors import GitError
 
 SPARES = 8  # kept per topic at least; more only when the campaign held more worktrees at once (`_peak`)
@@ -253,10 +253,10 @@ def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False
         if keep_ignored and (left := _not_ignored(path, left)) is None:
             return False
         for entry in left:
-            _remove(path / entry)
+            atomic.remove(path / entry)
         for folder in git.git(path, *_QUOTED, "ls-tree", "-r", "-d", "--name-only", "HEAD").stdout.split("\n"):
             if folder:  # git never lists a `.git` below the top, nor tracks one: it is a planted repository
-                _remove(path / _unquote(folder) / ".git")
+                atomic.remove(path / _unquote(folder) / ".git")
     except (OSError, GitError, ValueError):  # ValueError: a listing not quoted as asked
         return False
     return True
@@ -268,7 +268,7 @@ def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
     which a worker may have written) do not match. None when git could not tell."""
     planted = [e for e in entries if os.path.basename(e) == ".gitignore"]
     for entry in planted:  # gone before git is asked: each would make what it names look ignored
-        _remove(path / entry)
+        atomic.remove(path / entry)
     rest = [e for e in entries if os.path.basename(e) != ".gitignore"]
     if not rest:
         return []
@@ -283,7 +283,7 @@ def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
 
 # Paths cross the pipe C-quoted (ASCII; git's own quoting, which check-ignore's --stdin reads too), never
 # raw: orchestrate decodes git's output as UTF-8 with replacement, and a name that is not UTF-8 would come
-# back as another name, one `_remove` would not find (and what it names would stay for the next node).
+# back as another name, one `atomic.remove` would not find (and what it names would stay for the next node).
 _QUOTED = ("-c", "core.quotePath=true")
 _ESCAPES = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13, b'"': 34, b"\\": 92}
 _ESCAPE = re.compile(rb'\\([0-7]{3}|[abtnvfr"\\])')
@@ -303,11 +303,3 @@ def _quote(name: str) -> str:
     """`name` in double quotes with every byte that is not plain printable ASCII an octal escape."""
     return '"' + "".join(chr(b) if 32 <= b < 127 and b not in b'"\\' else f"\\{b:03o}"
                          for b in os.fsencode(name)) + '"'
-
-
-def _remove(target: Path) -> None:
-    """Remove a file, a symlink (never followed) or a folder with everything in it; absent is fine."""
-    if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
-    elif os.path.lexists(target):
-        target.unlink()

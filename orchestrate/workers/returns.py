@@ -46,6 +46,12 @@ def _foreign_head(worktree: Path, branch: str) -> str | None:
     return text.removeprefix("ref: ") or "nothing"
 
 
+def _git_said(exc: GitError) -> str:
+    """git's last line about a failure, for the attempt's one-line reason."""
+    said = (exc.stderr or exc.message).strip().splitlines()
+    return said[-1] if said else "no reason given"
+
+
 def _hidden(path: Path, base: str, head: str) -> str:
     """What in the worktree differs from `head` though the worker's index says not ('' if nothing): read
     against orchestrate's own copy of the index (pool.unseen); for a worktree an earlier runner made, which
@@ -53,8 +59,7 @@ def _hidden(path: Path, base: str, head: str) -> str:
     try:
         found = pool.unseen(path, base, head)
     except GitError as exc:
-        said = (exc.stderr or exc.message).strip().splitlines()
-        return f"files git could not compare ({said[-1] if said else 'no reason given'})"
+        return f"files git could not compare ({_git_said(exc)})"
     if found is None:
         found = [entry[2:] for entry in git.git(path, "ls-files", "-v", "-z").stdout.split("\0")
                  if entry[:1].islower() or entry[:1] == "S"]
@@ -102,9 +107,8 @@ def _settle(ctx, outcome) -> None:
     try:
         left = path.exists() and git.has_changes(path)
     except GitError as exc:  # an index git cannot read (a worker's doing): the attempt, not the run
-        said = (exc.stderr or exc.message).strip().splitlines()
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: git could not read its worktree "
-                     f"({said[-1] if said else 'no reason given'}); its attempt failed")
+                     f"({_git_said(exc)}); its attempt failed")
         return
     if left:
         ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})
@@ -112,9 +116,8 @@ def _settle(ctx, outcome) -> None:
             git.commit_all(path, f"node {outcome.node}: changes left uncommitted by the worker",
                            env=git.identity_env(path))
         except GitError as exc:  # e.g. a nested repository with no commit: git cannot add it; the run goes on
-            detail = (exc.stderr or exc.message).strip().splitlines()
             fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: git could not commit what the worker left "
-                         f"uncommitted ({detail[-1] if detail else 'no reason given'}); its attempt failed")
+                         f"uncommitted ({_git_said(exc)}); its attempt failed")
             return
         ctx.emit("result", {"effect": "leftover-commit", "node": outcome.node})
         ctx.out.line(f"{outcome.node}: committed changes the worker left uncommitted")
