@@ -1,7 +1,9 @@
 """Building campaign repositories for engine tests, and reading back what the engine did."""
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.helpers import RepoDir, make_repo
@@ -81,3 +83,15 @@ def racing_seal(real, when: str, line: bytes):
             with path.open("ab") as fh:
                 fh.write(line)
     return racing
+
+
+def cli(repo, *args: str, fault: str | None = None, quiet: bool = False, timeout: float = 180,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`orchestrate ARGS` in its own process, as in CI (`CI=true`), stdin closed; `fault`: an
+    ORCHESTRATE_FAULT kill point (orchestrate/faults.py), none otherwise, whatever the test's environment."""
+    full = dict(os.environ, CI="true", **(env or {}))
+    full.pop("ORCHESTRATE_FAULT", None)
+    if fault:
+        full["ORCHESTRATE_FAULT"] = fault
+    return subprocess.run([sys.executable, "-m", "orchestrate", *args, *(["--quiet"] if quiet else [])], cwd=repo,
+                          env=full, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout)

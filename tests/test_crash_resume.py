@@ -18,6 +18,7 @@ import sys
 
 import pytest
 
+from tests import engine_helpers
 from tests.engine_helpers import campaign_repo, journal
 from tests.helpers import RepoDir
 from tests.test_engine_e2e import DAG, WORKER
@@ -26,13 +27,7 @@ pytestmark = pytest.mark.slow
 
 
 def cli(repo, *args, fault: str | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CI="true")
-    env.pop("ORCHESTRATE_FAULT", None)
-    if fault:
-        env["ORCHESTRATE_FAULT"] = fault
-    return subprocess.run([sys.executable, "-m", "orchestrate", *args, "--quiet"], cwd=repo, env=env,
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout)
-
+    return engine_helpers.cli(repo, *args, fault=fault, quiet=True, timeout=timeout)
 
 def outcome(repo: RepoDir) -> dict:
     status = json.loads(subprocess.run([sys.executable, "-m", "orchestrate", "status", "--json", "--topic", "six"],

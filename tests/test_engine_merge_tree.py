@@ -4,12 +4,11 @@ the campaign head only when something needs its files (a premise, the boundary's
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
 
+from tests import engine_helpers
 from tests.engine_helpers import campaign_repo, first_parent_chain, journal, statuses
 from tests.helpers import RepoDir
 from tests.test_campaign_life_resume import TOOL  # each node writes <node>/one.txt
@@ -171,10 +170,7 @@ def test_a_conflict_reworks_the_node_naming_the_paths(tmp_path, orch, checks):
 
 
 def cli(repo, *args, fault: str | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CI="true", **({"ORCHESTRATE_FAULT": fault} if fault else {}))
-    return subprocess.run([sys.executable, "-m", "orchestrate", *args, "--quiet"], cwd=repo, env=env,
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
-
+    return engine_helpers.cli(repo, *args, fault=fault, quiet=True, timeout=300)
 
 def test_a_runner_killed_between_the_merge_commit_and_the_branch_resumes_to_one_merge(tmp_path):
     repo = repo_for(tmp_path, DAG.replace("CHECKS", ""), WORKER, {"old.txt": "one\ntwo\n"})

@@ -113,35 +113,41 @@ def test_what_a_sandboxed_worker_plants_in_its_object_store_fails_its_attempt_an
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
-def test_git_config_planted_in_home_is_put_back_and_blamed(tmp_path, orch, mode, monkeypatch):
+IDENTITY = "[user]\n\tname = Someone\n\temail = someone@example.com\n"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A $HOME of the test's own, with only a git identity in its ~/.gitconfig, and git's other config
+    places pointed at it."""
     home = tmp_path / "home"
-    (home / ".config" / "git").mkdir(parents=True)
-    (home / ".gitconfig").write_text("[user]\n\tname = Someone\n\temail = someone@example.com\n")
+    home.mkdir()
+    (home / ".gitconfig").write_text(IDENTITY)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    return home
+
+
+def test_git_config_planted_in_home_is_put_back_and_blamed(tmp_path, orch, mode, home):
+    (home / ".config" / "git").mkdir(parents=True)
     worker = ('echo a > a.txt\nprintf "[core]\\n\\thooksPath = /tmp/planted\\n" >> "$HOME/.gitconfig"\n'
               'printf "* diff=x\\n" > "$HOME/.config/git/attributes"\n')
     repo, baseline, result = run(tmp_path, orch, worker, mode)
     text = result.out + result.err
     assert result.rc == 75, text
     assert "~/.gitconfig was changed" in text and "~/.config/git/attributes was created" in text
-    assert (home / ".gitconfig").read_text() == "[user]\n\tname = Someone\n\temail = someone@example.com\n"
+    assert (home / ".gitconfig").read_text() == IDENTITY
     assert not (home / ".config" / "git" / "attributes").exists()
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
-def test_a_file_the_home_config_includes_and_a_hook_in_its_hooks_path_are_watched_too(tmp_path, orch, mode, monkeypatch):
+def test_a_file_the_home_config_includes_and_a_hook_in_its_hooks_path_are_watched_too(tmp_path, orch, mode, home):
     """`include.path` and `core.hooksPath` name files the user's next git reads or runs: a planted fsmonitor
     in the included file and a planted pre-commit hook are put back like ~/.gitconfig itself."""
-    home = tmp_path / "home"
-    (home / "hooks").mkdir(parents=True)
-    (home / ".gitconfig").write_text("[include]\n\tpath = ~/.gitconfig.local\n[core]\n\thooksPath = ~/hooks\n"
-                                     "[user]\n\tname = Someone\n\temail = someone@example.com\n")
+    (home / "hooks").mkdir()
+    (home / ".gitconfig").write_text("[include]\n\tpath = ~/.gitconfig.local\n[core]\n\thooksPath = ~/hooks\n" + IDENTITY)
     (home / ".gitconfig.local").write_text("")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
     worker = ('echo a > a.txt\nprintf "[core]\\n\\tfsmonitor = /tmp/planted\\n" >> "$HOME/.gitconfig.local"\n'
               'printf "#!/bin/sh\\n" > "$HOME/hooks/pre-commit"\n')
     repo, baseline, result = run(tmp_path, orch, worker, mode)
@@ -153,18 +159,13 @@ def test_a_file_the_home_config_includes_and_a_hook_in_its_hooks_path_are_watche
 
 
 def test_a_folder_of_the_home_git_config_swapped_for_a_link_is_put_back_not_written_through(
-        tmp_path, orch, mode, monkeypatch):
+        tmp_path, orch, mode, home):
     """~/.config/git replaced by a link to a folder of the user's: the put-back would delete or write that
     folder's `attributes` and `ignore` through the link. The folder comes back; the user's files stay."""
-    home = tmp_path / "home"
     (home / ".config" / "git").mkdir(parents=True)
     theirs = tmp_path / "theirs"
     theirs.mkdir()
     (theirs / "attributes").write_text("the user's own file\n")
-    (home / ".gitconfig").write_text("[user]\n\tname = Someone\n\temail = someone@example.com\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
     worker = f'echo a > a.txt\nrm -rf "$HOME/.config/git"\nln -s "{theirs}" "$HOME/.config/git"\n'
     repo, baseline, result = run(tmp_path, orch, worker, mode)
     text = result.out + result.err
@@ -173,14 +174,8 @@ def test_a_folder_of_the_home_git_config_swapped_for_a_link_is_put_back_not_writ
     assert "the folder ~/.config/git was created" in text  # a link where a folder stood
 
 
-def test_a_tool_that_makes_its_first_folder_in_home_is_not_blamed(tmp_path, orch, mode, monkeypatch):
+def test_a_tool_that_makes_its_first_folder_in_home_is_not_blamed(tmp_path, orch, mode, home):
     """A fresh $HOME (CI, a container): pip or gh making ~/.config is no change; a link there would be."""
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / ".gitconfig").write_text("[user]\n\tname = Someone\n\temail = someone@example.com\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
     worker = 'echo a > a.txt\nmkdir -p "$HOME/.config/tool"\necho x > "$HOME/.config/tool/settings"\n'
     repo, baseline, result = run(tmp_path, orch, worker, mode)
     text = result.out + result.err

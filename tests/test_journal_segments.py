@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from orchestrate.recorder import segments
+from tests import engine_helpers
 from tests.engine_helpers import campaign_repo, journal, racing_seal
 from tests.helpers import RepoDir
 
@@ -41,13 +42,8 @@ def recorder(repo) -> RepoDir:
 
 
 def cli(repo, *args: str, fault: str | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CI="true", ORCHESTRATE_JOURNAL_SEGMENT_BYTES=str(SMALL))
-    env.pop("ORCHESTRATE_FAULT", None)
-    if fault:
-        env["ORCHESTRATE_FAULT"] = fault
-    return subprocess.run([sys.executable, "-m", "orchestrate", *args, "--quiet"], cwd=repo, env=env,
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
-
+    return engine_helpers.cli(repo, *args, fault=fault, quiet=True, timeout=300,
+                              env={"ORCHESTRATE_JOURNAL_SEGMENT_BYTES": str(SMALL)})
 
 @pytest.mark.parametrize("size", [SMALL, 5000, 8000])
 def test_a_long_journal_is_sealed_committed_whole_and_read_as_one(tmp_path, orch, monkeypatch, size):

@@ -3,11 +3,7 @@ again as a new one (the cut-off attempt has no result), and the replay, whose ru
 match it: its k-th attempt of a node reproduces the node's k-th recorded attempt that returned."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
-from tests.engine_helpers import campaign_repo, journal
+from tests.engine_helpers import campaign_repo, cli, journal
 
 DAG = """\
 topic: cut
@@ -24,14 +20,6 @@ echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr AB ab).txt"
 git add -A && git commit -qm "$ORCH_NODE"
 """
 
-
-def cli(repo, *args: str, fault: str | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CI="true")
-    env.pop("ORCHESTRATE_FAULT", None)
-    if fault:
-        env["ORCHESTRATE_FAULT"] = fault
-    return subprocess.run([sys.executable, "-m", "orchestrate", *args], cwd=repo, env=env, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL, timeout=300)
 
 
 def test_a_campaign_resumed_after_a_cut_off_attempt_replays_the_same(tmp_path):

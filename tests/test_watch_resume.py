@@ -3,11 +3,7 @@ while its worker ran (ORCHESTRATE_FAULT=poll:1) left no fingerprint; resume take
 the attempt, so a hook the new attempt plants is put back and the attempt fails naming it."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
-from tests.engine_helpers import campaign_repo, statuses
+from tests.engine_helpers import campaign_repo, cli, statuses
 
 DAG = """\
 topic: six
@@ -24,14 +20,6 @@ if [ "$ORCH_ATTEMPT" = 1 ]; then sleep 3; exit 0; fi
 printf '#!/bin/sh\\necho planted\\n' > "$(git rev-parse --path-format=absolute --git-common-dir)/hooks/post-checkout"
 """
 
-
-def cli(repo, *args, fault: str | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CI="true")
-    env.pop("ORCHESTRATE_FAULT", None)
-    if fault:
-        env["ORCHESTRATE_FAULT"] = fault
-    return subprocess.run([sys.executable, "-m", "orchestrate", *args], cwd=repo, env=env, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL, timeout=180)
 
 
 def test_a_hook_planted_by_the_attempt_resume_restarts_is_put_back_and_fails_it(tmp_path, orch):
