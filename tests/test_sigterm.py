@@ -1,4 +1,4 @@
-"""SIGTERM stops `orchestrate run` as Ctrl-C does (engine/terminate.py): the workers' groups are stopped,
+"""SIGTERM stops `orchestrate run` and `resume` as Ctrl-C does (engine/terminate.py): the workers' groups are stopped,
 the interruption is recorded, the runner exits 130, and `resume` goes on. Before, the runner died at once
 (-15) and an unsandboxed worker ran on, adopted by init."""
 from __future__ import annotations
@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.engine_helpers import campaign_repo, journal
 
@@ -52,17 +54,16 @@ def _wait_for(path: Path, runner: subprocess.Popen) -> None:
         time.sleep(0.05)
 
 
-def test_sigterm_stops_the_workers_records_the_interruption_and_resume_goes_on(tmp_path, orch):
-    mark = tmp_path / "started"
-    repo = campaign_repo(tmp_path, DAG, WORKER.replace("{mark}", str(mark)))
-    runner = subprocess.Popen(ORCH + ["run", "--no-interactive"], cwd=repo, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+def _stopped_by_sigterm(repo, mark: Path, command: list[str]) -> None:
+    """`orchestrate COMMAND` until its worker has started, then SIGTERM to the runner alone (as `kill PID` or
+    a CI timeout sends it): exit 130, the interruption said, and the worker gone with it."""
+    runner = subprocess.Popen(ORCH + command, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     worker = None
     try:
         _wait_for(mark, runner)
         worker = int(mark.read_text())
         assert _running(worker)
-        runner.send_signal(signal.SIGTERM)  # the runner alone, as `kill PID` or a CI timeout sends it
+        runner.send_signal(signal.SIGTERM)
         out, err = runner.communicate(timeout=120)
         assert runner.returncode == 130, (runner.returncode, out, err)
         # in AWAIT, or still in DISPATCH when the worker was quicker than the runner's next step
@@ -74,6 +75,16 @@ def test_sigterm_stops_the_workers_records_the_interruption_and_resume_goes_on(t
             runner.communicate()
         if worker is not None and _running(worker):
             os.kill(worker, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("stopped", ["run", "resume"])
+def test_sigterm_stops_the_workers_records_the_interruption_and_resume_goes_on(tmp_path, orch, stopped):
+    mark = tmp_path / "started"
+    repo = campaign_repo(tmp_path, DAG, WORKER.replace("{mark}", str(mark)))
+    _stopped_by_sigterm(repo, mark, ["run", "--no-interactive"])
+    if stopped == "resume":  # the next attempt waits again, and the resume running it is stopped the same way
+        mark.unlink()
+        _stopped_by_sigterm(repo, mark, ["resume", "--no-interactive"])
     assert journal(repo, "term")[-1]["kind"] == "interrupt"
     resumed = orch("resume", "--no-interactive", cwd=repo)
     assert resumed.rc == 75, resumed.err  # went on to the end: the final-acceptance seam
