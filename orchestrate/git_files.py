@@ -1,6 +1,7 @@
 """Git's own files read where their layout is the plain one, instead of asking a git process: which commit a
 linked worktree's HEAD names, which worktrees hold a branch, every ref's object id. Each answers None (or
-raises git_batch.Unusable) where the layout is not the plain one, and the caller asks git.
+raises git_batch.Unusable) where the layout is not the plain one, and the caller asks git. Two writes as
+well, for the pool's spares, each a process a node saved: a worktree's move and a detached HEAD.
 
 A worker without the sandbox can write in the git dir while these run, so only regular files are read
 (never through a link, never a FIFO that would block the runner), and never more than a ref's worth."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 from orchestrate import git, stamps
@@ -53,6 +55,53 @@ def linked(worktree: Path, common: Path) -> bool:
         return False
     return admin.parent.resolve() == (common / "worktrees").resolve() and back.resolve() == dot.resolve() \
         and shared.resolve() == common.resolve()
+
+
+def move_worktree(src: Path, dst: Path, admin: Path) -> bool:
+    """`git worktree move src dst` as git does it (the folder renamed, its admin dir's gitdir naming the new
+    place), where nothing needs git's judgement: `src`'s .git file names `admin` by its absolute path, `admin`
+    holds no lock mark and no submodule's git dir, its index no gitlink (git refuses to move a worktree with
+    a submodule checked out), and nothing is at `dst`. False, nothing moved, in any other case: the caller
+    asks git, which refuses what it must."""
+    try:
+        if small(src / ".git").decode(errors="replace").strip() != f"gitdir: {admin}" or os.path.lexists(dst) \
+                or any(os.path.lexists(admin / name) for name in ("locked", "modules")) \
+                or _GITLINK in small(admin / "index", None):  # a false match only sends the move to git
+            return False
+        new = Path(os.path.realpath(dst.parent)) / dst.name  # what git writes: the real path
+        os.rename(src, dst)
+    except OSError:
+        return False
+    try:
+        _replace(admin / "gitdir", f"{new}/.git\n")
+    except OSError:
+        os.rename(dst, src)
+        return False
+    return True
+
+
+def detach(admin: Path, sha: str) -> None:
+    """Make a linked worktree's HEAD the commit `sha` (`update-ref --no-deref HEAD`, reflog aside), letting go
+    of the branch it was on. OSError when the admin dir cannot be written."""
+    if not is_full_id(sha):
+        raise ValueError(sha)
+    _replace(admin / "HEAD", sha + "\n")
+
+
+_GITLINK = (0o160000).to_bytes(4, "big")  # an index entry's mode field for a gitlink
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write a file of git's in its admin dir by a rename, as git does: a reader never sees half of it, and a
+    link or FIFO at the name is replaced, never written through (the temp name is new: O_EXCL)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def checked_out(repo: str | Path, ref: str) -> list[Path] | None:

@@ -648,19 +648,27 @@ def test_a_change_hidden_from_git_by_an_index_flag_fails_the_attempt(tmp_path, o
     assert "a.txt" not in campaign_tree(repo)
 
 
-def test_a_change_hidden_by_stat_data_written_into_the_index_fails_the_attempt(tmp_path, orch, mode, monkeypatch):
-    """No flag at all: the worker writes the index entry's stat data to match the file it changed after its
-    commit (its admin dir is its to write, in the sandbox too), and git's status is clean. orchestrate
-    compares with its own copy of the index, where a file written since the checkout is read."""
+# No flag at all. `forge_index.py`: the worker writes the index entry's stat data to match the file it changed
+# after its commit (its admin dir is its to write, in the sandbox too). `forge_untracked.py`: its index carries a
+# cache of untracked files listing the top folder as it was before b.txt was made, with the folder's stat data as
+# it is now. Either way git's status in that index is clean, the evaluator reads the file, and the merge would not
+# hold what it read. orchestrate looks with its own copy of the index, where a file written since is read.
+@pytest.mark.parametrize("forge,then,hidden", [
+    ("forge_index.py", "echo BBBB > a.txt\nsleep 1.1\n$FORGE\n", "a.txt"),
+    ("forge_untracked.py", "$FORGE b.txt\n", "b.txt"),
+])
+def test_a_change_hidden_by_what_is_written_into_the_index_fails_the_attempt(tmp_path, orch, mode, monkeypatch,
+                                                                             forge, then, hidden):
     import sys
     from pathlib import Path
-    monkeypatch.setenv("FORGE", f"{sys.executable} {Path(__file__).with_name('forge_index.py')}")
-    worker = ('echo AAAA > a.txt\ngit add a.txt\ngit commit -qm a\necho BBBB > a.txt\nsleep 1.1\n$FORGE\n'
-              '[ -z "$(git status --porcelain)" ] && echo forged > "$(dirname "$ORCH_RETURN")/forged"\n')
-    repo, baseline, result = run(tmp_path, orch, worker, mode, "{name: b, run: 'grep -qx BBBB a.txt'}")
+    monkeypatch.setenv("FORGE", f"{sys.executable} {Path(__file__).with_name(forge)}")
+    worker = ('echo AAAA > a.txt\ngit add a.txt\ngit commit -qm a\n' + then +
+              '[ -z "$(git status --porcelain -uall)" ] && echo forged > "$(dirname "$ORCH_RETURN")/forged"\n')
+    evaluator = f"{{name: b, run: 'grep -qx -e BBBB -e hidden {hidden}'}}"  # passes on what was hidden
+    repo, baseline, result = run(tmp_path, orch, worker, mode, evaluator)
     text = result.out + result.err
     assert (repo / ".scratch/runs/hostile/A/forged").exists(), "the forgery did not hide the change: no proof"
-    assert "the worktree holds a.txt other than its head commit does, though the worker" in text, text
+    assert f"the worktree holds {hidden} other than its head commit does, though the worker" in text, text
     assert "a.txt" not in campaign_tree(repo)
 
 

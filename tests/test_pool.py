@@ -2,6 +2,8 @@
 base, whatever the worker before it left behind, with and without the sandbox."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from orchestrate.workers import sandbox
@@ -124,6 +126,76 @@ def test_as_many_spares_are_kept_as_worktrees_were_held_at_once(tmp_path, monkey
     pool.record(fifth, home)
     assert not pool.keep(repo, fifth, home)  # four were held at once: a fifth spare is one too many
     assert all(pool.take(repo, home / f"M{i}", home, "HEAD", f"node/t/M{i}") for i in range(4))
+
+
+def _pooled(tmp_path, monkeypatch, files=None):
+    """A repository, and a worktree of it (N1 on node/t/N1) made and recorded as the engine does."""
+    from orchestrate import git
+    from orchestrate.workers import pool
+    from tests.helpers import make_repo
+    monkeypatch.setattr(pool, "_made", {})
+    monkeypatch.setattr(pool, "_spares", {})
+    repo = make_repo(tmp_path / "repo", files or {"f.txt": "x\n"})
+    home = tmp_path / "trees"
+    git.worktree_add(repo, home / "N1", "node/t/N1", "HEAD")
+    pool.record(home / "N1", home)
+    return repo, home
+
+
+def _listed(repo) -> dict[str, str]:
+    """git's own view of the worktrees: path -> its branch, or "detached"."""
+    from orchestrate import git
+    return {Path(w["worktree"]).name: w.get("branch", "detached").removeprefix("refs/heads/")
+            for w in git.worktrees(repo)}
+
+
+def test_a_spare_moved_without_git_is_one_git_agrees_with(tmp_path, monkeypatch):
+    """keep and take move a worktree without a git process: git must then see it where it is, on the branch
+    (or detached) as it would after its own `worktree move` and `update-ref --no-deref HEAD`."""
+    from orchestrate import git
+    from orchestrate.workers import pool
+    repo, home = _pooled(tmp_path, monkeypatch)
+    moves = []
+    monkeypatch.setattr(git, "worktree_move", lambda *a: moves.append(a) or False)  # git's move is not used
+    assert pool.keep(repo, home / "N1", home)
+    assert _listed(repo)["spare-N1"] == "detached" and "N1" not in _listed(repo)
+    assert git.out(pool.folder(home) / "spare-N1", "rev-parse", "--show-toplevel").endswith("spare-N1")
+    git.worktree_add(repo, tmp_path / "elsewhere", "node/t/N1", "HEAD", new_branch=False)  # the branch let go of
+    assert pool.take(repo, home / "N2", home, "HEAD", "node/t/N2")
+    assert _listed(repo)["N2"] == "node/t/N2" and not moves
+    assert git.out(home / "N2", "status", "--porcelain") == "" and "spare-N1" not in _listed(repo)
+
+
+@pytest.mark.parametrize("mark", ["locked", "modules", "gitlink"])
+def test_a_worktree_git_must_judge_is_moved_by_git(tmp_path, monkeypatch, mark):
+    """A lock mark, a submodule's git dir, a gitlink in the index: git refuses to move a worktree with a
+    submodule checked out, and decides the rest; the move by hand steps aside for each."""
+    from orchestrate import git, git_files
+    repo, home = _pooled(tmp_path, monkeypatch)
+    admin = git.admin_dir(home / "N1")
+    if mark == "gitlink":
+        git.git(home / "N1", "update-index", "--add", "--cacheinfo", f"160000,{git.rev_parse(repo, 'HEAD')},sub")
+    else:
+        (admin / mark).mkdir() if mark == "modules" else (admin / mark).write_text("reason\n")
+    assert not git_files.move_worktree(home / "N1", home / "N9", admin)
+    assert (home / "N1").is_dir() and not (home / "N9").exists()
+    # git refuses the first two, and moves the third (its submodule is not checked out)
+    assert git.worktree_move(repo, home / "N1", home / "N9") == (mark == "gitlink")
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_planted_at_a_spares_index_neither_hangs_nor_is_used(tmp_path, monkeypatch):
+    """A worker without the sandbox can write a spare's admin dir; git's move would read a FIFO there for ever."""
+    import os
+    from orchestrate import git
+    from orchestrate.workers import pool
+    repo, home = _pooled(tmp_path, monkeypatch)
+    assert pool.keep(repo, home / "N1", home)
+    index = git.admin_dir(pool.folder(home) / "spare-N1") / "index"
+    index.unlink()
+    os.mkfifo(index)
+    assert not pool.take(repo, home / "N2", home, "HEAD", "node/t/N2")
+    assert not (home / "N2").exists() and not (pool.folder(home) / "spare-N1").exists()
 
 
 # A leaves an ignored build cache, a `.gitignore` of its own that makes its planted file (and itself) look

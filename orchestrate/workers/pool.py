@@ -20,6 +20,9 @@ A worker had the run of the worktree it leaves behind, so nothing in it is trust
   tracked folder, which no git listing shows. Paths are read C-quoted, so a name that is not UTF-8 is
   removed as it is. No `git clean` and no `git status --ignored` afterwards: each would be a second and
   third pass over the whole tree.
+A spare is moved in and out of the pool as `git worktree move` moves one (a rename, the admin dir's gitdir
+rewritten) and let go of its branch by writing its HEAD, where nothing needs git's judgement
+(git_files.move_worktree): three git processes a node fewer. A lock mark, a submodule: git moves it, or refuses.
 With `keep_ignored: true` (the DAG's `defaults:` or `sandbox:` in `.ledger/config.yaml`) the entries
 the new base's own ignore rules match are kept (build caches); an untracked `.gitignore` is never kept,
 nor consulted, since it would widen what counts as ignored.
@@ -82,10 +85,12 @@ def keep(root: Path, path: Path, worktrees: Path) -> bool:
         return False
     spare = pool / f"spare-{path.name}"
     # scrubbed first: a `locked` mark or a half-done merge the worker left would refuse the move
-    if spare.exists() or not _trusted(path, made) or not _reset_admin(made) \
-            or not git.worktree_move(root, path, spare):
+    if spare.exists() or not _trusted(path, made) or not _reset_admin(made) or not _move(root, made, path, spare):
         return False
-    git.worktree_detach(spare)
+    try:  # the branch let go of, so that it can be checked out elsewhere (a rework's fresh worktree)
+        git_files.detach(made.admin, git_files.worktree_head(root, spare))
+    except (git_files.Unusable, OSError, ValueError):
+        git.worktree_detach(spare)
     _spares[str(spare)] = made
     return True
 
@@ -99,8 +104,9 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
         if made is None:  # pooled by another process: its history is unknown here
             discard(root, spare)
             continue
-        if _trusted(spare, made) and git.worktree_move(root, spare, path):
-            if _reset_admin(made) and rebase(path, base, branch, keep_ignored):
+        # the admin dir cleared first: what was planted there since (a FIFO at the index) would hang git's move
+        if _trusted(spare, made) and _reset_admin(made) and _move(root, made, spare, path):
+            if rebase(path, base, branch, keep_ignored):
                 made.snapshot.unlink(missing_ok=True)
                 return True
             discard(root, path)
@@ -112,13 +118,15 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
 
 
 def unseen(path: Path, base: str, head: str) -> list[str] | None:
-    """Tracked files whose content in the worktree is not what `head` holds, judged by an index of
-    orchestrate's own: the copy of the index its checkout at `base` wrote, moved to `head` (`read-tree -m`
-    keeps the stat data of what did not change). The worker's own index is never consulted: in it a change
-    can be hidden by a flag (assume-unchanged, skip-worktree) or by stat data written to match, and the
+    """What in the worktree is not what `head` holds: tracked files whose content differs, and files `git add
+    -A` would add. Judged by an index of orchestrate's own: the copy of the index its checkout at `base`
+    wrote, moved to `head` (`read-tree -m` keeps the stat data of what did not change). The worker's own
+    index is never consulted: in it a change can be hidden by a flag (assume-unchanged, skip-worktree), by
+    stat data written to match, or by an untracked-file cache written to leave a file out, and the
     evaluators would then read what is never merged. A file's ctime cannot be set back, so a file written
-    since the checkout is read and compared (O(what changed), one stat per file). None: no copy of this
-    worktree's index (an earlier runner made it). GitError when git cannot compare."""
+    since the checkout is read and compared (O(what changed), one stat per file). One `git status` does it,
+    the look for leftovers included. None: no copy of this worktree's index (an earlier runner made it).
+    GitError when git cannot compare."""
     made = _made.get(str(path))
     if made is None or not made.snapshot.is_file() or _digest(made.snapshot) != made.digest:
         return None
@@ -127,21 +135,19 @@ def unseen(path: Path, base: str, head: str) -> list[str] | None:
     try:
         env = {"GIT_INDEX_FILE": str(judged)}
         git.git(path, "read-tree", "-m", "-i", base, head, env=env)
-        # a gitlink is its commit (a submodule not checked out is no change); what its folder holds is not ours
-        done = git.git(path, *_STAT, "update-index", "--ignore-submodules", "--refresh", env=env, check=False)
-        if done.rc not in (0, 1):
-            raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
-        found = [line.removesuffix(": needs update") for line in done.stdout.splitlines()
-                 if line.endswith(": needs update")]
-        if found and (defined := inert.filters(path)):
+        said = git.git(path, *_STAT, "-c", "core.untrackedCache=false", "status", "--porcelain=v1", "-z",
+                       "--no-renames", "--untracked-files=all", *git.NO_SUBMODULE_DIRT, env=env).stdout
+        found = [(entry[:2], entry[3:]) for entry in said.split("\0") if entry]
+        changed = [name for code, name in found if code != "??"]
+        if changed and (defined := inert.filters(path)):
             # a file a configured clean filter converts (git-lfs, nbstripout) cannot match here, where filters
             # are off: such files are passed over. The filter must be named by the committed attributes
             # (--cached: the judged index) and defined in a config git reads, not by an ignored .gitattributes
             said = git.git(path, "check-attr", "--cached", "-z", "--stdin", "filter",
-                           input="".join(f + "\0" for f in found), env=env).stdout.split("\0")
+                           input="".join(f + "\0" for f in changed), env=env).stdout.split("\0")
             converted = {said[i] for i in range(0, len(said) - 2, 3) if said[i + 2] in defined}
-            return [f for f in found if f not in converted]
-        return found or (["(a file git could not compare)"] if done.rc else [])
+            return [name for code, name in found if name not in converted or code == "??"]
+        return [name for _, name in found]
     finally:
         judged.unlink(missing_ok=True)
 
@@ -188,6 +194,11 @@ def _trusted(spare: Path, made: Made) -> bool:
     return dot.read_text(errors="replace").strip() == f"gitdir: {made.admin}" and made.admin.is_dir() \
         and git_files.linked(spare, made.admin.parent.parent) \
         and made.snapshot.is_file() and _digest(made.snapshot) == made.digest
+
+
+def _move(root: Path, made: Made, src: Path, dst: Path) -> bool:
+    """Move a worktree: by hand where nothing needs git's judgement (git_files.move_worktree), else by git."""
+    return git_files.move_worktree(src, dst, made.admin) or git.worktree_move(root, src, dst)
 
 
 def _reset_admin(made: Made) -> bool:

@@ -104,32 +104,20 @@ def _settle(ctx, outcome) -> None:
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: {wrong}; nothing was read or committed "
                      "there, and its attempt failed")
         return
-    try:
-        left = path.exists() and git.has_changes(path)
-    except GitError as exc:  # an index git cannot read (a worker's doing): the attempt, not the run
-        fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: git could not read its worktree "
-                     f"({_git_said(exc)}); its attempt failed")
-        return
-    if left:
-        ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})
-        try:
-            git.commit_all(path, f"node {outcome.node}: changes left uncommitted by the worker",
-                           env=git.identity_env(path))
-        except GitError as exc:  # e.g. a nested repository with no commit: git cannot add it; the run goes on
-            fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: git could not commit what the worker left "
-                         f"uncommitted ({_git_said(exc)}); its attempt failed")
+    head, clean = _first_look(ctx.root, path, ns.base) if path.exists() else (ns.base, True)
+    if not clean:
+        if not _commit_leftovers(ctx, outcome, path):
             return
-        ctx.emit("result", {"effect": "leftover-commit", "node": outcome.node})
-        ctx.out.line(f"{outcome.node}: committed changes the worker left uncommitted")
-    head = _head(ctx.root, path) if path.exists() else ns.base
+        head = _head(ctx.root, path)
     if head != ns.base and not git.is_ancestor(ctx.root, ns.base, head):
         fail_attempt(ctx, outcome, head, f"node {outcome.node}: its head {head[:12]} does not contain its base "
                 f"{ns.base[:12]} (the branch was reset or replaced); its attempt failed")
         return
-    if path.exists() and (hidden := _hidden(path, ns.base, head)):
+    if not clean and path.exists() and (hidden := _hidden(path, ns.base, head)):
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worktree holds {hidden} other than its "
-                     "head commit does, though the worker's index says not (a flag, or stat data that matches): "
-                     "its evaluators would read what is never merged; its attempt failed")
+                     "head commit does, though the worker's index says not (a flag, stat data that matches, or "
+                     "a cache of untracked files): its evaluators would read what is never merged; its attempt "
+                     "failed")
         return
     if ns.objects and head != ns.base and git.rev_parse(ctx.root, ns.branch) == ns.base:
         git.update_ref(ctx.root, f"refs/heads/{ns.branch}", head, ns.base, reason=f"node {outcome.node} returned")
@@ -147,6 +135,39 @@ def _settle(ctx, outcome) -> None:
         how = "timed out" if outcome.timed_out else f"exited {outcome.rc}"
         ctx.out.line(f"{outcome.node}: worker {how} after {outcome.seconds:.1f}s")
     ctx.emit("node", update)
+
+
+def _first_look(root: Path, worktree: Path, base: str) -> tuple[str | None, bool]:
+    """(HEAD's commit, True) when the worktree holds exactly that commit, nothing left uncommitted and nothing
+    hidden, as orchestrate's own index sees it (pool.unseen): the common case, two git processes. False:
+    a closer look is needed (leftovers to commit, no index of orchestrate's, an odd HEAD)."""
+    try:
+        head = _head(root, worktree)
+        return head, pool.unseen(worktree, base, head) == []
+    except GitError:
+        return None, False
+
+
+def _commit_leftovers(ctx, outcome, path: Path) -> bool:
+    """Commit what the worker left uncommitted, as its own index sees it; False when the attempt failed."""
+    try:
+        left = path.exists() and git.has_changes(path)
+    except GitError as exc:  # an index git cannot read (a worker's doing): the attempt, not the run
+        fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].base, f"node {outcome.node}: git could not "
+                     f"read its worktree ({_git_said(exc)}); its attempt failed")
+        return False
+    if not left:
+        return True
+    ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})
+    try:
+        git.commit_all(path, f"node {outcome.node}: changes left uncommitted by the worker", env=git.identity_env(path))
+    except GitError as exc:  # e.g. a nested repository with no commit: git cannot add it; the run goes on
+        fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].base, f"node {outcome.node}: git could not "
+                     f"commit what the worker left uncommitted ({_git_said(exc)}); its attempt failed")
+        return False
+    ctx.emit("result", {"effect": "leftover-commit", "node": outcome.node})
+    ctx.out.line(f"{outcome.node}: committed changes the worker left uncommitted")
+    return True
 
 
 def _index_lock(worktree: Path) -> Path | None:
