@@ -94,6 +94,10 @@ def validate(data: object, file: str, *, topic: str | None = None,
     nodes_raw = data.get("nodes")
     if "nodes" in data and not isinstance(nodes_raw, Sequence):
         rep.add(data.key_line("nodes"), "nodes", "type", f"expected a list of nodes, got {kind_of(nodes_raw)}")
+    elif "nodes" in data and not nodes_raw:  # a run of nothing would still open a campaign and ask for its final acceptance
+        rep.add(data.key_line("nodes"), "nodes", "empty",
+                "the plan has no nodes; list at least one under `nodes:`, e.g. "
+                "`nodes: [{id: A, file_surface: [a.txt], worker: ./work.sh}]`")
     nodes_raw = nodes_raw if isinstance(nodes_raw, Sequence) else Sequence()
 
     base_dir = brief_dir or Path(file).parent
