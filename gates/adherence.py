@@ -166,7 +166,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         0: "pass: every commit after the baseline is a merge of this campaign's node commits",
         1: "fail: a direct commit, a foreign merge, a wrong integration ref, or a baseline off the branch",
         2: "usage: an unknown ref, baseline or node head, an invalid topic, or not a git repository",
-    }, prog)
+    }, prog,
+        examples=(
+            'orchestrate gate adherence --topic demo --base main',
+            'orchestrate gate adherence --topic demo --base main --campaign campaign/demo --json',
+        ))
     p.add_argument("--topic", required=True, help="the campaign's topic")
     p.add_argument("--base", required=True, metavar="REV", help="the campaign's baseline commit")
     p.add_argument("--campaign", metavar="REF", help="the integration ref (default campaign/<topic>)")

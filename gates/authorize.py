@@ -27,7 +27,11 @@ def check(surfaces: Mapping[str, Sequence[str]], paths: Sequence[str]) -> Verdic
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     p = gatecli.parser(NAME, "Check that every path is covered by some node's file_surface.",
-                       {1: "a path no node covers", 2: "missing, unreadable or invalid DAG"}, prog)
+                       {1: "a path no node covers", 2: "missing, unreadable or invalid DAG"}, prog,
+        examples=(
+            'git diff --name-only main campaign/demo | orchestrate gate authorize --dag .ledger/state/dag.yaml',
+            'orchestrate gate authorize --dag .ledger/state/dag.yaml --path src/app.py --path docs/guide.md',
+        ))
     p.add_argument("--dag", required=True, help="the DAG file (validated on every run: never a cache)")
     p.add_argument("--path", action="append", help="a path (repeatable); else one per line on stdin")
 

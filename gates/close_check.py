@@ -218,7 +218,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         0: "pass: closed after the last open, with a Sufficiency Review of real prose",
         1: "fail: no close, reopened after the close, or a missing or hollow Sufficiency Review",
         2: "usage: an empty or invalid topic, a recorder that is not a git repository, an unknown branch",
-    }, prog)
+    }, prog,
+        examples=(
+            'orchestrate gate close-check demo .ledger',
+            'orchestrate gate close-check --topic demo --recorder .ledger --json',
+        ))
     p.add_argument("topic_arg", nargs="?", metavar="TOPIC", help="the campaign's topic (or --topic)")
     p.add_argument("recorder_arg", nargs="?", metavar="RECORDER", help="the recorder directory (or --recorder)")
     p.add_argument("--topic", help="the campaign's topic")

@@ -355,7 +355,11 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
               "still validates, and the project gates in <ledger>/gates/ and coherence.evaluators pass.",
         {0: "COHERENT: every check passed",
          1: "INCOHERENT: an orphan reference, a broken link, an invalid DAG or a failing project gate",
-         2: "bad refs, not a repository, a malformed config.yaml, or a gate/evaluator that cannot run"}, prog)
+         2: "bad refs, not a repository, a malformed config.yaml, or a gate/evaluator that cannot run"}, prog,
+        examples=(
+            'orchestrate gate coherence --base HEAD~1',
+            'orchestrate gate coherence --base main --head campaign/demo --dag .ledger/state/dag.yaml',
+        ))
     p.add_argument("--base", required=True, metavar="REV", help="the commit before the change")
     p.add_argument("--head", default="HEAD", metavar="REV", help="the commit after it (default HEAD)")
     p.add_argument("--repo", type=Path, default=Path("."), metavar="DIR", help="a checkout of the project (default .)")

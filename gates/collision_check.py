@@ -33,7 +33,11 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     p = gatecli.parser(NAME, "Compare paths a worker asks for with the surfaces of nodes that may run at the "
                        "same time.", {0: "WIDEN: no collision, the surface may grow",
                                       3: "SERIALIZE: a collision, the node must run alone",
-                                      2: "no requested path, an invalid path, or an unusable DAG"}, prog)
+                                      2: "no requested path, an invalid path, or an unusable DAG"}, prog,
+        examples=(
+            "orchestrate gate collision-check --path src/db.py --against-surfaces 'src/db/**,docs/db.md'",
+            'orchestrate gate collision-check --dag .ledger/state/dag.yaml --node D2 --path README.md',
+        ))
     p.add_argument("--path", action="append", help="a requested path (repeatable)")
     p.add_argument("--against-surfaces", action="append", default=[], metavar="TOK,TOK",
                    help="comma-separated surface tokens of concurrent nodes (repeatable)")

@@ -116,7 +116,11 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
                              "every one must exit 0.",
                        {0: "PASS: every evaluator exited 0 (or none is declared)",
                         1: "FAIL: an evaluator exited non-zero or timed out",
-                        2: "an evaluator could not start (rc 126/127, missing worktree), or bad input"}, prog)
+                        2: "an evaluator could not start (rc 126/127, missing worktree), or bad input"}, prog,
+        examples=(
+            'orchestrate gate evaluators --worktree .scratch/worktrees/demo/D1 --dag .ledger/state/dag.yaml --node D1',
+            "orchestrate gate evaluators --worktree . --command 'pytest -q tests/test_db.py' --json",
+        ))
     p.add_argument("--worktree", required=True, metavar="DIR", help="where the evaluators run")
     p.add_argument("--dag", metavar="PATH", help="take the evaluators of --node from this DAG")
     p.add_argument("--node", metavar="ID", help="the node whose evaluators run")

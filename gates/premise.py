@@ -111,7 +111,11 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
                              "or --dag PATH --node ID.",
                        {0: "FRESH: every premise holds (or the node declares none)",
                         1: "INVALIDATED: a premise is stale (wrong exit code, or timed out)",
-                        2: "malformed or missing spec, no tripwires, unknown node, bad arguments"}, prog)
+                        2: "malformed or missing spec, no tripwires, unknown node, bad arguments"}, prog,
+        examples=(
+            'orchestrate gate premise --dag .ledger/state/dag.yaml --node D4',
+            'orchestrate gate premise D4 tripwires.tsv --cwd ../checkout',
+        ))
     p.add_argument("node_arg", nargs="?", metavar="NODE", help="node id (reference form, with SPEC.tsv)")
     p.add_argument("spec", nargs="?", metavar="SPEC.tsv", help="tripwire spec (reference form)")
     p.add_argument("--dag", metavar="PATH", help="take the tripwires of --node from this DAG")

@@ -47,7 +47,10 @@ def changes_between(repo: str | Path, base: str, head: str | None = None) -> lis
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     p = gatecli.parser(NAME, "Check that every path a node touched lies inside its own file_surface "
                        "(renames count both paths; deletions count).", {1: "an undeclared touch",
-                       2: "unknown node, bad refs, missing or invalid DAG"}, prog)
+                       2: "unknown node, bad refs, missing or invalid DAG"}, prog,
+        examples=(
+            'orchestrate gate reconcile-node --dag .ledger/state/dag.yaml --node D1 --base main --head node/demo/D1',
+        ))
     p.add_argument("--dag", required=True, help="the DAG file (validated on every run)")
     p.add_argument("--node", required=True, help="the node id")
     p.add_argument("--base", help="the node's base commit")

@@ -163,7 +163,11 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     p = gatecli.parser(NAME, "Merge BRANCH onto a ref in a throwaway detached worktree (never your checkout), "
                        "run the campaign checks on the merged tree, and rerun any failing check on the ref alone "
                        "to tell a REGRESSION from a PRE-EXISTING failure. Leaves no worktree, branch or lock.",
-                       CODES, prog)
+                       CODES, prog,
+        examples=(
+            'orchestrate gate trial-merge node/demo/D1 --onto campaign/demo --dag .ledger/state/dag.yaml',
+            "orchestrate gate trial-merge feature/x --check 'tests=pytest -q'",
+        ))
     p.add_argument("branch", metavar="BRANCH", help="the node branch (or any commit) to merge")
     p.add_argument("--onto", default="HEAD", metavar="REF", help="the ref to merge onto (default HEAD)")
     p.add_argument("--repo", type=Path, default=Path("."), metavar="DIR", help="the repository (default .)")

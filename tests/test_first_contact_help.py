@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from gates.registry import GATES
 from orchestrate.cli.main import cli
 from orchestrate.seams.choices import CHOICES
 
@@ -46,12 +47,12 @@ def test_decide_help_lists_every_seam_and_its_choices_from_the_table(orch):
         assert re.search(rf"^    {re.escape(seam)} +{re.escape(', '.join(choices))}$", block, re.M), seam
 
 
-@pytest.mark.parametrize("gate", ["coherence", "adherence", "evaluators", "authorize"])
+@pytest.mark.parametrize("gate", sorted(GATES))
 def test_a_gates_help_is_laid_out_like_the_other_commands(orch, gate):
     text = orch("gate", gate, "--help").out
     assert text.startswith(f"Usage: orchestrate gate {gate} ")
     assert "\nOptions:\n" in text and "\n  -h, --help" in text and "Show this message and exit." in text
-    assert text.index("Options:") < text.index("  Exit codes:\n    0  ")
+    assert text.index("Options:") < text.index("  Examples:\n    ") < text.index("  Exit codes:\n    0  ")
     assert all(len(ln) <= 100 for ln in text.splitlines() if not ln.startswith("    "))
     description = text.split("\n\n")[1]
     assert description.startswith("  ") and description.strip()
@@ -60,3 +61,19 @@ def test_a_gates_help_is_laid_out_like_the_other_commands(orch, gate):
 def test_a_gates_usage_error_keeps_one_usage_line_and_exit_2(orch):
     r = orch("gate", "coherence")
     assert r.rc == 2 and r.err.startswith("usage: orchestrate gate coherence") and "--base" in r.err
+
+
+@pytest.mark.parametrize("gate", sorted(GATES))
+def test_every_example_in_a_gates_help_parses(monkeypatch, gate):
+    """Each example names its gate and gives it arguments its parser takes (what they name is not looked at)."""
+    import shlex
+    from gates import registry
+    from gates.shared import gatecli
+    made = []
+    monkeypatch.setattr(gatecli, "run_gate", lambda p, argv, decide: made.append(p) or 0)
+    registry.module(gate).main([])
+    examples = re.search(r"^  Examples:\n((?:    .+\n)+)", made[0].format_help(), re.M).group(1).splitlines()
+    for example in examples:
+        words = shlex.split(example.split(" | ")[-1])
+        assert words[:3] == ["orchestrate", "gate", gate], example
+        made[0].parse_args(words[3:])  # argparse exits 2 on what it does not take

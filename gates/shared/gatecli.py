@@ -64,11 +64,14 @@ def _help_last(actions) -> list:
     return sorted(actions, key=lambda a: isinstance(a, argparse._HelpAction))  # stable: the rest keep their order
 
 
-def parser(name: str, description: str, codes: dict[int, str], prog: str | None) -> argparse.ArgumentParser:
-    """A parser whose --help states the gate's exit codes, laid out as the other commands' help."""
+def parser(name: str, description: str, codes: dict[int, str], prog: str | None,
+           examples: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """A parser whose --help ends with examples and the gate's exit codes, laid out as the other commands' help."""
     table = "\n".join(f"  {c}  {what}" for c, what in sorted({**EXIT_CODES, **codes}.items()))
+    shown = "".join(f"  {line}\n" for line in examples)
     p = _Parser(prog=prog or f"orchestrate gate {name}", description=description,
-                epilog=f"\b\nExit codes:\n{table}", formatter_class=_ClickLike, add_help=False)
+                epilog=(f"\b\nExamples:\n{shown}\n" if shown else "") + f"\b\nExit codes:\n{table}",
+                formatter_class=_ClickLike, add_help=False)
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     p.add_argument("-h", "--help", action="help", help="show this message and exit")
     return p
