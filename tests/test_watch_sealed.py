@@ -145,29 +145,59 @@ nodes:
 """
 
 
-@needs_bwrap
-def test_a_persons_edit_of_the_plan_while_only_sandboxed_workers_run_waits_for_the_amendment_seam(tmp_path, orch):
-    """`.ledger/` is read-only in the sandbox: an edit of the campaign's DAG while only such workers run is a
-    person's, not the worker's. It is neither blamed on the worker nor put back, and the dag-amendment seam
-    shows it (a worker without the sandbox that edits the plan is blamed: test_hostile_workers)."""
+def _edit_while_a_runs(repo, path, text: str):
+    """A person's edit of `path` (appending `text`) once A has started; A goes on after it."""
     import threading
     import time
-
-    repo = campaign_repo(tmp_path, ONE, WAITING)
-    configure(repo, "bwrap")
-    copy = repo / ".ledger" / "state" / "sealed" / "dag.yaml"
 
     def person() -> None:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             started = list((repo / ".scratch").rglob("started"))
             if started:
-                copy.write_text(copy.read_text() + "  - {id: B, file_surface: [b.txt], discipline: sh}\n")
+                path.write_text(path.read_text() + text)
                 (started[0].parent / "go").touch()
                 return
             time.sleep(0.05)
     editor = threading.Thread(target=person)
     editor.start()
+    return editor
+
+
+@needs_bwrap
+@pytest.mark.parametrize("edit,kept", [("coherence: {timeout: 900}\n", True), ("coherence: {timeout: soon}\n", False)])
+def test_a_persons_edit_of_the_settings_while_only_sandboxed_workers_run_is_blamed_on_no_worker(tmp_path, orch,
+                                                                                               edit, kept):
+    """config.yaml, like the plan, is read-only in the sandbox: an edit while only such workers run is a
+    person's. A valid one is kept; one with problems is put back (a bad setting is never met halfway), the
+    edit kept aside. Either way the worker's attempt stands."""
+    repo = campaign_repo(tmp_path, ONE, WAITING)
+    configure(repo, "bwrap")
+    config = repo / ".ledger" / "config.yaml"
+    before = config.read_text()
+    editor = _edit_while_a_runs(repo, config, edit)
+    result = orch("run", cwd=repo)
+    editor.join()
+    text = result.out + result.err
+    assert "config.yaml was edited while only workers in the sandbox ran (A; they cannot write it)" in text, text
+    assert result.rc == 75 and "final-acceptance" in text and "changed what no worker may change" not in text, text
+    assert statuses(repo, orch, "sealed") == {"A": "ACCEPTED"}
+    if kept:
+        assert "kept; what the run reads of it from now on follows it" in text and config.read_text() == before + edit
+    else:
+        aside = repo / ".scratch" / "rejected" / "sealed" / "config.yaml"
+        assert "has a problem (coherence.timeout: " in text and config.read_text() == before and aside.read_text() == before + edit
+
+
+@needs_bwrap
+def test_a_persons_edit_of_the_plan_while_only_sandboxed_workers_run_waits_for_the_amendment_seam(tmp_path, orch):
+    """`.ledger/` is read-only in the sandbox: an edit of the campaign's DAG while only such workers run is a
+    person's, not the worker's. It is neither blamed on the worker nor put back, and the dag-amendment seam
+    shows it (a worker without the sandbox that edits the plan is blamed: test_hostile_workers)."""
+    repo = campaign_repo(tmp_path, ONE, WAITING)
+    configure(repo, "bwrap")
+    copy = repo / ".ledger" / "state" / "sealed" / "dag.yaml"
+    editor = _edit_while_a_runs(repo, copy, "  - {id: B, file_surface: [b.txt], discipline: sh}\n")
     result = orch("run", cwd=repo)
     editor.join()
     text = result.out + result.err

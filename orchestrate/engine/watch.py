@@ -81,6 +81,29 @@ def _adopt_amendments(ctx: Context, suspects: list[str]) -> None:
             ctx.watch.recorder[dag] = now
         elif ctx.campaign.dag_hash and hashlib.sha256(now).hexdigest() == ctx.campaign.dag_hash:
             ctx.watch.recorder[dag] = now
+    if person and ctx.layout.config in ctx.watch.recorder:
+        _persons_settings(ctx, suspects)
+
+
+def _persons_settings(ctx: Context, suspects: list[str]) -> None:
+    """config.yaml edited while only workers in the sandbox ran: a person's edit, as a plan's is (above). It is
+    kept when valid, and what is read of it from now on (a coherence setting, the sandbox of the next
+    dispatch) follows it; one with problems is put back, the edit kept aside, so that a bad setting is never
+    met halfway. No worker is blamed either way."""
+    path, before = ctx.layout.config, ctx.watch.recorder[ctx.layout.config]
+    if fingerprint.read_watched(path) == before:
+        return
+    from orchestrate.engine import settings
+    said = f"{fingerprint.shown(path)} was edited while only workers in the sandbox ran ({', '.join(suspects)}; " \
+           "they cannot write it)"
+    if problems := settings.problems(ctx.layout):
+        put_back = fingerprint.restore_file(path, before, _kept(ctx))
+        first = problems[0]
+        ctx.out.always(f"{said}, and line {first.line} has a problem ({first.field}: {first.message}): put back "
+                       f"{', '.join(put_back)}; fix the edit there, then copy it back")
+    else:
+        ctx.out.always(f"{said}: kept; what the run reads of it from now on follows it")
+    ctx.watch.recorder[path] = fingerprint.read_watched(path)
 
 
 def guard_recorder(ctx: Context) -> None:

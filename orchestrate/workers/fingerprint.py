@@ -200,6 +200,16 @@ def restore_recorder(before: Fingerprint, keep: Path | None) -> list[str]:
     return _restore_paths(before.recorder, keep)
 
 
+def restore_file(path: Path, before: bytes | None, keep: Path | None) -> list[str]:
+    """One watched file put back as `before` (its edited version copied into `keep` first)."""
+    return _restore_paths({path: before}, keep)
+
+
+def read_watched(path: Path) -> bytes | None:
+    """A watched file's bytes as a fingerprint holds them (None: there is none)."""
+    return _read(path)
+
+
 def _restore_paths(files: dict[Path, bytes | None], keep: Path | None) -> list[str]:
     put_back = []
     for path, old in files.items():
