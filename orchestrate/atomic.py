@@ -34,6 +34,30 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         os.close(dir_fd)
 
 
+def replace(path: Path, data: str | bytes, *, mode: int | None = None, times: os.stat_result | None = None) -> None:
+    """Put a file at `path` by a rename, without fsync: for git's own files (an admin dir's HEAD, an index),
+    which git does not fsync either. The file is made anew (a temp name only this call opened), so a link,
+    FIFO or folder a worker planted at the name is replaced, never written through. `mode`: its permissions
+    (default: those of the file there now, as `write_atomic` keeps them); `times`: a stat whose access and
+    modification times it takes (git's racy-timestamp check reads an index's mtime)."""
+    raw = data.encode() if isinstance(data, str) else data
+    if path.is_dir() and not path.is_symlink():
+        remove(path)
+    mode = _mode_for(path) if mode is None else mode
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode)
+            if times is not None:
+                os.utime(fh.fileno(), ns=(times.st_atime_ns, times.st_mtime_ns))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _mode_for(path: Path) -> int:
     """The permissions the file has now (a write must not narrow or widen them), else what a plain
     `open()` would give a new file under the process's umask."""

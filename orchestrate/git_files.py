@@ -10,10 +10,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
-from orchestrate import git, stamps
+from orchestrate import atomic, git, stamps
 from orchestrate.git_batch import _FULL, Unusable, _admin, _store, commit
 
 
@@ -73,9 +72,12 @@ def move_worktree(src: Path, dst: Path, admin: Path) -> bool:
     except OSError:
         return False
     try:
-        _replace(admin / "gitdir", f"{new}/.git\n")
+        atomic.replace(admin / "gitdir", f"{new}/.git\n")
     except OSError:
-        os.rename(dst, src)
+        try:
+            os.rename(dst, src)
+        except OSError:  # the worktree is lost either way: removed, its admin dir left to `git worktree prune`
+            atomic.remove(dst)
         return False
     return True
 
@@ -85,23 +87,10 @@ def detach(admin: Path, sha: str) -> None:
     of the branch it was on. OSError when the admin dir cannot be written."""
     if not is_full_id(sha):
         raise ValueError(sha)
-    _replace(admin / "HEAD", sha + "\n")
+    atomic.replace(admin / "HEAD", sha + "\n")
 
 
 _GITLINK = (0o160000).to_bytes(4, "big")  # an index entry's mode field for a gitlink
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write a file of git's in its admin dir by a rename, as git does: a reader never sees half of it, and a
-    link or FIFO at the name is replaced, never written through (the temp name is new: O_EXCL)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def checked_out(repo: str | Path, ref: str) -> list[Path] | None:

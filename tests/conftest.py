@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import RepoDir, Result, make_repo
+from tests.helpers import IDENTITY, RepoDir, Result, make_repo
 
 
 @pytest.fixture(autouse=True)
@@ -48,3 +48,16 @@ def site(tmp_path, monkeypatch):
     """A private folder of throwaway plugin distributions on sys.path (tests/plugin_site.py)."""
     from tests.plugin_site import throwaway_site
     yield from throwaway_site(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A $HOME of the test's own, with only a git identity in its ~/.gitconfig, and git's other config
+    places pointed at it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(IDENTITY)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    return home

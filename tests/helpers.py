@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+IDENTITY = "[user]\n\tname = Someone\n\temail = someone@example.com\n"  # a ~/.gitconfig of a test's own
+
+
 class RepoDir(type(Path())):  # type: ignore[misc]
     """A path to a real git repository with small conveniences for building histories."""
 

@@ -7,6 +7,7 @@ import pytest
 
 from tests import test_hostile_workers as hostile
 from tests.engine_helpers import journal, statuses
+from tests.helpers import IDENTITY
 
 mode, settled, run = hostile.mode, hostile.settled, hostile.run  # the fixtures (settled: autouse) and the runner
 
@@ -111,22 +112,6 @@ def test_what_a_sandboxed_worker_plants_in_its_object_store_fails_its_attempt_an
     import re
     assert re.search(rf"object [0-9a-f]+ in the worker's store {re.escape(said)}", text), text
     assert repo.git("rev-parse", "campaign/hostile") == baseline
-
-
-IDENTITY = "[user]\n\tname = Someone\n\temail = someone@example.com\n"
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """A $HOME of the test's own, with only a git identity in its ~/.gitconfig, and git's other config
-    places pointed at it."""
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / ".gitconfig").write_text(IDENTITY)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
-    return home
 
 
 def test_git_config_planted_in_home_is_put_back_and_blamed(tmp_path, orch, mode, home):

@@ -744,6 +744,48 @@ def test_a_clean_filter_the_project_configures_does_not_fail_honest_work(tmp_pat
     assert repo.git("show", "campaign/hostile:a.txt") == "code"
 
 
+@pytest.mark.parametrize("filtered", ["filter=strip", "filter=lfs"])
+def test_an_uncommitted_change_to_a_file_a_filter_converts_is_committed_as_a_leftover(tmp_path, orch, mode, home,
+                                                                                       filtered):
+    """The pass-over above is for the comparison after the leftover commit, never for the look that decides
+    whether there are leftovers: the evaluator reads what the worker left, and the merge must hold it. The
+    filter is defined in the project's config (strip) or in the user's (`git lfs install` writes `filter.lfs`
+    in ~/.gitconfig)."""
+    worker = 'echo AAAA > a.txt\ngit add a.txt\ngit commit -qm a\necho BBBB > a.txt\n'
+    repo = campaign_repo(tmp_path, dag(mode, "{name: b, run: 'grep -qx BBBB a.txt'}"), "#!/bin/sh\n" + worker,
+                         files={".gitattributes": f"a.txt {filtered}\n"})
+    repo.git("config", "filter.strip.clean", "cat")
+    with (home / ".gitconfig").open("a") as fh:
+        fh.write('[filter "lfs"]\n\tclean = cat\n\tsmudge = cat\n\trequired = true\n')
+    _WATCHED[-1] = (repo, "hostile", git_dir_state(repo))
+    result = orch("run", cwd=repo)
+    assert result.rc == 75 and "final-acceptance" in result.out, result.out + result.err
+    assert repo.git("show", "campaign/hostile:a.txt") == "BBBB", result.out
+
+
+@pytest.mark.parametrize("plant", ['mkfifo "$P"', 'mkdir "$P"', 'ln -s "$HOME/victim.txt" "$P"'])
+def test_what_a_worker_plants_where_orchestrate_copies_its_index_is_replaced(tmp_path, orch, home, plant):
+    """The pool's folder is in the repository, where a worker without the sandbox can write: a FIFO or a folder
+    at the name of the index copy orchestrate judges with stopped the run (exit 70), a link had the copy
+    written into the file it names."""
+    (home / "victim.txt").write_text("the user's own file\n")
+    worker = f'echo a > a.txt\nP="$(git rev-parse --show-toplevel)/../.pool/A.index.judged"\n{plant}\n'
+    repo, baseline, result = run(tmp_path, orch, worker, "none")
+    assert result.rc == 75 and "final-acceptance" in result.out, result.out + result.err
+    assert (home / "victim.txt").read_text() == "the user's own file\n"
+    assert "a.txt" in campaign_tree(repo)
+
+
+def test_orchestrates_copy_of_the_index_changed_fails_the_attempt_rather_than_weakening_the_check(tmp_path, orch):
+    """Without its copy, the comparison with the commit would fall back to the index flags alone, which stat data
+    written into the worker's index gets past: a copy that is not what was recorded fails the attempt."""
+    worker = 'echo a > a.txt\ngit add a.txt\ngit commit -qm a\necho junk > "$(git rev-parse --show-toplevel)/../.pool/A.index"\n'
+    repo, baseline, result = run(tmp_path, orch, worker, "none")
+    text = result.out + result.err
+    assert "orchestrate's copy of the index its checkout wrote was changed or removed" in text, text
+    assert "a.txt" not in campaign_tree(repo)
+
+
 def test_a_filter_named_by_an_ignored_gitattributes_does_not_hide_a_change(tmp_path, orch, mode):
     """The pass-over above needs the committed attributes: an ignored .gitattributes of the worker's naming a
     filter the project defines does not make a hidden change pass."""

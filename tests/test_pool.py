@@ -166,6 +166,24 @@ def test_a_spare_moved_without_git_is_one_git_agrees_with(tmp_path, monkeypatch)
     assert git.out(home / "N2", "status", "--porcelain") == "" and "spare-N1" not in _listed(repo)
 
 
+def test_what_the_move_by_hand_writes_keeps_the_permissions_git_gave(tmp_path, monkeypatch):
+    """A shared repository's other users run `git worktree prune` (`git gc` does): a gitdir they cannot read
+    would have their git delete a live worktree's admin dir."""
+    import stat
+    from orchestrate import git
+    from orchestrate.workers import pool
+    repo, home = _pooled(tmp_path, monkeypatch)
+    repo.git("config", "core.sharedRepository", "group")
+    admin = git.admin_dir(home / "N1")
+    modes = lambda: {n: stat.S_IMODE((admin / n).stat().st_mode) for n in ("HEAD", "gitdir", "index")}  # noqa: E731
+    (admin / "HEAD").chmod(0o664)
+    before = modes()
+    assert pool.keep(repo, home / "N1", home)
+    assert modes() == before
+    assert pool.take(repo, home / "N2", home, "HEAD", "node/t/N2")
+    assert modes()["gitdir"] == before["gitdir"]
+
+
 @pytest.mark.parametrize("mark", ["locked", "modules", "gitlink"])
 def test_a_worktree_git_must_judge_is_moved_by_git(tmp_path, monkeypatch, mark):
     """A lock mark, a submodule's git dir, a gitlink in the index: git refuses to move a worktree with a

@@ -34,6 +34,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,8 +72,11 @@ def record(path: Path, worktrees: Path) -> None:
         return
     snapshot = folder(worktrees) / f"{path.name}.index"
     snapshot.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(admin / "index", snapshot)  # copy2: git's racy-timestamp check needs the index's mtime
-    _made[str(path)] = Made(admin, snapshot, _digest(snapshot))
+    fd, st = git_files.open_regular(admin / "index")
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read()
+    _copy(snapshot, data, st)
+    _made[str(path)] = Made(admin, snapshot, hashlib.sha256(data).hexdigest())
     global _peak
     _peak = max(_peak, len(_made))
 
@@ -117,7 +121,7 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
     return False
 
 
-def unseen(path: Path, base: str, head: str) -> list[str] | None:
+def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> list[str] | None:
     """What in the worktree is not what `head` holds: tracked files whose content differs, and files `git add
     -A` would add. Judged by an index of orchestrate's own: the copy of the index its checkout at `base`
     wrote, moved to `head` (`read-tree -m` keeps the stat data of what did not change). The worker's own
@@ -125,13 +129,17 @@ def unseen(path: Path, base: str, head: str) -> list[str] | None:
     stat data written to match, or by an untracked-file cache written to leave a file out, and the
     evaluators would then read what is never merged. A file's ctime cannot be set back, so a file written
     since the checkout is read and compared (O(what changed), one stat per file). One `git status` does it,
-    the look for leftovers included. None: no copy of this worktree's index (an earlier runner made it).
-    GitError when git cannot compare."""
+    the look for leftovers included. `pass_converted`: changed files a configured clean filter converts are
+    passed over (after the leftover commit; see below). None: no copy of this worktree's index (an earlier
+    runner made it). GitError when git cannot compare, or the copy is not what was recorded."""
     made = _made.get(str(path))
-    if made is None or not made.snapshot.is_file() or _digest(made.snapshot) != made.digest:
+    if made is None:
         return None
+    if (snapshot := _snapshot(made)) is None:  # not a downgrade to the flags alone: the check cannot be made
+        raise GitError(["read", str(made.snapshot)], 1, "", "orchestrate's copy of the index its checkout wrote "
+                       "was changed or removed (by a worker without the sandbox?)")
     judged = made.snapshot.with_name(made.snapshot.name + ".judged")
-    shutil.copy2(made.snapshot, judged)  # copy2: the index's mtime decides which entries git re-reads
+    _copy(judged, *snapshot)
     try:
         env = {"GIT_INDEX_FILE": str(judged)}
         git.git(path, "read-tree", "-m", "-i", base, head, env=env)
@@ -139,7 +147,7 @@ def unseen(path: Path, base: str, head: str) -> list[str] | None:
                        "--no-renames", "--untracked-files=all", *git.NO_SUBMODULE_DIRT, env=env).stdout
         found = [(entry[:2], entry[3:]) for entry in said.split("\0") if entry]
         changed = [name for code, name in found if code != "??"]
-        if changed and (defined := inert.filters(path)):
+        if changed and pass_converted and (defined := inert.filters(path)):
             # a file a configured clean filter converts (git-lfs, nbstripout) cannot match here, where filters
             # are off: such files are passed over. The filter must be named by the committed attributes
             # (--cached: the judged index) and defined in a config git reads, not by an ignored .gitattributes
@@ -149,7 +157,7 @@ def unseen(path: Path, base: str, head: str) -> list[str] | None:
             return [name for code, name in found if name not in converted or code == "??"]
         return [name for _, name in found]
     finally:
-        judged.unlink(missing_ok=True)
+        atomic.remove(judged)
 
 
 def forget(path: Path) -> None:
@@ -193,7 +201,7 @@ def _trusted(spare: Path, made: Made) -> bool:
     # commondir naming a copy of the git dir would have the re-base read that copy's config (core.worktree)
     return dot.read_text(errors="replace").strip() == f"gitdir: {made.admin}" and made.admin.is_dir() \
         and git_files.linked(spare, made.admin.parent.parent) \
-        and made.snapshot.is_file() and _digest(made.snapshot) == made.digest
+        and _snapshot(made) is not None
 
 
 def _move(root: Path, made: Made, src: Path, dst: Path) -> bool:
@@ -203,9 +211,9 @@ def _move(root: Path, made: Made, src: Path, dst: Path) -> bool:
 
 def _reset_admin(made: Made) -> bool:
     try:
-        if _scrub(made.admin):  # a link or a FIFO at HEAD or the index: the spare is removed
-            return False
-        shutil.copy2(made.snapshot, made.admin / "index")
+        if _scrub(made.admin) or (snapshot := _snapshot(made)) is None:  # a link or a FIFO at HEAD or the index
+            return False                                                 # (the spare is removed), or no snapshot
+        _copy(made.admin / "index", *snapshot)
     except OSError:
         return False
     return True
@@ -241,8 +249,23 @@ def _scrub(admin: Path, *, own: bool = False) -> str:
     return wrong
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _snapshot(made: Made) -> tuple[bytes, os.stat_result] | None:
+    """The index snapshot's bytes and stat, when it is still the file recorded (its hash); read without
+    following a link or waiting on a FIFO, once: what is copied is what was checked."""
+    try:
+        fd, st = git_files.open_regular(made.snapshot)
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    return (data, st) if hashlib.sha256(data).hexdigest() == made.digest else None
+
+
+def _copy(path: Path, data: bytes, st: os.stat_result) -> None:
+    """An index written at `path` as a copy of one whose stat is `st`: its mode, and its mtime, which git's
+    racy-timestamp check reads. Made anew, so that what a worker without the sandbox planted at the name (the
+    pool's folder is in the repository) is replaced, never written through."""
+    atomic.replace(path, data, mode=stat.S_IMODE(st.st_mode), times=st)
 
 
 # Stat checks a planted config must not weaken: the index snapshot's trust rests on ctime (see above).

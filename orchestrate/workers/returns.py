@@ -60,6 +60,8 @@ def _hidden(path: Path, base: str, head: str) -> str:
         found = pool.unseen(path, base, head)
     except GitError as exc:
         return f"files git could not compare ({_git_said(exc)})"
+    except OSError as exc:  # where orchestrate copies its index, something it cannot replace
+        return f"files orchestrate could not compare ({exc.strerror or exc})"
     if found is None:
         found = [entry[2:] for entry in git.git(path, "ls-files", "-v", "-z").stdout.split("\0")
                  if entry[:1].islower() or entry[:1] == "S"]
@@ -143,8 +145,9 @@ def _first_look(root: Path, worktree: Path, base: str) -> tuple[str | None, bool
     a closer look is needed (leftovers to commit, no index of orchestrate's, an odd HEAD)."""
     try:
         head = _head(root, worktree)
-        return head, pool.unseen(worktree, base, head) == []
-    except GitError:
+        # a file a clean filter converts is not passed over here: changed, it is a leftover to commit
+        return head, pool.unseen(worktree, base, head, pass_converted=False) == []
+    except (GitError, OSError):
         return None, False
 
 
