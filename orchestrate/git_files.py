@@ -65,7 +65,7 @@ def move_worktree(src: Path, dst: Path, admin: Path) -> bool:
     try:
         if small(src / ".git").decode(errors="replace").strip() != f"gitdir: {admin}" or os.path.lexists(dst) \
                 or any(os.path.lexists(admin / name) for name in ("locked", "modules")) \
-                or _GITLINK in small(admin / "index", None):  # a false match only sends the move to git
+                or may_hold_gitlink(admin / "index"):  # a false match only sends the move to git
             return False
         new = Path(os.path.realpath(dst.parent)) / dst.name  # what git writes: the real path
         os.rename(src, dst)
@@ -91,6 +91,15 @@ def detach(admin: Path, sha: str) -> None:
 
 
 _GITLINK = (0o160000).to_bytes(4, "big")  # an index entry's mode field for a gitlink
+
+
+def may_hold_gitlink(index: Path) -> bool:
+    """Whether an index file may have a gitlink entry (False: it surely has none): its bytes are searched for
+    the mode's, a match elsewhere only costing the caller a look with git. True when it cannot be read."""
+    try:
+        return _GITLINK in small(index, None)
+    except OSError:
+        return True
 
 
 def checked_out(repo: str | Path, ref: str) -> list[Path] | None:

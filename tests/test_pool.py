@@ -64,6 +64,33 @@ def test_a_reused_worktree_holds_exactly_the_new_base(tmp_path, orch, mode):
     assert repo.git("show", "campaign/pool:shared.txt") == "original"
 
 
+GITLINK_WORKER = r"""#!/bin/sh
+set -eu
+case "$ORCH_NODE" in
+  A) echo A > a.txt && git add a.txt && git commit -qm A
+     echo planted > sub/planted.txt && mkdir sub/.git && echo "ref: refs/heads/x" > sub/.git/HEAD ;;
+  B) echo "sub: $(ls -A sub | tr '\n' ' ')" > b.txt && git add b.txt && git commit -qm B ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("mode", ["none", pytest.param("bwrap", marks=pytest.mark.skipif(
+    BWRAP is not None, reason=f"bubblewrap does not work here: {BWRAP}"))])
+def test_what_a_node_left_in_a_gitlinks_folder_is_gone_for_the_next(tmp_path, orch, mode):
+    """No git listing shows what a gitlink's folder holds (a submodule checked out, files written there): the
+    re-base empties it, as a fresh checkout leaves it."""
+    repo = campaign_repo(tmp_path, DAG.format(mode=mode).replace("max_attempts: 2", "max_attempts: 1"),
+                         GITLINK_WORKER, FILES)
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{repo.git('rev-parse', 'HEAD')},sub")
+    repo.git("commit", "-qm", "a gitlink")
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 75, done.out + done.err
+    adds = {e["context"]["node"]: e["context"] for e in journal(repo, "pool")
+            if e["kind"] == "result" and e["context"].get("effect") == "worktree-add"}
+    assert adds["B"].get("reused"), "B did not reuse A's working copy: this test would prove nothing"
+    assert repo.git("show", "campaign/pool:b.txt") == "sub:"
+
+
 def test_nothing_is_pooled_after_close_and_no_worktree_is_left(tmp_path, orch):
     repo = campaign_repo(tmp_path, DAG.format(mode="none"), WORKER, FILES)
     assert orch("run", "--no-interactive", cwd=repo).rc == 75

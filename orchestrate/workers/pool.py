@@ -291,8 +291,33 @@ def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False
         for folder in git.git(path, *_QUOTED, "ls-tree", "-r", "-d", "--name-only", "HEAD").stdout.split("\n"):
             if folder:  # git never lists a `.git` below the top, nor tracks one: it is a planted repository
                 atomic.remove(path / _unquote(folder) / ".git")
+        if not _empty_gitlinks(path):
+            return False
     except (OSError, GitError, ValueError):  # ValueError: a listing not quoted as asked
         return False
+    return True
+
+
+def _empty_gitlinks(path: Path) -> bool:
+    """Each gitlink's folder emptied, as a fresh checkout leaves it: no git listing shows what is in one (a
+    submodule the last node checked out, files written there), and the next node would find it. Looked for
+    only when the index may hold a gitlink (its mode's bytes appear in it). False when a folder on the way
+    is not a plain one (a link): the spare is then removed."""
+    admin = git.admin_dir(path)
+    if admin is None or not git_files.may_hold_gitlink(admin / "index"):
+        return True
+    staged = git.git(path, *_QUOTED, "ls-files", "--stage").stdout.split("\n")
+    real = os.path.realpath(path)
+    for line in staged:
+        mode, _, name = line.partition("\t")
+        if not mode.startswith("160000 "):
+            continue
+        folder = path / _unquote(name)
+        if os.path.realpath(folder) != os.path.join(real, _unquote(name)):
+            return False
+        if folder.is_dir():
+            for entry in os.listdir(folder):
+                atomic.remove(folder / entry)
     return True
 
 
