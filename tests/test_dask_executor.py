@@ -88,6 +88,23 @@ def test_the_e2e_campaign_ends_the_same_on_dask_as_locally(tmp_path, cluster):
     assert "could not run" not in (remote_run / ".scratch" / "runs" / "six" / "A" / "attempt-1.log").read_text()
 
 
+def test_links_in_the_run_folder_are_replaced_not_written_through_when_a_task_returns(tmp_path, cluster):
+    """The engine writes each returned task's log, return and outputs files into the node's run folder, where a
+    process on this host (a worker without the sandbox) can plant links: a planted link is replaced."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own file\n")
+    dag = "topic: links\nworkers: {sh: ./work.sh}\nnodes:\n  - {id: A, file_surface: [a.txt], discipline: sh}\n"
+    repo = campaign_repo(tmp_path / "dask", dag, "#!/bin/sh\necho A > a.txt\n")
+    run_dir = repo / ".scratch" / "runs" / "links" / "A"
+    run_dir.mkdir(parents=True)
+    (run_dir / "attempt-1.log").symlink_to(victim)
+    done = orchestrate(repo, "run", "--quiet", *dask_args(cluster, bare_remote(tmp_path)))
+    assert done.returncode == 75, done.stdout + done.stderr
+    assert victim.read_text() == "the user's own file\n"
+    log = run_dir / "attempt-1.log"
+    assert not log.is_symlink() and "node A attempt 1" in log.read_text()
+
+
 SLOW_WORKER = """#!/bin/sh
 set -eu
 marks={marks}

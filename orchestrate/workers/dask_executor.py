@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrate import git
+from orchestrate import atomic, git
 from orchestrate.errors import UsageError
 from orchestrate.workers.local import WorkOutcome, WorkRequest, read_freeze
 
@@ -130,14 +130,14 @@ class DaskExecutor:
             result = sub.future.result()
         except Exception as exc:  # noqa: BLE001 - a task that could not run is a failed attempt, reported
             why = f"{type(exc).__name__}: {exc}"
-            req.log.write_text(f"# orchestrate: node {req.node} attempt {req.attempt} could not run on the "
-                               f"Dask cluster: {why}\n", encoding="utf-8")
+            _write(req.log, f"# orchestrate: node {req.node} attempt {req.attempt} could not run on the Dask "
+                   f"cluster: {why}\n")
             return WorkOutcome(req.node, req.attempt, 2, time.monotonic() - sub.started, log=str(req.log))
-        req.log.write_text(result["log"], encoding="utf-8")
+        _write(req.log, result["log"])
         if result["returned"] is not None:
-            req.return_file.write_text(result["returned"], encoding="utf-8")
+            _write(req.return_file, result["returned"])
         if result.get("outputs") is not None and req.env.get("ORCH_OUTPUTS"):
-            Path(req.env["ORCH_OUTPUTS"]).write_text(result["outputs"], encoding="utf-8")
+            _write(Path(req.env["ORCH_OUTPUTS"]), result["outputs"])
         self._bring_back(req, result["head"])
         freeze, error = read_freeze(req.return_file)
         return WorkOutcome(req.node, req.attempt, result["rc"], result["seconds"], result["timed_out"],
@@ -170,3 +170,10 @@ class DaskExecutor:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _write(path: Path, text: str) -> None:
+    """A file of the run folder, which a process on this host without the sandbox can write too: a link, FIFO
+    or hard link planted at the name is replaced, never written through (atomic.open_log)."""
+    with atomic.open_log(path) as fh:
+        fh.write(text.encode("utf-8"))
