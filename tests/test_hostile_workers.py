@@ -782,7 +782,8 @@ def test_orchestrates_copy_of_the_index_changed_fails_the_attempt_rather_than_we
     worker = 'echo a > a.txt\ngit add a.txt\ngit commit -qm a\necho junk > "$(git rev-parse --show-toplevel)/../.pool/A.index"\n'
     repo, baseline, result = run(tmp_path, orch, worker, "none")
     text = result.out + result.err
-    assert "orchestrate's copy of the index its checkout wrote was changed or removed" in text, text
+    assert "A: its worktree could not be compared with its head commit (orchestrate's copy of the index its " \
+           "checkout wrote was changed or removed" in text, text
     assert "a.txt" not in campaign_tree(repo)
 
 

@@ -69,6 +69,30 @@ def test_a_worker_writes_its_own_dir_and_tmp_and_nothing_else(tmp_path):
 
 
 @needs_bwrap
+def test_the_folders_between_a_writable_home_and_the_project_in_it_cannot_be_moved(tmp_path):
+    """The project in $HOME, $HOME writable: a worker that renamed $HOME/src and put a copy of the project in its
+    place would have the runner, outside, take the copy for the project (its settings, its checkout)."""
+    home = tmp_path / "home"
+    project = home / "src" / "deep" / "repo"
+    project.mkdir(parents=True)
+    (project / "config.yaml").write_text("sandbox: bwrap\n")
+    script = f"""
+        try() {{ if ( eval "$2" ) 2>/dev/null; then echo "did:$1"; else echo "refused:$1"; fi; }}
+        try cache 'echo x > "{home}/cache.txt"'
+        try beside 'echo x > "{home}/src/notes.txt"'
+        try move-src 'mv "{home}/src" "{home}/src.orig"'
+        try move-deep 'mv "{home}/src/deep" "{home}/src/deep.orig"'
+        try move-project 'mv "{project}" "{project}.orig"'
+        try edit 'echo "sandbox: none" > "{project}/config.yaml"'
+    """
+    done = run(script, cwd=home, writable=[home], readable=[project])
+    assert done.rc == 0, done.stderr
+    assert lines(done) == ["did:cache", "did:beside", "refused:move-src", "refused:move-deep", "refused:move-project",
+                           "refused:edit"]
+    assert (project / "config.yaml").read_text() == "sandbox: bwrap\n"
+
+
+@needs_bwrap
 def test_tools_on_path_and_the_python_under_tmp_stay_usable(tmp_path, monkeypatch):
     """A CI clone may keep its virtualenv under /tmp, a user a tool folder: the private /tmp must not hide
     what a worker needs to start (the presets and the replay stand-in run orchestrate's own Python)."""

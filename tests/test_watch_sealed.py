@@ -145,8 +145,8 @@ nodes:
 """
 
 
-def _edit_while_a_runs(repo, path, text: str):
-    """A person's edit of `path` (appending `text`) once A has started; A goes on after it."""
+def _edit_while_a_runs(repo, path, text: str | None):
+    """A person's edit of `path` (appending `text`; None: deleting it) once A has started; A goes on after it."""
     import threading
     import time
 
@@ -155,7 +155,7 @@ def _edit_while_a_runs(repo, path, text: str):
         while time.monotonic() < deadline:
             started = list((repo / ".scratch").rglob("started"))
             if started:
-                path.write_text(path.read_text() + text)
+                path.unlink() if text is None else path.write_text(path.read_text() + text)
                 (started[0].parent / "go").touch()
                 return
             time.sleep(0.05)
@@ -165,12 +165,18 @@ def _edit_while_a_runs(repo, path, text: str):
 
 
 @needs_bwrap
-@pytest.mark.parametrize("edit,kept", [("coherence: {timeout: 900}\n", True), ("coherence: {timeout: soon}\n", False)])
+@pytest.mark.parametrize("edit,said", [
+    ("coherence: {timeout: 900}\n", "was edited while only workers in the sandbox ran (A; they cannot write it): "
+     "kept; what the run reads of it from now on follows it"),
+    ("coherence: {timeout: soon}\n", "has a problem (coherence.timeout: "),
+    ("coherence: [\n", "has a problem (malformed YAML"),
+    (None, "was deleted while only workers in the sandbox ran (A; they cannot write it): the defaults hold"),
+])
 def test_a_persons_edit_of_the_settings_while_only_sandboxed_workers_run_is_blamed_on_no_worker(tmp_path, orch,
-                                                                                               edit, kept):
+                                                                                               edit, said):
     """config.yaml, like the plan, is read-only in the sandbox: an edit while only such workers run is a
-    person's. A valid one is kept; one with problems is put back (a bad setting is never met halfway), the
-    edit kept aside. Either way the worker's attempt stands."""
+    person's. A valid one (or a deletion) is kept; one with problems is put back (a bad setting is never met
+    halfway), the edit kept aside. Either way the worker's attempt stands."""
     repo = campaign_repo(tmp_path, ONE, WAITING)
     configure(repo, "bwrap")
     config = repo / ".ledger" / "config.yaml"
@@ -179,14 +185,14 @@ def test_a_persons_edit_of_the_settings_while_only_sandboxed_workers_run_is_blam
     result = orch("run", cwd=repo)
     editor.join()
     text = result.out + result.err
-    assert "config.yaml was edited while only workers in the sandbox ran (A; they cannot write it)" in text, text
+    assert said in text, text
     assert result.rc == 75 and "final-acceptance" in text and "changed what no worker may change" not in text, text
     assert statuses(repo, orch, "sealed") == {"A": "ACCEPTED"}
-    if kept:
-        assert "kept; what the run reads of it from now on follows it" in text and config.read_text() == before + edit
-    else:
+    if "has a problem" in said:
         aside = repo / ".scratch" / "rejected" / "sealed" / "config.yaml"
-        assert "has a problem (coherence.timeout: " in text and config.read_text() == before and aside.read_text() == before + edit
+        assert config.read_text() == before and aside.read_text() == before + edit
+    else:
+        assert config.read_text() == before + edit if edit else not config.exists()
 
 
 @needs_bwrap

@@ -99,8 +99,11 @@ def _persons_settings(ctx: Context, suspects: list[str]) -> None:
     if problems := settings.problems(ctx.layout):
         put_back = fingerprint.restore_file(path, before, _kept(ctx))
         first = problems[0]
-        ctx.out.always(f"{said}, and line {first.line} has a problem ({first.field}: {first.message}): put back "
+        what = f"{first.field}: {first.message}" if first.field else first.message
+        ctx.out.always(f"{said}, and line {first.line} has a problem ({what}): put back "
                        f"{', '.join(put_back)}; fix the edit there, then copy it back")
+    elif not path.exists():
+        ctx.out.always(f"{said.replace(' was edited ', ' was deleted ', 1)}: the defaults hold from now on")
     else:
         ctx.out.always(f"{said}: kept; what the run reads of it from now on follows it")
     ctx.watch.recorder[path] = fingerprint.read_watched(path)

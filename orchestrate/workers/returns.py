@@ -53,19 +53,24 @@ def _git_said(exc: GitError) -> str:
 
 
 def _hidden(path: Path, base: str, head: str) -> str:
-    """What in the worktree differs from `head` though the worker's index says not ('' if nothing): read
+    """Why the worktree is not what `head` holds though the worker's index says it is ('' when it is): read
     against orchestrate's own copy of the index (pool.unseen); for a worktree an earlier runner made, which
     has none, the index flags that hide a file (a lower-case tag: assume-unchanged; `S`: skip-worktree)."""
     try:
         found = pool.unseen(path, base, head)
     except GitError as exc:
-        return f"files git could not compare ({_git_said(exc)})"
+        return f"its worktree could not be compared with its head commit ({_git_said(exc)})"
     except OSError as exc:  # where orchestrate copies its index, something it cannot replace
-        return f"files orchestrate could not compare ({exc.strerror or exc})"
+        return f"its worktree could not be compared with its head commit ({exc.strerror or exc})"
     if found is None:
         found = [entry[2:] for entry in git.git(path, "ls-files", "-v", "-z").stdout.split("\0")
                  if entry[:1].islower() or entry[:1] == "S"]
-    return ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    if not found:
+        return ""
+    named = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    return (f"the worktree holds {named} other than its head commit does, though the worker's index says not (a "
+            "flag, stat data that matches, or a cache of untracked files): its evaluators would read what is "
+            "never merged")
 
 
 def _settle(ctx, outcome) -> None:
@@ -116,10 +121,7 @@ def _settle(ctx, outcome) -> None:
                 f"{ns.base[:12]} (the branch was reset or replaced); its attempt failed")
         return
     if not clean and path.exists() and (hidden := _hidden(path, ns.base, head)):
-        fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worktree holds {hidden} other than its "
-                     "head commit does, though the worker's index says not (a flag, stat data that matches, or "
-                     "a cache of untracked files): its evaluators would read what is never merged; its attempt "
-                     "failed")
+        fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: {hidden}; its attempt failed")
         return
     if ns.objects and head != ns.base and git.rev_parse(ctx.root, ns.branch) == ns.base:
         git.update_ref(ctx.root, f"refs/heads/{ns.branch}", head, ns.base, reason=f"node {outcome.node} returned")

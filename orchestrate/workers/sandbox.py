@@ -124,7 +124,12 @@ def _tools_under_tmp() -> list[str]:
 
 
 def _binds(writable: Iterable[str | Path], readable: Iterable[str | Path]) -> list[tuple[str, bool]]:
-    """Paths to bind, parents before children so a deeper bind is not hidden by a shallower one."""
+    """Paths to bind, parents before children so a deeper bind is not hidden by a shallower one.
+
+    A read-only path inside a writable one (the project in $HOME) is a mount point, which cannot be renamed;
+    the folders between the two are not, and a worker could rename one ($HOME/src) and put a copy of the
+    project in its place, which the runner, outside, would then take for the project (its settings, its
+    checkout). Each such folder is bound onto itself, writable as it was: a mount point too."""
     chosen: dict[Path, bool] = {}
     for path in readable:
         chosen.setdefault(Path(path).resolve(), False)
@@ -132,6 +137,16 @@ def _binds(writable: Iterable[str | Path], readable: Iterable[str | Path]) -> li
         target = Path(path).resolve()
         target.mkdir(parents=True, exist_ok=True)  # a configured cache may not exist yet
         chosen[target] = True
+    pinned: list[Path] = []
+    for kept in [p for p, rw in chosen.items() if not rw]:
+        between = []
+        for folder in kept.parents:  # nearest first, up to the bind it lies in
+            if folder in chosen:
+                pinned += between if chosen[folder] else []
+                break
+            between.append(folder)
+    for folder in pinned:
+        chosen.setdefault(folder, True)
     return [(str(p), rw) for p, rw in sorted(chosen.items(), key=lambda item: (len(item[0].parts), item[0]))]
 
 
