@@ -7,6 +7,7 @@ A worker without the sandbox can write in the git dir while these run, so only r
 (never through a link, never a FIFO that would block the runner), and never more than a ref's worth."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -109,17 +110,19 @@ def checked_out(repo: str | Path, ref: str) -> list[Path] | None:
     if found is None:
         return None
     common = Path(_store(found[0]))
-    heads = [(common / "HEAD", common.parent if common.name == ".git" else None)]
+    want = f"ref: {ref}"
     try:
-        for admin in (common / "worktrees").iterdir() if (common / "worktrees").is_dir() else ():
-            back = small(admin / "gitdir").decode(errors="replace").strip()
-            heads.append((admin / "HEAD", Path(back).parent))
         holders = []
-        for head, where in heads:
-            if small(head).decode(errors="replace").strip() == f"ref: {ref}":
-                if where is None:
-                    return None
-                holders.append(where)
+        if small(common / "HEAD").decode(errors="replace").strip() == want:
+            if common.name != ".git":
+                return None
+            holders.append(common.parent)
+        linked = common / "worktrees"
+        with os.scandir(linked) if linked.is_dir() else contextlib.nullcontext(()) as admins:
+            for admin in admins:  # where a worktree is is read only for one on `ref`: a campaign holds many
+                if small(os.path.join(admin.path, "HEAD")).decode(errors="replace").strip() == want:
+                    back = small(os.path.join(admin.path, "gitdir")).decode(errors="replace").strip()
+                    holders.append(Path(back).parent)
     except OSError:
         return None
     return holders

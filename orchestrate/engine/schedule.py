@@ -40,7 +40,8 @@ def _layered(ctx) -> list[str]:
     ready = [n for n in parallel if c.nodes[n].status in WAITING]
     machine = [n for n in ready if not handwork.is_human(dag, n)]
     if machine:
-        boxed = [n for n in machine if not _alone(ctx, n)]
+        alone = _alone_test(ctx)
+        boxed = [n for n in machine if not alone(n)]
         if boxed or running(ctx):
             return boxed
         return [m for m in dag.group_of(machine[0]) if m in machine]  # a LOOPS_WITH group starts together
@@ -109,10 +110,21 @@ def free_slots(ctx) -> int | None:
     return max(0, jobs - len(ctx.executor.running()))
 
 
-def _alone(ctx, node_id: str) -> bool:
-    """Would this node's worker run alone (no sandbox, `unsandboxed: serial`)?"""
+def _alone_test(ctx):
+    """A test of whether a node's worker would run alone (no sandbox, `unsandboxed: serial`), reading the
+    settings once per setting a node can have: a layer of hundreds of ready nodes asks it of each."""
     from orchestrate.workers import containment
-    return containment.runs_alone(ctx) and not containment.enabled(ctx, ctx.dag.by_id[node_id])
+    if not containment.runs_alone(ctx):
+        return lambda node_id: False
+    unboxed: dict[str | None, bool] = {}  # a node's own `sandbox:` (None: the campaign's) -> runs without it
+
+    def alone(node_id: str) -> bool:
+        node = ctx.dag.by_id[node_id]
+        own = getattr(node, "sandbox", None)
+        if own not in unboxed:
+            unboxed[own] = not containment.enabled(ctx, node)
+        return unboxed[own]
+    return alone
 
 
 def _eager(ctx) -> list[str]:
@@ -134,6 +146,7 @@ def _eager(ctx) -> list[str]:
     machine = [n for n in candidates if not handwork.is_human(dag, n)]
     slots = free_slots(ctx)
     chosen: list[str] = []
+    alone = _alone_test(ctx)
     for n in machine:
         if n in chosen:
             continue
@@ -143,7 +156,7 @@ def _eager(ctx) -> list[str]:
         unit = [m for m in group if m in machine]
         if slots is not None and (slots == 0 or (chosen and len(chosen) + len(unit) > slots)):
             break
-        if any(_alone(ctx, m) for m in unit):  # it starts when nothing runs, and nothing with it
+        if any(alone(m) for m in unit):  # it starts when nothing runs, and nothing with it
             if chosen or running(ctx):
                 break
             return unit
