@@ -308,6 +308,9 @@ def test_in_the_sandbox_an_evaluator_cannot_write_the_object_store(tmp_path, orc
     from orchestrate.workers import sandbox
     if (why := sandbox.probe()) is not None:
         pytest.skip(f"no sandbox here: {why}")
-    repo, result = _with_check(tmp_path, orch, "bwrap", "echo y > mine.txt\n", "git add mine.txt")
+    # content of its own: `git add` of a file the index already holds, stat-clean, writes no object (this test
+    # passed or failed with whether the leftover commit's index write crossed a second after the worker's)
+    repo, result = _with_check(tmp_path, orch, "bwrap", "echo y > mine.txt\n",
+                               "echo evaluator-$$ > mine.txt && git add mine.txt")
     assert result.rc == 75 and "evaluator(s) failed: t (rc 128" in result.out, result.out + result.err
     assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"
