@@ -76,6 +76,14 @@ class _Writer:
             proc.end_pipe(child)
 
 
+def _again(writer: _Writer, request: bytes) -> list[bytes] | None:
+    """`writer.ask`, once more with a git started anew when the first ended without answering (a helper killed
+    or gone under load mid-campaign): an object's id is its content's, so asking twice stores nothing twice.
+    A request git cannot answer (a file it cannot read) ends the second too, and the caller says so."""
+    got = writer.ask(request)
+    return got if got is not None else writer.ask(request)
+
+
 class Store:
     """The writers of one repository."""
 
@@ -95,7 +103,7 @@ class Store:
     def blob(self, path: str | Path) -> str:
         """Store the file at `path` (absolute, no newline in it) as a blob; its object id."""
         with self.blobs.lock:
-            got = self.blobs.ask(os.fsencode(path) + b"\n")
+            got = _again(self.blobs, os.fsencode(path) + b"\n")
         return self._object(got, f"hash-object {path}")
 
     def tree(self, entries: list[tuple[str, str, str]]) -> str:
@@ -104,7 +112,7 @@ class Store:
         body = b"".join(f"{mode} {kinds.get(mode, 'blob')} {sha}\t".encode() + os.fsencode(name) + b"\0"
                         for mode, sha, name in entries)
         with self.trees.lock:
-            got = self.trees.ask(body + b"\0")
+            got = _again(self.trees, body + b"\0")
         return self._object(got, "mktree")
 
     def commit(self, tree: str, parents: list[str], message: str, env: dict[str, str]) -> str:
@@ -119,7 +127,7 @@ class Store:
                 os.close(fd)
             with open(self._file, "wb") as fh:
                 fh.write(text.encode())
-            got = self.commits.ask(os.fsencode(self._file) + b"\n")
+            got = _again(self.commits, os.fsencode(self._file) + b"\n")
         return self._object(got, "hash-object -t commit")
 
     def swap(self, ref: str, new: str, old: str) -> bool:

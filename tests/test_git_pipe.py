@@ -115,3 +115,17 @@ def test_a_forked_child_gets_writers_of_its_own(repo):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert parent.blob(repo / "a.txt") == repo.git("hash-object", "a.txt")
+
+
+def test_a_writer_that_ended_between_requests_is_started_again_without_a_failed_write(repo):
+    """A kept helper can end mid-campaign (killed, or gone under load): the next write starts it anew instead of
+    failing the recorder's commit."""
+    store = git_pipe.store(repo)
+    tree = store.tree([("100644", store.blob(repo / "a.txt"), "a.txt")])
+    first = store.commit(tree, [], "before", {})
+    for writer in (store.blobs, store.trees, store.commits):
+        writer._child.kill()
+        writer._child.wait()
+    assert store.blob(repo / "a.txt") == repo.git("hash-object", "a.txt")
+    assert store.tree([("100644", store.blob(repo / "a.txt"), "a.txt")]) == tree
+    assert repo.git("cat-file", "-t", store.commit(tree, [first], "after a helper ended", {})) == "commit"
