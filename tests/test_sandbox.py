@@ -90,6 +90,10 @@ def test_the_folders_between_a_writable_home_and_the_project_in_it_cannot_be_mov
     assert lines(done) == ["did:cache", "did:beside", "refused:move-src", "refused:move-deep", "refused:move-project",
                            "refused:edit"]
     assert (project / "config.yaml").read_text() == "sandbox: bwrap\n"
+    # a writable folder inside another (`writable: [~, ~/src/deep]`): the folders above the inner one count too
+    done = run(script, cwd=home, writable=[home, home / "src" / "deep"], readable=[project])
+    assert lines(done)[2:] == ["refused:move-src", "refused:move-deep", "refused:move-project", "refused:edit"]
+    assert (project / "config.yaml").read_text() == "sandbox: bwrap\n"
 
 
 @needs_bwrap

@@ -140,11 +140,14 @@ def _binds(writable: Iterable[str | Path], readable: Iterable[str | Path]) -> li
     pinned: list[Path] = []
     for kept in [p for p, rw in chosen.items() if not rw]:
         between = []
-        for folder in kept.parents:  # nearest first, up to the bind it lies in
-            if folder in chosen:
-                pinned += between if chosen[folder] else []
+        for folder in kept.parents:  # nearest first: a folder holding a mount point can still be renamed, so
+            if folder not in chosen:  # up through every writable bind, to a read-only one (or /, read-only)
+                between.append(folder)
+            elif chosen[folder]:
+                pinned += between
+                between = []
+            else:
                 break
-            between.append(folder)
     for folder in pinned:
         chosen.setdefault(folder, True)
     return [(str(p), rw) for p, rw in sorted(chosen.items(), key=lambda item: (len(item[0].parts), item[0]))]
