@@ -79,7 +79,8 @@ class _Writer:
 def _again(writer: _Writer, request: bytes) -> list[bytes] | None:
     """`writer.ask`, once more with a git started anew when the first ended without answering (a helper killed
     or gone under load mid-campaign): an object's id is its content's, so asking twice stores nothing twice.
-    A request git cannot answer (a file it cannot read) ends the second too, and the caller says so."""
+    A request git cannot answer (a file it cannot read, a full disk) ends the second too, and the caller raises
+    GitError naming the request (git's own words are not kept: a kept helper's stderr is discarded)."""
     got = writer.ask(request)
     return got if got is not None else writer.ask(request)
 
