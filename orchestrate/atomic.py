@@ -8,7 +8,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 
@@ -16,7 +15,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode() if isinstance(data, str) else data
     mode = _mode_for(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _mkstemp(path)
     try:
         os.fchmod(fd, mode)  # mkstemp makes it 0600 whatever the umask: a report to share, or .git/info/exclude
         with os.fdopen(fd, "wb") as fh:
@@ -44,7 +43,7 @@ def replace(path: Path, data: str | bytes, *, mode: int | None = None, times: os
     if path.is_dir() and not path.is_symlink():
         remove(path)
     mode = _mode_for(path) if mode is None else mode
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _mkstemp(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
@@ -56,6 +55,13 @@ def replace(path: Path, data: str | bytes, *, mode: int | None = None, times: os
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mkstemp(path: Path) -> tuple[int, str]:
+    """A temp file beside `path`, opened by this process only (O_EXCL); tempfile imported here, not at start:
+    `status` and the other readers never write (it and its `random` are 5 ms of their start)."""
+    import tempfile
+    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
 
 
 def _mode_for(path: Path) -> int:

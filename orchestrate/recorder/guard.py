@@ -11,7 +11,6 @@ commit or at exactly those bytes, it refuses: a line appended in the engine's ow
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -21,6 +20,13 @@ from typing import Callable
 from orchestrate import git
 from orchestrate.errors import ForeignWrite
 from orchestrate.recorder import segments
+
+
+def _sha256(data: bytes = b""):
+    """hashlib's sha256, imported when first used: `status` and the other readers never verify, and loading
+    OpenSSL is 5 ms of their start."""
+    import hashlib
+    return hashlib.sha256(data)
 
 
 class Guard:
@@ -42,7 +48,7 @@ class Guard:
         """Refuse if the live file changed since this runner's last write; at the first, take it as found."""
         stamp = _stamp(self.journal)
         if self._digest is None:
-            self._digest, self.size, self._stamp = hashlib.sha256(segments.content(self.journal)), stamp[2], stamp
+            self._digest, self.size, self._stamp = _sha256(segments.content(self.journal)), stamp[2], stamp
             self._sealed = {path: _stamp(path) for path in segments.sealed(self.journal)}
             self._folder = segments.folder_stamp(self.journal)
             self._checkpoints = {path: _stamp(path) for path in self._checkpoint_files()}
@@ -55,7 +61,7 @@ class Guard:
             self._foreign("it is no longer a plain file")
         if stamp[2] != self.size:
             self._foreign(f"{stamp[2] - (self.size or 0):+d} bytes since its last write")
-        if hashlib.sha256(segments.content(self.journal)).digest() != self._digest.digest():
+        if _sha256(segments.content(self.journal)).digest() != self._digest.digest():
             self._foreign("rewritten in place, same size")
         self._stamp = stamp  # touched, not changed
 
@@ -130,8 +136,8 @@ class Guard:
         # A worker writing the live file while it is sealed writes into the segment (the file it opened) or
         # into the new live file before it is stamped: both are checked once, against what this runner wrote.
         sealed, fresh = _stamp(segment), _stamp(self.journal)
-        self._digest, self.size, self._stamp = hashlib.sha256(), 0, fresh
-        if sealed[2] != size or hashlib.sha256(segments.content(segment)).digest() != digest:
+        self._digest, self.size, self._stamp = _sha256(), 0, fresh
+        if sealed[2] != size or _sha256(segments.content(segment)).digest() != digest:
             self._foreign("written while it was being sealed", segment, ours=True, own=own)
         self._sealed[segment] = sealed
         if fresh[2] != 0:
@@ -145,7 +151,7 @@ class Guard:
         """The length and sha256 of what resume would find of this runner's uncommitted lines."""
         if self._carry is not None:
             return self._carry[0], self._carry[1].hexdigest()
-        return self.size or 0, (self._digest or hashlib.sha256()).hexdigest()
+        return self.size or 0, (self._digest or _sha256()).hexdigest()
 
     def _foreign(self, what: str, path: Path | None = None, *, ours: bool = False,
                  own: tuple[int, str] | None = None) -> None:
@@ -208,7 +214,7 @@ def halted(ledger: Path, topic: str) -> dict | None:
 
 def written_by_runner(record: dict, data: bytes) -> bool:
     """Whether `data` (the live file, an unfinished seal folded back) is exactly what the halted runner wrote."""
-    return len(data) == record.get("size") and hashlib.sha256(data).hexdigest() == record.get("sha256")
+    return len(data) == record.get("size") and _sha256(data).hexdigest() == record.get("sha256")
 
 
 def clear(ledger: Path, topic: str) -> None:
