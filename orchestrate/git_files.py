@@ -43,11 +43,14 @@ def is_full_id(text: str) -> bool:
 def linked(worktree: Path, common: Path) -> bool:
     """Is `worktree` still a linked worktree of the repository whose common git dir is `common`: its `.git`
     file naming an admin dir under `common`'s worktrees/, which names it back and names `common`? A worker
-    can rewrite the `.git` file of a worktree it can write, and git would then act on whatever it names."""
+    can rewrite the `.git` file of a worktree it can write, and git would then act on whatever it names. The
+    admin dir must be a folder there, not a link to one elsewhere (whose files orchestrate would clear)."""
     dot = worktree / ".git"
     if dot.is_symlink() or not dot.is_file():
         return False
     admin = git.admin_dir(worktree)
+    if admin is None or admin.is_symlink() or not admin.is_dir():
+        return False
     try:
         back = Path(small(admin / "gitdir").decode(errors="replace").strip())
         shared = admin / small(admin / "commondir").decode(errors="replace").strip()

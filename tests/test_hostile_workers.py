@@ -787,6 +787,19 @@ def test_orchestrates_copy_of_the_index_changed_fails_the_attempt_rather_than_we
     assert "a.txt" not in campaign_tree(repo)
 
 
+def test_an_admin_dir_swapped_for_a_link_to_a_users_folder_is_never_cleared(tmp_path, orch, home):
+    """Without the sandbox a worker can replace its worktree's admin dir with a link to a folder of the user's
+    holding copies of gitdir and commondir: orchestrate clears an admin dir before its own git runs there, and
+    would have cleared that folder."""
+    worker = ('admin="$(git rev-parse --absolute-git-dir)"\nmkdir "$HOME/mine"\ncp "$admin/gitdir" "$admin/HEAD" '
+              '"$admin/index" "$HOME/mine/"\ngit rev-parse --path-format=absolute --git-common-dir > "$HOME/mine/commondir"\n'
+              'echo precious > "$HOME/mine/precious.txt"\nrm -rf "$admin"\nln -s "$HOME/mine" "$admin"\necho a > a.txt\n')
+    repo, baseline, result = run(tmp_path, orch, worker, "none")
+    assert (home / "mine" / "precious.txt").read_text() == "precious\n", result.out + result.err
+    assert "the worker rewrote its worktree's .git link" in result.out + result.err, result.out
+    assert "a.txt" not in campaign_tree(repo)
+
+
 def test_a_filter_named_by_an_ignored_gitattributes_does_not_hide_a_change(tmp_path, orch, mode):
     """The pass-over above needs the committed attributes: an ignored .gitattributes of the worker's naming a
     filter the project defines does not make a hidden change pass."""

@@ -173,7 +173,12 @@ def forget(path: Path) -> None:
 
 def discard(root: Path, path: Path) -> None:
     """Remove a worktree git may no longer recognise as one (its .git file rewritten): the folder goes
-    in any case, and prune then drops its admin dir."""
+    in any case, and prune then drops its admin dir. An admin dir a worker without the sandbox swapped for a
+    link goes first, as a link: git removes an admin dir by listing it, and would empty the folder it names."""
+    admins = git.git_common_dir(root) / "worktrees"
+    for entry in admins.iterdir() if admins.is_dir() else ():
+        if entry.is_symlink():
+            entry.unlink()
     git.worktree_remove(root, path)
     if path.exists() or path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
