@@ -13,19 +13,7 @@ from pathlib import Path
 
 def write_atomic(path: Path, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode() if isinstance(data, str) else data
-    mode = _mode_for(path)
-    fd, tmp = _mkstemp(path)
-    try:
-        os.fchmod(fd, mode)  # mkstemp makes it 0600 whatever the umask: a report to share, or .git/info/exclude
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _put(path, data, _mode_for(path), None, durable=True)
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
@@ -39,10 +27,15 @@ def replace(path: Path, data: str | bytes, *, mode: int | None = None, times: os
     FIFO or folder a worker planted at the name is replaced, never written through. `mode`: its permissions
     (default: those of the file there now, as `write_atomic` keeps them); `times`: a stat whose access and
     modification times it takes (git's racy-timestamp check reads an index's mtime)."""
-    raw = data.encode() if isinstance(data, str) else data
     if path.is_dir() and not path.is_symlink():
         remove(path)
-    mode = _mode_for(path) if mode is None else mode
+    _put(path, data, _mode_for(path) if mode is None else mode, times, durable=False)
+
+
+def _put(path: Path, data: str | bytes, mode: int, times: os.stat_result | None, *, durable: bool) -> None:
+    """A temp file beside `path` with `data`, `mode` (mkstemp makes it 0600 whatever the umask: a report to
+    share, .git/info/exclude) and `times`, renamed onto `path`; fsync'ed first when `durable`."""
+    raw = data.encode() if isinstance(data, str) else data
     fd, tmp = _mkstemp(path)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -51,6 +44,8 @@ def replace(path: Path, data: str | bytes, *, mode: int | None = None, times: os
             os.fchmod(fh.fileno(), mode)
             if times is not None:
                 os.utime(fh.fileno(), ns=(times.st_atime_ns, times.st_mtime_ns))
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -46,6 +46,11 @@ class ProcError(OrchestrateError):
         tail = detail[-1] if detail else ""
         super().__init__(message or f"`{' '.join(cmd)}` exited {rc}" + (f": {tail}" if tail else ""))
 
+    def said(self) -> str:
+        """The command's last line about the failure (its stderr, else the message), for a one-line reason."""
+        lines = (self.stderr or self.message).strip().splitlines()
+        return lines[-1] if lines else "no reason given"
+
 
 class GitError(ProcError):
     """A git command failed; the message names the command and git's last line."""

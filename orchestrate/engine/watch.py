@@ -94,7 +94,8 @@ def _persons_settings(ctx: Context, suspects: list[str]) -> None:
     if fingerprint.read_watched(path) == before:
         return
     from orchestrate.engine import settings
-    said = f"{fingerprint.shown(path)} was edited while only workers in the sandbox ran ({', '.join(suspects)}; " \
+    how = "edited" if path.exists() else "deleted"
+    said = f"{fingerprint.shown(path)} was {how} while only workers in the sandbox ran ({', '.join(suspects)}; " \
            "they cannot write it)"
     if problems := settings.problems(ctx.layout):
         put_back = fingerprint.restore_file(path, before, _kept(ctx))
@@ -103,7 +104,7 @@ def _persons_settings(ctx: Context, suspects: list[str]) -> None:
         ctx.out.always(f"{said}, and line {first.line} has a problem ({what}): put back "
                        f"{', '.join(put_back)}; fix the edit there, then copy it back")
     elif not path.exists():
-        ctx.out.always(f"{said.replace(' was edited ', ' was deleted ', 1)}: the defaults hold from now on")
+        ctx.out.always(f"{said}: the defaults hold from now on")
     else:
         ctx.out.always(f"{said}: kept; what the run reads of it from now on follows it")
     ctx.watch.recorder[path] = fingerprint.read_watched(path)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrate import atomic, git, git_files, inert
+from orchestrate.workers import fingerprint
 from orchestrate.errors import GitError
 
 SPARES = 8  # kept per topic at least; more only when the campaign held more worktrees at once (`_peak`)
@@ -175,7 +176,7 @@ def discard(root: Path, path: Path) -> None:
     """Remove a worktree git may no longer recognise as one (its .git file rewritten): the folder goes
     in any case, and prune then drops its admin dir. An admin dir a worker without the sandbox swapped for a
     link goes first, as a link: git removes an admin dir by listing it, and would empty the folder it names."""
-    admins = git.git_common_dir(root) / "worktrees"
+    admins = fingerprint.common_dir(root) / "worktrees"
     for entry in admins.iterdir() if admins.is_dir() else ():
         if entry.is_symlink():
             entry.unlink()
@@ -247,10 +248,7 @@ def _scrub(admin: Path, *, own: bool = False) -> str:
             if entry.is_symlink() or not entry.is_file():
                 wrong = wrong or f"{entry.name} in its worktree's git admin dir is not a file"
             continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
+        atomic.remove(entry)
     return wrong
 
 
@@ -314,11 +312,12 @@ def _empty_gitlinks(path: Path) -> bool:
     staged = git.git(path, *_QUOTED, "ls-files", "--stage").stdout.split("\n")
     real = os.path.realpath(path)
     for line in staged:
-        mode, _, name = line.partition("\t")
+        mode, _, quoted = line.partition("\t")
         if not mode.startswith("160000 "):
             continue
-        folder = path / _unquote(name)
-        if os.path.realpath(folder) != os.path.join(real, _unquote(name)):
+        name = _unquote(quoted)
+        folder = path / name
+        if os.path.realpath(folder) != os.path.join(real, name):
             return False
         if folder.is_dir():
             for entry in os.listdir(folder):

@@ -46,12 +46,6 @@ def _foreign_head(worktree: Path, branch: str) -> str | None:
     return text.removeprefix("ref: ") or "nothing"
 
 
-def _git_said(exc: GitError) -> str:
-    """git's last line about a failure, for the attempt's one-line reason."""
-    said = (exc.stderr or exc.message).strip().splitlines()
-    return said[-1] if said else "no reason given"
-
-
 def _hidden(path: Path, base: str, head: str) -> str:
     """Why the worktree is not what `head` holds though the worker's index says it is ('' when it is): read
     against orchestrate's own copy of the index (pool.unseen); for a worktree an earlier runner made, which
@@ -59,7 +53,7 @@ def _hidden(path: Path, base: str, head: str) -> str:
     try:
         found = pool.unseen(path, base, head)
     except GitError as exc:
-        return f"its worktree could not be compared with its head commit ({_git_said(exc)})"
+        return f"its worktree could not be compared with its head commit ({exc.said()})"
     except OSError as exc:  # where orchestrate copies its index, something it cannot replace
         return f"its worktree could not be compared with its head commit ({exc.strerror or exc})"
     if found is None:
@@ -156,10 +150,10 @@ def _first_look(root: Path, worktree: Path, base: str) -> tuple[str | None, bool
 def _commit_leftovers(ctx, outcome, path: Path) -> bool:
     """Commit what the worker left uncommitted, as its own index sees it; False when the attempt failed."""
     try:
-        left = path.exists() and git.has_changes(path)
+        left = git.has_changes(path)
     except GitError as exc:  # an index git cannot read (a worker's doing): the attempt, not the run
         fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].base, f"node {outcome.node}: git could not "
-                     f"read its worktree ({_git_said(exc)}); its attempt failed")
+                     f"read its worktree ({exc.said()}); its attempt failed")
         return False
     if not left:
         return True
@@ -168,7 +162,7 @@ def _commit_leftovers(ctx, outcome, path: Path) -> bool:
         git.commit_all(path, f"node {outcome.node}: changes left uncommitted by the worker", env=git.identity_env(path))
     except GitError as exc:  # e.g. a nested repository with no commit: git cannot add it; the run goes on
         fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].base, f"node {outcome.node}: git could not "
-                     f"commit what the worker left uncommitted ({_git_said(exc)}); its attempt failed")
+                     f"commit what the worker left uncommitted ({exc.said()}); its attempt failed")
         return False
     ctx.emit("result", {"effect": "leftover-commit", "node": outcome.node})
     ctx.out.line(f"{outcome.node}: committed changes the worker left uncommitted")

@@ -224,8 +224,7 @@ def _asked(k: Kept, branches: Branches) -> str:
     try:
         sha, branch, paths = git.head_and_changes(k.path)
     except GitError as exc:
-        said = (exc.stderr or exc.message).strip().splitlines()
-        return f"git cannot read it ({said[-1] if said else 'no reason given'})"
+        return f"git cannot read it ({exc.said()})"
     found = []
     if sha != k.sha:
         found.append(f"HEAD moved from {k.sha[:12]} to {(sha or 'no commit')[:12]}")
