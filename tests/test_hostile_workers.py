@@ -672,6 +672,43 @@ def test_a_change_hidden_by_what_is_written_into_the_index_fails_the_attempt(tmp
     assert "a.txt" not in campaign_tree(repo)
 
 
+# A folder git cannot open hides what it holds from `git status` and `git add -A` alike, and git says so only
+# in a warning (exit 0). As root nothing is unreadable, but a path longer than the system takes (PATH_MAX)
+# cannot be opened by name either, while a program that walks down one folder at a time reaches the file at its
+# end (`deep_file.py`): the evaluator here passes on it.
+DEEP = '$DEEP write\n'
+READS_DEEP = "{name: deep, run: '$DEEP read | grep -qx hidden'}"
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_file_in_a_folder_git_cannot_open_fails_the_attempt(tmp_path, orch, mode, monkeypatch, committed):
+    _deep(monkeypatch)
+    worker = "echo a > a.txt\n" + ("git add a.txt\ngit commit -qm a\n" if committed else "") + DEEP
+    repo, baseline, result = run(tmp_path, orch, worker, mode, READS_DEEP)
+    text = result.out + result.err
+    assert "could not open directory 'ddd" in text, text
+    assert "a.txt" not in campaign_tree(repo)
+
+
+def test_without_orchestrate_s_index_copy_a_folder_git_cannot_open_still_fails_the_attempt(tmp_path, orch,
+                                                                                           monkeypatch):
+    """A worktree an earlier runner made has no index copy of this runner's: the worker's own index is read."""
+    from orchestrate.workers import pool
+    monkeypatch.setattr(pool, "record", lambda path, worktrees: None)
+    _deep(monkeypatch)
+    worker = "echo a > a.txt\ngit add a.txt\ngit commit -qm a\n" + DEEP
+    repo, baseline, result = run(tmp_path, orch, worker, "none", READS_DEEP)
+    text = result.out + result.err
+    assert "A: git could not read its worktree (warning: could not open directory 'ddd" in text, text
+    assert "a.txt" not in campaign_tree(repo)
+
+
+def _deep(monkeypatch) -> None:
+    import sys
+    from pathlib import Path
+    monkeypatch.setenv("DEEP", f"{sys.executable} {Path(__file__).with_name('deep_file.py')}")
+
+
 @pytest.mark.parametrize("planted", ["COMMIT_EDITMSG", "logs/HEAD"])
 def test_links_in_the_worktrees_admin_dir_are_never_written_through_by_the_leftover_commit(tmp_path, orch, mode,
                                                                                            planted):

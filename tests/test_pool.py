@@ -318,3 +318,22 @@ def test_resume_after_a_runner_killed_as_it_pooled_a_worktree_still_on_its_branc
     done = cli("resume", "--topic", "k")
     assert done.returncode == 75, done.stdout + done.stderr
     assert sorted(e["context"]["node"] for e in journal(repo, "k") if e["kind"] == "merge") == ["A", "B", "C"]
+
+
+def test_a_warning_about_an_ignore_file_git_will_not_follow_does_not_fail_the_look(tmp_path, monkeypatch):
+    """git reads no rules from a committed .gitignore that is a link, and says so on every look: it then lists
+    more, never less, so the look stands (a folder it cannot open would fail it: test_hostile_workers)."""
+    import os
+    from orchestrate import git
+    from orchestrate.workers import pool
+    repo, home = _pooled(tmp_path, monkeypatch)
+    tree = home / "N1"
+    base = git.out(tree, "rev-parse", "HEAD")
+    (tree / "rules").write_text("ignored.txt\n")
+    os.symlink("rules", tree / ".gitignore")
+    git.git(tree, "add", "-A")
+    git.git(tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a linked ignore file")
+    (tree / "ignored.txt").write_text("listed: the rules are not read\n")
+    head = git.out(tree, "rev-parse", "HEAD")
+    assert "unable to access '.gitignore'" in git.git(tree, "status", "--porcelain").stderr
+    assert pool.unseen(tree, base, head) == ["ignored.txt"]

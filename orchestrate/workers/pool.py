@@ -132,7 +132,8 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> 
     since the checkout is read and compared (O(what changed), one stat per file). One `git status` does it,
     the look for leftovers included. `pass_converted`: changed files a configured clean filter converts are
     passed over (after the leftover commit; see below). None: no copy of this worktree's index (an earlier
-    runner made it). GitError when git cannot compare, or the copy is not what was recorded."""
+    runner made it). GitError when git cannot compare (a folder it could not open: `unread`), or the copy is
+    not what was recorded."""
     made = _made.get(str(path))
     if made is None:
         return None
@@ -144,8 +145,11 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> 
     try:
         env = {"GIT_INDEX_FILE": str(judged)}
         git.git(path, "read-tree", "-m", "-i", base, head, env=env)
-        said = git.git(path, *_STAT, "-c", "core.untrackedCache=false", "status", "--porcelain=v1", "-z",
-                       "--no-renames", "--untracked-files=all", *git.NO_SUBMODULE_DIRT, env=env).stdout
+        looked = git.git(path, *_STAT, "-c", "core.untrackedCache=false", "status", "--porcelain=v1", "-z",
+                         "--no-renames", "--untracked-files=all", *git.NO_SUBMODULE_DIRT, env=env)
+        if missed := unread(looked.stderr):
+            raise GitError(list(looked.cmd), looked.rc, "", missed)
+        said = looked.stdout
         found = [(entry[:2], entry[3:]) for entry in said.split("\0") if entry]
         changed = [name for code, name in found if code != "??"]
         if changed and pass_converted and (defined := inert.filters(path)):
@@ -159,6 +163,18 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> 
         return [name for _, name in found]
     finally:
         atomic.remove(judged)
+
+
+def unread(stderr: str) -> str:
+    """The first thing git said it could not read while it looked at a worktree ('' when nothing). A folder
+    it could not open (unreadable, or a path longer than the system takes) hides what it holds from `git
+    status` and `git add -A` alike, and git goes on with exit 0, while an evaluator can still reach the files
+    step by step. An ignore, attributes or config file git could not open is passed over: without its
+    rules git lists more, not less."""
+    for line in stderr.splitlines():
+        if line.strip() and not line.startswith("warning: unable to access '"):
+            return line if len(line) <= 200 else line[:200] + "..."
+    return ""
 
 
 def forget(path: Path) -> None:

@@ -150,11 +150,14 @@ def _first_look(root: Path, worktree: Path, base: str) -> tuple[str | None, bool
 def _commit_leftovers(ctx, outcome, path: Path) -> bool:
     """Commit what the worker left uncommitted, as its own index sees it; False when the attempt failed."""
     try:
-        left = git.has_changes(path)
-    except GitError as exc:  # an index git cannot read (a worker's doing): the attempt, not the run
+        looked = git.git(path, "status", "--porcelain=v1", "-z", "--untracked-files=all", *git.NO_SUBMODULE_DIRT)
+        if missed := pool.unread(looked.stderr):  # what git could not open, `git add -A` would not commit
+            raise GitError(list(looked.cmd), looked.rc, "", missed)
+    except GitError as exc:  # an index git cannot read, a folder it cannot open (a worker's doing): the attempt
         fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].base, f"node {outcome.node}: git could not "
                      f"read its worktree ({exc.said()}); its attempt failed")
         return False
+    left = bool(looked.stdout)
     if not left:
         return True
     ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})
