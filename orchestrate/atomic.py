@@ -102,6 +102,68 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def remove_below(root: Path, rel: str) -> None:
+    """Remove what is at `rel` (a path git listed, `/`-separated) below `root`, as `remove` does, reached one
+    folder at a time from `root` and never through a link: a worker still running without the sandbox that
+    swaps a folder on the way for a link to one of yours, after orchestrate listed what to remove, gets an
+    OSError (ELOOP) here rather than your files removed. Nothing when a folder on the way is missing."""
+    *folders, name = _parts(rel)
+    if (fd := _open_folder(root, folders)) is not None:
+        try:
+            _remove_at(fd, name)
+        finally:
+            os.close(fd)
+
+
+def empty_below(root: Path, rel: str) -> None:
+    """Remove everything in the folder at `rel` below `root`, reached as `remove_below` reaches it."""
+    if (fd := _open_folder(root, _parts(rel))) is not None:
+        try:
+            for name in os.listdir(fd):
+                _remove_at(fd, name)
+        finally:
+            os.close(fd)
+
+
+def _parts(rel: str) -> list[str]:
+    parts = [part for part in rel.split("/") if part]
+    if not parts or any(part in (".", "..") for part in parts):
+        raise ValueError(f"not a path below a folder: {rel!r}")
+    return parts
+
+
+def _open_folder(root: Path, folders: list[str]) -> int | None:
+    """A descriptor of `root`/`folders`, each step opened in the last and none a link; None when one is
+    missing."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(root, flags)
+    for part in folders:
+        try:
+            inner = os.open(part, flags, dir_fd=fd)
+        except FileNotFoundError:
+            inner = None
+        except OSError:
+            os.close(fd)
+            raise
+        os.close(fd)
+        if inner is None:
+            return None
+        fd = inner
+    return fd
+
+
+def _remove_at(fd: int, name: str) -> None:
+    try:
+        st = os.lstat(name, dir_fd=fd)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        import shutil
+        shutil.rmtree(name, dir_fd=fd)  # by descriptors, never through a link (rmtree.avoids_symlink_attacks)
+    else:
+        os.unlink(name, dir_fd=fd)
+
+
 def open_log(path: Path, *, append: bool = False):
     """Open a log orchestrate writes in a folder a worker may write too (its run folder, in the sandbox as
     well), for writing bytes: never through a link, into a FIFO, or into a file hard-linked elsewhere that

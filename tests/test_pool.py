@@ -337,3 +337,86 @@ def test_a_warning_about_an_ignore_file_git_will_not_follow_does_not_fail_the_lo
     head = git.out(tree, "rev-parse", "HEAD")
     assert "unable to access '.gitignore'" in git.git(tree, "status", "--porcelain").stderr
     assert pool.unseen(tree, base, head) == ["ignored.txt"]
+
+
+# A worker without the sandbox may still run (a child left behind) while its worktree is re-based for the next
+# node. Between git's listing of what to remove and the removal, it swaps a folder on the way for a link to a
+# folder of the user's that holds an entry of the same name: the removal must not follow the link. Each test
+# makes the swap at that moment, from a hook on what the re-base calls.
+def _yours(tmp_path, name: str) -> Path:
+    yours = tmp_path / "yours"
+    (yours / name).mkdir(parents=True)
+    (yours / name / "notes.txt").write_text("the user's own\n")
+    return yours
+
+
+def _swap(folder: Path, yours: Path) -> None:
+    folder.rename(folder.with_name(folder.name + ".moved"))
+    folder.symlink_to(yours)
+
+
+def test_a_folder_swapped_for_a_link_after_git_listed_the_leftovers_is_not_followed(tmp_path, monkeypatch):
+    from orchestrate import git
+    from orchestrate.workers import pool
+    repo, home = _pooled(tmp_path, monkeypatch, {"sub/f.txt": "x\n"})
+    tree = home / "N1"
+    (tree / "sub" / "junk").mkdir()
+    (tree / "sub" / "junk" / "notes.txt").write_text("left by the worker\n")
+    yours = _yours(tmp_path, "junk")
+    real = git.git
+
+    def listing_then_swap(where, *args, **kw):
+        done = real(where, *args, **kw)
+        if "--others" in args:
+            _swap(tree / "sub", yours)
+        return done
+    monkeypatch.setattr(git, "git", listing_then_swap)
+    rebased = pool.rebase(tree, "HEAD", None)
+    assert (yours / "junk" / "notes.txt").read_text() == "the user's own\n"
+    assert not rebased  # the spare is then removed
+
+
+def test_a_folder_swapped_for_a_link_while_a_gitlinks_folder_is_emptied_is_not_followed(tmp_path, monkeypatch):
+    import os
+    from orchestrate import git
+    from orchestrate.workers import pool
+    from tests.helpers import make_repo
+    monkeypatch.setattr(pool, "_made", {})
+    repo = make_repo(tmp_path / "repo", {"f.txt": "x\n"})
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{repo.git('rev-parse', 'HEAD')},sub/mod")
+    repo.git("commit", "-qm", "a gitlink")
+    tree = tmp_path / "trees" / "N1"
+    git.worktree_add(repo, tree, "node/t/N1", "HEAD")
+    (tree / "sub" / "mod" / "notes.txt").write_text("left by the worker\n")
+    yours = _yours(tmp_path, "mod")
+    real = os.listdir
+
+    def listing_then_swap(where=".", *args):
+        listed = real(where, *args)
+        named = os.readlink(f"/proc/self/fd/{where}") if isinstance(where, int) else str(where)
+        if named.endswith("sub/mod") and not (tree / "sub").is_symlink():
+            _swap(tree / "sub", yours)
+        return listed
+    monkeypatch.setattr(os, "listdir", listing_then_swap)
+    pool.rebase(tree, "HEAD", None)
+    assert (yours / "mod" / "notes.txt").read_text() == "the user's own\n"
+    assert not (tree / "sub.moved" / "mod" / "notes.txt").exists()  # it went where it was
+
+
+def test_removal_below_a_folder_never_goes_through_a_link(tmp_path):
+    from orchestrate import atomic
+    yours = _yours(tmp_path, "junk")
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "sub").symlink_to(yours)
+    with pytest.raises(OSError):
+        atomic.remove_below(tmp_path / "tree", "sub/junk")
+    with pytest.raises(OSError):
+        atomic.empty_below(tmp_path / "tree", "sub/junk")
+    with pytest.raises(OSError):
+        atomic.empty_below(tmp_path / "tree", "sub")
+    atomic.remove_below(tmp_path / "tree", "sub")  # the link itself, not what it names
+    atomic.remove_below(tmp_path / "tree", "gone/sub/x")  # nothing there: nothing to do
+    assert not (tmp_path / "tree" / "sub").is_symlink()
+    assert (yours / "junk" / "notes.txt").read_text() == "the user's own\n"
+    with pytest.raises(ValueError):
+        atomic.remove_below(tmp_path / "tree", "../yours")

@@ -305,40 +305,31 @@ def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False
         left: list[str] | None = [_unquote(entry).rstrip("/") for entry in listed.stdout.split("\n") if entry]
         if keep_ignored and (left := _not_ignored(path, left)) is None:
             return False
+        # each removal walks down from the worktree, never through a link: what a worker (without the sandbox)
+        # still running swaps in after git listed it fails the re-base (OSError) and the spare is removed
         for entry in left:
-            atomic.remove(path / entry)
+            atomic.remove_below(path, entry)
         for folder in git.git(path, *_QUOTED, "ls-tree", "-r", "-d", "--name-only", "HEAD").stdout.split("\n"):
             if folder:  # git never lists a `.git` below the top, nor tracks one: it is a planted repository
-                atomic.remove(path / _unquote(folder) / ".git")
-        if not _empty_gitlinks(path):
-            return False
+                atomic.remove_below(path, _unquote(folder) + "/.git")
+        _empty_gitlinks(path)
     except (OSError, GitError, ValueError):  # ValueError: a listing not quoted as asked
         return False
     return True
 
 
-def _empty_gitlinks(path: Path) -> bool:
+def _empty_gitlinks(path: Path) -> None:
     """Each gitlink's folder emptied, as a fresh checkout leaves it: no git listing shows what is in one (a
     submodule the last node checked out, files written there), and the next node would find it. Looked for
-    only when the index may hold a gitlink (its mode's bytes appear in it). False when a folder on the way
-    is not a plain one (a link): the spare is then removed."""
+    only when the index may hold a gitlink (its mode's bytes appear in it). OSError when the folder, or one
+    on the way, is not a plain one (a link): the spare is then removed."""
     admin = git.admin_dir(path)
     if admin is None or not git_files.may_hold_gitlink(admin / "index"):
-        return True
-    staged = git.git(path, *_QUOTED, "ls-files", "--stage").stdout.split("\n")
-    real = os.path.realpath(path)
-    for line in staged:
+        return
+    for line in git.git(path, *_QUOTED, "ls-files", "--stage").stdout.split("\n"):
         mode, _, quoted = line.partition("\t")
-        if not mode.startswith("160000 "):
-            continue
-        name = _unquote(quoted)
-        folder = path / name
-        if os.path.realpath(folder) != os.path.join(real, name):
-            return False
-        if folder.is_dir():
-            for entry in os.listdir(folder):
-                atomic.remove(folder / entry)
-    return True
+        if mode.startswith("160000 "):
+            atomic.empty_below(path, _unquote(quoted))
 
 
 def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
@@ -347,7 +338,7 @@ def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
     which a worker may have written) do not match. None when git could not tell."""
     planted = [e for e in entries if os.path.basename(e) == ".gitignore"]
     for entry in planted:  # gone before git is asked: each would make what it names look ignored
-        atomic.remove(path / entry)
+        atomic.remove_below(path, entry)
     rest = [e for e in entries if os.path.basename(e) != ".gitignore"]
     if not rest:
         return []
