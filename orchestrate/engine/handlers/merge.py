@@ -64,7 +64,7 @@ def handle(ctx: Context) -> Outcome:
         made = _merge_in_worktree(ctx, first, members, branches, heads, message, env)
     if isinstance(made, Outcome):
         return made
-    if unjudged := _unjudged(ctx, changed, made):
+    if not (merged and _as_judged(ctx, changed, merged[0])) and (unjudged := _unjudged(ctx, changed, made)):
         return _refused(ctx, first, members, Verdict("adherence", 1, "FAIL: the merge would change what no judged diff of "
                                              f"{ctx.subject} changes: {', '.join(unjudged[:10])}"
                                              + (f" and {len(unjudged) - 10} more" if len(unjudged) > 10 else "")
@@ -179,6 +179,21 @@ def _merged_before_crash(ctx: Context, heads: list[str]) -> str | None:
         if len(parents) > 1 and sorted(parents[1:]) == sorted(heads):
             return git.out(ctx.root, "rev-parse", c.branch)
     return None
+
+
+def _as_judged(ctx: Context, changed: list[str], tree: str) -> bool:
+    """The merge holds exactly the tree one node's head holds, onto the base that node was judged against:
+    the merge then changes what its judged diff changes, by identity, and `_unjudged` needs no diff (the
+    common case when no other node merged since it branched). A commit read through the kept reader."""
+    from orchestrate import git_batch
+    ns = ctx.campaign.nodes[changed[0]]
+    if len(changed) != 1 or ns.base != ctx.campaign.tip:
+        return False
+    try:
+        found = git_batch.read(ctx.root, ns.head)
+    except git_batch.Unusable:
+        return False
+    return found is not None and found[1] == "commit" and found[2].startswith(f"tree {tree}\n".encode())
 
 
 def _unjudged(ctx: Context, changed: list[str], made: str) -> list[str]:
