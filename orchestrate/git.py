@@ -5,6 +5,9 @@ process per call). Every failure becomes a GitError naming the command and git's
 """
 from __future__ import annotations
 
+import os
+import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -68,7 +71,6 @@ def main_worktree(path: str | Path) -> Path:
 
 
 def _main_worktree_from_files(path: Path) -> Path | None:
-    import os
     if any(v in os.environ for v in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES")):
         return None
     here = path.resolve()
@@ -253,7 +255,6 @@ def _worktree_add(repo: str | Path, args) -> None:
     """`git worktree add`, tried again when it lost a race with another runner's: git reads every
     worktree's admin dir while it adds one, and one being written at that moment fails the read
     (`failed to read .../commondir`). Any other failure is raised at once."""
-    import time
     for attempt in range(4):
         done = git(repo, *args(), check=False)
         if done or "failed to read" not in done.stderr or attempt == 3:
@@ -300,10 +301,11 @@ def worktree_bring(worktree: str | Path, sha: str) -> None:
 def commit_tree(repo: str | Path, tree: str, parents: list[str], message: str, *,
                 env: dict[str, str] | None = None) -> str:
     """A commit of `tree` on `parents`, no branch moved; the message cleaned up as `git commit -m` does
-    (trailing whitespace, blank lines at the ends and runs of them), so either way reads the same."""
-    import re
+    (trailing whitespace, blank lines at the ends and runs of them), so either way reads the same. Written
+    by the repository's kept commit writer (git_pipe): the object `git commit-tree` would write, no process."""
+    from orchestrate import git_pipe
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in message.split("\n")).strip("\n"))
-    return out(repo, "commit-tree", tree, *(a for p in parents for a in ("-p", p)), input=text + "\n", env=env)
+    return git_pipe.store(repo).commit(tree, parents, text + "\n", env or {})
 
 
 def merge_abort(worktree: str | Path) -> None:
@@ -352,10 +354,8 @@ def fetch(repo: str | Path, remote: str, refspec: str) -> None:
 def push(repo: str | Path, remote: str, src: str, ref: str, *, lease: str | None = None) -> None:
     """Push `src` to `ref` on `remote`. With `lease`, the ref may be moved anywhere, but only while the
     remote still has it at `lease` ("" = must not exist): never a blind force."""
-    args = ["push", "--quiet", "--no-verify"]
-    if lease is not None:
-        args.append(f"--force-with-lease={ref}:{lease}")
-    git(repo, *args, remote, f"{src}:{ref}")
+    leased = [f"--force-with-lease={ref}:{lease}"] if lease is not None else []
+    git(repo, "push", "--quiet", "--no-verify", *leased, remote, f"{src}:{ref}")
 
 
 def identity_env(repo: str | Path) -> dict[str, str]:
@@ -378,8 +378,7 @@ def admin_dir(worktree: str | Path) -> Path | None:
     dot = Path(worktree) / ".git"
     if not dot.is_file():
         return None
-    text = dot.read_text(errors="replace").strip().removeprefix("gitdir: ")
-    path = Path(text)
+    path = Path(dot.read_text(errors="replace").strip().removeprefix("gitdir: "))
     return path if path.is_absolute() else (Path(worktree) / path).resolve()
 
 
