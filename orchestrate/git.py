@@ -165,20 +165,14 @@ def changed_paths(repo: str | Path, base: str, head: str | None = None) -> list[
 
     `--no-renames` reports a rename as a deletion plus an addition, so both its old and new path count.
     """
-    key = (base, head)  # commits with these ids are the same commits in any repository
-    if key in _diffs:  # between two commits named by full ids: what it was, it stays
-        return list(_diffs[key])
+    if head:  # between two commits: asked of the kept differ, which keeps its answers (git_diffs)
+        from orchestrate import git_diffs
+        if (found := git_diffs.changed(repo, base, head)) is not None:
+            return found
     args = ["diff", "--name-status", "--no-renames", "--ignore-submodules=none", "-z", base] + ([head] if head else [])
     fields = git(repo, *args).stdout.split("\0")
-    found = [(fields[i][0], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i]]
-    if head and all(len(x) in (40, 64) and not x.strip("0123456789abcdef") for x in (base, head)):
-        if len(_diffs) > 4096:
-            _diffs.clear()
-        _diffs[key] = tuple(found)
-    return found
+    return [(fields[i][0], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i]]
 
-
-_diffs: dict[tuple, tuple] = {}  # RECONCILE's surface check, coherence and the probes ask for a node's diff
 
 
 # A gitlink's move is a change; whether its nested repository's worktree is dirty is not looked at: git would

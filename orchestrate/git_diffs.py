@@ -1,0 +1,131 @@
+"""Which paths differ between two commits, asked of one long-running `git diff-tree --stdin` per repository
+(git.py speaks git; this keeps the differ it would otherwise start for every node: the surface gate's diff
+of a node's head against its base, and the merge's against the campaign head).
+
+diff-tree reads a line `<commit> <parent>` and prints what changed from that parent to the commit; a line
+that is not an object id it echoes at once, flushed, so `#end` after each request marks where its answer
+ends. Only full ids of commits the kept reader has confirmed (git_batch.commit) are sent: for an object it
+cannot read, diff-tree writes an error to its stderr (discarded) and nothing to stdout, which would read as
+"nothing changed". Answers between two full ids are kept: commits never change.
+"""
+from __future__ import annotations
+
+import atexit
+import locale
+import os
+import threading
+from pathlib import Path
+
+from orchestrate import git, git_batch
+from orchestrate.errors import ProcError
+
+_END = b"#end\n"
+
+
+class Differ:
+    """One `git diff-tree --stdin` in `repo`; `changed` is safe from several threads."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self.pid = os.getpid()
+        self._lock = threading.Lock()
+        self._child = None
+
+    def changed(self, base: str, head: str) -> list[tuple[str, str]]:
+        """[(status letter, path)] from `base` to `head`, as `git diff --name-status --no-renames` lists them;
+        git_batch.Unusable when the differ died twice in a row or answered out of protocol."""
+        with self._lock:
+            for attempt in (1, 2):
+                if self._child is None:
+                    self._start()
+                try:
+                    return self._ask(base, head)
+                except (OSError, ValueError):
+                    self._stop()
+                    if attempt == 2:
+                        raise git_batch.Unusable(f"git diff-tree in {self.repo} stopped answering") from None
+                except BaseException:  # a Ctrl-C mid-answer leaves the rest of it in the pipe
+                    self._stop()
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start(self) -> None:
+        from orchestrate import proc
+        # --ignore-submodules=none: a `.gitmodules` a worker writes (`ignore = all`) must not hide a gitlink's move
+        argv, env = git.command(self.repo, "diff-tree", "--stdin", "-r", "-z", "--name-status", "--no-renames",
+                                "--no-commit-id", "--ignore-submodules=none")
+        try:
+            self._child = proc.start_pipe(argv, env=env)
+        except ProcError as exc:
+            raise git_batch.Unusable(str(exc)) from exc
+
+    def _ask(self, base: str, head: str) -> list[tuple[str, str]]:
+        child = self._child
+        child.stdin.write(f"{head} {base}\n".encode() + _END)
+        child.stdin.flush()
+        said = b""
+        while (found := _parsed(said)) is None:
+            chunk = child.stdout.read1(65536)
+            if not chunk:
+                raise ValueError("the differ ended")
+            said += chunk
+        return found
+
+    def _stop(self) -> None:
+        child, self._child = self._child, None
+        if child is not None:
+            from orchestrate import proc
+            proc.end_pipe(child)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+
+def _parsed(said: bytes) -> list[tuple[str, str]] | None:
+    """The entries of a whole answer (status and path fields, each ended by NUL, then `#end`); None while
+    it is not all there. A path may itself read `#end`: the mark is looked for only where a status starts."""
+    if not said.endswith(_END):
+        return None
+    encoding = locale.getpreferredencoding(False)  # as proc.run decodes a `git diff` process's output
+    found, at = [], 0
+    while said[at:] != _END:
+        status_end = said.find(b"\0", at)
+        path_end = said.find(b"\0", status_end + 1) if status_end >= 0 else -1
+        if path_end < 0:
+            return None
+        found.append((said[at:at + 1].decode(), said[status_end + 1:path_end].decode(encoding, errors="replace")))
+        at = path_end + 1
+    return found
+
+
+_kept = git_batch.Kept(lambda repo: Differ(repo), 4)
+_answers: dict[tuple, tuple] = {}  # (object store, base, head) -> the entries
+
+
+def changed(repo: str | Path, base: str, head: str) -> list[tuple[str, str]] | None:
+    """What changed from commit `base` to commit `head` (full ids), or None when the kept differ cannot be
+    asked (a name that is not a full id of a commit here): git.changed_paths then starts a process."""
+    where = Path(repo).absolute()
+    found = git_batch._admin(where)
+    if found is None or not all(git_batch._FULL.fullmatch(x) for x in (base, head)):
+        return None
+    key = (git_batch._store(found[0]), base, head)
+    if key in _answers:
+        return list(_answers[key])
+    try:
+        if git_batch.commit(where, base) != base or git_batch.commit(where, head) != head:
+            return None
+        answer = _kept.get((str(where), str(found[0]), found[1]), where).changed(base, head)
+    except git_batch.Unusable:
+        return None
+    if len(_answers) > 4096:
+        _answers.clear()
+    _answers[key] = tuple(answer)
+    return answer
+
+
+@atexit.register
+def close_all() -> None:
+    """Stop every differ (each exits at the end of its input); a forked child leaves its parent's alone."""
+    _kept.close_all()
