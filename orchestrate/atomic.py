@@ -134,22 +134,29 @@ def _parts(rel: str) -> list[str]:
 
 def _open_folder(root: Path, folders: list[str]) -> int | None:
     """A descriptor of `root`/`folders`, each step opened in the last and none a link; None when one is
-    missing."""
+    missing or a file (nothing is below it). A link on the way raises (ENOTDIR)."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(root, flags)
     for part in folders:
         try:
             inner = os.open(part, flags, dir_fd=fd)
-        except FileNotFoundError:
-            inner = None
-        except OSError:
+        except OSError as exc:
+            gone = isinstance(exc, FileNotFoundError) or (isinstance(exc, NotADirectoryError) and _plain(fd, part))
             os.close(fd)
+            if gone:
+                return None
             raise
         os.close(fd)
-        if inner is None:
-            return None
         fd = inner
     return fd
+
+
+def _plain(fd: int, name: str) -> bool:
+    """Is `name` in folder `fd` something other than a link (a file, a FIFO)?"""
+    try:
+        return not stat.S_ISLNK(os.lstat(name, dir_fd=fd).st_mode)
+    except OSError:
+        return False
 
 
 def _remove_at(fd: int, name: str) -> None:

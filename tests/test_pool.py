@@ -420,3 +420,37 @@ def test_removal_below_a_folder_never_goes_through_a_link(tmp_path):
     assert (yours / "junk" / "notes.txt").read_text() == "the user's own\n"
     with pytest.raises(ValueError):
         atomic.remove_below(tmp_path / "tree", "../yours")
+
+
+def test_removal_below_a_file_finds_nothing_to_remove(tmp_path):
+    """The re-base looks for a planted `.git` in every folder the base tracks, or more (a folder since removed,
+    which may be a file now): below a file there is nothing."""
+    from orchestrate import atomic
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "sub").write_text("a file where a folder was\n")
+    atomic.remove_below(tmp_path / "tree", "sub/.git")
+    atomic.empty_below(tmp_path / "tree", "sub/x")
+    assert (tmp_path / "tree" / "sub").read_text() == "a file where a folder was\n"
+
+
+def test_a_repository_planted_in_a_folder_a_later_base_added_is_removed_without_listing_the_tree(tmp_path,
+                                                                                                  monkeypatch):
+    """The tracked folders, where a planted `.git` is looked for, are listed once (`ls-tree`); for the next base
+    they are derived from the paths that changed since (the kept differ), so a folder the new base adds counts."""
+    from orchestrate import git
+    from orchestrate.workers import pool
+    monkeypatch.setattr(pool, "_folders", ("", set()))
+    repo, home = _pooled(tmp_path, monkeypatch, {"sub/f.txt": "x\n"})
+    tree = home / "N1"
+    first = repo.head()
+    assert pool.rebase(tree, first, None)
+    later = repo.commit("a folder", {"newdir/deeper/x.txt": "x\n"})
+    (tree / "newdir" / "deeper" / ".git").mkdir(parents=True)
+    (tree / "newdir" / "deeper" / ".git" / "HEAD").write_text("ref: refs/heads/planted\n")
+    real, asked = git.git, []
+    monkeypatch.setattr(git, "git", lambda where, *args, **kw: asked.append(args) or real(where, *args, **kw))
+    assert pool.rebase(tree, later, None)
+    assert not (tree / "newdir" / "deeper" / ".git").exists()
+    assert (tree / "newdir" / "deeper" / "x.txt").read_text() == "x\n"
+    assert not [args for args in asked if "ls-tree" in args]
+    assert pool._folders == (later, {"sub", "newdir", "newdir/deeper"})

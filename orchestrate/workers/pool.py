@@ -56,6 +56,7 @@ class Made:
 
 _made: dict[str, Made] = {}  # worktree path -> its record, for worktrees this process made or re-based
 _spares: dict[str, Made] = {}  # spare path -> record
+_folders: tuple[str, set[str]] = ("", set())  # the last base re-based to, and its tracked folders (or more)
 # The most node worktrees this process held at once. A layer of the layered schedule holds each of its
 # nodes' until the layer is judged, then lets them all go: keeping that many spares (disk the campaign
 # already used) lets the next layer re-base them instead of checking out all but SPARES anew.
@@ -309,13 +310,34 @@ def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False
         # still running swaps in after git listed it fails the re-base (OSError) and the spare is removed
         for entry in left:
             atomic.remove_below(path, entry)
-        for folder in git.git(path, *_QUOTED, "ls-tree", "-r", "-d", "--name-only", "HEAD").stdout.split("\n"):
-            if folder:  # git never lists a `.git` below the top, nor tracks one: it is a planted repository
-                atomic.remove_below(path, _unquote(folder) + "/.git")
+        for folder in _tracked_folders(path, base):  # git never lists a `.git` below the top, nor tracks one
+            atomic.remove_below(path, folder + "/.git")
         _empty_gitlinks(path)
     except (OSError, GitError, ValueError):  # ValueError: a listing not quoted as asked
         return False
     return True
+
+
+def _tracked_folders(path: Path, base: str) -> set[str]:
+    """Every folder commit `base` tracks, or more (a folder since removed may be named: nothing is there to
+    remove then). Derived from the last commit asked about in this repository, with the folders of every path
+    the kept differ says changed since (O(the diff), no process); listed by `ls-tree` (O(the tree)) when
+    there is none, or the differ cannot be asked."""
+    from orchestrate import git_diffs
+    global _folders
+    last, folders = _folders  # a commit's folders are the same in any repository that has it
+    changed = git_diffs.changed(git.main_worktree(path), last, base) if last else None  # the engine's differ
+    if changed is None:
+        listed = git.git(path, *_QUOTED, "ls-tree", "-r", "-d", "--name-only", base).stdout.split("\n")
+        folders = {_unquote(line) for line in listed if line}
+    else:
+        folders = folders | {name[:cut] for _, name in changed for cut in _slashes(name)}
+    _folders = (base, folders)
+    return folders
+
+
+def _slashes(name: str) -> list[int]:
+    return [i for i, char in enumerate(name) if char == "/"]
 
 
 def _empty_gitlinks(path: Path) -> None:
