@@ -37,8 +37,12 @@ class Unusable(Exception):
     """The name cannot be asked of a reader (or no reader works here): ask a git process of its own."""
 
 
-class Reader:
-    """One `git cat-file --batch` in `repo`; `read` is safe from several threads."""
+class Helper:
+    """One long-running git command in `repo` (`ARGS`) answering requests on a pipe; `call` is safe from
+    several threads. A helper that died is started again once; Unusable when it died twice in a row or
+    answered out of protocol (it is closed then)."""
+
+    ARGS: tuple[str, ...] = ()
 
     def __init__(self, repo: Path) -> None:
         self.repo = repo
@@ -46,19 +50,19 @@ class Reader:
         self._lock = threading.Lock()
         self._child = None
 
-    def read(self, name: str) -> tuple[str, str, bytes] | None:
-        """(object id, type, content) of `name`, None when it names no object; Unusable when the reader died
-        twice in a row or answered out of protocol (it is closed then)."""
+    def call(self, ask):
+        """`ask(child)`'s answer: it writes a request to the child's stdin and reads the answer from its stdout
+        (OSError or ValueError when the child ended or answered out of protocol)."""
         with self._lock:
             for attempt in (1, 2):
                 if self._child is None:
                     self._start()
                 try:
-                    return self._ask(name)
+                    return ask(self._child)
                 except (OSError, ValueError):
                     self._stop()
                     if attempt == 2:
-                        raise Unusable(f"git cat-file in {self.repo} stopped answering") from None
+                        raise Unusable(f"git {self.ARGS[0]} in {self.repo} stopped answering") from None
                 except BaseException:  # a Ctrl-C mid-answer leaves the rest of it in the pipe
                     self._stop()
                     raise
@@ -66,14 +70,34 @@ class Reader:
 
     def _start(self) -> None:
         from orchestrate import proc
-        argv, env = git.command(self.repo, "cat-file", "--batch")
+        argv, env = git.command(self.repo, *self.ARGS)
         try:
             self._child = proc.start_pipe(argv, env=env)
         except ProcError as exc:
             raise Unusable(str(exc)) from exc
 
-    def _ask(self, name: str) -> tuple[str, str, bytes] | None:
-        child = self._child
+    def _stop(self) -> None:
+        child, self._child = self._child, None
+        if child is not None:
+            from orchestrate import proc
+            proc.end_pipe(child)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+
+class Reader(Helper):
+    """One `git cat-file --batch` in `repo`."""
+
+    ARGS = ("cat-file", "--batch")
+
+    def read(self, name: str) -> tuple[str, str, bytes] | None:
+        """(object id, type, content) of `name`, None when it names no object."""
+        return self.call(lambda child: self._ask(child, name))
+
+    @staticmethod
+    def _ask(child, name: str) -> tuple[str, str, bytes] | None:
         child.stdin.write(name.encode() + b"\n")
         child.stdin.flush()
         header = child.stdout.readline()
@@ -88,16 +112,6 @@ class Reader:
         if len(content) != int(size) + 1:
             raise ValueError("the reader ended mid-object")
         return sha.decode(), kind.decode(), content[:-1]
-
-    def _stop(self) -> None:
-        child, self._child = self._child, None
-        if child is not None:
-            from orchestrate import proc
-            proc.end_pipe(child)
-
-    def close(self) -> None:
-        with self._lock:
-            self._stop()
 
 
 class Kept:

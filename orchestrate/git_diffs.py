@@ -12,55 +12,26 @@ from __future__ import annotations
 
 import atexit
 import locale
-import os
-import threading
 from pathlib import Path
 
-from orchestrate import git, git_batch
-from orchestrate.errors import ProcError
+from orchestrate import git_batch
 
 _END = b"#end\n"
 
 
-class Differ:
-    """One `git diff-tree --stdin` in `repo`; `changed` is safe from several threads."""
+class Differ(git_batch.Helper):
+    """One `git diff-tree --stdin` in `repo`. --ignore-submodules=none: a `.gitmodules` a worker writes
+    (`ignore = all`) must not hide a gitlink's move."""
 
-    def __init__(self, repo: Path) -> None:
-        self.repo = repo
-        self.pid = os.getpid()
-        self._lock = threading.Lock()
-        self._child = None
+    ARGS = ("diff-tree", "--stdin", "-r", "-z", "--name-status", "--no-renames", "--no-commit-id",
+            "--ignore-submodules=none")
 
     def changed(self, base: str, head: str) -> list[tuple[str, str]]:
-        """[(status letter, path)] from `base` to `head`, as `git diff --name-status --no-renames` lists them;
-        git_batch.Unusable when the differ died twice in a row or answered out of protocol."""
-        with self._lock:
-            for attempt in (1, 2):
-                if self._child is None:
-                    self._start()
-                try:
-                    return self._ask(base, head)
-                except (OSError, ValueError):
-                    self._stop()
-                    if attempt == 2:
-                        raise git_batch.Unusable(f"git diff-tree in {self.repo} stopped answering") from None
-                except BaseException:  # a Ctrl-C mid-answer leaves the rest of it in the pipe
-                    self._stop()
-                    raise
-        raise AssertionError("unreachable")
+        """[(status letter, path)] from `base` to `head`, as `git diff --name-status --no-renames` lists them."""
+        return self.call(lambda child: self._ask(child, base, head))
 
-    def _start(self) -> None:
-        from orchestrate import proc
-        # --ignore-submodules=none: a `.gitmodules` a worker writes (`ignore = all`) must not hide a gitlink's move
-        argv, env = git.command(self.repo, "diff-tree", "--stdin", "-r", "-z", "--name-status", "--no-renames",
-                                "--no-commit-id", "--ignore-submodules=none")
-        try:
-            self._child = proc.start_pipe(argv, env=env)
-        except ProcError as exc:
-            raise git_batch.Unusable(str(exc)) from exc
-
-    def _ask(self, base: str, head: str) -> list[tuple[str, str]]:
-        child = self._child
+    @staticmethod
+    def _ask(child, base: str, head: str) -> list[tuple[str, str]]:
         child.stdin.write(f"{head} {base}\n".encode() + _END)
         child.stdin.flush()
         said = b""
@@ -70,16 +41,6 @@ class Differ:
                 raise ValueError("the differ ended")
             said += chunk
         return found
-
-    def _stop(self) -> None:
-        child, self._child = self._child, None
-        if child is not None:
-            from orchestrate import proc
-            proc.end_pipe(child)
-
-    def close(self) -> None:
-        with self._lock:
-            self._stop()
 
 
 def _parsed(said: bytes) -> list[tuple[str, str]] | None:
