@@ -10,6 +10,8 @@ import os
 import stat
 from pathlib import Path
 
+from orchestrate import removal
+
 
 def write_atomic(path: Path, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -28,7 +30,7 @@ def replace(path: Path, data: str | bytes, *, mode: int | None = None, times: os
     (default: those of the file there now, as `write_atomic` keeps them); `times`: a stat whose access and
     modification times it takes (git's racy-timestamp check reads an index's mtime)."""
     if path.is_dir() and not path.is_symlink():
-        remove(path)
+        removal.remove(path)
     _put(path, data, _mode_for(path) if mode is None else mode, times, durable=False)
 
 
@@ -92,85 +94,6 @@ def sweep_temp_files(folder: Path) -> list[Path]:
     return stale
 
 
-def remove(path: Path) -> None:
-    """Remove whatever is at `path`: a file, a FIFO, a link (never what it names) or a folder with all it holds;
-    nothing when there is nothing. For what a worker may have put where orchestrate writes."""
-    if path.is_dir() and not path.is_symlink():
-        import shutil
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def remove_below(root: Path, rel: str) -> None:
-    """Remove what is at `rel` (a path git listed, `/`-separated) below `root`, as `remove` does, reached one
-    folder at a time from `root` and never through a link: a worker still running without the sandbox that
-    swaps a folder on the way for a link to one of yours, after orchestrate listed what to remove, gets an
-    OSError (ELOOP) here rather than your files removed. Nothing when a folder on the way is missing."""
-    *folders, name = _parts(rel)
-    if (fd := _open_folder(root, folders)) is not None:
-        try:
-            _remove_at(fd, name)
-        finally:
-            os.close(fd)
-
-
-def empty_below(root: Path, rel: str) -> None:
-    """Remove everything in the folder at `rel` below `root`, reached as `remove_below` reaches it."""
-    if (fd := _open_folder(root, _parts(rel))) is not None:
-        try:
-            for name in os.listdir(fd):
-                _remove_at(fd, name)
-        finally:
-            os.close(fd)
-
-
-def _parts(rel: str) -> list[str]:
-    parts = [part for part in rel.split("/") if part]
-    if not parts or any(part in (".", "..") for part in parts):
-        raise ValueError(f"not a path below a folder: {rel!r}")
-    return parts
-
-
-def _open_folder(root: Path, folders: list[str]) -> int | None:
-    """A descriptor of `root`/`folders`, each step opened in the last and none a link; None when one is
-    missing or a file (nothing is below it). A link on the way raises (ENOTDIR)."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(root, flags)
-    for part in folders:
-        try:
-            inner = os.open(part, flags, dir_fd=fd)
-        except OSError as exc:
-            gone = isinstance(exc, FileNotFoundError) or (isinstance(exc, NotADirectoryError) and _plain(fd, part))
-            os.close(fd)
-            if gone:
-                return None
-            raise
-        os.close(fd)
-        fd = inner
-    return fd
-
-
-def _plain(fd: int, name: str) -> bool:
-    """Is `name` in folder `fd` something other than a link (a file, a FIFO)?"""
-    try:
-        return not stat.S_ISLNK(os.lstat(name, dir_fd=fd).st_mode)
-    except OSError:
-        return False
-
-
-def _remove_at(fd: int, name: str) -> None:
-    try:
-        st = os.lstat(name, dir_fd=fd)
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        import shutil
-        shutil.rmtree(name, dir_fd=fd)  # by descriptors, never through a link (rmtree.avoids_symlink_attacks)
-    else:
-        os.unlink(name, dir_fd=fd)
-
-
 def open_log(path: Path, *, append: bool = False):
     """Open a log orchestrate writes in a folder a worker may write too (its run folder, in the sandbox as
     well), for writing bytes: never through a link, into a FIFO, or into a file hard-linked elsewhere that
@@ -184,7 +107,7 @@ def open_log(path: Path, *, append: bool = False):
         except OSError as exc:
             if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EEXIST):
                 raise
-            remove(path)
+            removal.remove(path)
             continue
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
@@ -193,5 +116,5 @@ def open_log(path: Path, *, append: bool = False):
                 os.ftruncate(fd, 0)
             return os.fdopen(fd, "ab" if append else "wb")
         os.close(fd)
-        remove(path)
+        removal.remove(path)
     raise OSError(errno.EAGAIN, f"{path} was replaced again and again while it was opened")

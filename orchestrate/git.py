@@ -259,7 +259,11 @@ def _worktree_add(repo: str | Path, args) -> None:
 
 
 def worktree_remove(repo: str | Path, path: str | Path) -> None:
-    git(repo, "worktree", "remove", "--force", "--force", str(path), check=False)
+    """The worktree's files and admin dir gone (git_files.remove_worktree: `git worktree remove` removes files by
+    path, following a link a worker without the sandbox still running swaps in for a folder), then a prune."""
+    from orchestrate import git_files
+    dot = Path(repo) / ".git"
+    git_files.remove_worktree(dot if dot.is_dir() else git_common_dir(repo), Path(path))
     git(repo, "worktree", "prune", check=False)
 
 

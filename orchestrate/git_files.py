@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from orchestrate import atomic, git, stamps
+from orchestrate import atomic, git, removal, stamps
 from orchestrate.git_batch import _FULL, Unusable, _admin, _store, commit
 
 
@@ -81,9 +81,27 @@ def move_worktree(src: Path, dst: Path, admin: Path) -> bool:
         try:
             os.rename(dst, src)
         except OSError:  # the worktree is lost either way: removed, its admin dir left to `git worktree prune`
-            atomic.remove(dst)
+            removal.remove(dst)
         return False
     return True
+
+
+def remove_worktree(common: Path, path: Path) -> None:
+    """Remove a worktree and its admin dir without git: the folder by descriptors (removal.remove), then the admin
+    dir whose `gitdir` names it (one that is a link: the link alone). A folder nested past what can be removed
+    so stays, and so does its admin dir (a prune keeps it while the folder is there); OSError is not raised."""
+    try:
+        removal.remove(path)
+    except OSError:
+        return
+    named = {f"{path}/.git", f"{os.path.realpath(path)}/.git"}
+    admins = common / "worktrees"
+    for admin in sorted(admins.iterdir()) if admins.is_dir() else ():
+        try:
+            if admin.is_symlink() or small(admin / "gitdir").decode(errors="replace").strip() in named:
+                removal.remove(admin)
+        except (OSError, NotRegular):
+            continue
 
 
 def detach(admin: Path, sha: str) -> None:

@@ -338,6 +338,41 @@ def test_children_started_with_setsid_do_not_outlive_the_attempt(tmp_path, orch,
         assert running_with(("sleep", marked)) == [], marked
 
 
+def test_another_checkout_s_worker_of_the_same_node_is_not_ended(tmp_path, orch):
+    """The same plan run in two checkouts on one machine: same topic, node and attempt. The leftovers of one
+    attempt are ended by its tags; the other checkout's worker carries the same topic, node and attempt."""
+    import os
+    import subprocess
+    elsewhere = tmp_path / "other-checkout" / ".scratch" / "worktrees" / "hostile" / "A"
+    env = dict(os.environ, ORCH_TOPIC="hostile", ORCH_NODE="A", ORCH_ATTEMPT="1", ORCH_WORKTREE=str(elsewhere))
+    other = subprocess.Popen(["sleep", "4245"], env=env, start_new_session=True)
+    try:  # the runner in a process of its own: this test's process is no child of it
+        repo = campaign_repo(tmp_path, dag("none"), "#!/bin/sh\necho a > a.txt\n")
+        result = engine_helpers.cli(repo, "run")
+        assert result.returncode == 75, result.stdout + result.stderr
+        assert other.poll() is None, "the other checkout's worker was ended"
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_folders_nested_thousands_deep_are_removed_without_wedging(tmp_path, orch, mode):
+    """A worker (in the sandbox too: its worktree is its to write) nests folders 1500 deep in a folder git
+    ignores: B re-bases A's worktree, whose removal of them must not recurse 1500 deep (Python's rmtree did)."""
+    worker = ('case "$ORCH_NODE" in\n  A) echo a > a.txt\n'
+              '     python3 -c "import os\nfor _ in range(1500):\n os.makedirs(\'build/a\'); os.chdir(\'build/a\')" ;;\n'
+              '  B) ls build > b.txt 2>&1 || true ;;\nesac\n')
+    text = dag(mode).replace("    evaluators: []\n", "") + \
+        "  - {id: B, depends_on: [A], file_surface: [b.txt], discipline: sh}\n"
+    repo = campaign_repo(tmp_path, text, "#!/bin/sh\n" + worker, files={".gitignore": "build/\n"})
+    result = orch("run", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert "No such file or directory" in repo.git("show", "campaign/hostile:b.txt")  # B found no build/
+    adds = {e["context"]["node"]: e["context"] for e in journal(repo, "hostile") if e["kind"] == "result"
+            and e["context"].get("effect") == "worktree-add"}
+    assert adds["B"].get("reused"), "B did not re-base A's worktree: this test would prove nothing"
+
+
 def running_with(argv: tuple[str, ...]) -> list[int]:
     import os
     found = []
@@ -701,6 +736,39 @@ def test_without_orchestrate_s_index_copy_a_folder_git_cannot_open_still_fails_t
     text = result.out + result.err
     assert "A: git could not read its worktree (warning: could not open directory 'ddd" in text, text
     assert "a.txt" not in campaign_tree(repo)
+
+
+def test_a_tracked_file_git_cannot_stat_under_a_name_that_reads_as_a_warning_fails_the_attempt(tmp_path, orch,
+                                                                                               mode, monkeypatch):
+    """git reports a tracked file it cannot stat as `<path>: <error>`: a path that begins as git's own warning
+    about an ignore file would read as that warning, which is let pass (rv23)."""
+    _deep(monkeypatch)
+    text = dag(mode, "{name: deep, run: '$DEEP read-forged | grep -qx B'}").replace(
+        "file_surface: [a.txt]", "file_surface: [a.txt, \"warning: unable to access 'x/\"]")
+    repo = campaign_repo(tmp_path, text, "#!/bin/sh\necho a > a.txt\ngit add a.txt\n$DEEP forge\n")
+    result = orch("run", cwd=repo)
+    assert "a tracked path reads as one of git's warnings: \"warning: unable to access 'x/ddd" in \
+        result.out + result.err, result.out + result.err
+    assert "a.txt" not in campaign_tree(repo)
+
+
+# Warnings a repository, or a user's config, gives on every look hide nothing: they fail no node (rv23). The
+# worker leaves its change uncommitted: both looks run, in orchestrate's index and in the worker's.
+@pytest.mark.parametrize("files,config,warned", [
+    ({".gitattributes": "*.png binary  # images\n!*.txt text\n"}, "", "is not a valid attribute name"),
+    ({}, "[core]\n\tfsyncObjectFiles = true\n", "core.fsyncObjectFiles is deprecated"),
+])
+def test_warnings_git_gives_on_every_look_fail_no_node(tmp_path, orch, mode, files, config, warned):
+    import os
+    import subprocess
+    with open(os.path.join(os.environ["HOME"], ".gitconfig"), "a") as fh:
+        fh.write(config)
+    repo = campaign_repo(tmp_path, dag(mode, "{name: ok, run: 'grep -qx changed a.txt'}"),
+                         "#!/bin/sh\necho changed > a.txt\n", files={"a.txt": "a\n", **files})
+    said = subprocess.run(["git", "-C", str(repo), "status"], capture_output=True, text=True).stderr
+    assert warned in said, "git gives no such warning here: this test would prove nothing"
+    result = orch("run", cwd=repo)
+    assert repo.git("show", "campaign/hostile:a.txt") == "changed", result.out + result.err
 
 
 def _deep(monkeypatch) -> None:

@@ -404,32 +404,32 @@ def test_a_folder_swapped_for_a_link_while_a_gitlinks_folder_is_emptied_is_not_f
 
 
 def test_removal_below_a_folder_never_goes_through_a_link(tmp_path):
-    from orchestrate import atomic
+    from orchestrate import removal
     yours = _yours(tmp_path, "junk")
     (tmp_path / "tree").mkdir()
     (tmp_path / "tree" / "sub").symlink_to(yours)
     with pytest.raises(OSError):
-        atomic.remove_below(tmp_path / "tree", "sub/junk")
+        removal.remove_below(tmp_path / "tree", "sub/junk")
     with pytest.raises(OSError):
-        atomic.empty_below(tmp_path / "tree", "sub/junk")
+        removal.empty_below(tmp_path / "tree", "sub/junk")
     with pytest.raises(OSError):
-        atomic.empty_below(tmp_path / "tree", "sub")
-    atomic.remove_below(tmp_path / "tree", "sub")  # the link itself, not what it names
-    atomic.remove_below(tmp_path / "tree", "gone/sub/x")  # nothing there: nothing to do
+        removal.empty_below(tmp_path / "tree", "sub")
+    removal.remove_below(tmp_path / "tree", "sub")  # the link itself, not what it names
+    removal.remove_below(tmp_path / "tree", "gone/sub/x")  # nothing there: nothing to do
     assert not (tmp_path / "tree" / "sub").is_symlink()
     assert (yours / "junk" / "notes.txt").read_text() == "the user's own\n"
     with pytest.raises(ValueError):
-        atomic.remove_below(tmp_path / "tree", "../yours")
+        removal.remove_below(tmp_path / "tree", "../yours")
 
 
 def test_removal_below_a_file_finds_nothing_to_remove(tmp_path):
     """The re-base looks for a planted `.git` in every folder the base tracks, or more (a folder since removed,
     which may be a file now): below a file there is nothing."""
-    from orchestrate import atomic
+    from orchestrate import removal
     (tmp_path / "tree").mkdir()
     (tmp_path / "tree" / "sub").write_text("a file where a folder was\n")
-    atomic.remove_below(tmp_path / "tree", "sub/.git")
-    atomic.empty_below(tmp_path / "tree", "sub/x")
+    removal.remove_below(tmp_path / "tree", "sub/.git")
+    removal.empty_below(tmp_path / "tree", "sub/x")
     assert (tmp_path / "tree" / "sub").read_text() == "a file where a folder was\n"
 
 
@@ -454,3 +454,17 @@ def test_a_repository_planted_in_a_folder_a_later_base_added_is_removed_without_
     assert (tree / "newdir" / "deeper" / "x.txt").read_text() == "x\n"
     assert not [args for args in asked if "ls-tree" in args]
     assert pool._folders == (later, {"sub", "newdir", "newdir/deeper"})
+
+
+def test_a_spare_that_cannot_be_removed_is_moved_aside_not_left_where_the_next_checkout_goes(tmp_path, monkeypatch):
+    """A re-base that fails removes the spare; when even that fails (a folder that cannot be removed), the
+    spare must not stay at the place the caller then checks a fresh worktree out (`already exists`: exit 2)."""
+    from orchestrate import git, git_files
+    from orchestrate.workers import pool
+    repo, home = _pooled(tmp_path, monkeypatch)
+    assert pool.keep(repo, home / "N1", home)
+    monkeypatch.setattr(pool, "rebase", lambda *args, **kw: False)
+    monkeypatch.setattr(git_files.removal, "remove", lambda path: (_ for _ in ()).throw(OSError("cannot")))
+    assert not pool.take(repo, home / "N2", home, git.rev_parse(repo, "HEAD"), "node/t/N2")
+    assert not (home / "N2").exists()
+    git.worktree_add(repo, home / "N2", "node/t/N2", "HEAD")

@@ -258,7 +258,7 @@ def _reconcile_worker(ctx: Context, ns) -> None:
         _repaired(ctx, "worker-result", f"{ns.id}: the worker of attempt {ns.attempt} had finished (rc {outcome.rc})")
         returned(ctx, outcome, journal_result=False)
         return
-    if spawn is not None and spawn.get("pid") and _ours(spawn["pid"], ctx.topic, ns.id):  # no pid: a remote task
+    if spawn is not None and spawn.get("pid") and _ours(spawn["pid"], ctx.topic, ns.id, ctx.root / ns.worktree):  # no pid: a remote task
         proc.kill_group(spawn["pid"])
         _repaired(ctx, "worker-kill", f"{ns.id}: stopped worker process group {spawn['pid']} left by the dead runner")
     _repaired(ctx, "worker-retry", f"{ns.id}: attempt {ns.attempt} was cut off; it runs again as a new attempt")
@@ -266,13 +266,14 @@ def _reconcile_worker(ctx: Context, ns) -> None:
     start(ctx, ns.id, ctx.campaign.tip)
 
 
-def _ours(pid: int, topic: str, node: str) -> bool:
-    """Is `pid` still the worker we started (not a reused pid)?"""
+def _ours(pid: int, topic: str, node: str, worktree: Path) -> bool:
+    """Is `pid` still the worker we started (not a reused pid, nor another checkout's worker of this node)?"""
     try:
         env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:
         return proc.group_alive(pid)
-    return f"ORCH_TOPIC={topic}".encode() in env and f"ORCH_NODE={node}".encode() in env
+    return {f"ORCH_TOPIC={topic}".encode(), f"ORCH_NODE={node}".encode(),
+            f"ORCH_WORKTREE={worktree}".encode()} <= set(env)
 
 
 def _repaired(ctx: Context, what: str, message: str) -> None:

@@ -14,7 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from orchestrate.atomic import remove, write_atomic
+from orchestrate.atomic import write_atomic
+from orchestrate.removal import remove
 from orchestrate.errors import ForeignWrite, OrchestrateError
 from orchestrate.recorder.campaign import Campaign, apply
 

@@ -186,7 +186,8 @@ def halt_record(ledger: Path, topic: str) -> Path:
 def _record(ledger: Path, topic: str, what: str, own: tuple[int, str]) -> str:
     """Write the halt record, replacing whatever is in its place; "" or, when it cannot be written, why (the
     ForeignWrite is raised all the same)."""
-    from orchestrate.atomic import remove, write_atomic
+    from orchestrate.atomic import write_atomic
+    from orchestrate.removal import remove
     path = halt_record(ledger, topic)
     try:
         remove(path)
@@ -218,7 +219,7 @@ def written_by_runner(record: dict, data: bytes) -> bool:
 
 
 def clear(ledger: Path, topic: str) -> None:
-    from orchestrate.atomic import remove
+    from orchestrate.removal import remove
     remove(halt_record(ledger, topic))
 
 

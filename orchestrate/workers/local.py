@@ -233,5 +233,7 @@ def default_jobs() -> int:
 
 
 def _tags(request: WorkRequest) -> dict[str, str]:
-    """What every process of this attempt carries in its environment."""
-    return {k: request.env[k] for k in ("ORCH_TOPIC", "ORCH_NODE", "ORCH_ATTEMPT") if k in request.env}
+    """What every process of this attempt carries in its environment. Its worktree's path among them: another
+    checkout's campaign of the same topic, on this machine, has workers of the same node and attempt."""
+    return {k: request.env[k] for k in ("ORCH_TOPIC", "ORCH_NODE", "ORCH_ATTEMPT", "ORCH_WORKTREE")
+            if k in request.env}

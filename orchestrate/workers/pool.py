@@ -33,13 +33,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrate import atomic, git, git_files, inert
-from orchestrate.workers import fingerprint
+from orchestrate import atomic, git, git_files, inert, removal
+from orchestrate.workers import unread
 from orchestrate.errors import GitError
 
 SPARES = 8  # kept per topic at least; more only when the campaign held more worktrees at once (`_peak`)
@@ -116,6 +115,9 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
                 made.snapshot.unlink(missing_ok=True)
                 return True
             discard(root, path)
+            if os.path.lexists(path):  # what could not be removed must not hold the place the caller checks out
+                os.rename(path, folder(worktrees) / f"trash-{path.name}-{os.getpid()}-{len(_made)}")
+                git.git(root, "worktree", "prune", check=False)  # its admin dir names the place it left
         else:
             discard(root, spare)
         made.snapshot.unlink(missing_ok=True)
@@ -133,7 +135,7 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> 
     since the checkout is read and compared (O(what changed), one stat per file). One `git status` does it,
     the look for leftovers included. `pass_converted`: changed files a configured clean filter converts are
     passed over (after the leftover commit; see below). None: no copy of this worktree's index (an earlier
-    runner made it). GitError when git cannot compare (a folder it could not open: `unread`), or the copy is
+    runner made it). GitError when git cannot compare (it passed something over: `unread`), or the copy is
     not what was recorded."""
     made = _made.get(str(path))
     if made is None:
@@ -148,7 +150,7 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> 
         git.git(path, "read-tree", "-m", "-i", base, head, env=env)
         looked = git.git(path, *_STAT, "-c", "core.untrackedCache=false", "status", "--porcelain=v1", "-z",
                          "--no-renames", "--untracked-files=all", *git.NO_SUBMODULE_DIRT, env=env)
-        if missed := unread(looked.stderr):
+        if missed := unread.missed(looked.stderr, path, env):
             raise GitError(list(looked.cmd), looked.rc, "", missed)
         said = looked.stdout
         found = [(entry[:2], entry[3:]) for entry in said.split("\0") if entry]
@@ -163,19 +165,7 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> 
             return [name for code, name in found if name not in converted or code == "??"]
         return [name for _, name in found]
     finally:
-        atomic.remove(judged)
-
-
-def unread(stderr: str) -> str:
-    """The first thing git said it could not read while it looked at a worktree ('' when nothing). A folder
-    it could not open (unreadable, or a path longer than the system takes) hides what it holds from `git
-    status` and `git add -A` alike, and git goes on with exit 0, while an evaluator can still reach the files
-    step by step. An ignore, attributes or config file git could not open is passed over: without its
-    rules git lists more, not less."""
-    for line in stderr.splitlines():
-        if line.strip() and not line.startswith("warning: unable to access '"):
-            return line if len(line) <= 200 else line[:200] + "..."
-    return ""
+        removal.remove(judged)
 
 
 def forget(path: Path) -> None:
@@ -186,21 +176,17 @@ def forget(path: Path) -> None:
         made.snapshot.unlink(missing_ok=True)
     pool = path.parent
     if pool.name == ".pool" and pool.is_dir() and not any(p.is_dir() for p in pool.iterdir()):
-        shutil.rmtree(pool, ignore_errors=True)
+        try:
+            removal.remove(pool)
+        except OSError:  # something a worker put there meanwhile: it goes with the next spare
+            pass
 
 
 def discard(root: Path, path: Path) -> None:
-    """Remove a worktree git may no longer recognise as one (its .git file rewritten): the folder goes
-    in any case, and prune then drops its admin dir. An admin dir a worker without the sandbox swapped for a
-    link goes first, as a link: git removes an admin dir by listing it, and would empty the folder it names."""
-    admins = fingerprint.common_dir(root) / "worktrees"
-    for entry in admins.iterdir() if admins.is_dir() else ():
-        if entry.is_symlink():
-            entry.unlink()
+    """Remove a worktree git may no longer recognise as one (its .git file rewritten): git.worktree_remove
+    removes the folder in any case, by descriptors, and an admin dir a worker without the sandbox swapped for
+    a link as a link (git removes an admin dir by listing it, and would empty the folder it names)."""
     git.worktree_remove(root, path)
-    if path.exists() or path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-        git.git(root, "worktree", "prune", check=False)
 
 
 def drop_left(root: Path, worktrees: Path) -> None:
@@ -265,7 +251,7 @@ def _scrub(admin: Path, *, own: bool = False) -> str:
             if entry.is_symlink() or not entry.is_file():
                 wrong = wrong or f"{entry.name} in its worktree's git admin dir is not a file"
             continue
-        atomic.remove(entry)
+        removal.remove(entry)
     return wrong
 
 
@@ -309,9 +295,9 @@ def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False
         # each removal walks down from the worktree, never through a link: what a worker (without the sandbox)
         # still running swaps in after git listed it fails the re-base (OSError) and the spare is removed
         for entry in left:
-            atomic.remove_below(path, entry)
+            removal.remove_below(path, entry)
         for folder in _tracked_folders(path, base):  # git never lists a `.git` below the top, nor tracks one
-            atomic.remove_below(path, folder + "/.git")
+            removal.remove_below(path, folder + "/.git")
         _empty_gitlinks(path)
     except (OSError, GitError, ValueError):  # ValueError: a listing not quoted as asked
         return False
@@ -351,7 +337,7 @@ def _empty_gitlinks(path: Path) -> None:
     for line in git.git(path, *_QUOTED, "ls-files", "--stage").stdout.split("\n"):
         mode, _, quoted = line.partition("\t")
         if mode.startswith("160000 "):
-            atomic.empty_below(path, _unquote(quoted))
+            removal.empty_below(path, _unquote(quoted))
 
 
 def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
@@ -360,7 +346,7 @@ def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
     which a worker may have written) do not match. None when git could not tell."""
     planted = [e for e in entries if os.path.basename(e) == ".gitignore"]
     for entry in planted:  # gone before git is asked: each would make what it names look ignored
-        atomic.remove_below(path, entry)
+        removal.remove_below(path, entry)
     rest = [e for e in entries if os.path.basename(e) != ".gitignore"]
     if not rest:
         return []
@@ -375,7 +361,7 @@ def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
 
 # Paths cross the pipe C-quoted (ASCII; git's own quoting, which check-ignore's --stdin reads too), never
 # raw: orchestrate decodes git's output as UTF-8 with replacement, and a name that is not UTF-8 would come
-# back as another name, one `atomic.remove` would not find (and what it names would stay for the next node).
+# back as another name, one `removal.remove` would not find (and what it names would stay for the next node).
 _QUOTED = ("-c", "core.quotePath=true")
 _ESCAPES = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13, b'"': 34, b"\\": 92}
 _ESCAPE = re.compile(rb'\\([0-7]{3}|[abtnvfr"\\])')

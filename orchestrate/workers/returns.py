@@ -6,7 +6,7 @@ from pathlib import Path
 
 from orchestrate import git, git_files
 from orchestrate.errors import GitError
-from orchestrate.workers import containment, fingerprint, pool, siblings
+from orchestrate.workers import containment, fingerprint, pool, siblings, unread
 from orchestrate.workers.brief import outputs_path, usage_path
 from orchestrate.workers.private_objects import BadObject
 from orchestrate.recorder.campaign import LANDED
@@ -151,7 +151,7 @@ def _commit_leftovers(ctx, outcome, path: Path) -> bool:
     """Commit what the worker left uncommitted, as its own index sees it; False when the attempt failed."""
     try:
         looked = git.git(path, "status", "--porcelain=v1", "-z", "--untracked-files=all", *git.NO_SUBMODULE_DIRT)
-        if missed := pool.unread(looked.stderr):  # what git could not open, `git add -A` would not commit
+        if missed := unread.missed(looked.stderr, path):  # what git could not open, `git add -A` would not commit
             raise GitError(list(looked.cmd), looked.rc, "", missed)
     except GitError as exc:  # an index git cannot read, a folder it cannot open (a worker's doing): the attempt
         fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].base, f"node {outcome.node}: git could not "
