@@ -28,6 +28,8 @@ def remove(path: Path) -> None:
         return
     try:
         _remove_at(fd, path.name)
+    except OSError as exc:  # named by the path asked for: what failed inside was named relative to its folder
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     finally:
         os.close(fd)
 
@@ -36,7 +38,7 @@ def remove_below(root: Path, rel: str) -> None:
     """Remove what is at `rel` (a path git listed, `/`-separated) below `root`, as `remove` does, reached one
     folder at a time from `root` and never through a link: a worker still running without the sandbox that
     swaps a folder on the way for a link to one of yours, after orchestrate listed what to remove, gets an
-    OSError (ELOOP) here rather than your files removed. Nothing when a folder on the way is missing."""
+    OSError (ENOTDIR) here rather than your files removed. Nothing when a folder on the way is missing."""
     *folders, name = _parts(rel)
     if (fd := _open_folder(root, folders)) is not None:
         try:

@@ -1,0 +1,54 @@
+"""Removing what a worker may have put where orchestrate writes (orchestrate/removal.py): any depth, never
+through a link, never waiting on a FIFO."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from orchestrate import removal
+
+
+def _chain(top, depth: int) -> None:
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for level in range(depth):
+        os.mkdir("a", dir_fd=fd)
+        inner = os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+        if level % 100 == 0:
+            os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+    os.close(fd)
+
+
+def test_folders_nested_thousands_deep_are_removed_with_few_descriptors(tmp_path):
+    """Python's shutil.rmtree recurses (RecursionError past about a thousand); a descriptor per level would
+    run out: what is deeper than MAX_DEPTH is moved up and removed from there."""
+    _chain(tmp_path, 3 * removal.MAX_DEPTH + 7)
+    before = len(os.listdir("/proc/self/fd"))
+    removal.remove_below(tmp_path, "a")
+    assert os.listdir(tmp_path) == []
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_where_a_folder_was_listed_is_removed_not_waited_on(tmp_path):
+    """A worker still running swaps a folder it listed for a FIFO: opening it to list it must not block."""
+    os.mkfifo(tmp_path / "was-a-folder")
+    opened: list = []
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        removal._descend(opened, fd, "was-a-folder")
+    finally:
+        os.close(fd)
+    assert opened == [] and not (tmp_path / "was-a-folder").exists()
+
+
+def test_a_link_is_removed_itself_never_what_it_names(tmp_path):
+    yours = tmp_path / "yours"
+    (yours / "keep").mkdir(parents=True)
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "link").symlink_to(yours)
+    removal.remove(tmp_path / "tree" / "link")
+    removal.remove(tmp_path / "gone" / "x")  # nothing there: nothing to do
+    assert (yours / "keep").is_dir() and not os.path.lexists(tmp_path / "tree" / "link")
