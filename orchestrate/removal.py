@@ -4,7 +4,8 @@ Every folder is opened by a descriptor, each step in the one before it, with O_N
 followed), O_DIRECTORY (a FIFO swapped in for a folder is refused, not waited on: O_NONBLOCK too) and no
 recursion (a worker can nest folders thousands deep; Python's own `shutil.rmtree` recurses, and opens a
 sub-folder it has looked at without O_NOFOLLOW or O_NONBLOCK). What a worker still running (without the
-sandbox) swaps in while a tree is removed makes the removal fail (OSError), never reach outside the tree.
+sandbox) swaps in while a tree is removed makes the removal fail (OSError), never reach outside the tree. A
+folder its owner may not write (a worker's `chmod 0500`) is made writable first: not only root removes trees.
 """
 from __future__ import annotations
 
@@ -139,7 +140,7 @@ def _descend(opened: list, parent: int, name: str) -> None:
     """Open folder `name` in `parent`, remove what it holds that is no folder, and push it with its folders.
     Something else there now (a link, a FIFO, a file swapped in): removed itself, never opened through."""
     try:
-        fd = os.open(name, _FOLDER, dir_fd=parent)
+        fd = _writable(parent, name)
     except NotADirectoryError:
         os.unlink(name, dir_fd=parent)
         return
@@ -157,3 +158,26 @@ def _descend(opened: list, parent: int, name: str) -> None:
         os.close(fd)
         raise
     opened.append((parent, name, fd, folders))
+
+
+def _writable(parent: int, name: str) -> int:
+    """Folder `name` in `parent`, opened, and made readable and writable by its owner first when it was not
+    (a worker's `chmod 0500`, or a tool's read-only cache: Go's module cache is 0555): as any user but root,
+    nothing in it could be removed otherwise. The mode is set through a descriptor of the folder itself (an
+    O_PATH one, by its /proc/self/fd name, when it cannot even be listed), never by a name a link could
+    stand in for."""
+    try:
+        fd = os.open(name, _FOLDER, dir_fd=parent)
+    except PermissionError:
+        held = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        try:
+            os.chmod(f"/proc/self/fd/{held}", 0o700)
+        finally:
+            os.close(held)
+        return os.open(name, _FOLDER, dir_fd=parent)
+    if os.fstat(fd).st_mode & 0o700 != 0o700:
+        try:
+            os.fchmod(fd, 0o700)
+        except OSError:  # not its owner: what it holds fails to go, and says so
+            pass
+    return fd

@@ -52,3 +52,41 @@ def test_a_link_is_removed_itself_never_what_it_names(tmp_path):
     removal.remove(tmp_path / "tree" / "link")
     removal.remove(tmp_path / "gone" / "x")  # nothing there: nothing to do
     assert (yours / "keep").is_dir() and not os.path.lexists(tmp_path / "tree" / "link")
+
+
+_AS_NOBODY = """
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from pathlib import Path
+from orchestrate import removal
+top = Path(sys.argv[1])
+for folder in ("tree/ro/deeper", "tree/none"):
+    (top / folder).mkdir(parents=True)
+(top / "tree/ro/deeper/f").write_text("x")
+(top / "tree/none/g").write_text("x")
+os.chmod(top / "tree/ro/deeper", 0o500)
+os.chmod(top / "tree/ro", 0o555)
+os.chmod(top / "tree/none", 0)
+removal.remove(top / "tree")
+print(sorted(os.listdir(top)))
+"""
+
+
+def test_folders_a_worker_made_read_only_are_removed_as_an_ordinary_user(tmp_path):
+    """As root nothing is read-only; as the user orchestrate runs as, a folder a worker left `chmod 0500` (or a
+    tool's read-only cache) would keep its files, and the worktree, from being removed."""
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+    if os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"):
+        pytest.skip("needs root to run a part as an ordinary user (setpriv) with /usr/bin/python3")
+    top = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        os.chmod(top, 0o777)
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+                               "-c", _AS_NOBODY, str(top), str(Path(removal.__file__).parent.parent)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+    finally:
+        subprocess.run(["rm", "-rf", str(top)], check=False)
