@@ -44,20 +44,21 @@ def linked(worktree: Path, common: Path) -> bool:
     """Is `worktree` still a linked worktree of the repository whose common git dir is `common`: its `.git`
     file naming an admin dir under `common`'s worktrees/, which names it back and names `common`? A worker
     can rewrite the `.git` file of a worktree it can write, and git would then act on whatever it names. The
-    admin dir must be a folder there, not a link to one elsewhere (whose files orchestrate would clear)."""
+    admin dir must be a folder there, not a link to one elsewhere (whose files orchestrate would clear).
+    What cannot be read (a worktree a worker made `chmod 000`, as any user but root) is not linked."""
     dot = worktree / ".git"
-    if dot.is_symlink() or not dot.is_file():
-        return False
-    admin = git.admin_dir(worktree)
-    if admin is None or admin.is_symlink() or not admin.is_dir():
-        return False
     try:
+        if dot.is_symlink() or not dot.is_file():
+            return False
+        admin = git.admin_dir(worktree)
+        if admin is None or admin.is_symlink() or not admin.is_dir():
+            return False
         back = Path(small(admin / "gitdir").decode(errors="replace").strip())
         shared = admin / small(admin / "commondir").decode(errors="replace").strip()
+        return admin.parent.resolve() == (common / "worktrees").resolve() and back.resolve() == dot.resolve() \
+            and shared.resolve() == common.resolve()
     except OSError:
         return False
-    return admin.parent.resolve() == (common / "worktrees").resolve() and back.resolve() == dot.resolve() \
-        and shared.resolve() == common.resolve()
 
 
 def move_worktree(src: Path, dst: Path, admin: Path) -> bool:

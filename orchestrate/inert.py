@@ -61,8 +61,10 @@ def env(repo: str | Path) -> dict[str, str]:
     out = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_PAGER": "cat", "GIT_EDITOR": "true", "GIT_ASKPASS": "",
            "SSH_ASKPASS": "", "GIT_TERMINAL_PROMPT": "0",
            # a ref under refs/replace/ (a worker can create one without the sandbox) swaps one object for
-           # another in every read: what orchestrate checks out, diffs and merges is the objects themselves
-           "GIT_NO_REPLACE_OBJECTS": "1"}
+           # another in every read: what orchestrate checks out, diffs and merges is the objects themselves.
+           # So does `info/grafts` for a commit's parents, which GIT_NO_REPLACE_OBJECTS leaves on (and with
+           # which every `git status` prints a deprecation hint: rv24): a graft file that is never there
+           "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": "/nonexistent/orchestrate-no-grafts"}
     for i, (key, value) in enumerate(pairs):
         out[f"GIT_CONFIG_KEY_{i}"] = key
         out[f"GIT_CONFIG_VALUE_{i}"] = value

@@ -373,6 +373,34 @@ def test_folders_nested_thousands_deep_are_removed_without_wedging(tmp_path, orc
     assert adds["B"].get("reused"), "B did not re-base A's worktree: this test would prove nothing"
 
 
+def test_an_admin_dir_whose_gitdir_a_worker_pointed_elsewhere_does_not_outlive_its_worktree(tmp_path, orch, mode):
+    """rv24: the admin dir is the worker's to write (in the sandbox too). Pointed at a `.git` file it made in
+    its run folder, with HEAD naming campaign/<topic>, git kept it after the worktree went: the campaign
+    branch looked checked out there, and the next merge halted `run` and `resume` alike."""
+    worker = ('if [ "$ORCH_NODE" = A ]; then\n  admin=$(sed "s/^gitdir: //" .git)\n  run=$(dirname "$ORCH_RETURN")\n'
+              '  echo "gitdir: $admin" > "$run/.git"\n  echo "$run/.git" > "$admin/gitdir"\n'
+              '  echo "ref: refs/heads/campaign/hostile" > "$admin/HEAD"\n  exit 0\nfi\necho b > b.txt\n')
+    text = dag(mode).replace("    evaluators: []\n", "    on_exhausted: continue\n    max_rework: 1\n") + \
+        "  - {id: B, file_surface: [b.txt], discipline: sh}\n"
+    repo = campaign_repo(tmp_path, text, "#!/bin/sh\n" + worker)
+    result = orch("run", cwd=repo)
+    assert "b.txt" in campaign_tree(repo), result.out + result.err
+
+
+def test_the_mode_a_worker_gave_its_worktree_is_not_the_next_node_s(tmp_path, orch, mode):
+    """rv24: A's `chmod 000` of its worktree's folder was re-based into B's (in the sandbox B could not even
+    start there, and the attempt was B's to lose)."""
+    worker = ('if [ "$ORCH_NODE" = A ]; then echo a > a.txt; git add a.txt; git commit -qm a; chmod 000 .; '
+              'else echo "mode $(stat -c %a .)" > b.txt; fi\n')
+    text = dag(mode) + "  - {id: B, depends_on: [A], file_surface: [b.txt], discipline: sh}\n"
+    repo = campaign_repo(tmp_path, text, "#!/bin/sh\n" + worker)
+    result = orch("run", cwd=repo)
+    assert repo.git("show", "campaign/hostile:b.txt") != "mode 0", result.out + result.err
+    adds = {e["context"]["node"]: e["context"] for e in journal(repo, "hostile") if e["kind"] == "result"
+            and e["context"].get("effect") == "worktree-add"}
+    assert adds["B"].get("reused"), "B did not re-base A's worktree: this test would prove nothing"
+
+
 def running_with(argv: tuple[str, ...]) -> list[int]:
     import os
     found = []

@@ -468,3 +468,27 @@ def test_a_spare_that_cannot_be_removed_is_moved_aside_not_left_where_the_next_c
     assert not pool.take(repo, home / "N2", home, git.rev_parse(repo, "HEAD"), "node/t/N2")
     assert not (home / "N2").exists()
     git.worktree_add(repo, home / "N2", "node/t/N2", "HEAD")
+
+
+def test_tracked_folders_derived_from_the_diff_follow_a_folder_that_became_a_link_and_names_not_utf8(tmp_path,
+                                                                                                      monkeypatch):
+    """rv24: a tracked folder that became a tracked link stayed among the folders (every re-base after it
+    failed on the link), and a folder name that is not UTF-8 came back from the differ as another name (a
+    `.git` planted in it stayed for the next node)."""
+    import os
+    from orchestrate.workers import pool
+    monkeypatch.setattr(pool, "_folders", ("", set()))
+    repo, home = _pooled(tmp_path, monkeypatch, {"a/f.txt": "x\n", "t/g.txt": "y\n"})
+    tree = home / "N1"
+    assert pool.rebase(tree, repo.head(), None)
+    repo.git("rm", "-rq", "a")
+    os.symlink("t", repo / "a")
+    odd = os.fsdecode(b"d\xff")
+    (repo / odd).mkdir()
+    (repo / odd / "h.txt").write_text("z\n")
+    later = repo.commit("a is a link now, and a folder whose name is not UTF-8")
+    (tree / odd / ".git").mkdir(parents=True)
+    (tree / odd / ".git" / "HEAD").write_text("ref: refs/heads/planted\n")
+    assert pool.rebase(tree, later, None)
+    assert not (tree / odd / ".git").exists()
+    assert pool.rebase(tree, repo.commit("one more", {"c.txt": "z\n"}), None)

@@ -75,6 +75,13 @@ print(sorted(os.listdir(top)))
 def test_folders_a_worker_made_read_only_are_removed_as_an_ordinary_user(tmp_path):
     """As root nothing is read-only; as the user orchestrate runs as, a folder a worker left `chmod 0500` (or a
     tool's read-only cache) would keep its files, and the worktree, from being removed."""
+    done = _as_nobody(_AS_NOBODY)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def _as_nobody(script: str):
+    """`script` run by /usr/bin/python3 as an ordinary user, with a folder of its own (argv[1]) and this
+    checkout's orchestrate (argv[2])."""
     import shutil
     import subprocess
     import tempfile
@@ -84,9 +91,26 @@ def test_folders_a_worker_made_read_only_are_removed_as_an_ordinary_user(tmp_pat
     top = Path(tempfile.mkdtemp(dir="/tmp"))
     try:
         os.chmod(top, 0o777)
-        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
-                               "-c", _AS_NOBODY, str(top), str(Path(removal.__file__).parent.parent)],
+        return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+                               "-c", script, str(top), str(Path(removal.__file__).parent.parent)],
                               capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
     finally:
         subprocess.run(["rm", "-rf", str(top)], check=False)
+
+
+def test_a_worktree_a_worker_made_unreadable_is_not_linked_and_raises_nothing():
+    """rv24: a worker's `chmod 000 "$ORCH_WORKTREE"` crashed `run` and `resume` (PermissionError, exit 70):
+    git_files.linked read its `.git` file unguarded."""
+    done = _as_nobody("""
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from pathlib import Path
+from orchestrate import git_files
+tree = Path(sys.argv[1]) / "wt"
+tree.mkdir()
+(tree / ".git").write_text("gitdir: /nowhere\\n")
+os.chmod(tree, 0)
+print(git_files.linked(tree, Path(sys.argv[1]) / ".git"))
+os.chmod(tree, 0o700)
+""")
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr

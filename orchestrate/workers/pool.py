@@ -16,16 +16,13 @@ A worker had the run of the worktree it leaves behind, so nothing in it is trust
 - then one pass over the tree (`rebase`): a forced checkout of the new base (it writes only the paths
   whose index entries differ, after one stat per file), then every path the index does not hold, as
   `git ls-files --others --directory` lists them (untracked and ignored files, nested repositories,
-  empty folders; a folder wholly untracked is one entry), is removed, and so is a `.git` planted in a
-  tracked folder, which no git listing shows. Paths are read C-quoted, so a name that is not UTF-8 is
-  removed as it is. No `git clean` and no `git status --ignored` afterwards: each would be a second and
-  third pass over the whole tree.
+  empty folders; a folder wholly untracked is one entry), is removed (removal.py: by descriptors), and so
+  is a `.git` planted in a tracked folder, which no git listing shows. Paths are read C-quoted.
 A spare is moved in and out of the pool as `git worktree move` moves one (a rename, the admin dir's gitdir
-rewritten) and let go of its branch by writing its HEAD, where nothing needs git's judgement
-(git_files.move_worktree): three git processes a node fewer. A lock mark, a submodule: git moves it, or refuses.
-With `keep_ignored: true` (the DAG's `defaults:` or `sandbox:` in `.ledger/config.yaml`) the entries
-the new base's own ignore rules match are kept (build caches); an untracked `.gitignore` is never kept,
-nor consulted, since it would widen what counts as ignored.
+rewritten) and let go of its branch by writing its HEAD where nothing needs git's judgement (a lock mark,
+a submodule: git moves it, or refuses).
+With `keep_ignored: true` the entries the new base's own ignore rules match are kept (build caches); an
+untracked `.gitignore` is never kept, nor consulted, since it would widen what counts as ignored.
 Any step that fails removes the spare and the node gets a fresh worktree, as without a pool.
 """
 from __future__ import annotations
@@ -174,6 +171,12 @@ def forget(path: Path) -> None:
     made = _made.pop(str(path), None) or _spares.pop(str(path), None)
     if made is not None:
         made.snapshot.unlink(missing_ok=True)
+        try:  # its admin dir left behind: a worker rewrote its gitdir to name a file that is there (git keeps
+            # such an admin dir, and with it the branch its HEAD names, campaign/<topic> even: rv24)
+            if not os.path.lexists(path) and made.admin.is_dir() and not made.admin.is_symlink():
+                removal.remove(made.admin)
+        except OSError:
+            pass
     pool = path.parent
     if pool.name == ".pool" and pool.is_dir() and not any(p.is_dir() for p in pool.iterdir()):
         try:
@@ -203,14 +206,18 @@ def _spares_in(pool: Path) -> list[Path]:
 
 
 def _trusted(spare: Path, made: Made) -> bool:
+    """What cannot be read (a worktree made `chmod 000`, as any user but root) is not trusted: removed."""
     dot = spare / ".git"
-    if dot.is_symlink() or not dot.is_file():
+    try:
+        if dot.is_symlink() or not dot.is_file():
+            return False
+        # the admin dir's commondir and gitdir too (`linked`): judging runs with the admin dir writable, and a
+        # commondir naming a copy of the git dir would have the re-base read that copy's config (core.worktree)
+        return dot.read_text(errors="replace").strip() == f"gitdir: {made.admin}" and made.admin.is_dir() \
+            and git_files.linked(spare, made.admin.parent.parent) \
+            and _snapshot(made) is not None
+    except OSError:
         return False
-    # the admin dir's commondir and gitdir too (`linked`): judging runs with the admin dir writable, and a
-    # commondir naming a copy of the git dir would have the re-base read that copy's config (core.worktree)
-    return dot.read_text(errors="replace").strip() == f"gitdir: {made.admin}" and made.admin.is_dir() \
-        and git_files.linked(spare, made.admin.parent.parent) \
-        and _snapshot(made) is not None
 
 
 def _move(root: Path, made: Made, src: Path, dst: Path) -> bool:
@@ -283,6 +290,14 @@ def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False
     `keep_ignored`, ignored files. True when it is; False (the spare is then removed) when git refused
     or said anything about what it could not read."""
     switch = ["checkout", "--quiet", "--force"] + (["-B", branch, base] if branch else ["--detach", base])
+    try:  # the folder's own mode as a checkout makes it (its parent's): a worker's `chmod 000 .` is not the next's
+        held = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.chmod(f"/proc/self/fd/{held}", stat.S_IMODE(os.stat(path.parent).st_mode))
+        finally:
+            os.close(held)
+    except OSError:
+        return False
     if not git.git(path, *_STAT, *switch, check=False):
         return False
     listed = git.git(path, *_QUOTED, "ls-files", "--others", "--directory", check=False)
@@ -313,11 +328,12 @@ def _tracked_folders(path: Path, base: str) -> set[str]:
     global _folders
     last, folders = _folders  # a commit's folders are the same in any repository that has it
     changed = git_diffs.changed(git.main_worktree(path), last, base) if last else None  # the engine's differ
-    if changed is None:
+    if changed is None or any("\ufffd" in name for _, name in changed):  # a name not UTF-8: ask for it quoted
         listed = git.git(path, *_QUOTED, "ls-tree", "-r", "-d", "--name-only", base).stdout.split("\n")
         folders = {_unquote(line) for line in listed if line}
-    else:
-        folders = folders | {name[:cut] for _, name in changed for cut in _slashes(name)}
+    else:  # a path the new base holds is no folder (a folder that became a link would stop every re-base)
+        there = [name for code, name in changed if code != "D"]
+        folders = (folders - set(there)) | {name[:cut] for name in there for cut in _slashes(name)}
     _folders = (base, folders)
     return folders
 

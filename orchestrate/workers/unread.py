@@ -14,7 +14,8 @@ config gives on every look, which hide nothing:
 A tracked file git cannot stat is reported as `<its path>: <the error>`, so a worker that names a path
 `warning: unable to access 'x/.gitignore'` could make that line read as the first kind: when a line was let
 pass, the index is read for such a path (or one holding a newline, which could make any line) and the look
-fails on one.
+fails on one. A folder git cannot open is reported as `...'<its path>/': <the error>`: a newline in its name
+could make the lines before the last read as let-pass ones, never the last (rv24).
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from pathlib import Path
 from orchestrate import git
 
 _PASSED = re.compile("|".join((
-    r"warning: unable to access '(?:.*/)?\.git(?:ignore|attributes)': .+",
+    # the error last, in words: a pass-over line ends `<folder>/': <error>` and can never read as this one
+    r"warning: unable to access '(?:[^'\n]*/)?\.git(?:ignore|attributes)': [A-Za-z ]+",
     r".+ is not a valid attribute name: .+:\d+",
     r".+ not allowed: .+:\d+",
     r"warning: Negative patterns are ignored in git attributes",
@@ -37,7 +39,7 @@ _FORGED = "warning: unable to access '"
 def missed(stderr: str, path: Path, env: dict[str, str] | None = None) -> str:
     """The first line of `stderr` (a `git status` in `path`, its index as `env` names it) that says git passed
     something over, clipped to 200 characters; '' when none does."""
-    said = [line for line in stderr.splitlines() if line.strip()]
+    said = [line for line in stderr.split("\n") if line.strip()]  # lines as git ends them (not at U+2028)
     for line in said:
         if not _PASSED.fullmatch(line):
             return _clipped(line)

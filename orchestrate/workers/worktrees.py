@@ -117,16 +117,22 @@ def free_branch(ctx) -> None:
     """Before campaign/<topic> moves without a checkout: a worktree holding the branch would keep the old
     head's index and files under the new head. The integration worktree lets go of it (one made by an
     older orchestrate); any other holder is the user's checkout, which orchestrate never touches, so the
-    campaign halts until it is switched away."""
+    campaign halts until it is switched away. A holder in orchestrate's scratch folder is neither: a worker
+    wrote its worktree's admin dir (its to write, in the sandbox too) to claim the branch, and the attempt
+    fails for that HEAD when it is judged; it must not halt the campaign (rv24)."""
     ref = f"refs/heads/{ctx.campaign.branch}"
     ours = ctx.layout.integration(ctx.topic).resolve()
+    scratch = ctx.layout.scratch.resolve()
     holders = git_files.checked_out(ctx.root, ref)  # read from the HEAD files; git is asked where they are odd
     found = git.worktrees(ctx.root) if holders is None else [{"branch": ref, "worktree": str(p)} for p in holders]
     for entry in found:
         if entry.get("branch") != ref:
             continue
-        if Path(entry["worktree"]).resolve() == ours:
+        held = Path(entry["worktree"]).resolve()
+        if held == ours:
             git.worktree_detach(ours)
+        elif held.is_relative_to(scratch):
+            continue
         else:
             raise Halted(f"{ctx.campaign.branch} is checked out in {entry['worktree']}: orchestrate moves it only "
                          "where no checkout holds it (that checkout's index and files would stay behind)",
