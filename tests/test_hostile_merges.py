@@ -127,6 +127,25 @@ def test_git_config_planted_in_home_is_put_back_and_blamed(tmp_path, orch, mode,
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
+@pytest.mark.parametrize("how", ["through the link", "in the link's place"])
+def test_a_home_git_config_that_is_a_link_is_watched_through_it_and_put_back_as_a_link(tmp_path, orch, mode, home,
+                                                                                       how):
+    """A dotfiles checkout links ~/.gitconfig to its own file: a hooksPath appended through the link went
+    unseen (only the link's target was compared), and a file written in the link's place was put back as the
+    text `symlink:...`, breaking every git command of the user's."""
+    (home / "dotfiles").mkdir()
+    (home / "dotfiles" / "gitconfig").write_text(IDENTITY)
+    (home / ".gitconfig").unlink()
+    (home / ".gitconfig").symlink_to("dotfiles/gitconfig")
+    plant = 'printf "[core]\\n\\thooksPath = /tmp/planted\\n" >> "$HOME/.gitconfig"\n'
+    worker = "echo a > a.txt\n" + (plant if how == "through the link" else 'rm "$HOME/.gitconfig"\n' + plant)
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    text = result.out + result.err
+    assert "~/.gitconfig was changed" in text, text
+    assert (home / ".gitconfig").is_symlink() and (home / ".gitconfig").read_text() == IDENTITY
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
 def test_a_file_the_home_config_includes_and_a_hook_in_its_hooks_path_are_watched_too(tmp_path, orch, mode, home):
     """`include.path` and `core.hooksPath` name files the user's next git reads or runs: a planted fsmonitor
     in the included file and a planted pre-commit hook are put back like ~/.gitconfig itself."""

@@ -152,8 +152,7 @@ def _put_back(base: Path, before: dict[str, bytes | None], shown: str) -> list[s
             path.unlink(missing_ok=True)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.unlink(missing_ok=True)  # a symlink planted in its place is replaced, not followed
-            path.write_bytes(old)
+            _put(path, old)
         put_back.append(f"{shown}/{name}")
     return put_back
 
@@ -222,9 +221,8 @@ def _restore_paths(files: dict[Path, bytes | None], keep: Path | None) -> list[s
         if old is None:
             path.unlink(missing_ok=True)
         else:
-            path.unlink(missing_ok=True)
             path.parent.mkdir(parents=True, exist_ok=True)  # a folder removed (its links were put back first)
-            path.write_bytes(old)
+            _put(path, old)
         put_back.append(shown(path) + (f" (the edited version is kept at {keep / path.name})"
                                         if new is not None and keep is not None else ""))
     return put_back
@@ -241,16 +239,41 @@ def take_files(common: Path) -> dict[str, bytes | None]:
     return files
 
 
+_LINK = b"symlink:"  # a link's record: its target, NUL, the file it leads to, NUL, `+` and that file's bytes, or `-`
+
+
 def _read(path: Path) -> bytes | None:
-    """A watched file's content; a link's target; None for anything else, or nothing. Read without waiting
-    on a FIFO a worker may have planted in the git dir (git_files.small)."""
+    """A watched file's content; for a link (a dotfiles checkout's `~/.gitconfig`, a hook linked from the
+    project), its target and the content of the file it leads to, which git reads and a worker writes through
+    it; None for anything else, or nothing. Read without waiting on a FIFO a worker may have planted in the git
+    dir (git_files.small)."""
     from orchestrate import git_files
     try:
-        if path.is_symlink():
-            return b"symlink:" + str(path.readlink()).encode()
-        return git_files.small(path, None)
+        if not path.is_symlink():
+            return git_files.small(path, None)
+        real = os.path.realpath(path)
+        try:
+            content = b"+" + git_files.small(real, None)
+        except (OSError, git_files.NotRegular):  # a dangling link, or one to anything but a file
+            content = b"-"
+        return _LINK + os.fsencode(os.readlink(path)) + b"\0" + os.fsencode(real) + b"\0" + content
     except (FileNotFoundError, git_files.NotRegular):
         return None
+
+
+def _put(path: Path, old: bytes) -> None:
+    """`path` as `_read` read it: a file of those bytes, or the link again, and the file it led to with its
+    bytes. Whatever is at either place now (a link planted there, a file) is replaced, never written through."""
+    path.unlink(missing_ok=True)
+    if not old.startswith(_LINK):
+        path.write_bytes(old)
+        return
+    target, real, content = old[len(_LINK):].split(b"\0", 2)
+    path.symlink_to(os.fsdecode(target))
+    if content.startswith(b"+") and _read(Path(os.fsdecode(real))) != content[1:]:
+        led = Path(os.fsdecode(real))
+        led.unlink(missing_ok=True)
+        led.write_bytes(content[1:])
 
 
 def _checkout(root: Path) -> dict[str, str]:
