@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -263,10 +264,18 @@ def _read(path: Path) -> bytes | None:
 
 def _put(path: Path, old: bytes) -> None:
     """`path` as `_read` read it: a file of those bytes, or the link again, and the file it led to with its
-    bytes. Whatever is at either place now (a link planted there, a file) is replaced, never written through."""
+    bytes. Whatever is at either place now (a link planted there, a file) is replaced, never written through.
+    A file edited in place keeps its mode (a hook stays executable)."""
+    try:
+        st = os.lstat(path)
+        mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+    except FileNotFoundError:
+        mode = None
     path.unlink(missing_ok=True)
     if not old.startswith(_LINK):
         path.write_bytes(old)
+        if mode is not None:
+            path.chmod(mode)
         return
     target, real, content = old[len(_LINK):].split(b"\0", 2)
     path.symlink_to(os.fsdecode(target))
