@@ -92,7 +92,9 @@ def _main_worktree_from_files(path: Path) -> Path | None:
 
 
 def git_common_dir(repo: str | Path) -> Path:
-    return Path(out(repo, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+    """The shared git dir; no git process for a main checkout (its `.git` a folder: where git would find it)."""
+    dot = Path(repo).absolute() / ".git"
+    return dot if dot.is_dir() else Path(out(repo, "rev-parse", "--path-format=absolute", "--git-common-dir"))
 
 
 def is_repo_root(path: str | Path) -> bool:
@@ -181,12 +183,13 @@ def changed_paths(repo: str | Path, base: str, head: str | None = None) -> list[
 NO_SUBMODULE_DIRT = ("--ignore-submodules=dirty",)
 
 
-def status_porcelain(repo: str | Path) -> str:
-    return git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", *NO_SUBMODULE_DIRT).stdout
+def status(repo: str | Path) -> "proc.Completed":
+    """Every changed and untracked file (not folder), NUL-separated; git's stderr too (workers/unread.py)."""
+    return git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", *NO_SUBMODULE_DIRT)
 
 
 def has_changes(repo: str | Path) -> bool:
-    return bool(status_porcelain(repo))
+    return bool(status(repo).stdout)
 
 
 def head_and_changes(worktree: str | Path) -> tuple[str | None, str | None, list[str]]:
@@ -262,8 +265,7 @@ def worktree_remove(repo: str | Path, path: str | Path) -> None:
     """The worktree's files and admin dir gone (git_files.remove_worktree: `git worktree remove` removes files by
     path, following a link a worker without the sandbox still running swaps in for a folder), then a prune."""
     from orchestrate import git_files
-    dot = Path(repo) / ".git"
-    git_files.remove_worktree(dot if dot.is_dir() else git_common_dir(repo), Path(path))
+    git_files.remove_worktree(git_common_dir(repo), Path(path))
     git(repo, "worktree", "prune", check=False)
 
 

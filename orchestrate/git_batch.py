@@ -256,6 +256,16 @@ def first_parents(repo: str | Path, base: str, head: str, limit: int = 64) -> li
     return None
 
 
+def tree_of(repo: str | Path, commit_id: str) -> str | None:
+    """The tree a commit holds, read through the kept reader; None when the reader cannot say."""
+    try:
+        got = read(repo, commit_id)
+    except Unusable:
+        return None
+    first = got[2].split(b"\n", 1)[0] if got is not None and got[1] == "commit" else b""
+    return first[5:].decode() if first.startswith(b"tree ") else None
+
+
 def _commit_fields(raw: bytes) -> tuple[list[str], str]:
     """A commit object's parents and subject (its first paragraph on one line, as `%s` prints it)."""
     header, _, message = raw.partition(b"\n\n")

@@ -115,14 +115,14 @@ def test_a_bad_unsandboxed_setting_is_one_line_naming_it(tmp_path, orch):
 
 
 def test_a_sibling_found_unchanged_is_not_asked_of_git_again_until_something_in_it_is_written(tmp_path, monkeypatch):
-    from orchestrate import proc, stamps
-    from orchestrate.workers import fingerprint, siblings
+    from orchestrate import git, proc, stamps
+    from orchestrate.workers import siblings
     from tests.helpers import make_repo
     repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
     wt = tmp_path / "wt"
     repo.git("worktree", "add", "-q", "-b", "node/t/S", str(wt))
     kept = siblings.Kept("S", wt, "wt", repo.head(), "node/t/S", False)
-    common = fingerprint.common_dir(repo)
+    common = git.git_common_dir(repo)
     monkeypatch.setattr(stamps, "FINE", -60.0)  # as if every file had been written a minute ago
     monkeypatch.setattr(stamps, "COARSE", -60.0)
     asked: list[list[str]] = []
@@ -145,14 +145,14 @@ def test_a_sibling_found_unchanged_is_not_asked_of_git_again_until_something_in_
 
 def test_a_sibling_compared_by_its_branch_alone_reads_no_file_and_no_process_unless_its_ref_is_odd(tmp_path,
                                                                                                   monkeypatch):
-    from orchestrate import proc
-    from orchestrate.workers import fingerprint, siblings
+    from orchestrate import git, proc
+    from orchestrate.workers import siblings
     from tests.helpers import make_repo
     repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
     wt = tmp_path / "wt"
     repo.git("worktree", "add", "-q", "-b", "node/t/S", str(wt))
     kept = siblings.Kept("S", wt, "wt", repo.head(), "node/t/S", False, files=False)
-    common = fingerprint.common_dir(repo)
+    common = git.git_common_dir(repo)
     asked: list[list[str]] = []
     real = proc.run
     monkeypatch.setattr(proc, "run", lambda cmd, **kw: asked.append(list(cmd)) or real(cmd, **kw))
@@ -168,14 +168,14 @@ def test_a_sibling_compared_by_its_branch_alone_reads_no_file_and_no_process_unl
 
 def test_a_sibling_compared_by_its_branch_is_read_again_once_its_head_or_link_is_written(tmp_path, monkeypatch):
     from orchestrate import git, stamps
-    from orchestrate.workers import fingerprint, siblings
+    from orchestrate.workers import siblings
     from tests.helpers import make_repo
     monkeypatch.setattr(stamps, "FINE", -60.0)  # every stat stands at once: the stamp is what is tested
     repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
     wt = tmp_path / "wt"
     repo.git("worktree", "add", "-q", "-b", "node/t/S", str(wt))
     kept = siblings.Kept("S", wt, "wt", repo.head(), "node/t/S", False, files=False)
-    common, branches = fingerprint.common_dir(repo), siblings.Branches(repo, "t")
+    common, branches = git.git_common_dir(repo), siblings.Branches(repo, "t")
     assert siblings._changed(kept, common, branches) == "" and str(wt) in siblings._seen
     assert siblings._changed(kept, common, branches) == ""  # from the stamp
     head = git.admin_dir(wt) / "HEAD"

@@ -74,7 +74,7 @@ def plan(layout: Layout, names: list[str]) -> Plan:
             if Path(path).is_dir() and not git_files.linked(Path(path), common):  # git would work where it names
                 p.kept[path] = "its .git link names another repository or admin dir: look, then remove it by hand"
                 busy.add(entry.get("branch", "").removeprefix("refs/heads/"))
-            elif not spare and Path(path).is_dir() and git.status_porcelain(path).strip():
+            elif not spare and Path(path).is_dir() and git.status(path).stdout.strip():
                 p.kept[path] = "worktree with uncommitted changes"
                 busy.add(entry.get("branch", "").removeprefix("refs/heads/"))
             else:

@@ -96,8 +96,7 @@ def judging(ctx, worktree: Path):
         ctx._judging_sandboxed = (key, any(enabled(ctx, n) for n in ctx.dag.nodes))
     if not ctx._judging_sandboxed[1]:
         return _tagged_judging()
-    from orchestrate.workers.fingerprint import common_dir
-    common = common_dir(ctx.root)  # read from the checkout: no git process per evaluator run
+    common = git.git_common_dir(ctx.root)  # read from the checkout: no git process per evaluator run
     # its admin dir (index, HEAD), as its worker had; not the integration worktree's, whose HEAD orchestrate reads
     own = git.admin_dir(worktree) if Path(worktree).resolve() != ctx.layout.integration(ctx.topic).resolve() else None
     writable = tuple(dict.fromkeys([str(worktree), *([str(own)] if own else []), *_configured(ctx.layout.ledger)[1]]))

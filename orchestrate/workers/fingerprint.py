@@ -64,7 +64,7 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     campaigns whose node and campaign branches are not watched here (their runners move them); `seen`: a
     fingerprint whose look at the checkout (the costly part: a `git status`) stands for a new one; `look`
     false: no look is taken (the checkout stays `{}`) when no worker that could write it runs."""
-    common = common_dir(root)
+    common = git.git_common_dir(root)
     fp = Fingerprint(common, files=take_files(common))
     theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
     from orchestrate import git_files  # the ref files read directly: a `for-each-ref` twice a node otherwise
@@ -320,9 +320,3 @@ def home_git_files() -> list[Path]:
     named = os.environ.get("GIT_CONFIG_GLOBAL")
     configs = [Path(named) if named else home / ".gitconfig", xdg / "config"]
     return list(dict.fromkeys([*configs, xdg / "attributes", xdg / "ignore", *inert.referenced(configs)]))
-
-
-def common_dir(root: Path) -> Path:
-    """The shared git dir; no git process when `root` is the main checkout (its `.git` a folder)."""
-    dot = root / ".git"
-    return dot if dot.is_dir() else git.git_common_dir(root)

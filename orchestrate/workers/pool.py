@@ -145,11 +145,9 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> 
     try:
         env = {"GIT_INDEX_FILE": str(judged)}
         git.git(path, "read-tree", "-m", "-i", base, head, env=env)
-        looked = git.git(path, *_STAT, "-c", "core.untrackedCache=false", "status", "--porcelain=v1", "-z",
-                         "--no-renames", "--untracked-files=all", *git.NO_SUBMODULE_DIRT, env=env)
-        if missed := unread.missed(looked.stderr, path, env):
-            raise GitError(list(looked.cmd), looked.rc, "", missed)
-        said = looked.stdout
+        said = unread.checked(git.git(path, *_STAT, "-c", "core.untrackedCache=false", "status", "--porcelain=v1",
+                                      "-z", "--no-renames", "--untracked-files=all", *git.NO_SUBMODULE_DIRT, env=env),
+                              path, env)
         found = [(entry[:2], entry[3:]) for entry in said.split("\0") if entry]
         changed = [name for code, name in found if code != "??"]
         if changed and pass_converted and (defined := inert.filters(path)):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from orchestrate import git, git_files
 from orchestrate.errors import GitError
-from orchestrate.workers import containment, fingerprint, pool, siblings, unread
+from orchestrate.workers import containment, pool, siblings, unread
 from orchestrate.workers.brief import outputs_path, usage_path
 from orchestrate.workers.private_objects import BadObject
 from orchestrate.recorder.campaign import LANDED
@@ -71,7 +71,7 @@ def _settle(ctx, outcome) -> None:
     """The attempt's own worktree: objects brought in, leftovers committed, head read, freeze or LANDED."""
     ns = ctx.campaign.nodes[outcome.node]
     path = ctx.root / ns.worktree
-    if path.exists() and not git_files.linked(path, fingerprint.common_dir(ctx.root)):
+    if path.exists() and not git_files.linked(path, git.git_common_dir(ctx.root)):
         # every git call below would act on the repository its .git file now names (the user's, say): none runs
         pool.discard(ctx.root, path)
         pool.forget(path)
@@ -149,15 +149,12 @@ def _first_look(root: Path, worktree: Path, base: str) -> tuple[str | None, bool
 
 def _commit_leftovers(ctx, outcome, path: Path) -> bool:
     """Commit what the worker left uncommitted, as its own index sees it; False when the attempt failed."""
-    try:
-        looked = git.git(path, "status", "--porcelain=v1", "-z", "--untracked-files=all", *git.NO_SUBMODULE_DIRT)
-        if missed := unread.missed(looked.stderr, path):  # what git could not open, `git add -A` would not commit
-            raise GitError(list(looked.cmd), looked.rc, "", missed)
+    try:  # what git passed over (a folder it could not open), `git add -A` would not commit either
+        left = bool(unread.checked(git.status(path), path))
     except GitError as exc:  # an index git cannot read, a folder it cannot open (a worker's doing): the attempt
         fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].base, f"node {outcome.node}: git could not "
                      f"read its worktree ({exc.said()}); its attempt failed")
         return False
-    left = bool(looked.stdout)
     if not left:
         return True
     ctx.emit("intent", {"effect": "leftover-commit", "node": outcome.node})

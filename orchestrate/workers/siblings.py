@@ -41,7 +41,7 @@ from pathlib import Path
 from orchestrate import git, git_files, stamps
 from orchestrate.errors import GitError
 from orchestrate.recorder.campaign import DISPATCHED, LANDED
-from orchestrate.workers import fingerprint, handwork, pool
+from orchestrate.workers import handwork, pool
 
 SHOWN = 10  # paths named per worktree; the rest are counted
 FAILED = "; its attempt failed"  # how a blame ends (engine/watch.py words it the same way)
@@ -87,7 +87,7 @@ def check(ctx, node_id: str) -> str:
     kept = _kept(ctx, node_id)
     if not kept:
         return ""
-    common = fingerprint.common_dir(ctx.root)
+    common = git.git_common_dir(ctx.root)
     branches = Branches(ctx.root, ctx.topic)
     live = getattr(ctx.executor, "live", {})
     suspects = [node_id] + sorted(n for n, run in live.items() if n != node_id and run.request.sandbox is None)
@@ -116,7 +116,7 @@ def before_reading(ctx) -> None:
     files changed. The workers that ran meanwhile are named; none is failed: which of them wrote is not known."""
     if not ctx.unread:
         return
-    reads, common, branches = ctx.reads_files(), fingerprint.common_dir(ctx.root), Branches(ctx.root, ctx.topic)
+    reads, common, branches = ctx.reads_files(), git.git_common_dir(ctx.root), Branches(ctx.root, ctx.topic)
     for (node, sha), writers in list(ctx.unread.items()):
         ns = ctx.campaign.nodes.get(node)
         if ns is not None and ns.status == LANDED and ns.head == sha and not reads(node):

@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from orchestrate import git
+from orchestrate.errors import GitError
 
 _PASSED = re.compile("|".join((
     # the error last, in words: a pass-over line ends `<folder>/': <error>` and can never read as this one
@@ -48,6 +49,14 @@ def missed(stderr: str, path: Path, env: dict[str, str] | None = None) -> str:
         if forged := next((n for n in names if "\n" in n or n.startswith(_FORGED)), None):
             return _clipped(f"a tracked path reads as one of git's warnings: {forged!r}")
     return ""
+
+
+def checked(looked, path: Path, env: dict[str, str] | None = None) -> str:
+    """The output of `looked` (a `git status` in `path`, its index as `env` names it); GitError naming what
+    git said it passed over, when it did."""
+    if said := missed(looked.stderr, path, env):
+        raise GitError(list(looked.cmd), looked.rc, "", said)
+    return looked.stdout
 
 
 def _clipped(line: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from orchestrate import git, git_files
 from orchestrate.errors import Halted
-from orchestrate.workers import containment, fingerprint, pool
+from orchestrate.workers import containment, pool
 
 
 def branch_name(topic: str, node: str, attempt: int) -> str:
@@ -98,7 +98,7 @@ def unlink_foreign_integration(ctx) -> None:
     it: a worker without the sandbox can rewrite it, and every git call made there (detaching, bringing it
     to the head, resetting it on resume) would then act on the repository it names, the user's say."""
     path = ctx.layout.integration(ctx.topic)
-    if (path / ".git").exists() and not git_files.linked(path, fingerprint.common_dir(ctx.root)):
+    if (path / ".git").exists() and not git_files.linked(path, git.git_common_dir(ctx.root)):
         pool.discard(ctx.root, path)
         ctx.out.always(f"warning: the integration worktree {path} had its .git link rewritten; it was removed "
                        "and is made anew when needed")

@@ -184,16 +184,10 @@ def _merged_before_crash(ctx: Context, heads: list[str]) -> str | None:
 def _as_judged(ctx: Context, changed: list[str], tree: str) -> bool:
     """The merge holds exactly the tree one node's head holds, onto the base that node was judged against:
     the merge then changes what its judged diff changes, by identity, and `_unjudged` needs no diff (the
-    common case when no other node merged since it branched). A commit read through the kept reader."""
+    common case when no other node merged since it branched). The head's tree is read through the kept reader."""
     from orchestrate import git_batch
     ns = ctx.campaign.nodes[changed[0]]
-    if len(changed) != 1 or ns.base != ctx.campaign.tip:
-        return False
-    try:
-        found = git_batch.read(ctx.root, ns.head)
-    except git_batch.Unusable:
-        return False
-    return found is not None and found[1] == "commit" and found[2].startswith(f"tree {tree}\n".encode())
+    return len(changed) == 1 and ns.base == ctx.campaign.tip and git_batch.tree_of(ctx.root, ns.head) == tree
 
 
 def _unjudged(ctx: Context, changed: list[str], made: str) -> list[str]:
