@@ -16,6 +16,7 @@ from typing import Iterator, NamedTuple
 
 _ESCAPES = {"n": "\n", "t": "\t", "b": "\b", '"': '"', "\\": "\\"}
 _DEPTH = 10  # git's own limit on nested includes
+MOST = 1 << 24  # bytes of a config (or watched) file read: a worker's sparse file of terabytes is not read whole
 
 
 class Entry(NamedTuple):
@@ -129,10 +130,11 @@ def read(path: Path, seen: set[Path], depth: int = 0) -> list[Entry]:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return []
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder (which fdopen refuses), a FIFO, a device
+        os.close(fd)
+        return []
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return []
-        text = fh.read().decode("utf-8", "surrogateescape")
+        text = fh.read(MOST).decode("utf-8", "surrogateescape")
     found = []
     for entry in entries(text):
         found.append(entry)

@@ -125,9 +125,11 @@ def may_hold_gitlink(index: Path) -> bool:
         return True
 
 
-def checked_out(repo: str | Path, ref: str) -> list[Path] | None:
+def checked_out(repo: str | Path, ref: str, mine: set[str] = frozenset()) -> list[Path] | None:
     """The worktrees of `repo` whose HEAD is on `ref` (as `git worktree list` reports a branch), read from
-    their HEAD files; None when the layout is not the plain one (then git is asked)."""
+    their HEAD files; None when the layout is not the plain one (then git is asked). A linked one counts only
+    when its .git file names its admin dir back, and when that admin dir is none of `mine` (real paths): the
+    admin dirs of worktrees orchestrate made, which their workers write (in the sandbox too: rv25)."""
     found = _admin(Path(repo).absolute())
     if found is None:
         return None
@@ -143,11 +145,23 @@ def checked_out(repo: str | Path, ref: str) -> list[Path] | None:
         with os.scandir(linked) if linked.is_dir() else contextlib.nullcontext(()) as admins:
             for admin in admins:  # where a worktree is is read only for one on `ref`: a campaign holds many
                 if small(os.path.join(admin.path, "HEAD")).decode(errors="replace").strip() == want:
-                    back = small(os.path.join(admin.path, "gitdir")).decode(errors="replace").strip()
-                    holders.append(Path(back).parent)
+                    gitdir = small(os.path.join(admin.path, "gitdir")).decode(errors="replace").strip()
+                    back = Path(admin.path, gitdir).parent  # relative to the admin dir (git 2.48's relative paths)
+                    if os.path.realpath(admin.path) not in mine and _names(back, admin.path):
+                        holders.append(back)
     except OSError:
         return None
     return holders
+
+
+def _names(holder: Path, admin: str) -> bool:
+    """Does `holder`'s .git file name `admin`? An admin dir is its worktree's worker's to write, in the sandbox
+    too: its gitdir can name any checkout (yours), whose .git does not name it back and holds nothing of it."""
+    try:
+        named = small(holder / ".git").decode(errors="replace").strip().removeprefix("gitdir: ")
+    except (OSError, NotRegular):
+        return False
+    return (holder / named).resolve() == Path(admin).resolve()
 
 
 def ref_files(repo: str | Path, skip: tuple[str, ...] = ()) -> dict[str, str] | None:

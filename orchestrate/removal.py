@@ -10,6 +10,7 @@ folder its owner may not write (a worker's `chmod 0500`) is made writable first:
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 from pathlib import Path
@@ -18,6 +19,7 @@ _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CL
 # Folders open at once while a tree is removed (a descriptor each). A folder deeper than this is moved up to the
 # top of the tree being removed (a rename, by descriptors) and removed from there: any depth, few descriptors.
 MAX_DEPTH = 256
+_count = itertools.count()
 
 
 def remove(path: Path) -> None:
@@ -46,6 +48,17 @@ def remove_below(root: Path, rel: str) -> None:
             _remove_at(fd, name)
         finally:
             os.close(fd)
+
+
+def set_aside(path: Path, into: Path) -> None:
+    """Move what could not be removed out of the way, into `into` (same file system) as `trash-…`: it must not
+    hold a place orchestrate writes next (a worktree's). `set_aside_in` lists it, to be removed again later."""
+    os.rename(path, into / f"trash-{path.name}-{os.getpid()}-{next(_count)}")
+
+
+def set_aside_in(into: Path) -> list[Path]:
+    """What `set_aside` moved into `into`: folders only (a link named so is a worker's, and goes with its folder)."""
+    return sorted(p for p in into.glob("trash-*") if p.is_dir() and not p.is_symlink())
 
 
 def empty_below(root: Path, rel: str) -> None:

@@ -61,3 +61,24 @@ nodes:
   - {id: D3, title: "file b", depends_on: [D1], file_surface: ["demo/b.txt"], discipline: core, mitigates: []}
   - {id: D4, title: "file a, serialized", depends_on: [D1], file_surface: ["demo/a.txt"], discipline: core, serialize: true, mitigates: []}
 """
+
+
+def as_nobody(script: str) -> subprocess.CompletedProcess:
+    """`script` run by /usr/bin/python3 as an ordinary user (permissions bind it: they do not bind root), with a
+    folder of its own (argv[1]) and this checkout's orchestrate importable (argv[2]); skips without setpriv."""
+    import os
+    import shutil
+    import tempfile
+    import pytest
+    import orchestrate
+    if os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"):
+        pytest.skip("needs root to run a part as an ordinary user (setpriv) with /usr/bin/python3")
+    top = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        os.chmod(top, 0o777)
+        return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+                               "-c", script, str(top), str(Path(orchestrate.__file__).parent.parent)],
+                              capture_output=True, text=True, timeout=60, env={"PATH": os.environ["PATH"],
+                                                                             "HOME": str(top)})
+    finally:
+        subprocess.run(["rm", "-rf", str(top)], check=False)

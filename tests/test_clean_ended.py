@@ -64,3 +64,15 @@ def test_an_accepted_or_abandoned_campaign_is_cleaned(closed, orch, end):
     assert _cleans(closed, orch) == ["fin"]
     assert orch("clean", "--topic", "fin", cwd=closed).rc == 0
     assert _branches(closed) == []
+
+
+def test_clean_removes_the_spares_the_pool_moved_aside(closed, orch):
+    """A spare the pool could not remove when it was to be re-based is moved aside (workers/pool.py `take`),
+    no longer a worktree git lists: clean removes it with the campaign's worktrees."""
+    trash = closed / ".scratch" / "worktrees" / "fin" / ".pool" / "trash-spare-a-1-0"
+    (trash / "deep").mkdir(parents=True)
+    (trash / "deep" / "left.txt").write_text("x\n")
+    assert orch("decide", "final-acceptance", "accept", "--note", "ok", cwd=closed).rc == 0
+    done = orch("clean", "--topic", "fin", cwd=closed)
+    assert done.rc == 0 and f"removed worktree {trash}" in done.out, done.out
+    assert not trash.exists()

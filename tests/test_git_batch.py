@@ -7,6 +7,7 @@ import shutil
 import threading
 
 import pytest
+from pathlib import Path
 
 from orchestrate import git, git_batch, git_files, proc
 from orchestrate.recorder.journal import Recorder
@@ -196,6 +197,23 @@ def test_a_worktree_s_head_and_who_holds_a_branch_are_read_as_git_reports_them(r
     assert [p.resolve() for p in git_files.checked_out(repo, "refs/heads/node/t/A")] == [wt.resolve()]
     listed = [b for b in repo.git("worktree", "list", "--porcelain").split("\n\n") if "branch refs/heads/node/t/A" in b]
     assert len(listed) == 1
+
+
+def test_a_holder_counts_by_its_link_back_and_relative_links_are_read_as_git_writes_them(repo, tmp_path):
+    """rv25: git 2.48 can write a worktree's two links relative (`worktree.useRelativePaths`): the admin dir's
+    gitdir relative to the admin dir, the `.git` file relative to the worktree. Such a worktree of yours on the
+    campaign branch was missed (orchestrate would have moved the branch under it). An admin dir that names a
+    checkout whose .git does not name it back, or one orchestrate made (`mine`), holds nothing."""
+    import os
+    wt = tmp_path / "yours"
+    repo.git("worktree", "add", "-q", "-b", "feature", str(wt))
+    admin = Path(repo.git("-C", str(wt), "rev-parse", "--absolute-git-dir"))
+    (admin / "gitdir").write_text(os.path.relpath(wt / ".git", admin) + "\n")
+    (wt / ".git").write_text("gitdir: " + os.path.relpath(admin, wt) + "\n")
+    assert [p.resolve() for p in git_files.checked_out(repo, "refs/heads/feature")] == [wt.resolve()]
+    assert git_files.checked_out(repo, "refs/heads/feature", {os.path.realpath(admin)}) == []
+    (admin / "gitdir").write_text(f"{repo}/.git\n")  # your main checkout, claimed: its .git is a folder
+    assert git_files.checked_out(repo, "refs/heads/feature") == []
 
 
 def test_the_ref_files_read_as_for_each_ref_lists_them(repo):

@@ -40,6 +40,16 @@ def test_a_config_edited_by_a_worker_is_put_back_and_never_committed(tmp_path, o
     assert "a.txt" not in campaign_tree(repo)
 
 
+def test_the_campaigns_plan_swapped_for_a_link_to_the_same_text_is_not_taken_for_the_engines(tmp_path, orch):
+    """rv25: a copy of the campaign's DAG that hashes to what the engine recorded is the engine's own amendment,
+    and was learnt as such even as a link to a file of the worker's (which it could then rewrite at will)."""
+    worker = (f'echo a > a.txt\nrun=$(dirname "$ORCH_RETURN")\ncp {TO_LEDGER}/state/hostile/dag.yaml" "$run/plan"\n'
+              f'ln -sf "$run/plan" {TO_LEDGER}/state/hostile/dag.yaml"\n')
+    repo, _, result = run(tmp_path, orch, worker, "none")
+    assert "A: changed what no worker may change: .ledger/state/hostile/dag.yaml was changed" in result.out + result.err
+    assert not (repo / ".ledger/state/hostile/dag.yaml").is_symlink()
+
+
 FOREIGN = [b'{"kind": "forged"}', b"garbage", b'{"id": 7, "kind": "node"}']
 
 

@@ -387,6 +387,26 @@ def test_an_admin_dir_whose_gitdir_a_worker_pointed_elsewhere_does_not_outlive_i
     assert "b.txt" in campaign_tree(repo), result.out + result.err
 
 
+@pytest.mark.parametrize("claim", ["checkout", "decoy"])
+def test_an_admin_dir_a_worker_pointed_elsewhere_does_not_halt_the_merges_of_others(tmp_path, orch, mode, claim):
+    """A worker (in the sandbox too) points its admin dir's gitdir at your checkout, HEAD on campaign/<topic>: git
+    then lists your checkout as holding the campaign branch, and every merge while it ran halted, naming your
+    checkout. rv25: or at a `.git` file it made in $HOME (writable in the sandbox) naming that admin dir back.
+    The admin dir of a worktree orchestrate made holds nothing, whatever it names. A waits for B's merge."""
+    points = 'echo "$root/.git" > "$admin/gitdir"' if claim == "checkout" else \
+        'mkdir -p "$HOME/decoy"; echo "gitdir: $admin" > "$HOME/decoy/.git"; echo "$HOME/decoy/.git" > "$admin/gitdir"'
+    worker = ('if [ "$ORCH_NODE" = A ]; then\n  admin=$(sed "s/^gitdir: //" .git); root=$(cd ../../../.. && pwd)\n'
+              f'  {points}\n'
+              '  echo "ref: refs/heads/campaign/hostile" > "$admin/HEAD"\n'
+              '  i=0; until git -C "$root" cat-file -e campaign/hostile:b.txt 2>/dev/null || [ $i -gt 300 ]; do\n'
+              '    sleep 0.1; i=$((i+1)); done\n  exit 0\nfi\necho b > b.txt\n')
+    text = dag(mode).replace("    evaluators: []\n", "").replace(f"sandbox: {mode}}}", f"sandbox: {mode}, unsandboxed: parallel}}") \
+        + "  - {id: B, file_surface: [b.txt], discipline: sh}\n"
+    repo = campaign_repo(tmp_path, text, "#!/bin/sh\n" + worker)
+    result = orch("run", "--jobs", "2", cwd=repo)
+    assert "b.txt" in campaign_tree(repo) and "is checked out in" not in result.err, result.out + result.err
+
+
 def test_the_mode_a_worker_gave_its_worktree_is_not_the_next_node_s(tmp_path, orch, mode):
     """rv24: A's `chmod 000` of its worktree's folder was re-based into B's (in the sandbox B could not even
     start there, and the attempt was B's to lose)."""

@@ -464,10 +464,16 @@ def test_a_spare_that_cannot_be_removed_is_moved_aside_not_left_where_the_next_c
     repo, home = _pooled(tmp_path, monkeypatch)
     assert pool.keep(repo, home / "N1", home)
     monkeypatch.setattr(pool, "rebase", lambda *args, **kw: False)
+    remove = git_files.removal.remove
     monkeypatch.setattr(git_files.removal, "remove", lambda path: (_ for _ in ()).throw(OSError("cannot")))
     assert not pool.take(repo, home / "N2", home, git.rev_parse(repo, "HEAD"), "node/t/N2")
     assert not (home / "N2").exists()
     git.worktree_add(repo, home / "N2", "node/t/N2", "HEAD")
+    from orchestrate import removal
+    assert [t.name.startswith("trash-N2-") for t in removal.set_aside_in(home / ".pool")] == [True]
+    monkeypatch.setattr(git_files.removal, "remove", remove)  # at resume it can be removed: it is, not left
+    pool.drop_left(repo, home)
+    assert removal.set_aside_in(home / ".pool") == [] and (home / "N2").is_dir()
 
 
 def test_tracked_folders_derived_from_the_diff_follow_a_folder_that_became_a_link_and_names_not_utf8(tmp_path,
@@ -492,3 +498,20 @@ def test_tracked_folders_derived_from_the_diff_follow_a_folder_that_became_a_lin
     assert pool.rebase(tree, later, None)
     assert not (tree / odd / ".git").exists()
     assert pool.rebase(tree, repo.commit("one more", {"c.txt": "z\n"}), None)
+
+
+def test_removing_a_worktree_a_link_took_the_place_of_leaves_the_worktree_it_names(tmp_path):
+    """rv25 asked: a folder set aside (or a worktree) whose place a worker without the sandbox gave to a link to
+    one of your worktrees. The link goes, before the admin dirs naming the place are looked for: yours stays."""
+    import os
+    from orchestrate import git_files
+    from tests.helpers import make_repo
+    repo = make_repo(tmp_path / "repo", {"f.txt": "x\n"})
+    yours = tmp_path / "yours"
+    repo.git("worktree", "add", "-q", "-b", "feature", str(yours))
+    admin = Path(repo.git("-C", str(yours), "rev-parse", "--absolute-git-dir"))
+    (tmp_path / "pool").mkdir()
+    link = tmp_path / "pool" / "trash-N1-1-0"
+    os.symlink(yours, link)
+    git_files.remove_worktree(repo / ".git", link)
+    assert not os.path.lexists(link) and (admin / "HEAD").is_file() and (yours / "f.txt").is_file()

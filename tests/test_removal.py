@@ -7,6 +7,7 @@ import os
 import pytest
 
 from orchestrate import removal
+from tests.helpers import as_nobody
 
 
 def _chain(top, depth: int) -> None:
@@ -59,6 +60,7 @@ import os, sys
 sys.path.insert(0, sys.argv[2])
 from pathlib import Path
 from orchestrate import removal
+from tests.helpers import as_nobody
 top = Path(sys.argv[1])
 for folder in ("tree/ro/deeper", "tree/none"):
     (top / folder).mkdir(parents=True)
@@ -75,33 +77,14 @@ print(sorted(os.listdir(top)))
 def test_folders_a_worker_made_read_only_are_removed_as_an_ordinary_user(tmp_path):
     """As root nothing is read-only; as the user orchestrate runs as, a folder a worker left `chmod 0500` (or a
     tool's read-only cache) would keep its files, and the worktree, from being removed."""
-    done = _as_nobody(_AS_NOBODY)
+    done = as_nobody(_AS_NOBODY)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
-
-
-def _as_nobody(script: str):
-    """`script` run by /usr/bin/python3 as an ordinary user, with a folder of its own (argv[1]) and this
-    checkout's orchestrate (argv[2])."""
-    import shutil
-    import subprocess
-    import tempfile
-    from pathlib import Path
-    if os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"):
-        pytest.skip("needs root to run a part as an ordinary user (setpriv) with /usr/bin/python3")
-    top = Path(tempfile.mkdtemp(dir="/tmp"))
-    try:
-        os.chmod(top, 0o777)
-        return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
-                               "-c", script, str(top), str(Path(removal.__file__).parent.parent)],
-                              capture_output=True, text=True, timeout=60)
-    finally:
-        subprocess.run(["rm", "-rf", str(top)], check=False)
 
 
 def test_a_worktree_a_worker_made_unreadable_is_not_linked_and_raises_nothing():
     """rv24: a worker's `chmod 000 "$ORCH_WORKTREE"` crashed `run` and `resume` (PermissionError, exit 70):
     git_files.linked read its `.git` file unguarded."""
-    done = _as_nobody("""
+    done = as_nobody("""
 import os, sys
 sys.path.insert(0, sys.argv[2])
 from pathlib import Path

@@ -66,7 +66,8 @@ def _rewatch(ctx, path) -> None:
         return
     for known in list(watched):
         if Path(known).resolve() == Path(path).resolve():
-            watched[known] = Path(path).read_bytes()
+            from orchestrate.workers import fingerprint
+            watched[known] = fingerprint.read_watched(Path(path))
 
 
 def remaining_layers(dag, past: list[list[str]]) -> list[list[str]]:

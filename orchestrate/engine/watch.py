@@ -54,7 +54,7 @@ def _pinned(ctx: Context) -> dict:
     if ctx.watch is None or not (live := _live(ctx)):
         return {}
     _adopt_amendments(ctx, live)
-    return ctx.watch.recorder
+    return {path: fingerprint.content(record) for path, record in ctx.watch.recorder.items()}
 
 
 def _adopt_amendments(ctx: Context, suspects: list[str]) -> None:
@@ -68,18 +68,17 @@ def _adopt_amendments(ctx: Context, suspects: list[str]) -> None:
     for dag in [*dags, ctx.layout.default_dag] if person else dags:
         if dag not in ctx.watch.recorder:
             continue
-        try:
-            now = dag.read_bytes()
-        except OSError:
+        before, now = ctx.watch.recorder[dag], fingerprint.read_watched(dag)
+        if now == before or now is None or now[:1] != b"f":  # a link, or what cannot be read: never adopted (rv25)
             continue
-        if now == ctx.watch.recorder[dag]:
-            continue
+        text = fingerprint.content(now)
         if person:
             kept = "kept for the dag-amendment seam" if dag in dags else "kept (it is not this campaign's plan)"
             ctx.out.always(f"{fingerprint.shown(dag)} was edited while only workers in the sandbox ran ({', '.join(suspects)}; "
                            f"they cannot write it): {kept}")
             ctx.watch.recorder[dag] = now
-        elif ctx.campaign.dag_hash and hashlib.sha256(now).hexdigest() == ctx.campaign.dag_hash:
+        elif ctx.campaign.dag_hash and hashlib.sha256(text).hexdigest() == ctx.campaign.dag_hash and \
+                (before is None or before.partition(b"\0")[0] == now.partition(b"\0")[0]):  # the engine keeps the mode
             ctx.watch.recorder[dag] = now
     if person and ctx.layout.config in ctx.watch.recorder:
         _persons_settings(ctx, suspects)
@@ -207,7 +206,8 @@ def _recorder_files(ctx: Context) -> list[Path]:
     files = [ctx.layout.config, ctx.layout.default_dag]
     if ctx.campaign.dag_path:
         dag = Path(ctx.campaign.dag_path)
-        if ctx.layout.ledger.resolve() in dag.resolve().parents and dag.resolve() != ctx.layout.default_dag.resolve():
+        at, default = (path.parent.resolve() / path.name for path in (dag, ctx.layout.default_dag))  # not where a
+        if ctx.layout.ledger.resolve() in at.parents and at != default:  # link a worker put there leads: the place
             files.append(dag)
     return files
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrate import git, git_files
+from orchestrate import git, git_files, removal
 from orchestrate.errors import UsageError
 from orchestrate.recorder import topics
 from orchestrate.recorder.paths import Layout
@@ -79,6 +79,8 @@ def plan(layout: Layout, names: list[str]) -> Plan:
                 busy.add(entry.get("branch", "").removeprefix("refs/heads/"))
             else:
                 p.worktrees.append(path)
+        # spares the pool could not remove (workers/pool.py), set aside in its folder: no worktree git lists
+        p.worktrees += [str(path) for path in removal.set_aside_in(layout.worktrees(t) / ".pool")]
         campaign = git.rev_parse(root, f"refs/heads/campaign/{t}")
         for ref, sha in sorted(git.refs(root, f"refs/heads/node/{t}/").items()):
             branch = ref.removeprefix("refs/heads/")
@@ -96,7 +98,10 @@ def apply(layout: Layout, p: Plan) -> list[str]:
     done = []
     for path in p.worktrees:
         git.worktree_remove(layout.root, path)
-        done.append(f"removed worktree {path}")
+        if os.path.lexists(path):  # nested past what can be removed, or what its owner may not write
+            p.kept[path] = "could not be removed: look, then remove it by hand"
+        else:
+            done.append(f"removed worktree {path}")
     git.worktree_prune(layout.root)
     for branch, sha in p.branches.items():
         if git.delete_branch(layout.root, branch, sha):

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from orchestrate import git, proc
+from orchestrate.workers import watched
+from orchestrate.workers.watched import content
 
 # read whole, restored whole; alternates: objects a worker keeps elsewhere would be read as the repository's
 _WATCHED_FILES = ("config", "config.worktree", "packed-refs.orig", "objects/info/alternates")
@@ -77,8 +79,8 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
         _look(fp, root)
     else:  # no look needed now; one is, once anything starts outside the sandbox
         fp.mark = proc.unconfined()
-    fp.recorder = {path: _read(path) for path in recorder_files}
-    fp.home = {path: _read(path) for path in home_git_files()}
+    fp.recorder = {path: watched.read(path) for path in recorder_files}
+    fp.home = {path: watched.read(path) for path in home_git_files()}
     fp.folders = _folders(fp.home)
     if recorder_git is not None:
         fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git)
@@ -100,15 +102,24 @@ def _look(fp: Fingerprint, root: Path) -> None:
 
 def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[str]]:
     """(changes to the git dir, changes to the user's checkout), each a list of sentences."""
-    found = _changed(before.files, after.files, lambda name: f".git/{name}")
-    found += _changed(before.recorder_git_files, after.recorder_git_files, lambda name: f".ledger/.git/{name}")
+    found = _files_changed(before.files, after.files, ".git")
+    found += _files_changed(before.recorder_git_files, after.recorder_git_files, ".ledger/.git")
     for name in sorted(set(before.refs) | set(after.refs)):
         old, new = before.refs.get(name), after.refs.get(name)
         if old != new:
             found.append(f"ref {name} " + ("was created" if old is None else "was deleted" if new is None
                                            else f"moved {old[:12]} -> {new[:12]}"))
-    found += _changed(before.recorder, after.recorder, shown) + _changed(before.home, after.home, shown)
-    found += _changed(before.folders, after.folders, lambda folder: f"the folder {shown(folder)}")
+    moved = {f for f in set(before.folders) | set(after.folders) if before.folders.get(f) != after.folders.get(f)}
+    # a file a changed folder keeps out of reach is said with that folder, not on its own
+    home = [path for path in set(before.home) | set(after.home)
+            if after.home.get(path) != b"u" or moved.isdisjoint(path.parents)]
+    found += _changed(before.recorder, after.recorder, shown) + \
+        _changed({p: before.home.get(p) for p in home}, {p: after.home.get(p) for p in home}, shown)
+    for folder in sorted(moved, key=str):
+        old, new = before.folders.get(folder), after.folders.get(folder)
+        found.append(f"the folder {shown(folder)} " + (
+            f"was made unusable (mode {new[5:]})" if new and new.startswith("mode:") else
+            "was created" if old is None else "was deleted" if new is None else "was changed"))
     checkout = [f"the checkout's {k} changed" for k in sorted(before.checkout)
                 if after.checkout and before.checkout[k] != after.checkout.get(k)]
     return found, checkout
@@ -116,7 +127,7 @@ def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[st
 
 def recorder_changes(before: Fingerprint) -> list[str]:
     """What changed among the recorder files since `before` (cheap: a few small files)."""
-    now = Fingerprint(before.common, recorder={path: _read(path) for path in before.recorder})
+    now = Fingerprint(before.common, recorder={path: watched.read(path) for path in before.recorder})
     return compare(Fingerprint(before.common, recorder=before.recorder), now)[0]
 
 
@@ -131,31 +142,57 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     return put_back
 
 
+def _files_changed(before: dict[str, bytes | None], after: dict[str, bytes | None], shown: str) -> list[str]:
+    """A git dir's changes; a watched folder that changed is said once, not each file it no longer lists."""
+    folders = tuple(name for name in before if name.endswith("/") and before[name] != after.get(name))
+    return _changed({n: r for n, r in before.items() if not n.startswith(folders) or n in folders},
+                    {n: r for n, r in after.items() if not n.startswith(folders) or n in folders},
+                    lambda name: f"{shown}/{name}")
+
+
 def _changed(before: dict, after: dict, shown: Callable[[Any], str]) -> list[str]:
     """A sentence for each file (a name, or a path) whose content differs, as the user knows its place."""
     found = []
     for name in sorted(set(before) | set(after), key=str):
         old, new = before.get(name), after.get(name)
         if old != new:
-            what = "created" if old is None else "deleted" if new is None else "changed"
-            found.append(f"{shown(name)} was {what}")
+            what = "was created" if old is None else "was deleted" if new is None else "was changed"
+            if old and new and old[:1] == new[:1] in (b"f", b"d") and content(old) == content(new):
+                what = f"changed mode {watched.mode(old)} -> {watched.mode(new)}"
+            found.append(f"{shown(name)} {what}")
     return found
 
 
 def _put_back(base: Path, before: dict[str, bytes | None], shown: str) -> list[str]:
-    now, put_back = take_files(base), []
+    """The watched folders first (a folder put back as a folder is listed again), then the files in them."""
+    put_back = []
+    for name in _WATCHED_DIRS:
+        old = before.get(name + "/")
+        if watched.folder_record(base / name) != old:
+            try:
+                watched.put_folder(base / name, old)
+                put_back.append(f"{shown}/{name}/")
+            except OSError as exc:
+                put_back.append(f"{shown}/{name}/ (not put back: {exc.strerror})")
+    now = take_files(base)
     for name in sorted(set(before) | set(now)):
         old = before.get(name)
-        if now.get(name) == old:
-            continue
-        path = base / name
+        if now.get(name) != old and not name.endswith("/"):
+            put_back.append(f"{shown}/{name}" + _put_or_say(base / name, old))
+    return put_back
+
+
+def _put_or_say(path: Path, old: bytes | None) -> str:
+    """Put `path` back as `old`; what could not be, said after its name (the rest is still put back)."""
+    try:
         if old is None:
             path.unlink(missing_ok=True)
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _put(path, old)
-        put_back.append(f"{shown}/{name}")
-    return put_back
+            path.parent.mkdir(parents=True, exist_ok=True)  # a folder removed (its links were put back first)
+            return watched.put(path, old)
+    except OSError as exc:
+        return f" (not put back: {exc.strerror})"
+    return ""
 
 
 def _folders(paths) -> dict[Path, str | None]:
@@ -170,11 +207,19 @@ def _folders(paths) -> dict[Path, str | None]:
 
 
 def _folder(folder: Path) -> str | None:
-    """A link (`link:` its target), or not: a folder made where there was none (a tool's first `~/.config`)
-    is no change; the files watched in it are."""
-    if folder.is_symlink():
-        return "link:" + str(folder.readlink())
-    return "other" if folder.exists() and not folder.is_dir() else None
+    """A link (`link:` its target); a folder its owner cannot use (`mode:` its mode: a worker's `chmod 0 ~/.config`
+    switches off your global git config, silently); or not: a folder made where there was none (a tool's first
+    `~/.config`) is no change, the files watched in it are. One that cannot be reached is taken as a folder: git
+    cannot reach the files in it either, and their records say so."""
+    try:
+        st = folder.lstat()
+    except OSError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return "link:" + os.readlink(folder)
+    if not stat.S_ISDIR(st.st_mode):
+        return "other"
+    return None if st.st_mode & 0o700 == 0o700 else f"mode:{stat.S_IMODE(st.st_mode):o}"
 
 
 def _restore_folders(before: dict[Path, str | None]) -> list[str]:
@@ -184,15 +229,19 @@ def _restore_folders(before: dict[Path, str | None]) -> list[str]:
     put_back = []
     for folder in sorted(before, key=lambda f: len(f.parts)):
         old = before[folder]
-        if _folder(folder) == old:
-            continue
-        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-            folder.unlink()
-        if old is None:  # it was a folder, or nothing: a folder it is (the files in it are put back next)
-            folder.mkdir(parents=True, exist_ok=True)
-        elif old.startswith("link:"):
-            folder.symlink_to(old.removeprefix("link:"))
-        put_back.append(f"the folder {shown(folder)}")
+        try:
+            if _folder(folder) == old:
+                continue
+            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+                folder.unlink()
+            if old is None or old.startswith("mode:"):  # a folder it is (the files in it are put back next)
+                folder.mkdir(parents=True, exist_ok=True)
+                os.chmod(folder, int(old[5:], 8) if old else stat.S_IMODE(folder.lstat().st_mode) | 0o700)
+            elif old.startswith("link:"):
+                folder.symlink_to(old.removeprefix("link:"))
+            put_back.append(f"the folder {shown(folder)}")
+        except OSError as exc:
+            put_back.append(f"the folder {shown(folder)} (not put back: {exc.strerror})")
     return put_back
 
 
@@ -207,82 +256,36 @@ def restore_file(path: Path, before: bytes | None, keep: Path | None) -> list[st
 
 def read_watched(path: Path) -> bytes | None:
     """A watched file's bytes as a fingerprint holds them (None: there is none)."""
-    return _read(path)
+    return watched.read(path)
 
 
 def _restore_paths(files: dict[Path, bytes | None], keep: Path | None) -> list[str]:
     put_back = []
     for path, old in files.items():
-        new = _read(path)
+        new = watched.read(path)
         if new == old:
             continue
-        if new is not None and keep is not None:
+        kept = content(new) if keep is not None else None
+        if kept is not None:
             keep.mkdir(parents=True, exist_ok=True)
-            (keep / path.name).write_bytes(new)
-        if old is None:
-            path.unlink(missing_ok=True)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)  # a folder removed (its links were put back first)
-            _put(path, old)
-        put_back.append(shown(path) + (f" (the edited version is kept at {keep / path.name})"
-                                        if new is not None and keep is not None else ""))
+            (keep / path.name).write_bytes(kept)
+        put_back.append(shown(path) + _put_or_say(path, old) +
+                        (f" (the edited version is kept at {keep / path.name})" if kept is not None else ""))
     return put_back
 
 
 def take_files(common: Path) -> dict[str, bytes | None]:
-    files = {name: _read(common / name) for name in _WATCHED_FILES}
+    """The watched files of a git dir, and each watched folder itself as `hooks/` (its record: a folder a worker
+    swapped for a link is not listed through it, nor anything written through it when put back)."""
+    files = {name: watched.read(common / name) for name in _WATCHED_FILES}
     for folder in _WATCHED_DIRS:
         base = common / folder
-        if base.is_dir():
+        files[folder + "/"] = record = watched.folder_record(base)
+        if record is not None and record[:1] in b"dl":  # through a link of yours; one a worker made is put back first
             for path in sorted(p for p in base.rglob("*") if p.is_file() or p.is_symlink()):
                 if (name := str(path.relative_to(common))) not in _DERIVED:
-                    files[name] = _read(path)
+                    files[name] = watched.read(path)
     return files
-
-
-_LINK = b"symlink:"  # a link's record: its target, NUL, the file it leads to, NUL, `+` and that file's bytes, or `-`
-
-
-def _read(path: Path) -> bytes | None:
-    """A watched file's content; for a link (a dotfiles checkout's `~/.gitconfig`, a hook linked from the
-    project), its target and the content of the file it leads to, which git reads and a worker writes through
-    it; None for anything else, or nothing. Read without waiting on a FIFO a worker may have planted in the git
-    dir (git_files.small)."""
-    from orchestrate import git_files
-    try:
-        if not path.is_symlink():
-            return git_files.small(path, None)
-        real = os.path.realpath(path)
-        try:
-            content = b"+" + git_files.small(real, None)
-        except (OSError, git_files.NotRegular):  # a dangling link, or one to anything but a file
-            content = b"-"
-        return _LINK + os.fsencode(os.readlink(path)) + b"\0" + os.fsencode(real) + b"\0" + content
-    except (FileNotFoundError, git_files.NotRegular):
-        return None
-
-
-def _put(path: Path, old: bytes) -> None:
-    """`path` as `_read` read it: a file of those bytes, or the link again, and the file it led to with its
-    bytes. Whatever is at either place now (a link planted there, a file) is replaced, never written through.
-    A file edited in place keeps its mode (a hook stays executable)."""
-    try:
-        st = os.lstat(path)
-        mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
-    except FileNotFoundError:
-        mode = None
-    path.unlink(missing_ok=True)
-    if not old.startswith(_LINK):
-        path.write_bytes(old)
-        if mode is not None:
-            path.chmod(mode)
-        return
-    target, real, content = old[len(_LINK):].split(b"\0", 2)
-    path.symlink_to(os.fsdecode(target))
-    if content.startswith(b"+") and _read(Path(os.fsdecode(real))) != content[1:]:
-        led = Path(os.fsdecode(real))
-        led.unlink(missing_ok=True)
-        led.write_bytes(content[1:])
 
 
 def _checkout(root: Path) -> dict[str, str]:

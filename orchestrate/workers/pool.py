@@ -79,6 +79,11 @@ def record(path: Path, worktrees: Path) -> None:
     _peak = max(_peak, len(_made))
 
 
+def admins() -> set[str]:
+    """The real paths of the admin dirs of the worktrees this process made, recorded before any worker ran."""
+    return {os.path.realpath(made.admin) for made in _made.values()}
+
+
 def keep(root: Path, path: Path, worktrees: Path) -> bool:
     """Move a finished worktree into the pool instead of removing it; False when it must be removed."""
     made = _made.pop(str(path), None)
@@ -113,7 +118,7 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
                 return True
             discard(root, path)
             if os.path.lexists(path):  # what could not be removed must not hold the place the caller checks out
-                os.rename(path, folder(worktrees) / f"trash-{path.name}-{os.getpid()}-{len(_made)}")
+                removal.set_aside(path, folder(worktrees))
                 git.git(root, "worktree", "prune", check=False)  # its admin dir names the place it left
         else:
             discard(root, spare)
@@ -166,8 +171,7 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> 
 def forget(path: Path) -> None:
     """A worktree (or spare) that was removed: drop its record and its index copy; the pool folder goes
     with its last spare."""
-    made = _made.pop(str(path), None) or _spares.pop(str(path), None)
-    if made is not None:
+    if (made := _made.pop(str(path), None) or _spares.pop(str(path), None)) is not None:
         made.snapshot.unlink(missing_ok=True)
         try:  # its admin dir left behind: a worker rewrote its gitdir to name a file that is there (git keeps
             # such an admin dir, and with it the branch its HEAD names, campaign/<topic> even: rv24)
@@ -184,17 +188,16 @@ def forget(path: Path) -> None:
 
 
 def discard(root: Path, path: Path) -> None:
-    """Remove a worktree git may no longer recognise as one (its .git file rewritten): git.worktree_remove
-    removes the folder in any case, by descriptors, and an admin dir a worker without the sandbox swapped for
-    a link as a link (git removes an admin dir by listing it, and would empty the folder it names)."""
+    """Remove a worktree git may no longer recognise as one (its .git file rewritten), by descriptors, and an
+    admin dir a worker swapped for a link as a link (git would empty the folder it names): git.worktree_remove."""
     git.worktree_remove(root, path)
 
 
 def drop_left(root: Path, worktrees: Path) -> None:
     """Remove the spares an earlier runner left (resume): nothing about them is known here (`take` would
     discard them), and one a runner killed mid-`keep` moved into the pool without letting go of its branch
-    would keep that branch from being checked out again."""
-    for spare in _spares_in(folder(worktrees)):
+    would keep that branch from being checked out again; and what `take` set aside, once more."""
+    for spare in _spares_in(folder(worktrees)) + removal.set_aside_in(folder(worktrees)):
         _spares.pop(str(spare), None)
         discard(root, spare)
 

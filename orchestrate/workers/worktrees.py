@@ -123,7 +123,7 @@ def free_branch(ctx) -> None:
     ref = f"refs/heads/{ctx.campaign.branch}"
     ours = ctx.layout.integration(ctx.topic).resolve()
     scratch = ctx.layout.scratch.resolve()
-    holders = git_files.checked_out(ctx.root, ref)  # read from the HEAD files; git is asked where they are odd
+    holders = git_files.checked_out(ctx.root, ref, pool.admins())  # from the HEAD files; git is asked where odd
     found = git.worktrees(ctx.root) if holders is None else [{"branch": ref, "worktree": str(p)} for p in holders]
     for entry in found:
         if entry.get("branch") != ref:

@@ -1,0 +1,182 @@
+"""A watched path read as a record, compared as bytes with the next record of it and put back from it.
+
+Each kind of record has its own first byte, so no file's bytes can pass for a link's record or another's:
+  f<mode>\0<bytes>                  a file (its mode too: a hook git finds not executable is skipped, silently)
+  u<mode>\0                         a file that cannot be read (git passes over it, as this does): what it holds
+                                    matters to git only once its mode lets it be read
+  u<mode>\0<inode>:<size>:<mtime>   a file too big to hold (a worker's sparse one; git would not read it either)
+  u                                 a path that cannot be reached (a folder on the way that cannot be searched, a
+                                    loop of links, a name too long)
+  l<target>\0<real>\0<record>       a link (a dotfiles checkout's ~/.gitconfig, a hook linked from the project):
+                                    where it leads, and the record of the file there, which git reads and a worker
+                                    writes through it (empty: none)
+  None                              nothing there, or anything else (git reads no folder, FIFO or socket as a file)
+A watched folder's record is d<mode>, l<target>, o (anything else) or None.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from orchestrate.git_config import MOST  # a bigger watched file (a worker's sparse one) is held by its identity
+
+_WALK = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def read(path: Path | str) -> bytes | None:
+    """A watched path's record; a FIFO a worker planted in the git dir is not waited on (git_files.open_regular)."""
+    st = _lstat(path)
+    if not isinstance(st, os.stat_result):
+        return st
+    if not stat.S_ISLNK(st.st_mode):
+        return read_file(path)
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return b"u"
+    real = os.path.realpath(path)
+    return b"l" + os.fsencode(target) + b"\0" + os.fsencode(real) + b"\0" + (read_file(real) or b"")
+
+
+def _lstat(path: Path | str) -> os.stat_result | bytes | None:
+    """The path's own stat; None for nothing there, `u` for what cannot be reached."""
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return b"u"
+
+
+def read_file(path: Path | str) -> bytes | None:
+    from orchestrate import git_files
+    try:
+        fd, st = git_files.open_regular(path)
+    except (FileNotFoundError, NotADirectoryError, git_files.NotRegular):
+        return None
+    except OSError:  # its mode; a socket (ENXIO); a loop or a name too long on the way
+        st = _lstat(path)
+        if not isinstance(st, os.stat_result):
+            return st
+        return b"u%o\0" % stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(MOST + 1) if st.st_size <= MOST else b""
+    return _identity(st) if len(data) > MOST or st.st_size > MOST else b"f%o\0" % stat.S_IMODE(st.st_mode) + data
+
+
+def _identity(st: os.stat_result) -> bytes:
+    """A file too big to hold: its mode, and what tells a change of it without reading it."""
+    return b"u%o\0%d:%d:%d" % (stat.S_IMODE(st.st_mode), st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def content(record: bytes | None) -> bytes | None:
+    """The bytes git would read from a watched path of this record (through a link, the file it leads to)."""
+    if record is None or record[:1] == b"u":
+        return None
+    if record[:1] == b"l":
+        return content(record.split(b"\0", 2)[2] or None)
+    return record.partition(b"\0")[2]
+
+
+def mode(record: bytes) -> str:
+    """The mode a file's (or a folder's) record holds, in octal."""
+    return record[1:].partition(b"\0")[0].decode()
+
+
+def put(path: Path, old: bytes) -> str:
+    """`path` as its record `old` was read: a file of those bytes and that mode, or the link again and the file
+    it led to. Whatever is at `path` now (a link or a folder planted there, a file) is replaced, never written
+    through; the file a link leads to is reached one folder at a time, never through a link swapped in on the way
+    (OSError then), and never put in a folder's place. Returns what could not be put back, in words ("" for
+    nothing)."""
+    from orchestrate import removal
+    kind, rest = old[:1], old[1:]
+    if kind == b"u":
+        return _put_unread(path, rest)
+    removal.remove(path)
+    if kind == b"f":
+        bits, _, data = rest.partition(b"\0")
+        fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:  # made anew, not opened: a link a worker still running puts at the name meanwhile is not written through
+            _create_at(fd, path.name, data, int(bits, 8))
+        finally:
+            os.close(fd)
+        return ""
+    target, real, led = rest.split(b"\0", 2)
+    path.symlink_to(os.fsdecode(target))
+    if not led or read_file(os.fsdecode(real)) == led:
+        return ""
+    if led[:1] != b"f":
+        return " (the file it leads to could not be read when watched: only the link is put back)"
+    bits, _, data = led[1:].partition(b"\0")
+    _write_resolved(os.fsdecode(real), data, int(bits, 8))
+    return ""
+
+
+def _put_unread(path: Path, was: bytes) -> str:
+    """A file that could not be read when watched cannot be written back. Still a file, it gets its mode back
+    (whatever it holds now, git then cannot read it either); it is never removed: it may still be yours."""
+    from orchestrate import removal
+    bits, read, identity = was.partition(b"\0")
+    st = _lstat(path)
+    if not read:
+        return " (it could not be reached when watched: left as it is)"
+    if isinstance(st, os.stat_result) and stat.S_ISREG(st.st_mode):
+        os.chmod(path, int(bits, 8))
+        same = not identity or b"%d:%d:%d" % (st.st_ino, st.st_size, st.st_mtime_ns) == identity
+        return "" if same else " (its mode is put back; it was too big to hold when watched, so not compared)"
+    if isinstance(st, os.stat_result):  # a link or a folder in its place: a worker's
+        removal.remove(path)
+    return " (it could not be read when watched, so it cannot be put back)"
+
+
+def _write_resolved(real: str, data: bytes, bits: int) -> None:
+    """Write the file at `real`, a resolved path, reached from / one folder at a time without following a link."""
+    parts = Path(real).parts
+    fd = os.open(parts[0], _WALK)
+    try:
+        for name in parts[1:-1]:
+            inner = os.open(name, _WALK, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        try:
+            if stat.S_ISDIR(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
+                raise IsADirectoryError(21, "a folder is where the file was", real)
+            os.unlink(parts[-1], dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        _create_at(fd, parts[-1], data, bits)
+    finally:
+        os.close(fd)
+
+
+def _create_at(fd: int, name: str, data: bytes, bits: int) -> None:
+    out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd)
+    with os.fdopen(out, "wb") as fh:
+        fh.write(data)
+        os.fchmod(out, bits)
+
+
+def folder_record(path: Path) -> bytes | None:
+    """d<mode> for a folder (a worker's `chmod 0311 hooks` keeps git running what it planted there, unlisted),
+    l<target> for a link, o for anything else, None for nothing."""
+    st = _lstat(path)
+    if not isinstance(st, os.stat_result):
+        return st
+    if stat.S_ISDIR(st.st_mode):
+        return b"d%o" % stat.S_IMODE(st.st_mode)
+    return b"l" + os.fsencode(os.readlink(path)) if stat.S_ISLNK(st.st_mode) else b"o"
+
+
+def put_folder(path: Path, old: bytes | None) -> None:
+    """A watched folder as `old` recorded it; what is in it is put back next, file by file."""
+    from orchestrate import removal
+    if old is not None and old[:1] == b"d" and (folder_record(path) or b"")[:1] == b"d":
+        return path.chmod(int(old[1:], 8))
+    removal.remove(path)  # a link, or anything else, in a folder's place (or a folder where there was none)
+    if old is not None and old[:1] == b"d":
+        path.mkdir()
+        path.chmod(int(old[1:], 8))
+    elif old is not None and old[:1] == b"l":
+        path.symlink_to(os.fsdecode(old[1:]))
