@@ -144,14 +144,28 @@ def checked_out(repo: str | Path, ref: str, mine: set[str] = frozenset()) -> lis
         linked = common / "worktrees"
         with os.scandir(linked) if linked.is_dir() else contextlib.nullcontext(()) as admins:
             for admin in admins:  # where a worktree is is read only for one on `ref`: a campaign holds many
-                if small(os.path.join(admin.path, "HEAD")).decode(errors="replace").strip() == want:
-                    gitdir = small(os.path.join(admin.path, "gitdir")).decode(errors="replace").strip()
-                    back = Path(admin.path, gitdir).parent  # relative to the admin dir (git 2.48's relative paths)
-                    if os.path.realpath(admin.path) not in mine and _names(back, admin.path):
-                        holders.append(back)
+                if os.path.realpath(admin.path) not in mine and (back := _holder(admin.path, want, common)):
+                    holders.append(back)
     except OSError:
         return None
     return holders
+
+
+def _holder(admin: str, want: str, common: Path) -> Path | None:
+    """The worktree whose admin dir is `admin`, if its HEAD is `want` and it is one: its .git file names `admin`
+    back, and `admin` names this git dir as common (rv26: one naming a git dir of a worker's would have the
+    halt's hint run that git dir's hooks). None for anything a worker could have made of its admin dir: a HEAD
+    or gitdir that is a link or no file (git reads a link HEAD as a symbolic ref) is no holder."""
+    try:
+        if small(os.path.join(admin, "HEAD")).decode(errors="replace").strip() != want:
+            return None
+        gitdir = small(os.path.join(admin, "gitdir")).decode(errors="replace").strip()
+        shared = small(os.path.join(admin, "commondir")).decode(errors="replace").strip()
+    except (OSError, NotRegular):
+        return None
+    back = Path(admin, gitdir).parent  # relative to the admin dir (git 2.48's relative paths)
+    same = Path(admin, shared).resolve() == common.resolve()
+    return back if same and _names(back, admin) else None
 
 
 def _names(holder: Path, admin: str) -> bool:

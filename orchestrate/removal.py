@@ -10,7 +10,6 @@ folder its owner may not write (a worker's `chmod 0500`) is made writable first:
 from __future__ import annotations
 
 import errno
-import itertools
 import os
 import stat
 from pathlib import Path
@@ -19,7 +18,6 @@ _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CL
 # Folders open at once while a tree is removed (a descriptor each). A folder deeper than this is moved up to the
 # top of the tree being removed (a rename, by descriptors) and removed from there: any depth, few descriptors.
 MAX_DEPTH = 256
-_count = itertools.count()
 
 
 def remove(path: Path) -> None:
@@ -30,7 +28,7 @@ def remove(path: Path) -> None:
     except FileNotFoundError:
         return
     try:
-        _remove_at(fd, path.name)
+        remove_at(fd, path.name)
     except OSError as exc:  # named by the path asked for: what failed inside was named relative to its folder
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
     finally:
@@ -45,7 +43,7 @@ def remove_below(root: Path, rel: str) -> None:
     *folders, name = _parts(rel)
     if (fd := _open_folder(root, folders)) is not None:
         try:
-            _remove_at(fd, name)
+            remove_at(fd, name)
         finally:
             os.close(fd)
 
@@ -53,11 +51,13 @@ def remove_below(root: Path, rel: str) -> None:
 def set_aside(path: Path, into: Path) -> None:
     """Move what could not be removed out of the way, into `into` (same file system) as `trash-…`: it must not
     hold a place orchestrate writes next (a worktree's). `set_aside_in` lists it, to be removed again later."""
-    os.rename(path, into / f"trash-{path.name}-{os.getpid()}-{next(_count)}")
+    os.rename(path, into / f"trash-{path.name}-{os.urandom(6).hex()}")  # a name no worker can take first
 
 
 def set_aside_in(into: Path) -> list[Path]:
     """What `set_aside` moved into `into`: folders only (a link named so is a worker's, and goes with its folder)."""
+    if into.is_symlink():  # a worker's, leading to folders of yours
+        return []
     return sorted(p for p in into.glob("trash-*") if p.is_dir() and not p.is_symlink())
 
 
@@ -66,7 +66,7 @@ def empty_below(root: Path, rel: str) -> None:
     if (fd := _open_folder(root, _parts(rel))) is not None:
         try:
             for name in os.listdir(fd):
-                _remove_at(fd, name)
+                remove_at(fd, name)
         finally:
             os.close(fd)
 
@@ -105,7 +105,8 @@ def _plain(fd: int, name: str) -> bool:
         return False
 
 
-def _remove_at(fd: int, name: str) -> None:
+def remove_at(fd: int, name: str) -> None:
+    """Remove `name` in the folder `fd`: a file, a link (never what it names) or a folder with all it holds."""
     try:
         st = os.lstat(name, dir_fd=fd)
     except FileNotFoundError:

@@ -46,3 +46,35 @@ def test_keep_ignored_honours_gitignore_and_info_exclude_but_not_the_global_excl
     assert adds["B"].get("reused"), "B did not reuse A's working copy: this test would prove nothing"
     seen = repo.git("show", "campaign/pool:b.txt").splitlines()
     assert seen == (["build/cache.o", "excluded/cache.o", "end"] if keep else ["end"])
+
+
+def test_after_a_restart_a_worktree_s_admin_dir_still_holds_no_campaign_branch(tmp_path, monkeypatch):
+    """rv26: the admin dirs orchestrate made were known only to the process that made them. After a restart, a
+    landed node's worker that had pointed its admin dir at a `.git` of its own in $HOME (naming it back), HEAD on
+    campaign/<topic>, halted every merge of `resume`. The journal says which admin dir each worktree was made
+    with: learnt at resume, none of them holds the branch."""
+    from types import SimpleNamespace
+
+    from orchestrate.errors import Halted
+    from orchestrate.recorder.paths import Layout
+    from orchestrate.workers import worktrees
+    from tests.helpers import make_repo
+    repo = make_repo(tmp_path / "repo", {"f.txt": "x\n"})
+    repo.git("branch", "campaign/t")
+    path = repo / ".scratch" / "worktrees" / "t" / "A"
+    repo.git("worktree", "add", "-q", "--detach", str(path))
+    admin = Path(repo.git("-C", str(path), "rev-parse", "--absolute-git-dir"))
+    decoy = tmp_path / "home" / "decoy"
+    decoy.mkdir(parents=True)
+    (decoy / ".git").write_text(f"gitdir: {admin}\n")
+    (admin / "gitdir").write_text(f"{decoy}/.git\n")
+    (admin / "HEAD").write_text("ref: refs/heads/campaign/t\n")
+    ctx = SimpleNamespace(campaign=SimpleNamespace(branch="campaign/t"), topic="t", root=repo, layout=Layout(repo))
+    monkeypatch.setattr(worktrees, "_made_here", {})  # a new process
+    with pytest.raises(Halted):
+        worktrees.free_branch(ctx)
+    worktrees.learn([{"kind": "result", "context": {"effect": "worktree-add", "path": str(path), "admin": str(admin)}}])
+    worktrees.free_branch(ctx)
+    worktrees.learn([{"kind": "result", "context": {"effect": "worktree-remove", "path": str(path)}}])
+    with pytest.raises(Halted):  # once it is removed, an admin dir of that name is no longer known as ours
+        worktrees.free_branch(ctx)

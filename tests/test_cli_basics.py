@@ -78,6 +78,32 @@ def test_outside_a_repository_without_dag_exits_2(tmp_path, orch):
     assert result.rc == 2 and "not inside a git repository" in result.err
 
 
+def test_with_json_an_error_is_json_on_stdout_too(tmp_path, orch):
+    """A script reading `--json` output gets why there is nothing else, not an empty stdout; the one line on
+    stderr stays. Without --json, stdout stays empty."""
+    import json
+    for args in (("validate", "--json"), ("status", "--json"), ("layers", "--json", "--bogus")):
+        result = orch(*args, cwd=tmp_path)
+        said = json.loads(result.out)
+        assert result.rc == 2 and said["exit_code"] == 2 and result.err, args
+        assert "not inside a git repository" in said["error"] or "No such option" in said["error"], said
+    assert orch("validate", cwd=tmp_path).out == ""
+    done = subprocess.run([sys.executable, "-c", "import sys; from orchestrate.cli.entry import main; "
+                           "sys.argv[1:] = ['status', '--json']; sys.exit(main())"], cwd=tmp_path,
+                          capture_output=True, text=True)  # the console script's quick `status`, without click
+    assert done.returncode == 2 and json.loads(done.stdout)["exit_code"] == 2, done.stdout + done.stderr
+
+
+def test_a_json_error_never_follows_output_already_written(capsys):
+    """Output a command printed before it failed is what its reader parses: no second object after it."""
+    import click
+    from orchestrate.cli import main, pipe
+    with pipe.guarded():
+        click.echo('{"partial": true}')
+        main._json_error(True, "failed later", None, 1)
+    assert capsys.readouterr().out == '{"partial": true}\n'
+
+
 def test_version_and_usage_errors(orch):
     assert orch("--version").out.startswith("orchestrate, version")
     bad = orch("validate", "--bogus")

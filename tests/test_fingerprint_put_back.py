@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from orchestrate.workers import fingerprint
 from tests.helpers import as_nobody
 
@@ -206,3 +208,79 @@ def test_a_folder_in_a_config_files_place_is_read_as_nothing(tmp_path):
     from orchestrate import git_config
     (tmp_path / ".gitconfig").mkdir()
     assert git_config.read(tmp_path / ".gitconfig", set()) == []
+
+
+def test_a_config_file_past_what_is_read_halts_rather_than_hide_a_driver(tmp_path):
+    """rv26: a worker pads ~/.gitconfig past the 16 MiB read and defines a filter after it: git reads all of it
+    and runs the filter in orchestrate's own git, which switches off only the drivers it has seen."""
+    from orchestrate import git_config
+    from orchestrate.errors import Halted
+    config = tmp_path / ".gitconfig"
+    with config.open("wb") as fh:
+        fh.write(b"#" * (git_config.MOST + 10) + b'\n[filter "x"]\n\tsmudge = touch /tmp/pwned\n')
+    with pytest.raises(Halted, match="cannot be known"):
+        git_config.read(config, set())
+
+
+def test_a_link_leading_into_your_checkout_is_never_written_through(tmp_path, monkeypatch):
+    """rv26: a link in $HOME leading into your checkout (or the recorder's journal) had every later change of
+    what it leads to put back: your edit reverted, the journal cut short. Only the link is put back."""
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    home.mkdir()
+    (repo / "src.py").write_text("v1\n")
+    monkeypatch.setenv("HOME", str(home))
+    (home / ".gitconfig").symlink_to(repo / "src.py")
+    before = fingerprint.Fingerprint(repo / ".git", home={home / ".gitconfig": fingerprint.read_watched(home / ".gitconfig")})
+    (repo / "src.py").write_text("v2, yours\n")
+    put_back = fingerprint.restore(before)
+    assert put_back and fingerprint.NOT_PUT_BACK in put_back[0] and "leads into" in put_back[0], put_back
+    assert (repo / "src.py").read_text() == "v2, yours\n"
+
+
+def test_a_folder_swapped_for_a_link_after_the_folders_were_put_back_is_never_gone_through(tmp_path, monkeypatch):
+    """rv26: a worker still running swaps ~/.config/git for a link to a folder of yours again, right after the
+    folders are put back: the files were then removed and written by path, through it (your deploy/config)."""
+    home, yours = tmp_path / "home", tmp_path / "deploy"
+    (home / ".config" / "git").mkdir(parents=True)
+    yours.mkdir()
+    (yours / "config").write_text("production settings\n")
+    monkeypatch.setenv("HOME", str(home))
+    config = home / ".config" / "git" / "config"
+    before = fingerprint.Fingerprint(tmp_path, home={config: None}, folders={home / ".config": None,
+                                                                          home / ".config" / "git": None})
+    config.write_text("[core]\n\thooksPath = /tmp/planted\n")
+    real = fingerprint._restore_folders
+
+    def raced(folders):
+        done = real(folders)
+        import shutil
+        shutil.rmtree(home / ".config" / "git")
+        (home / ".config" / "git").symlink_to(yours)
+        return done
+    monkeypatch.setattr(fingerprint, "_restore_folders", raced)
+    put_back = fingerprint.restore(before)
+    assert (yours / "config").read_text() == "production settings\n", put_back
+    assert any(fingerprint.NOT_PUT_BACK in what for what in put_back), put_back
+
+
+def test_a_folder_put_back_is_given_its_mode_not_a_link_swapped_in(tmp_path):
+    """rv26: the mode was set by path after the folder was made: a link swapped in between had its target's
+    mode changed (to 0777)."""
+    from orchestrate.workers import watched
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o700)
+    (tmp_path / "config").symlink_to(victim)
+    with pytest.raises(OSError):
+        watched.chmod_folder(tmp_path / "config", 0o777)
+    assert victim.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_link_swapped_away_between_a_look_and_its_reading_is_a_change_not_a_crash(tmp_path, monkeypatch):
+    """rv26: a worker flipping ~/.config between a link and nothing made readlink fail after lstat (exit 70)."""
+    (tmp_path / "flip").symlink_to("elsewhere")
+
+    def gone(*args, **kw):
+        raise FileNotFoundError(2, "No such file or directory")
+    monkeypatch.setattr(os, "readlink", gone)
+    assert fingerprint._folder(tmp_path / "flip") == "other"

@@ -212,7 +212,13 @@ def test_a_holder_counts_by_its_link_back_and_relative_links_are_read_as_git_wri
     (wt / ".git").write_text("gitdir: " + os.path.relpath(admin, wt) + "\n")
     assert [p.resolve() for p in git_files.checked_out(repo, "refs/heads/feature")] == [wt.resolve()]
     assert git_files.checked_out(repo, "refs/heads/feature", {os.path.realpath(admin)}) == []
+    (admin / "commondir").write_text(str(tmp_path / "a-git-dir-of-a-workers") + "\n")  # rv26: whose hooks the
+    assert git_files.checked_out(repo, "refs/heads/feature") == []  # halt's hint (`git -C ... switch`) would run
+    (admin / "commondir").write_text("../..\n")
     (admin / "gitdir").write_text(f"{repo}/.git\n")  # your main checkout, claimed: its .git is a folder
+    assert git_files.checked_out(repo, "refs/heads/feature") == []
+    (admin / "HEAD").unlink()  # rv26: a link HEAD, which git reads as a symbolic ref, had orchestrate ask git
+    (admin / "HEAD").symlink_to("refs/heads/feature")  # (which lists every claim) instead of passing it over
     assert git_files.checked_out(repo, "refs/heads/feature") == []
 
 

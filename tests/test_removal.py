@@ -97,3 +97,18 @@ print(git_files.linked(tree, Path(sys.argv[1]) / ".git"))
 os.chmod(tree, 0o700)
 """)
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr
+
+
+def test_what_was_set_aside_is_listed_only_in_a_real_folder_and_only_its_folders(tmp_path):
+    """rv26: a pool folder a worker made a link to a folder of yours had your `trash-*` folders listed there (and
+    removed by resume and clean); a link named trash-* is no folder set aside."""
+    pool, yours = tmp_path / "pool", tmp_path / "yours"
+    pool.mkdir()
+    (yours / "trash-2024").mkdir(parents=True)
+    spare = pool / "spare-A"
+    spare.mkdir()
+    removal.set_aside(spare, pool)
+    (pool / "trash-link").symlink_to(yours / "trash-2024")
+    assert [p.name.startswith("trash-spare-A-") for p in removal.set_aside_in(pool)] == [True]
+    (tmp_path / "linked-pool").symlink_to(yours)
+    assert removal.set_aside_in(tmp_path / "linked-pool") == []

@@ -187,3 +187,48 @@ def test_a_fifo_planted_in_the_git_dir_never_blocks_the_watch(watched):
     os.mkfifo(repo / ".git" / "hooks" / "post-checkout")
     watch.check(ctx, ["A"], [])
     assert ctx.watch is not None
+
+
+def test_what_a_worker_writes_again_as_it_is_put_back_is_not_taken_in(watched, monkeypatch):
+    """rv26: after a put-back the watch re-armed with a new fingerprint, so a worker still running that wrote
+    the hook again in between had it taken in as the state to compare with: never seen, never put back. The
+    state put back stays the baseline."""
+    repo, ctx, said, takes = watched
+    watch.arm(ctx)
+    start(ctx, "A", "B")
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.write_text("#!/bin/sh\necho planted\n")
+    real = fingerprint.restore
+
+    def raced(*args, **kw):  # B, still running, writes the hook again right after it is put back
+        done = real(*args, **kw)
+        hook.write_text("#!/bin/sh\necho planted again\n")
+        return done
+    monkeypatch.setattr(fingerprint, "restore", raced)
+    watch.check(ctx, ["A"], ["B"])
+    monkeypatch.setattr(fingerprint, "restore", real)
+    watch.check(ctx, ["B"], [])
+    assert not hook.exists() and "B: changed what no worker may change: .git/hooks/post-checkout was created" \
+        in said.getvalue()
+
+
+def test_a_watched_file_that_cannot_be_put_back_halts_the_campaign(watched, tmp_path, monkeypatch):
+    """rv26: ~/.gitconfig is a link into dotfiles, and a worker swapped the dotfiles folder for a link to a folder
+    of its own: nothing is written through that, so what the worker wrote stays where git reads it. Reported and
+    then taken in as the new state, it was never seen again: the campaign halts instead."""
+    from orchestrate.errors import Halted
+    repo, ctx, said, takes = watched
+    home = tmp_path / "home"
+    (home / "dotfiles").mkdir(parents=True)
+    (home / "dotfiles" / "gitconfig").write_text("[user]\n\tname = You\n")
+    (home / ".gitconfig").symlink_to("dotfiles/gitconfig")
+    monkeypatch.setenv("HOME", str(home))
+    watch.arm(ctx)
+    start(ctx, "A")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "gitconfig").write_text("[core]\n\tfsmonitor = touch /tmp/pwned\n")
+    (home / "dotfiles").rename(tmp_path / "aside")
+    (home / "dotfiles").symlink_to(tmp_path / "mine")
+    with pytest.raises(Halted, match="not put back"):
+        watch.check(ctx, ["A"], [])
+    assert "A" in ctx.blamed

@@ -50,7 +50,7 @@ def _status_inside(topic: str | None, as_json: bool) -> int:
         print(show(Path.cwd(), topic, as_json))
     except OrchestrateError as exc:  # printed exactly as the CLI's error boundary prints it
         from orchestrate.cli.main import _print_error
-        _print_error(exc)
+        _print_error(exc, as_json)
         return exc.exit_code
     except Exception as exc:  # noqa: BLE001 - a bug, reported as the boundary reports one
         from orchestrate.cli.main import _report_bug

@@ -35,18 +35,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in args[:args.index("--") if "--" in args else len(args)]
     try:
         rc = cli.main(args=argv, prog_name="orchestrate", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
         exc.show()
+        _json_error(as_json, exc.format_message(), None, ExitCode.USAGE)
         return ExitCode.USAGE
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("orchestrate: interrupted", err=True)
+        _json_error(as_json, "interrupted", None, ExitCode.INTERRUPTED)
         return ExitCode.INTERRUPTED
     except OrchestrateError as exc:
-        _print_error(exc)
+        _print_error(exc, as_json)
         return exc.exit_code
     except BrokenPipeError:  # a reader gone before `_Stdout` could see it (stderr, a child's pipe): not a bug
         return ExitCode.OK
@@ -64,13 +68,24 @@ def _run(argv: list[str] | None) -> int:
     return int(rc or 0)
 
 
-def _print_error(exc: OrchestrateError) -> None:
+def _print_error(exc: OrchestrateError, as_json: bool = False) -> None:
     from orchestrate.cli.app import printable
     from orchestrate.errors import DagInvalid
-    if isinstance(exc, DagInvalid):
-        for p in exc.problems:
-            click.echo(printable(str(p)), err=True)
+    problems = exc.problems if isinstance(exc, DagInvalid) else []
+    for p in problems:
+        click.echo(printable(str(p)), err=True)
     click.echo(printable(f"orchestrate: error: {exc}"), err=True)
+    _json_error(as_json, exc.message, exc.hint, exc.exit_code, [p.as_dict() for p in problems])
+
+
+def _json_error(as_json: bool, message: str, hint: str | None, code: int, problems: list | None = None) -> None:
+    """With --json, the error as JSON on stdout too, when it is the whole of it: a script reading stdout reads
+    why it got nothing else ({"error", "hint", "exit_code"}, and a DAG's "problems")."""
+    if not as_json or getattr(sys.stdout, "written", True):
+        return
+    import json
+    said = {"error": message, "hint": hint, "exit_code": int(code)}
+    click.echo(json.dumps({**said, "problems": problems} if problems else said))
 
 
 __all__ = ["cli", "main"]

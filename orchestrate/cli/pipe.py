@@ -17,8 +17,10 @@ class _Stdout:
     def __init__(self, stream) -> None:
         self._stream = stream
         self.gone = False
+        self.written = False  # anything yet: an error's JSON goes to stdout only as its whole output
 
     def write(self, text: str) -> int:
+        self.written = self.written or bool(text)
         if not self.gone:
             try:
                 return self._stream.write(text)

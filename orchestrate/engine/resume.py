@@ -230,6 +230,7 @@ def repair(ctx: Context) -> None:
         git.git(integ, "clean", "-q", "-fd")
         _repaired(ctx, "integration-reset", "cleared uncommitted changes in the integration worktree")
     pool.drop_left(ctx.root, ctx.layout.worktrees(c.topic))  # no repair: this process would never reuse them
+    worktrees.learn(ctx.recorder.written())
     for ns in c.nodes.values():
         if ns.status == DISPATCHED and not ns.freeze and not handwork.is_human(ctx.dag, ns.id):
             _reconcile_worker(ctx, ns)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from orchestrate import git, proc
 from orchestrate.engine.context import Context
-from orchestrate.errors import GitError
+from orchestrate.errors import GitError, Halted
 from orchestrate.recorder.campaign import DISPATCHED
 from orchestrate.workers import fingerprint
 
@@ -139,9 +139,14 @@ def check(ctx: Context, finished: list[str], running: list[str]) -> None:
     if checkout:
         ctx.out.always(f"warning: the checkout changed while {', '.join(suspects)} ran: {'; '.join(checkout)} "
                        "(left as it is: it may be your own work)")
-    if changed:  # what was put back is read again (the checkout is never put back: its look stands)
-        _blame(ctx, suspects, changed, fingerprint.restore(ctx.watch, keep=_kept(ctx)))
-        arm(ctx, _take(ctx, now))
+    if changed:  # put back, and what was put back stays what is compared with: a worker still running that
+        # writes the file again meanwhile is not taken in as the new state (rv26). The checkout is never put back.
+        put_back = fingerprint.restore(ctx.watch, keep=_kept(ctx))
+        _blame(ctx, suspects, changed, put_back)
+        arm(ctx, fingerprint.rebased(_take(ctx, now), ctx.watch))
+        if failed := [what for what in put_back if fingerprint.NOT_PUT_BACK in what]:
+            raise Halted(f"changed while {', '.join(suspects)} ran, and not put back: {'; '.join(failed)}",
+                         hint="put it back by hand (git would read it as it is now), then `orchestrate resume`")
     else:  # the look just taken is the state the workers still running go on from: no second look
         arm(ctx, now)
 

@@ -125,6 +125,16 @@ def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[st
     return found, checkout
 
 
+NOT_PUT_BACK = watched.NOT_PUT_BACK
+
+
+def rebased(now: Fingerprint, before: Fingerprint) -> Fingerprint:
+    """`now` (refs, the checkout) with `before`'s watched files, the state they were put back to."""
+    now.files, now.home, now.folders = before.files, before.home, before.folders
+    now.recorder, now.recorder_git_files = before.recorder, before.recorder_git_files
+    return now
+
+
 def recorder_changes(before: Fingerprint) -> list[str]:
     """What changed among the recorder files since `before` (cheap: a few small files)."""
     now = Fingerprint(before.common, recorder={path: watched.read(path) for path in before.recorder})
@@ -135,8 +145,10 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     """Put the watched files back as they were; returns what was put back. Refs are reported, not moved:
     orchestrate never force-moves a ref. An edited recorder file is first copied into `keep` (a person
     may have edited it during the run: the edit is not lost, only kept out of the recorder)."""
+    # never written through a link of $HOME's: your checkout, its git dir, the recorder (rv26)
+    out = (before.common, before.common.parent) + ((before.recorder_git.parent,) if before.recorder_git else ())
     put_back = restore_recorder(before, keep) + _restore_folders(before.folders) + \
-        _restore_paths(before.home, keep) + _put_back(before.common, before.files, ".git")
+        _restore_paths(before.home, keep, out) + _put_back(before.common, before.files, ".git")
     if before.recorder_git is not None:
         put_back += _put_back(before.recorder_git, before.recorder_git_files, ".ledger/.git")
     return put_back
@@ -178,21 +190,26 @@ def _put_back(base: Path, before: dict[str, bytes | None], shown: str) -> list[s
     for name in sorted(set(before) | set(now)):
         old = before.get(name)
         if now.get(name) != old and not name.endswith("/"):
-            put_back.append(f"{shown}/{name}" + _put_or_say(base / name, old))
+            top = name.split("/")[0]  # a watched folder of yours that is a link is written through (put back first)
+            anchor = base / top if (before.get(top + "/") or b"")[:1] == b"l" else base
+            put_back.append(f"{shown}/{name}" + _put_or_say(base / name, old, anchor))
     return put_back
 
 
-def _put_or_say(path: Path, old: bytes | None) -> str:
-    """Put `path` back as `old`; what could not be, said after its name (the rest is still put back)."""
+def _put_or_say(path: Path, old: bytes | None, anchor: Path, keep_out: tuple[Path, ...] = ()) -> str:
+    """Put `path` back as `old` (watched.put); what could not be, said after its name (the rest is still put back)."""
     try:
-        if old is None:
-            path.unlink(missing_ok=True)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)  # a folder removed (its links were put back first)
-            return watched.put(path, old)
+        return watched.put(path, old, anchor, keep_out)
     except OSError as exc:
-        return f" (not put back: {exc.strerror})"
-    return ""
+        return f"{watched.NOT_PUT_BACK}{exc.strerror})"
+
+
+def _anchor(path: Path) -> Path:
+    """The folder a watched path is reached from, by descriptors: the recorder, $HOME, or its own folder."""
+    if ".ledger" in path.parts:
+        return Path(*path.parts[:path.parts.index(".ledger") + 1])
+    home = Path(os.path.expanduser("~"))
+    return home if path.is_relative_to(home) and path != home else path.parent
 
 
 def _folders(paths) -> dict[Path, str | None]:
@@ -216,7 +233,10 @@ def _folder(folder: Path) -> str | None:
     except OSError:
         return None
     if stat.S_ISLNK(st.st_mode):
-        return "link:" + os.readlink(folder)
+        try:
+            return "link:" + os.readlink(folder)
+        except OSError:  # swapped again since the lstat: a change all the same
+            return "other"
     if not stat.S_ISDIR(st.st_mode):
         return "other"
     return None if st.st_mode & 0o700 == 0o700 else f"mode:{stat.S_IMODE(st.st_mode):o}"
@@ -235,8 +255,8 @@ def _restore_folders(before: dict[Path, str | None]) -> list[str]:
             if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
                 folder.unlink()
             if old is None or old.startswith("mode:"):  # a folder it is (the files in it are put back next)
-                folder.mkdir(parents=True, exist_ok=True)
-                os.chmod(folder, int(old[5:], 8) if old else stat.S_IMODE(folder.lstat().st_mode) | 0o700)
+                folder.mkdir(exist_ok=True)  # its parents were put back first (a link swapped in: chmod fails)
+                watched.chmod_folder(folder, int(old[5:], 8) if old else stat.S_IMODE(folder.lstat().st_mode) | 0o700)
             elif old.startswith("link:"):
                 folder.symlink_to(old.removeprefix("link:"))
             put_back.append(f"the folder {shown(folder)}")
@@ -259,7 +279,7 @@ def read_watched(path: Path) -> bytes | None:
     return watched.read(path)
 
 
-def _restore_paths(files: dict[Path, bytes | None], keep: Path | None) -> list[str]:
+def _restore_paths(files: dict[Path, bytes | None], keep: Path | None, keep_out: tuple[Path, ...] = ()) -> list[str]:
     put_back = []
     for path, old in files.items():
         new = watched.read(path)
@@ -269,7 +289,7 @@ def _restore_paths(files: dict[Path, bytes | None], keep: Path | None) -> list[s
         if kept is not None:
             keep.mkdir(parents=True, exist_ok=True)
             (keep / path.name).write_bytes(kept)
-        put_back.append(shown(path) + _put_or_say(path, old) +
+        put_back.append(shown(path) + _put_or_say(path, old, _anchor(path), keep_out) +
                         (f" (the edited version is kept at {keep / path.name})" if kept is not None else ""))
     return put_back
 

@@ -79,11 +79,6 @@ def record(path: Path, worktrees: Path) -> None:
     _peak = max(_peak, len(_made))
 
 
-def admins() -> set[str]:
-    """The real paths of the admin dirs of the worktrees this process made, recorded before any worker ran."""
-    return {os.path.realpath(made.admin) for made in _made.values()}
-
-
 def keep(root: Path, path: Path, worktrees: Path) -> bool:
     """Move a finished worktree into the pool instead of removing it; False when it must be removed."""
     made = _made.pop(str(path), None)

@@ -84,78 +84,112 @@ def mode(record: bytes) -> str:
     return record[1:].partition(b"\0")[0].decode()
 
 
-def put(path: Path, old: bytes) -> str:
-    """`path` as its record `old` was read: a file of those bytes and that mode, or the link again and the file
-    it led to. Whatever is at `path` now (a link or a folder planted there, a file) is replaced, never written
-    through; the file a link leads to is reached one folder at a time, never through a link swapped in on the way
-    (OSError then), and never put in a folder's place. Returns what could not be put back, in words ("" for
-    nothing)."""
+NOT_PUT_BACK = " (not put back: "  # how a put-back that failed is said, after the path's name
+
+
+def put(path: Path, old: bytes | None, anchor: Path, keep_out: tuple[Path, ...] = ()) -> str:
+    """`path` as its record `old` was read: a file of those bytes and that mode, the link again and the file it
+    led to, or nothing. Every folder below `anchor` (a folder taken as it is: $HOME, the git dir) is reached by
+    descriptors, never through a link, nor is the file a link leads to: a link a worker still running swaps in
+    for a folder meanwhile makes it fail (OSError), never write or remove through it. Nothing is written where
+    a link leads into `keep_out` (your checkout, its git dir, the recorder). Returns what could not be put
+    back, in words, after NOT_PUT_BACK ("" for nothing)."""
     from orchestrate import removal
-    kind, rest = old[:1], old[1:]
-    if kind == b"u":
-        return _put_unread(path, rest)
-    removal.remove(path)
-    if kind == b"f":
-        bits, _, data = rest.partition(b"\0")
-        fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:  # made anew, not opened: a link a worker still running puts at the name meanwhile is not written through
+    fd = _walk(os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), path.parent.relative_to(anchor).parts)
+    try:
+        if old is not None and old[:1] == b"u":
+            return _put_unread(fd, path.name, old[1:])
+        removal.remove_at(fd, path.name)
+        if old is None:
+            return ""
+        if old[:1] == b"f":
+            bits, _, data = old[1:].partition(b"\0")
             _create_at(fd, path.name, data, int(bits, 8))
-        finally:
-            os.close(fd)
-        return ""
-    target, real, led = rest.split(b"\0", 2)
-    path.symlink_to(os.fsdecode(target))
+            return ""
+        target, real, led = old[1:].split(b"\0", 2)
+        os.symlink(target, path.name, dir_fd=fd)
+    finally:
+        os.close(fd)
     if not led or read_file(os.fsdecode(real)) == led:
         return ""
     if led[:1] != b"f":
-        return " (the file it leads to could not be read when watched: only the link is put back)"
+        return NOT_PUT_BACK + "the file it leads to could not be read when watched)"
+    if into := next((str(k) for k in keep_out if Path(os.fsdecode(real)).is_relative_to(k)), None):
+        return NOT_PUT_BACK + f"it leads into {into}, where orchestrate writes nothing of yours)"
     bits, _, data = led[1:].partition(b"\0")
-    _write_resolved(os.fsdecode(real), data, int(bits, 8))
+    parts = Path(os.fsdecode(real)).parts
+    fd = _walk(os.open(parts[0], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), parts[1:-1], make=False)
+    try:
+        if stat.S_ISDIR(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
+            return NOT_PUT_BACK + "a folder is where the file it leads to was)"
+        removal.remove_at(fd, parts[-1])
+        _create_at(fd, parts[-1], data, int(bits, 8))
+    except FileNotFoundError:
+        _create_at(fd, parts[-1], data, int(bits, 8))
+    finally:
+        os.close(fd)
     return ""
 
 
-def _put_unread(path: Path, was: bytes) -> str:
+def _walk(fd: int, names: tuple[str, ...], make: bool = True) -> int:
+    """The folder `names` below the open folder `fd` (closed), each opened in the last without following a link
+    and made when missing (`make`). OSError (closed) for a link or anything else on the way."""
+    try:
+        for name in names:
+            try:
+                inner = os.open(name, _WALK, dir_fd=fd)
+            except FileNotFoundError:
+                if not make:
+                    raise
+                os.mkdir(name, 0o755, dir_fd=fd)
+                inner = os.open(name, _WALK, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _put_unread(fd: int, name: str, was: bytes) -> str:
     """A file that could not be read when watched cannot be written back. Still a file, it gets its mode back
     (whatever it holds now, git then cannot read it either); it is never removed: it may still be yours."""
     from orchestrate import removal
     bits, read, identity = was.partition(b"\0")
-    st = _lstat(path)
     if not read:
-        return " (it could not be reached when watched: left as it is)"
-    if isinstance(st, os.stat_result) and stat.S_ISREG(st.st_mode):
-        os.chmod(path, int(bits, 8))
-        same = not identity or b"%d:%d:%d" % (st.st_ino, st.st_size, st.st_mtime_ns) == identity
-        return "" if same else " (its mode is put back; it was too big to hold when watched, so not compared)"
-    if isinstance(st, os.stat_result):  # a link or a folder in its place: a worker's
-        removal.remove(path)
-    return " (it could not be read when watched, so it cannot be put back)"
-
-
-def _write_resolved(real: str, data: bytes, bits: int) -> None:
-    """Write the file at `real`, a resolved path, reached from / one folder at a time without following a link."""
-    parts = Path(real).parts
-    fd = os.open(parts[0], _WALK)
+        return NOT_PUT_BACK + "it could not be reached when watched)"
     try:
-        for name in parts[1:-1]:
-            inner = os.open(name, _WALK, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-        try:
-            if stat.S_ISDIR(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
-                raise IsADirectoryError(21, "a folder is where the file was", real)
-            os.unlink(parts[-1], dir_fd=fd)
-        except FileNotFoundError:
-            pass
-        _create_at(fd, parts[-1], data, bits)
+        held = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    except FileNotFoundError:
+        return NOT_PUT_BACK + "it could not be read when watched, so it cannot be written back)"
+    try:
+        st = os.fstat(held)
+        if stat.S_ISREG(st.st_mode):  # the file held, not a name a worker can swap meanwhile
+            os.chmod(f"/proc/self/fd/{held}", int(bits, 8))
+            same = not identity or b"%d:%d:%d" % (st.st_ino, st.st_size, st.st_mtime_ns) == identity
+            return "" if same else " (its mode is put back; it was too big to hold when watched, so not compared)"
     finally:
-        os.close(fd)
+        os.close(held)
+    removal.remove_at(fd, name)  # a link or a folder in its place: a worker's
+    return NOT_PUT_BACK + "it could not be read when watched, so it cannot be written back)"
 
 
 def _create_at(fd: int, name: str, data: bytes, bits: int) -> None:
+    """A new file (never opened through a link a worker puts at the name meanwhile) of `data`, mode `bits`."""
     out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd)
     with os.fdopen(out, "wb") as fh:
         fh.write(data)
         os.fchmod(out, bits)
+
+
+def chmod_folder(path: Path, bits: int) -> None:
+    """The folder at `path` (not a link a worker swaps in: OSError) given mode `bits`, held by a descriptor that
+    needs no access to it (a folder at mode 0 is what is put back)."""
+    fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.chmod(f"/proc/self/fd/{fd}", bits)
+    finally:
+        os.close(fd)
 
 
 def folder_record(path: Path) -> bytes | None:
@@ -166,17 +200,22 @@ def folder_record(path: Path) -> bytes | None:
         return st
     if stat.S_ISDIR(st.st_mode):
         return b"d%o" % stat.S_IMODE(st.st_mode)
-    return b"l" + os.fsencode(os.readlink(path)) if stat.S_ISLNK(st.st_mode) else b"o"
+    if not stat.S_ISLNK(st.st_mode):
+        return b"o"
+    try:
+        return b"l" + os.fsencode(os.readlink(path))
+    except OSError:  # swapped again since the lstat
+        return b"u"
 
 
 def put_folder(path: Path, old: bytes | None) -> None:
     """A watched folder as `old` recorded it; what is in it is put back next, file by file."""
     from orchestrate import removal
     if old is not None and old[:1] == b"d" and (folder_record(path) or b"")[:1] == b"d":
-        return path.chmod(int(old[1:], 8))
+        return chmod_folder(path, int(old[1:], 8))
     removal.remove(path)  # a link, or anything else, in a folder's place (or a folder where there was none)
     if old is not None and old[:1] == b"d":
         path.mkdir()
-        path.chmod(int(old[1:], 8))
+        chmod_folder(path, int(old[1:], 8))
     elif old is not None and old[:1] == b"l":
         path.symlink_to(os.fsdecode(old[1:]))

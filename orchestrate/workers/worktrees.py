@@ -7,11 +7,26 @@ node's, re-based (workers/pool.py): the branch and the path are still new.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from orchestrate import git, git_files
 from orchestrate.errors import Halted
 from orchestrate.workers import containment, pool
+
+
+# Worktree path -> the real path of its admin dir, for the worktrees this campaign holds (as read when each was
+# made, or from the journal after a restart): whatever a worker writes there, it never holds campaign/<topic>.
+_made_here: dict[str, str] = {}
+
+
+def learn(entries) -> None:
+    """After a restart: the admin dirs the journal says this campaign's worktrees still held were made with."""
+    for e in entries:
+        if e["kind"] == "result" and e["context"].get("effect") == "worktree-add" and e["context"].get("admin"):
+            _made_here[e["context"]["path"]] = os.path.realpath(e["context"]["admin"])
+        elif e["kind"] == "result" and e["context"].get("effect") == "worktree-remove":
+            _made_here.pop(e["context"].get("path", ""), None)
 
 
 def branch_name(topic: str, node: str, attempt: int) -> str:
@@ -46,8 +61,11 @@ def create(ctx, node: str, attempt: int, base: str, *, detached: bool = False) -
     elif not reused:
         git.worktree_add(ctx.root, path, branch, base)
     pool.record(path, home)
+    admin = git.admin_dir(path)  # read before any worker runs there: its admin dir is then its to write
+    if admin is not None:
+        _made_here[str(path)] = os.path.realpath(admin)
     ctx.emit("result", {"effect": "worktree-add", "node": node, "branch": branch, "path": str(path),
-                        **({"reused": True} if reused else {})})
+                        **({"reused": True} if reused else {}), **({"admin": str(admin)} if admin else {})})
     return attempt, branch, path
 
 
@@ -57,6 +75,7 @@ def remove(ctx, node: str, path: str) -> None:
             pool.forget(Path(path))  # gone already: its record (and index copy) must not count as held
         return
     ctx.emit("intent", {"effect": "worktree-remove", "node": node, "path": path})
+    _made_here.pop(path, None)
     home = ctx.layout.worktrees(ctx.topic)
     # no more nodes will start once the campaign closes: then everything goes
     pooled = ctx.campaign.state not in ("CLOSE", "DONE", "HALT") and Path(path).parent == home \
@@ -123,7 +142,8 @@ def free_branch(ctx) -> None:
     ref = f"refs/heads/{ctx.campaign.branch}"
     ours = ctx.layout.integration(ctx.topic).resolve()
     scratch = ctx.layout.scratch.resolve()
-    holders = git_files.checked_out(ctx.root, ref, pool.admins())  # from the HEAD files; git is asked where odd
+    holders = git_files.checked_out(ctx.root, ref, set(_made_here.values()))  # from the HEAD files; git is asked
+    # where they are odd
     found = git.worktrees(ctx.root) if holders is None else [{"branch": ref, "worktree": str(p)} for p in holders]
     for entry in found:
         if entry.get("branch") != ref:
