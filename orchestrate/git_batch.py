@@ -310,8 +310,8 @@ def toplevel(path: str | Path) -> Path | None:
 
 
 def identity(repo: str | Path) -> dict[str, str]:
-    """git.identity_env's answer, asked of git again only when a config file it reads has changed."""
-    stamp = inert.config_stamp(Path(repo))
+    """git.identity_env's answer, asked of git once for where `repo`'s config is (inert.places_key)."""
+    stamp = inert.places_key(Path(repo))
     if stamp not in _identities:
         env = {}
         if not git.config_get(repo, "user.name"):

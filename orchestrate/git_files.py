@@ -164,7 +164,7 @@ def _holder(admin: str, want: str, common: Path) -> Path | None:
     except (OSError, NotRegular):
         return None
     back = Path(admin, gitdir).parent  # relative to the admin dir (git 2.48's relative paths)
-    same = Path(admin, shared).resolve() == common.resolve()
+    same = os.path.realpath(Path(admin, shared)) == os.path.realpath(common)  # not resolve(): a loop raises
     return back if same and _names(back, admin) else None
 
 
@@ -175,7 +175,7 @@ def _names(holder: Path, admin: str) -> bool:
         named = small(holder / ".git").decode(errors="replace").strip().removeprefix("gitdir: ")
     except (OSError, NotRegular):
         return False
-    return (holder / named).resolve() == Path(admin).resolve()
+    return os.path.realpath(holder / named) == os.path.realpath(admin)
 
 
 def ref_files(repo: str | Path, skip: tuple[str, ...] = ()) -> dict[str, str] | None:

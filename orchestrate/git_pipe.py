@@ -168,10 +168,10 @@ def store(repo: str | Path) -> Store:
 
 def identity(repo: Path, env: dict[str, str]) -> tuple[str, str]:
     """(author, committer) as `git var` gives them under `env`, each `Name <email> <seconds> <zone>`. The
-    names are asked of git once per state of the config files; the date is now, unless a GIT_*_DATE
-    variable sets one (then git is asked every time)."""
+    names are asked of git once for where `repo`'s config is (inert.places_key); the date is now, unless a
+    GIT_*_DATE variable sets one (then git is asked every time)."""
     dated = any(k in env or k in os.environ for k in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"))
-    key = (inert.config_stamp(repo), tuple(sorted(env.items())))
+    key = (inert.places_key(repo), tuple(sorted(env.items())))
     if dated or key not in _identities:
         found = tuple(git.out(repo, "var", name, env=env) for name in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"))
         if dated:

@@ -82,6 +82,14 @@ def config_stamp(repo: Path, files: list[Path] | None = None) -> tuple:
     return tuple((str(f), *_stamp(f)) for f in (_config_files(repo) if files is None else files))
 
 
+def places_key(repo: Path) -> tuple:
+    """Where git looks for `repo`'s config, not what the files say: what a run's identity is kept by. Asked
+    once, as the run begins, a worker that edits ~/.gitconfig meanwhile (in the sandbox too) can neither make
+    the recorder's commits fail nor sign them with a name of its choosing."""
+    return (os.path.realpath(repo), *(os.environ.get(name) for name in (
+        "HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM")))
+
+
 def _drivers(repo: Path) -> set[tuple[str, str]]:
     files = _config_files(repo)
     key = config_stamp(repo, files)

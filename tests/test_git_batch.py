@@ -134,12 +134,20 @@ def test_threads_share_a_reader_and_each_gets_its_own_answer(repo):
     assert wrong == [] and len(git_batch._readers) == 1
 
 
-def test_the_identity_is_asked_again_only_when_the_config_changes(repo, started):
+def test_the_identity_is_asked_once_and_stands_while_the_config_changes(repo, started, monkeypatch, tmp_path):
+    """Asked once for where the config is (a worker may edit ~/.gitconfig while the run goes on: it must not
+    decide the name orchestrate's commits carry); asked again for another $HOME."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = You\n\temail = you@example.com\n")
+    monkeypatch.setenv("HOME", str(home))
     first = git.identity_env(repo)
     asked = len(started)
+    assert first == {} and git.identity_env(repo) == first and len(started) == asked
+    (home / ".gitconfig").write_text("")  # a worker's doing: orchestrate's commits keep your name
     assert git.identity_env(repo) == first and len(started) == asked
-    repo.git("config", "user.name", "Someone Else Entirely")
-    assert "GIT_AUTHOR_NAME" not in git.identity_env(repo) and len(started) > asked
+    monkeypatch.setenv("HOME", str(tmp_path))  # no identity there: orchestrate's own name
+    assert git.identity_env(repo)["GIT_AUTHOR_NAME"] == "orchestrate" and len(started) > asked
 
 
 def test_a_recorder_commit_starts_no_git_process_once_its_writers_run(tmp_path, started):
@@ -219,6 +227,11 @@ def test_a_holder_counts_by_its_link_back_and_relative_links_are_read_as_git_wri
     assert git_files.checked_out(repo, "refs/heads/feature") == []
     (admin / "HEAD").unlink()  # rv26: a link HEAD, which git reads as a symbolic ref, had orchestrate ask git
     (admin / "HEAD").symlink_to("refs/heads/feature")  # (which lists every claim) instead of passing it over
+    assert git_files.checked_out(repo, "refs/heads/feature") == []
+    (admin / "HEAD").unlink()
+    (admin / "HEAD").write_text("ref: refs/heads/feature\n")
+    (admin / "loop").symlink_to("loop")  # rv27: a commondir through a loop of links raised (exit 70)
+    (admin / "commondir").write_text("loop/x\n")
     assert git_files.checked_out(repo, "refs/heads/feature") == []
 
 

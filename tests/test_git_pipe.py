@@ -129,3 +129,15 @@ def test_a_writer_that_ended_between_requests_is_started_again_without_a_failed_
     assert store.blob(repo / "a.txt") == repo.git("hash-object", "a.txt")
     assert store.tree([("100644", store.blob(repo / "a.txt"), "a.txt")]) == tree
     assert repo.git("cat-file", "-t", store.commit(tree, [first], "after a helper ended", {})) == "commit"
+
+
+def test_the_identity_a_run_began_with_stands_while_a_worker_edits_the_user_config(tmp_path, home):
+    """A worker (in the sandbox too: $HOME is writable) that removes the identity from ~/.gitconfig had the
+    recorder's next commit fail (`git var`: unable to auto-detect email address, exit 2) before the watch
+    could put the file back; one that set another name had the recorder's commits signed with it."""
+    repo = make_repo(tmp_path / "ident")
+    before = git_pipe.identity(repo, {})
+    (home / ".gitconfig").write_text("[user]\n\tname = Worker\n\temail = w@evil\n")
+    assert git_pipe.identity(repo, {})[0].rsplit(" ", 2)[0] == before[0].rsplit(" ", 2)[0]
+    (home / ".gitconfig").write_text("")
+    assert git_pipe.identity(repo, {})[0].rsplit(" ", 2)[0] == before[0].rsplit(" ", 2)[0]

@@ -813,7 +813,9 @@ def test_warnings_git_gives_on_every_look_fail_no_node(tmp_path, orch, mode, fil
         fh.write(config)
     repo = campaign_repo(tmp_path, dag(mode, "{name: ok, run: 'grep -qx changed a.txt'}"),
                          "#!/bin/sh\necho changed > a.txt\n", files={"a.txt": "a\n", **files})
-    said = subprocess.run(["git", "-C", str(repo), "status"], capture_output=True, text=True).stderr
+    # check-attr reads the attributes every time; `status` only when a file's stat data is racy (a flaky proof)
+    said = subprocess.run(["git", "-C", str(repo), "check-attr", "-a", "--", "a.txt"], capture_output=True,
+                          text=True).stderr
     assert warned in said, "git gives no such warning here: this test would prove nothing"
     result = orch("run", cwd=repo)
     assert repo.git("show", "campaign/hostile:a.txt") == "changed", result.out + result.err

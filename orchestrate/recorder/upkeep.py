@@ -81,8 +81,11 @@ def finish() -> None:
             return
     while _written:
         key, since = _written.popitem()
-        if since and (Path(key) / ".git").is_dir() and _loose_bytes(Path(key)) >= PACK_AFTER:
-            _repack(Path(key), whole=False)
+        try:  # after the command's own error was said (a config git cannot be run with, say): nothing more to say
+            if since and (Path(key) / ".git").is_dir() and _loose_bytes(Path(key)) >= PACK_AFTER:
+                _repack(Path(key), whole=False)
+        except (OrchestrateError, OSError):
+            continue
     while _left_behind:
         ledger = Path(_left_behind.pop())
         if not (ledger / ".git").is_dir():

@@ -49,6 +49,9 @@ class Fingerprint:
     # person's (the restore a ForeignWrite hint names) would run what a worker planted
     recorder_git: Path | None = None
     recorder_git_files: dict[str, bytes | None] = field(default_factory=dict)
+    # the real path of each recorder and $HOME file's folder: put back only there, never where a folder on the
+    # way was re-pointed to since (watched.put)
+    places: dict[Path, str] = field(default_factory=dict)
     looked: float = 0.0  # when the checkout was looked at (time.monotonic())
     mark: int = -1  # proc.unconfined() when it was looked at: what started outside the sandbox since
 
@@ -82,6 +85,7 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     fp.recorder = {path: watched.read(path) for path in recorder_files}
     fp.home = {path: watched.read(path) for path in home_git_files()}
     fp.folders = _folders(fp.home)
+    fp.places = {path: os.path.realpath(path.parent) for path in (*fp.recorder, *fp.home)}
     if recorder_git is not None:
         fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git)
     return fp
@@ -131,7 +135,7 @@ NOT_PUT_BACK = watched.NOT_PUT_BACK
 def rebased(now: Fingerprint, before: Fingerprint) -> Fingerprint:
     """`now` (refs, the checkout) with `before`'s watched files, the state they were put back to."""
     now.files, now.home, now.folders = before.files, before.home, before.folders
-    now.recorder, now.recorder_git_files = before.recorder, before.recorder_git_files
+    now.recorder, now.recorder_git_files, now.places = before.recorder, before.recorder_git_files, before.places
     return now
 
 
@@ -146,9 +150,10 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     orchestrate never force-moves a ref. An edited recorder file is first copied into `keep` (a person
     may have edited it during the run: the edit is not lost, only kept out of the recorder)."""
     # never written through a link of $HOME's: your checkout, its git dir, the recorder (rv26)
-    out = (before.common, before.common.parent) + ((before.recorder_git.parent,) if before.recorder_git else ())
+    out = tuple(os.path.realpath(p) for p in (before.common, before.common.parent, *(
+        [before.recorder_git.parent] if before.recorder_git else [])))
     put_back = restore_recorder(before, keep) + _restore_folders(before.folders) + \
-        _restore_paths(before.home, keep, out) + _put_back(before.common, before.files, ".git")
+        _restore_paths(before.home, keep, out, before.places) + _put_back(before.common, before.files, ".git")
     if before.recorder_git is not None:
         put_back += _put_back(before.recorder_git, before.recorder_git_files, ".ledger/.git")
     return put_back
@@ -176,40 +181,47 @@ def _changed(before: dict, after: dict, shown: Callable[[Any], str]) -> list[str
 
 
 def _put_back(base: Path, before: dict[str, bytes | None], shown: str) -> list[str]:
-    """The watched folders first (a folder put back as a folder is listed again), then the files in them."""
-    put_back = []
+    """The watched folders first (a folder put back as a folder is listed again), then the files in them; none
+    in a folder that could not be put back (a link of yours, whose chain leads elsewhere now)."""
+    put_back, lost = [], []
     for name in _WATCHED_DIRS:
         old = before.get(name + "/")
         if watched.folder_record(base / name) != old:
             try:
                 watched.put_folder(base / name, old)
-                put_back.append(f"{shown}/{name}/")
             except OSError as exc:
-                put_back.append(f"{shown}/{name}/ (not put back: {exc.strerror})")
+                put_back.append(f"{shown}/{name}/{watched.NOT_PUT_BACK}{exc.strerror})")
+                lost.append(name + "/")
+                continue
+            if watched.folder_record(base / name) != old:
+                put_back.append(f"{shown}/{name}/{watched.NOT_PUT_BACK}it leads elsewhere than when it was watched)")
+                lost.append(name + "/")
+            else:
+                put_back.append(f"{shown}/{name}/")
     now = take_files(base)
     for name in sorted(set(before) | set(now)):
         old = before.get(name)
-        if now.get(name) != old and not name.endswith("/"):
-            top = name.split("/")[0]  # a watched folder of yours that is a link is written through (put back first)
-            anchor = base / top if (before.get(top + "/") or b"")[:1] == b"l" else base
-            put_back.append(f"{shown}/{name}" + _put_or_say(base / name, old, anchor))
+        if now.get(name) != old and not name.endswith("/") and not name.startswith(tuple(lost)):
+            put_back.append(f"{shown}/{name}" + _put_or_say(base / name, old, _place(base, name, before)))
     return put_back
 
 
-def _put_or_say(path: Path, old: bytes | None, anchor: Path, keep_out: tuple[Path, ...] = ()) -> str:
+def _place(base: Path, name: str, before: dict[str, bytes | None]) -> str:
+    """The real path of the folder the git-dir file `name` is in: below the git dir, or below the real path a
+    watched folder of yours that is a link had when it was watched."""
+    top, _, rest = name.partition("/")
+    folder = before.get(top + "/") or b""
+    if rest and folder[:1] == b"l":
+        return os.path.normpath(os.path.join(os.fsdecode(folder[1:].partition(b"\0")[2]), os.path.dirname(rest)))
+    return os.path.dirname(os.path.join(os.path.realpath(base), name))
+
+
+def _put_or_say(path: Path, old: bytes | None, place: str, keep_out: tuple[str, ...] = ()) -> str:
     """Put `path` back as `old` (watched.put); what could not be, said after its name (the rest is still put back)."""
     try:
-        return watched.put(path, old, anchor, keep_out)
+        return watched.put(path, old, place, keep_out)
     except OSError as exc:
         return f"{watched.NOT_PUT_BACK}{exc.strerror})"
-
-
-def _anchor(path: Path) -> Path:
-    """The folder a watched path is reached from, by descriptors: the recorder, $HOME, or its own folder."""
-    if ".ledger" in path.parts:
-        return Path(*path.parts[:path.parts.index(".ledger") + 1])
-    home = Path(os.path.expanduser("~"))
-    return home if path.is_relative_to(home) and path != home else path.parent
 
 
 def _folders(paths) -> dict[Path, str | None]:
@@ -266,12 +278,12 @@ def _restore_folders(before: dict[Path, str | None]) -> list[str]:
 
 
 def restore_recorder(before: Fingerprint, keep: Path | None) -> list[str]:
-    return _restore_paths(before.recorder, keep)
+    return _restore_paths(before.recorder, keep, (), before.places)
 
 
 def restore_file(path: Path, before: bytes | None, keep: Path | None) -> list[str]:
     """One watched file put back as `before` (its edited version copied into `keep` first)."""
-    return _restore_paths({path: before}, keep)
+    return _restore_paths({path: before}, keep, (), {path: os.path.realpath(path.parent)})
 
 
 def read_watched(path: Path) -> bytes | None:
@@ -279,7 +291,8 @@ def read_watched(path: Path) -> bytes | None:
     return watched.read(path)
 
 
-def _restore_paths(files: dict[Path, bytes | None], keep: Path | None, keep_out: tuple[Path, ...] = ()) -> list[str]:
+def _restore_paths(files: dict[Path, bytes | None], keep: Path | None, keep_out: tuple[str, ...],
+                   places: dict[Path, str]) -> list[str]:
     put_back = []
     for path, old in files.items():
         new = watched.read(path)
@@ -289,7 +302,9 @@ def _restore_paths(files: dict[Path, bytes | None], keep: Path | None, keep_out:
         if kept is not None:
             keep.mkdir(parents=True, exist_ok=True)
             (keep / path.name).write_bytes(kept)
-        put_back.append(shown(path) + _put_or_say(path, old, _anchor(path), keep_out) +
+        said = _put_or_say(path, old, places[path], keep_out) if path in places else \
+            f"{watched.NOT_PUT_BACK}where it was is not known)"
+        put_back.append(shown(path) + said +
                         (f" (the edited version is kept at {keep / path.name})" if kept is not None else ""))
     return put_back
 

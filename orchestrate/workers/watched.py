@@ -11,7 +11,7 @@ Each kind of record has its own first byte, so no file's bytes can pass for a li
                                     where it leads, and the record of the file there, which git reads and a worker
                                     writes through it (empty: none)
   None                              nothing there, or anything else (git reads no folder, FIFO or socket as a file)
-A watched folder's record is d<mode>, l<target>, o (anything else) or None.
+A watched folder's record is d<mode>, l<target>\0<real path>, o (anything else) or None.
 """
 from __future__ import annotations
 
@@ -87,45 +87,56 @@ def mode(record: bytes) -> str:
 NOT_PUT_BACK = " (not put back: "  # how a put-back that failed is said, after the path's name
 
 
-def put(path: Path, old: bytes | None, anchor: Path, keep_out: tuple[Path, ...] = ()) -> str:
+def put(path: Path, old: bytes | None, place: str, keep_out: tuple[str, ...] = ()) -> str:
     """`path` as its record `old` was read: a file of those bytes and that mode, the link again and the file it
-    led to, or nothing. Every folder below `anchor` (a folder taken as it is: $HOME, the git dir) is reached by
-    descriptors, never through a link, nor is the file a link leads to: a link a worker still running swaps in
-    for a folder meanwhile makes it fail (OSError), never write or remove through it. Nothing is written where
-    a link leads into `keep_out` (your checkout, its git dir, the recorder). Returns what could not be put
-    back, in words, after NOT_PUT_BACK ("" for nothing)."""
+    led to, or nothing. `place` is the real path (no link in it) of `path`'s folder when it was watched: a
+    folder on the way that leads elsewhere now (swapped for a link, a link of yours re-pointed) is not gone
+    through. The folder, and the file a link leads to, are reached from / one folder at a time without
+    following a link, so a link a worker still running swaps in meanwhile makes it fail (OSError), never write
+    or remove through it; nothing is written where a link leads into `keep_out` (real paths: your checkout, its
+    git dir, the recorder). Read again after: what still does not read as `old` (a link further on in a chain
+    re-pointed) was not put back. Returns what could not be put back, after NOT_PUT_BACK ("" for nothing)."""
+    if os.path.realpath(path.parent) != place:
+        return NOT_PUT_BACK + "a folder on its way leads elsewhere than when it was watched)"
+    said = _put_at(place, path.name, old, keep_out)
+    if not said and read(path) != old:
+        return NOT_PUT_BACK + "it still does not read as it did when watched: a link on its way was changed)"
+    return said
+
+
+def _put_at(place: str, name: str, old: bytes | None, keep_out: tuple[str, ...]) -> str:
     from orchestrate import removal
-    fd = _walk(os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), path.parent.relative_to(anchor).parts)
+    fd = _walk(os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), Path(place).parts[1:])
     try:
         if old is not None and old[:1] == b"u":
-            return _put_unread(fd, path.name, old[1:])
-        removal.remove_at(fd, path.name)
+            return _put_unread(fd, name, old[1:])
+        removal.remove_at(fd, name)
         if old is None:
             return ""
         if old[:1] == b"f":
             bits, _, data = old[1:].partition(b"\0")
-            _create_at(fd, path.name, data, int(bits, 8))
+            _create_at(fd, name, data, int(bits, 8))
             return ""
         target, real, led = old[1:].split(b"\0", 2)
-        os.symlink(target, path.name, dir_fd=fd)
+        os.symlink(target, name, dir_fd=fd)
     finally:
         os.close(fd)
-    if not led or read_file(os.fsdecode(real)) == led:
+    real = os.fsdecode(real)
+    if read_file(real) == (led or None):
         return ""
-    if led[:1] != b"f":
+    if led and led[:1] != b"f":
         return NOT_PUT_BACK + "the file it leads to could not be read when watched)"
-    if into := next((str(k) for k in keep_out if Path(os.fsdecode(real)).is_relative_to(k)), None):
+    if into := next((k for k in keep_out if Path(real).is_relative_to(k)), None):
         return NOT_PUT_BACK + f"it leads into {into}, where orchestrate writes nothing of yours)"
-    bits, _, data = led[1:].partition(b"\0")
-    parts = Path(os.fsdecode(real)).parts
-    fd = _walk(os.open(parts[0], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), parts[1:-1], make=False)
-    try:
-        if stat.S_ISDIR(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
+    parts = Path(real).parts
+    fd = _walk(os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), parts[1:-1], make=False)
+    try:  # what it leads to now: a folder there is refused, a file (or a worker's, where there was none) replaced
+        if os.path.lexists(real) and stat.S_ISDIR(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
             return NOT_PUT_BACK + "a folder is where the file it leads to was)"
         removal.remove_at(fd, parts[-1])
-        _create_at(fd, parts[-1], data, int(bits, 8))
-    except FileNotFoundError:
-        _create_at(fd, parts[-1], data, int(bits, 8))
+        if led:
+            bits, _, data = led[1:].partition(b"\0")
+            _create_at(fd, parts[-1], data, int(bits, 8))
     finally:
         os.close(fd)
     return ""
@@ -194,7 +205,7 @@ def chmod_folder(path: Path, bits: int) -> None:
 
 def folder_record(path: Path) -> bytes | None:
     """d<mode> for a folder (a worker's `chmod 0311 hooks` keeps git running what it planted there, unlisted),
-    l<target> for a link, o for anything else, None for nothing."""
+    l<target>\0<real path> for a link, o for anything else, None for nothing."""
     st = _lstat(path)
     if not isinstance(st, os.stat_result):
         return st
@@ -202,8 +213,8 @@ def folder_record(path: Path) -> bytes | None:
         return b"d%o" % stat.S_IMODE(st.st_mode)
     if not stat.S_ISLNK(st.st_mode):
         return b"o"
-    try:
-        return b"l" + os.fsencode(os.readlink(path))
+    try:  # where it leads too: a folder on the way there re-pointed (your ~/dotfiles) is a change
+        return b"l" + os.fsencode(os.readlink(path)) + b"\0" + os.fsencode(os.path.realpath(path))
     except OSError:  # swapped again since the lstat
         return b"u"
 
@@ -218,4 +229,4 @@ def put_folder(path: Path, old: bytes | None) -> None:
         path.mkdir()
         chmod_folder(path, int(old[1:], 8))
     elif old is not None and old[:1] == b"l":
-        path.symlink_to(os.fsdecode(old[1:]))
+        path.symlink_to(os.fsdecode(old[1:].partition(b"\0")[0]))

@@ -73,6 +73,7 @@ def remove(ctx, node: str, path: str) -> None:
     if not path or not Path(path).exists():
         if path:
             pool.forget(Path(path))  # gone already: its record (and index copy) must not count as held
+            _made_here.pop(path, None)
         return
     ctx.emit("intent", {"effect": "worktree-remove", "node": node, "path": path})
     _made_here.pop(path, None)
