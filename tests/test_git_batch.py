@@ -143,7 +143,7 @@ def test_the_identity_is_asked_once_and_stands_while_the_config_changes(repo, st
     monkeypatch.setenv("HOME", str(home))
     first = git.identity_env(repo)
     asked = len(started)
-    assert first == {} and git.identity_env(repo) == first and len(started) == asked
+    assert first["GIT_AUTHOR_NAME"] == "You" and git.identity_env(repo) == first and len(started) == asked
     (home / ".gitconfig").write_text("")  # a worker's doing: orchestrate's commits keep your name
     assert git.identity_env(repo) == first and len(started) == asked
     monkeypatch.setenv("HOME", str(tmp_path))  # no identity there: orchestrate's own name

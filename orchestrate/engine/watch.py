@@ -41,6 +41,7 @@ def arm(ctx: Context, taken: fingerprint.Fingerprint | None = None) -> None:
     the last look, unless that look is recent; an older look is dropped. Every worker that ran before was
     checked when it returned; a process about to start that could write the checkout has it looked at
     first when no look stands (workers/launch.py, and proc's hook for every other process)."""
+    git.identity_env(ctx.root)  # the run's identity, read before a worker can edit the config it is read from
     last = ctx.watch
     recent = last is not None and bool(last.checkout) and time.monotonic() - last.looked < fingerprint.STANDS_FOR
     ctx.watch = taken or _take(ctx, last if recent else None, look=_exposed(ctx))

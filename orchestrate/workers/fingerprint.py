@@ -51,7 +51,8 @@ class Fingerprint:
     recorder_git_files: dict[str, bytes | None] = field(default_factory=dict)
     # the real path of each recorder and $HOME file's folder: put back only there, never where a folder on the
     # way was re-pointed to since (watched.put)
-    places: dict[Path, str] = field(default_factory=dict)
+    places: dict[Path, str] = field(default_factory=dict)  # and of the git dirs watched
+    inside: tuple[str, ...] = ()  # real paths a link may lead into uncompared (take)
     looked: float = 0.0  # when the checkout was looked at (time.monotonic())
     mark: int = -1  # proc.unconfined() when it was looked at: what started outside the sandbox since
 
@@ -70,7 +71,11 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     fingerprint whose look at the checkout (the costly part: a `git status`) stands for a new one; `look`
     false: no look is taken (the checkout stays `{}`) when no worker that could write it runs."""
     common = git.git_common_dir(root)
-    fp = Fingerprint(common, files=take_files(common))
+    # what a link of yours may lead into without what it leads to being compared or put back: your checkout,
+    # watched there (a hook linked to scripts/ you edit), its git dir, the recorder (rv26, rv28)
+    inside = tuple(dict.fromkeys(os.path.realpath(p) for p in (root, common, *([recorder_git.parent]
+                                                                             if recorder_git else []))))
+    fp = Fingerprint(common, files=take_files(common, inside), inside=inside)
     theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
     from orchestrate import git_files  # the ref files read directly: a `for-each-ref` twice a node otherwise
     found = git_files.ref_files(root, skip=theirs)
@@ -83,11 +88,13 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     else:  # no look needed now; one is, once anything starts outside the sandbox
         fp.mark = proc.unconfined()
     fp.recorder = {path: watched.read(path) for path in recorder_files}
-    fp.home = {path: watched.read(path) for path in home_git_files()}
+    fp.home = {path: watched.read(path, inside) for path in home_git_files()}
     fp.folders = _folders(fp.home)
     fp.places = {path: os.path.realpath(path.parent) for path in (*fp.recorder, *fp.home)}
+    fp.places[common] = os.path.realpath(common)
     if recorder_git is not None:
-        fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git)
+        fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git, inside)
+        fp.places[recorder_git] = os.path.realpath(recorder_git)
     return fp
 
 
@@ -136,6 +143,7 @@ def rebased(now: Fingerprint, before: Fingerprint) -> Fingerprint:
     """`now` (refs, the checkout) with `before`'s watched files, the state they were put back to."""
     now.files, now.home, now.folders = before.files, before.home, before.folders
     now.recorder, now.recorder_git_files, now.places = before.recorder, before.recorder_git_files, before.places
+    now.inside = before.inside
     return now
 
 
@@ -150,12 +158,12 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     orchestrate never force-moves a ref. An edited recorder file is first copied into `keep` (a person
     may have edited it during the run: the edit is not lost, only kept out of the recorder)."""
     # never written through a link of $HOME's: your checkout, its git dir, the recorder (rv26)
-    out = tuple(os.path.realpath(p) for p in (before.common, before.common.parent, *(
-        [before.recorder_git.parent] if before.recorder_git else [])))
+    out = before.inside
     put_back = restore_recorder(before, keep) + _restore_folders(before.folders) + \
-        _restore_paths(before.home, keep, out, before.places) + _put_back(before.common, before.files, ".git")
+        _restore_paths(before.home, keep, out, before.places) + _put_back(before.common, before.files, ".git",
+                                                                           before.places, out)
     if before.recorder_git is not None:
-        put_back += _put_back(before.recorder_git, before.recorder_git_files, ".ledger/.git")
+        put_back += _put_back(before.recorder_git, before.recorder_git_files, ".ledger/.git", before.places, out)
     return put_back
 
 
@@ -180,9 +188,14 @@ def _changed(before: dict, after: dict, shown: Callable[[Any], str]) -> list[str
     return found
 
 
-def _put_back(base: Path, before: dict[str, bytes | None], shown: str) -> list[str]:
+def _put_back(base: Path, before: dict[str, bytes | None], shown: str, places: dict[Path, str] | None = None,
+              inside: tuple[str, ...] = ()) -> list[str]:
     """The watched folders first (a folder put back as a folder is listed again), then the files in them; none
-    in a folder that could not be put back (a link of yours, whose chain leads elsewhere now)."""
+    in a folder that could not be put back (a link of yours, whose chain leads elsewhere now), nor in a git dir
+    that is elsewhere now than when it was watched (`places`: a `.git` swapped for a link meanwhile, rv28)."""
+    real = (places or {}).get(base) or os.path.realpath(base)
+    if os.path.realpath(base) != real:
+        return [f"{shown}/{watched.NOT_PUT_BACK}it leads elsewhere than when it was watched)"]
     put_back, lost = [], []
     for name in _WATCHED_DIRS:
         old = before.get(name + "/")
@@ -198,22 +211,22 @@ def _put_back(base: Path, before: dict[str, bytes | None], shown: str) -> list[s
                 lost.append(name + "/")
             else:
                 put_back.append(f"{shown}/{name}/")
-    now = take_files(base)
+    now = take_files(base, inside)
     for name in sorted(set(before) | set(now)):
         old = before.get(name)
         if now.get(name) != old and not name.endswith("/") and not name.startswith(tuple(lost)):
-            put_back.append(f"{shown}/{name}" + _put_or_say(base / name, old, _place(base, name, before)))
+            put_back.append(f"{shown}/{name}" + _put_or_say(base / name, old, _place(real, name, before), inside))
     return put_back
 
 
-def _place(base: Path, name: str, before: dict[str, bytes | None]) -> str:
+def _place(real: str, name: str, before: dict[str, bytes | None]) -> str:
     """The real path of the folder the git-dir file `name` is in: below the git dir, or below the real path a
     watched folder of yours that is a link had when it was watched."""
     top, _, rest = name.partition("/")
     folder = before.get(top + "/") or b""
     if rest and folder[:1] == b"l":
         return os.path.normpath(os.path.join(os.fsdecode(folder[1:].partition(b"\0")[2]), os.path.dirname(rest)))
-    return os.path.dirname(os.path.join(os.path.realpath(base), name))
+    return os.path.dirname(os.path.join(real, name))
 
 
 def _put_or_say(path: Path, old: bytes | None, place: str, keep_out: tuple[str, ...] = ()) -> str:
@@ -257,23 +270,17 @@ def _folder(folder: Path) -> str | None:
 def _restore_folders(before: dict[Path, str | None]) -> list[str]:
     """Each folder on the way to a watched file in $HOME as it was, outermost first, before any file is
     written or removed there: what a worker put in a folder's place (a link to your checkout, say) is
-    removed, never written through."""
-    put_back = []
+    removed, never written through (watched.put_home_folder)."""
+    home, put_back = Path(os.path.expanduser("~")), []
     for folder in sorted(before, key=lambda f: len(f.parts)):
         old = before[folder]
+        if _folder(folder) == old:
+            continue
         try:
-            if _folder(folder) == old:
-                continue
-            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-                folder.unlink()
-            if old is None or old.startswith("mode:"):  # a folder it is (the files in it are put back next)
-                folder.mkdir(exist_ok=True)  # its parents were put back first (a link swapped in: chmod fails)
-                watched.chmod_folder(folder, int(old[5:], 8) if old else stat.S_IMODE(folder.lstat().st_mode) | 0o700)
-            elif old.startswith("link:"):
-                folder.symlink_to(old.removeprefix("link:"))
+            watched.put_home_folder(home, folder, old)
             put_back.append(f"the folder {shown(folder)}")
         except OSError as exc:
-            put_back.append(f"the folder {shown(folder)} (not put back: {exc.strerror})")
+            put_back.append(f"the folder {shown(folder)}{watched.NOT_PUT_BACK}{exc.strerror})")
     return put_back
 
 
@@ -295,13 +302,16 @@ def _restore_paths(files: dict[Path, bytes | None], keep: Path | None, keep_out:
                    places: dict[Path, str]) -> list[str]:
     put_back = []
     for path, old in files.items():
-        new = watched.read(path)
+        new = watched.read(path, keep_out)
         if new == old:
             continue
         kept = content(new) if keep is not None else None
         if kept is not None:
-            keep.mkdir(parents=True, exist_ok=True)
-            (keep / path.name).write_bytes(kept)
+            try:
+                keep.mkdir(parents=True, exist_ok=True)
+                watched.put(keep / path.name, b"f644\0" + kept, os.path.realpath(keep))
+            except OSError:  # a worker's file where the folder would be: the edit is not kept, the rest goes on
+                kept = None
         said = _put_or_say(path, old, places[path], keep_out) if path in places else \
             f"{watched.NOT_PUT_BACK}where it was is not known)"
         put_back.append(shown(path) + said +
@@ -309,17 +319,34 @@ def _restore_paths(files: dict[Path, bytes | None], keep: Path | None, keep_out:
     return put_back
 
 
-def take_files(common: Path) -> dict[str, bytes | None]:
+def _listed(base: Path) -> list[Path]:
+    """Every file and link below `base`, folders walked without recursion and never through a link (Path.rglob
+    recurses: folders nested 1,200 deep raised RecursionError, exit 70)."""
+    found, folders = [], [base]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(Path(entry.path))
+                    else:
+                        found.append(Path(entry.path))
+        except OSError:  # a folder that cannot be listed: what is in it is what git cannot find either
+            continue
+    return found
+
+
+def take_files(common: Path, inside: tuple[str, ...] = ()) -> dict[str, bytes | None]:
     """The watched files of a git dir, and each watched folder itself as `hooks/` (its record: a folder a worker
     swapped for a link is not listed through it, nor anything written through it when put back)."""
-    files = {name: watched.read(common / name) for name in _WATCHED_FILES}
+    files = {name: watched.read(common / name, inside) for name in _WATCHED_FILES}
     for folder in _WATCHED_DIRS:
         base = common / folder
         files[folder + "/"] = record = watched.folder_record(base)
         if record is not None and record[:1] in b"dl":  # through a link of yours; one a worker made is put back first
-            for path in sorted(p for p in base.rglob("*") if p.is_file() or p.is_symlink()):
+            for path in sorted(_listed(base)):
                 if (name := str(path.relative_to(common))) not in _DERIVED:
-                    files[name] = watched.read(path)
+                    files[name] = watched.read(path, inside)
     return files
 
 

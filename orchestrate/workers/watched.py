@@ -9,7 +9,7 @@ Each kind of record has its own first byte, so no file's bytes can pass for a li
                                     loop of links, a name too long)
   l<target>\0<real>\0<record>       a link (a dotfiles checkout's ~/.gitconfig, a hook linked from the project):
                                     where it leads, and the record of the file there, which git reads and a worker
-                                    writes through it (empty: none)
+                                    writes through it (empty: none; `c`: a file in your checkout, watched there)
   None                              nothing there, or anything else (git reads no folder, FIFO or socket as a file)
 A watched folder's record is d<mode>, l<target>\0<real path>, o (anything else) or None.
 """
@@ -24,8 +24,10 @@ from orchestrate.git_config import MOST  # a bigger watched file (a worker's spa
 _WALK = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def read(path: Path | str) -> bytes | None:
-    """A watched path's record; a FIFO a worker planted in the git dir is not waited on (git_files.open_regular)."""
+def read(path: Path | str, inside: tuple[str, ...] = ()) -> bytes | None:
+    """A watched path's record; a FIFO a worker planted in the git dir is not waited on (git_files.open_regular).
+    A link leading `inside` (real paths: your checkout, watched as a checkout; a git dir) holds `c` for the file
+    it leads to: that file is not compared here, nor ever written back."""
     st = _lstat(path)
     if not isinstance(st, os.stat_result):
         return st
@@ -36,7 +38,8 @@ def read(path: Path | str) -> bytes | None:
     except OSError:
         return b"u"
     real = os.path.realpath(path)
-    return b"l" + os.fsencode(target) + b"\0" + os.fsencode(real) + b"\0" + (read_file(real) or b"")
+    led = b"c" if any(Path(real).is_relative_to(place) for place in inside) else read_file(real) or b""
+    return b"l" + os.fsencode(target) + b"\0" + os.fsencode(real) + b"\0" + led
 
 
 def _lstat(path: Path | str) -> os.stat_result | bytes | None:
@@ -45,7 +48,7 @@ def _lstat(path: Path | str) -> os.stat_result | bytes | None:
         return os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in a name a config gives (git cuts it there)
         return b"u"
 
 
@@ -55,7 +58,7 @@ def read_file(path: Path | str) -> bytes | None:
         fd, st = git_files.open_regular(path)
     except (FileNotFoundError, NotADirectoryError, git_files.NotRegular):
         return None
-    except OSError:  # its mode; a socket (ENXIO); a loop or a name too long on the way
+    except (OSError, ValueError):  # its mode; a socket (ENXIO); a loop or a name too long on the way; a NUL
         st = _lstat(path)
         if not isinstance(st, os.stat_result):
             return st
@@ -75,7 +78,8 @@ def content(record: bytes | None) -> bytes | None:
     if record is None or record[:1] == b"u":
         return None
     if record[:1] == b"l":
-        return content(record.split(b"\0", 2)[2] or None)
+        led = record.split(b"\0", 2)[2]
+        return None if led in (b"", b"c") else content(led)
     return record.partition(b"\0")[2]
 
 
@@ -99,7 +103,7 @@ def put(path: Path, old: bytes | None, place: str, keep_out: tuple[str, ...] = (
     if os.path.realpath(path.parent) != place:
         return NOT_PUT_BACK + "a folder on its way leads elsewhere than when it was watched)"
     said = _put_at(place, path.name, old, keep_out)
-    if not said and read(path) != old:
+    if not said and read(path, keep_out) != old:
         return NOT_PUT_BACK + "it still does not read as it did when watched: a link on its way was changed)"
     return said
 
@@ -122,7 +126,7 @@ def _put_at(place: str, name: str, old: bytes | None, keep_out: tuple[str, ...])
     finally:
         os.close(fd)
     real = os.fsdecode(real)
-    if read_file(real) == (led or None):
+    if led == b"c" or read_file(real) == (led or None):  # `c`: it leads into your checkout, not compared here
         return ""
     if led and led[:1] != b"f":
         return NOT_PUT_BACK + "the file it leads to could not be read when watched)"
@@ -178,7 +182,7 @@ def _put_unread(fd: int, name: str, was: bytes) -> str:
         if stat.S_ISREG(st.st_mode):  # the file held, not a name a worker can swap meanwhile
             os.chmod(f"/proc/self/fd/{held}", int(bits, 8))
             same = not identity or b"%d:%d:%d" % (st.st_ino, st.st_size, st.st_mtime_ns) == identity
-            return "" if same else " (its mode is put back; it was too big to hold when watched, so not compared)"
+            return "" if same else NOT_PUT_BACK + "it was too big to hold when watched, so it cannot be written back)"
     finally:
         os.close(held)
     removal.remove_at(fd, name)  # a link or a folder in its place: a worker's
@@ -199,6 +203,40 @@ def chmod_folder(path: Path, bits: int) -> None:
     fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         os.chmod(f"/proc/self/fd/{fd}", bits)
+    finally:
+        os.close(fd)
+
+
+def put_home_folder(home: Path, folder: Path, old: str | None) -> None:
+    """A folder between $HOME and a watched file as it was (fingerprint._folder's record: None a folder or nothing,
+    `mode:` a folder of that mode, `link:` a link): reached from `home` one folder at a time, outer ones put back
+    first, never through a link swapped in meanwhile (OSError), and what is in its place removed by its name in
+    its parent (a link is removed, never what it leads to)."""
+    from orchestrate import removal
+    *above, name = folder.relative_to(home).parts
+    fd = _walk(os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), tuple(above), make=False)
+    try:
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if old == "other":  # something else was there: a link put in its place goes, nothing is made
+            return removal.remove_at(fd, name) if st is not None and stat.S_ISLNK(st.st_mode) else None
+        if st is not None and (old is None or old.startswith("mode:")) and not stat.S_ISDIR(st.st_mode):
+            removal.remove_at(fd, name)  # a link, or a file, in a folder's place
+            st = None
+        elif st is not None and old is not None and old.startswith("link:"):
+            removal.remove_at(fd, name)
+        if old is not None and old.startswith("link:"):
+            return os.symlink(old.removeprefix("link:"), name, dir_fd=fd)
+        if st is None:
+            os.mkdir(name, 0o700, dir_fd=fd)
+        held = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        try:
+            bits = int(old[5:], 8) if old else stat.S_IMODE(os.fstat(held).st_mode) | 0o700
+            os.chmod(f"/proc/self/fd/{held}", bits)
+        finally:
+            os.close(held)
     finally:
         os.close(fd)
 
