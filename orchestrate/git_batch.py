@@ -310,19 +310,20 @@ def toplevel(path: str | Path) -> Path | None:
 
 
 def identity(repo: str | Path) -> dict[str, str]:
-    """git.identity_env's answer: the whole identity (GIT_AUTHOR_* and GIT_COMMITTER_*) from `repo`'s user.name
-    and user.email, or orchestrate's own where the user has none, asked of git once for where `repo`'s config is
+    """git.identity_env's answer: the whole identity (GIT_AUTHOR_* and GIT_COMMITTER_*) as `git var` gives it for
+    `repo`, or orchestrate's own where git has none, asked of git once for where `repo`'s config is
     (inert.places_key). Whole, so that no later git reads it from a config a worker may have edited since (an
     emptied ~/.gitconfig failed every merge: `unable to auto-detect email address`)."""
     stamp = inert.places_key(Path(repo))
     if stamp not in _identities:
-        name = git.config_get(repo, "user.name") or "orchestrate"
-        email = git.config_get(repo, "user.email") or "orchestrate@localhost"
-        env = {f"GIT_{role}_{what}": value for role in ("AUTHOR", "COMMITTER")
-               for what, value in (("NAME", name), ("EMAIL", email))}
-        if len(_identities) > 64:
-            _identities.clear()
-        _identities[stamp] = env
+        env = {}
+        for role in ("AUTHOR", "COMMITTER"):  # as git ranks them: the environment, author.*/committer.*, user.*
+            said = git.git(repo, "var", f"GIT_{role}_IDENT", check=False).stdout.strip()
+            name, _, rest = said.rpartition(" <")
+            email = rest.partition(">")[0]
+            env[f"GIT_{role}_NAME"], env[f"GIT_{role}_EMAIL"] = (name, email) if name and email else \
+                ("orchestrate", "orchestrate@localhost")
+        _identities[stamp] = env  # never dropped: the run's own would be asked again mid-run (rv29)
     return dict(_identities[stamp])
 
 

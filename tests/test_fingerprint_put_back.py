@@ -260,8 +260,8 @@ def test_a_folder_swapped_for_a_link_after_the_folders_were_put_back_is_never_go
     config.write_text("[core]\n\thooksPath = /tmp/planted\n")
     real = fingerprint._restore_folders
 
-    def raced(folders):
-        done = real(folders)
+    def raced(folders, places):
+        done = real(folders, places)
         import shutil
         shutil.rmtree(home / ".config" / "git")
         (home / ".config" / "git").symlink_to(yours)
@@ -439,3 +439,15 @@ def test_a_folder_swapped_again_while_the_folders_are_put_back_is_never_gone_thr
     put_back = fingerprint.restore(before)
     assert (home / "bin" / "git").is_file(), put_back
     assert any(fingerprint.NOT_PUT_BACK in what for what in put_back), put_back
+
+
+def test_a_folder_below_a_stow_folded_link_of_yours_is_put_back(tmp_path, monkeypatch):
+    """rv29, a regression of the last commit: the folders on the way were walked from $HOME refusing every link,
+    so with ~/.config a link of yours (GNU stow) a worker's `chmod 0 ~/.config/git` halted the campaign."""
+    home, repo = _home(tmp_path, monkeypatch)
+    (home / "dotfiles" / ".config" / "git").mkdir(parents=True)
+    (home / ".config").symlink_to("dotfiles/.config")
+    before = fingerprint.take(repo, set())
+    (home / ".config" / "git").chmod(0)
+    assert fingerprint.restore(before) == ["the folder ~/.config/git"]
+    assert (home / "dotfiles" / ".config" / "git").stat().st_mode & 0o777 == 0o700

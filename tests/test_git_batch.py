@@ -283,3 +283,32 @@ def test_git_s_files_are_read_only_when_they_are_regular_files(repo, tmp_path):
     (admin / "index").unlink()
     os.mkfifo(admin / "index")
     assert siblings._entries(admin / "index") > siblings.STAMPED
+
+
+def test_an_identity_set_in_the_environment_or_as_author_wins_as_in_git(repo, monkeypatch):
+    """rv29: the identity was built from user.* alone, overriding GIT_AUTHOR_NAME in the environment and
+    author.*/committer.* settings, which git ranks above user.*."""
+    home = repo.parent / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = Personal\n\temail = me@home\n")
+    monkeypatch.setenv("HOME", str(home))  # a new place: asked anew
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Work Name")
+    repo.git("config", "committer.email", "me@work")
+    said = git.identity_env(repo)
+    assert (said["GIT_AUTHOR_NAME"], said["GIT_AUTHOR_EMAIL"]) == ("Work Name", "me@home"), said
+    assert (said["GIT_COMMITTER_NAME"], said["GIT_COMMITTER_EMAIL"]) == ("Personal", "me@work"), said
+
+
+def test_the_runs_identity_is_never_dropped_for_room(repo, monkeypatch, tmp_path):
+    """rv29: the answers were dropped once 64 places had been asked (a worktree each), and the run's own was then
+    asked again, mid-run, of a config a worker may have edited."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = You\n\temail = you@example.com\n")
+    monkeypatch.setenv("HOME", str(home))
+    assert git.identity_env(repo)["GIT_AUTHOR_NAME"] == "You"
+    (home / ".gitconfig").write_text("[user]\n\tname = A Worker\n\temail = w@evil\n")
+    for i in range(70):
+        (tmp_path / f"w{i}").mkdir()
+        git.identity_env(tmp_path / f"w{i}")
+    assert git.identity_env(repo)["GIT_AUTHOR_NAME"] == "You"

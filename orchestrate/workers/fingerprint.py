@@ -90,7 +90,7 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     fp.recorder = {path: watched.read(path) for path in recorder_files}
     fp.home = {path: watched.read(path, inside) for path in home_git_files()}
     fp.folders = _folders(fp.home)
-    fp.places = {path: os.path.realpath(path.parent) for path in (*fp.recorder, *fp.home)}
+    fp.places = {path: os.path.realpath(path.parent) for path in (*fp.recorder, *fp.home, *fp.folders)}
     fp.places[common] = os.path.realpath(common)
     if recorder_git is not None:
         fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git, inside)
@@ -159,7 +159,7 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     may have edited it during the run: the edit is not lost, only kept out of the recorder)."""
     # never written through a link of $HOME's: your checkout, its git dir, the recorder (rv26)
     out = before.inside
-    put_back = restore_recorder(before, keep) + _restore_folders(before.folders) + \
+    put_back = restore_recorder(before, keep) + _restore_folders(before.folders, before.places) + \
         _restore_paths(before.home, keep, out, before.places) + _put_back(before.common, before.files, ".git",
                                                                            before.places, out)
     if before.recorder_git is not None:
@@ -267,17 +267,17 @@ def _folder(folder: Path) -> str | None:
     return None if st.st_mode & 0o700 == 0o700 else f"mode:{stat.S_IMODE(st.st_mode):o}"
 
 
-def _restore_folders(before: dict[Path, str | None]) -> list[str]:
+def _restore_folders(before: dict[Path, str | None], places: dict[Path, str]) -> list[str]:
     """Each folder on the way to a watched file in $HOME as it was, outermost first, before any file is
     written or removed there: what a worker put in a folder's place (a link to your checkout, say) is
     removed, never written through (watched.put_home_folder)."""
-    home, put_back = Path(os.path.expanduser("~")), []
+    put_back = []
     for folder in sorted(before, key=lambda f: len(f.parts)):
         old = before[folder]
         if _folder(folder) == old:
             continue
         try:
-            watched.put_home_folder(home, folder, old)
+            watched.put_home_folder(folder, old, places.get(folder) or os.path.realpath(folder.parent))
             put_back.append(f"the folder {shown(folder)}")
         except OSError as exc:
             put_back.append(f"the folder {shown(folder)}{watched.NOT_PUT_BACK}{exc.strerror})")

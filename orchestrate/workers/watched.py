@@ -207,14 +207,18 @@ def chmod_folder(path: Path, bits: int) -> None:
         os.close(fd)
 
 
-def put_home_folder(home: Path, folder: Path, old: str | None) -> None:
+def put_home_folder(folder: Path, old: str | None, place: str) -> None:
     """A folder between $HOME and a watched file as it was (fingerprint._folder's record: None a folder or nothing,
-    `mode:` a folder of that mode, `link:` a link): reached from `home` one folder at a time, outer ones put back
-    first, never through a link swapped in meanwhile (OSError), and what is in its place removed by its name in
-    its parent (a link is removed, never what it leads to)."""
+    `mode:` a folder of that mode, `link:` a link), outer ones put back first. `place` is the real path its parent
+    had when it was watched (a folder of yours on the way that is a link, as GNU stow makes them, is followed as
+    it was; one that leads elsewhere now is refused: OSError); reached from / one folder at a time, never
+    through a link swapped in meanwhile, and what is in its place removed by its name in its parent (a link is
+    removed, never what it leads to)."""
     from orchestrate import removal
-    *above, name = folder.relative_to(home).parts
-    fd = _walk(os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), tuple(above), make=False)
+    if os.path.realpath(folder.parent) != place:
+        raise NotADirectoryError(20, "a folder on its way leads elsewhere than when it was watched", str(folder))
+    name = folder.name
+    fd = _walk(os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), Path(place).parts[1:], make=False)
     try:
         try:
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
