@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from orchestrate import git, git_batch, inert
+from orchestrate import git, git_batch
 from orchestrate.errors import GitError, ProcError
 
 
@@ -156,7 +156,6 @@ class Store:
 
 MAX_STORES = 4  # repositories written at once (a runner writes one, its recorder); the oldest closed past it
 _stores = git_batch.Kept(lambda repo: Store(repo), MAX_STORES)
-_identities: dict[tuple, tuple[str, str]] = {}
 
 
 def store(repo: str | Path) -> Store:
@@ -167,22 +166,17 @@ def store(repo: str | Path) -> Store:
 
 
 def identity(repo: Path, env: dict[str, str]) -> tuple[str, str]:
-    """(author, committer) as `git var` gives them under `env`, each `Name <email> <seconds> <zone>`. The
-    names are asked of git once for where `repo`'s config is (inert.places_key); the date is now, unless a
-    GIT_*_DATE variable sets one (then git is asked every time)."""
+    """(author, committer), each `Name <email> <seconds> <zone>`: the names git.identity_env gave (git's own, as
+    `git var` sanitised them when the run began) and the time now; asked of `git var` under `env` only when a
+    GIT_*_DATE variable sets the date, or `env` names no one."""
+    names = [env.get(f"GIT_{role}_NAME") for role in ("AUTHOR", "COMMITTER")]
+    emails = [env.get(f"GIT_{role}_EMAIL") for role in ("AUTHOR", "COMMITTER")]
     dated = any(k in env or k in os.environ for k in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"))
-    key = (inert.places_key(repo), tuple(sorted(env.items())))
-    if dated or key not in _identities:
-        found = tuple(git.out(repo, "var", name, env=env) for name in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"))
-        if dated:
-            return found  # type: ignore[return-value]
-        if len(_identities) > 64:
-            _identities.clear()
-        _identities[key] = tuple(f.rsplit(" ", 2)[0] for f in found)  # type: ignore[assignment]
+    if dated or not all(names + emails):
+        return tuple(git.out(repo, "var", name, env=env) for name in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"))
     offset = time.localtime().tm_gmtoff // 60
     stamp = f"{int(time.time())} {'-' if offset < 0 else '+'}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
-    author, committer = _identities[key]
-    return f"{author} {stamp}", f"{committer} {stamp}"
+    return f"{names[0]} <{emails[0]}> {stamp}", f"{names[1]} <{emails[1]}> {stamp}"
 
 
 @atexit.register

@@ -136,8 +136,8 @@ def test_the_identity_a_run_began_with_stands_while_a_worker_edits_the_user_conf
     recorder's next commit fail (`git var`: unable to auto-detect email address, exit 2) before the watch
     could put the file back; one that set another name had the recorder's commits signed with it."""
     repo = make_repo(tmp_path / "ident")
-    before = git_pipe.identity(repo, {})
+    before = git_pipe.identity(repo, git.identity_env(repo))
     (home / ".gitconfig").write_text("[user]\n\tname = Worker\n\temail = w@evil\n")
-    assert git_pipe.identity(repo, {})[0].rsplit(" ", 2)[0] == before[0].rsplit(" ", 2)[0]
+    assert git_pipe.identity(repo, git.identity_env(repo))[0].rsplit(" ", 2)[0] == before[0].rsplit(" ", 2)[0]
     (home / ".gitconfig").write_text("")
-    assert git_pipe.identity(repo, {})[0].rsplit(" ", 2)[0] == before[0].rsplit(" ", 2)[0]
+    assert git_pipe.identity(repo, git.identity_env(repo))[0].rsplit(" ", 2)[0] == before[0].rsplit(" ", 2)[0]

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrate import atomic, git, git_files, inert, removal
-from orchestrate.workers import unread
+from orchestrate.workers import unread, watched
 from orchestrate.errors import GitError
 
 SPARES = 8  # kept per topic at least; more only when the campaign held more worktrees at once (`_peak`)
@@ -287,11 +287,7 @@ def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False
     or said anything about what it could not read."""
     switch = ["checkout", "--quiet", "--force"] + (["-B", branch, base] if branch else ["--detach", base])
     try:  # the folder's own mode as a checkout makes it (its parent's): a worker's `chmod 000 .` is not the next's
-        held = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            os.chmod(f"/proc/self/fd/{held}", stat.S_IMODE(os.stat(path.parent).st_mode))
-        finally:
-            os.close(held)
+        watched.chmod_folder(path, stat.S_IMODE(os.stat(path.parent).st_mode))
     except OSError:
         return False
     if not git.git(path, *_STAT, *switch, check=False):

@@ -197,10 +197,10 @@ def _create_at(fd: int, name: str, data: bytes, bits: int) -> None:
         os.fchmod(out, bits)
 
 
-def chmod_folder(path: Path, bits: int) -> None:
-    """The folder at `path` (not a link a worker swaps in: OSError) given mode `bits`, held by a descriptor that
-    needs no access to it (a folder at mode 0 is what is put back)."""
-    fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+def chmod_folder(path: Path | str, bits: int, dir_fd: int | None = None) -> None:
+    """The folder at `path` (in `dir_fd`; not a link a worker swaps in: OSError) given mode `bits`, held by a
+    descriptor that needs no access to it (a folder at mode 0 is what is put back, or re-based)."""
+    fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
         os.chmod(f"/proc/self/fd/{fd}", bits)
     finally:
@@ -235,12 +235,8 @@ def put_home_folder(folder: Path, old: str | None, place: str) -> None:
             return os.symlink(old.removeprefix("link:"), name, dir_fd=fd)
         if st is None:
             os.mkdir(name, 0o700, dir_fd=fd)
-        held = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-        try:
-            bits = int(old[5:], 8) if old else stat.S_IMODE(os.fstat(held).st_mode) | 0o700
-            os.chmod(f"/proc/self/fd/{held}", bits)
-        finally:
-            os.close(held)
+        bits = int(old[5:], 8) if old else stat.S_IMODE(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+        chmod_folder(name, bits | (0 if old else 0o700), dir_fd=fd)
     finally:
         os.close(fd)
 
