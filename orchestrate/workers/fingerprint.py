@@ -5,7 +5,7 @@ fingerprint of the shared git dir (config, hooks/, info/, objects/info/alternate
 campaigns' node and campaign branches: its runner moves a campaign's own while workers run, and checks them
 otherwise), of the user's git config, attributes and excludes in $HOME (writable in the sandbox), of the
 recorder files the engine reads back (config.yaml, the default DAG, the campaign's DAG copy; the journal
-is the recorder's to verify) and of the user's checkout (HEAD, branch, index, status). A difference is
+is the recorder's to verify) and of the user's checkout (HEAD, branch, index, status, linked files). A difference is
 attributed to the nodes that were running; planted config, hooks and attributes (in .git or $HOME) and
 edited recorder files are put back byte for byte, so nothing a worker planted survives in the user's `.git` or reaches
 the recorder's history (the edited version is kept aside, named in the message). A change in the
@@ -29,6 +29,7 @@ from orchestrate.workers.watched import content
 _WATCHED_FILES = ("config", "config.worktree", "packed-refs.orig", "objects/info/alternates")
 _WATCHED_DIRS = ("hooks", "info")
 _DERIVED = ("info/refs", "info/packs")  # what `git gc` and `repack` write for dumb http: run nothing, left out
+_LED = "led to "  # a look's key for a file a link of yours leads to inside your checkout or git dir
 
 
 @dataclass
@@ -71,11 +72,15 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     fingerprint whose look at the checkout (the costly part: a `git status`) stands for a new one; `look`
     false: no look is taken (the checkout stays `{}`) when no worker that could write it runs."""
     common = git.git_common_dir(root)
-    # what a link of yours may lead into without what it leads to being compared or put back: your checkout,
-    # watched there (a hook linked to scripts/ you edit), its git dir, the recorder (rv26, rv28)
+    # what a link of yours may lead into without what it leads to being put back: your checkout (a hook linked to
+    # scripts/ you edit), its git dir, the recorder (rv26, rv28); compared with the look at the checkout instead
     inside = tuple(dict.fromkeys(os.path.realpath(p) for p in (root, common, *([recorder_git.parent]
                                                                              if recorder_git else []))))
     fp = Fingerprint(common, files=take_files(common, inside), inside=inside)
+    # before the look, which reads what their links lead to
+    fp.home = {path: watched.read(path, inside) for path in home_git_files()}
+    if recorder_git is not None:
+        fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git, inside)
     theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
     from orchestrate import git_files  # the ref files read directly: a `for-each-ref` twice a node otherwise
     found = git_files.ref_files(root, skip=theirs)
@@ -88,12 +93,10 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     else:  # no look needed now; one is, once anything starts outside the sandbox
         fp.mark = proc.unconfined()
     fp.recorder = {path: watched.read(path) for path in recorder_files}
-    fp.home = {path: watched.read(path, inside) for path in home_git_files()}
     fp.folders = _folders(fp.home)
     fp.places = {path: os.path.realpath(path.parent) for path in (*fp.recorder, *fp.home, *fp.folders)}
     fp.places[common] = os.path.realpath(common)
     if recorder_git is not None:
-        fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git, inside)
         fp.places[recorder_git] = os.path.realpath(recorder_git)
     return fp
 
@@ -108,7 +111,16 @@ def look_before_start(fp: Fingerprint | None, root: Path) -> None:
 
 def _look(fp: Fingerprint, root: Path) -> None:
     fp.mark = proc.unconfined()  # before the look: a process that starts during it makes the next one due
-    fp.checkout, fp.looked = _checkout(root), time.monotonic()
+    fp.checkout, fp.looked = _checkout(root) | _led_into(fp), time.monotonic()
+
+
+
+def _led_into(fp: Fingerprint) -> dict[str, str]:
+    """What your links into your checkout or git dir lead to (recorded `c`, never put back), hashed: `git status`
+    misses such a file that is ignored, already modified, or in the git dir (a hook linked to build/hook)."""
+    records = (*fp.files.values(), *fp.recorder_git_files.values(), *fp.home.values())
+    led = sorted({os.fsdecode(r.split(b"\0")[1]) for r in records if r and r[:1] == b"l" and r.endswith(b"\0c")})
+    return {_LED + real: hashlib.sha256(watched.read_file(real) or b"-").hexdigest() for real in led}
 
 
 def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[str]]:
@@ -131,7 +143,8 @@ def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[st
         found.append(f"the folder {shown(folder)} " + (
             f"was made unusable (mode {new[5:]})" if new and new.startswith("mode:") else
             "was created" if old is None else "was deleted" if new is None else "was changed"))
-    checkout = [f"the checkout's {k} changed" for k in sorted(before.checkout)
+    checkout = [f"{k[len(_LED):]}, which a link in your git dir or $HOME leads to, changed" if k.startswith(_LED)
+                else f"the checkout's {k} changed" for k in sorted(before.checkout)
                 if after.checkout and before.checkout[k] != after.checkout.get(k)]
     return found, checkout
 
