@@ -292,23 +292,31 @@ def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False
         return False
     if not git.git(path, *_STAT, *switch, check=False):
         return False
+    try:
+        clear_untracked(path, base, keep_ignored)
+    except (OSError, GitError):
+        return False
+    return True
+
+
+def clear_untracked(path: Path, commit: str, keep_ignored: bool = False) -> None:
+    """All the index of the worktree (at `commit`) does not hold removed, as the module's docstring says; with
+    `keep_ignored`, what the repository's own ignore rules match stays. GitError: git could not list it all (an
+    unreadable folder); OSError: a removal met a link on its way (swapped in by a worker still running)."""
     listed = git.git(path, *_QUOTED, "ls-files", "--others", "--directory", check=False)
     if not listed or listed.stderr.strip():  # an unreadable folder: what it holds is unknown
-        return False
+        raise GitError(["ls-files", "--others"], listed.rc, "", listed.stderr.strip() or "git could not list it")
     try:
         left: list[str] | None = [_unquote(entry).rstrip("/") for entry in listed.stdout.split("\n") if entry]
         if keep_ignored and (left := _not_ignored(path, left)) is None:
-            return False
-        # each removal walks down from the worktree, never through a link: what a worker (without the sandbox)
-        # still running swaps in after git listed it fails the re-base (OSError) and the spare is removed
-        for entry in left:
+            raise GitError(["check-ignore"], 1, "", "git could not tell what its ignore rules match")
+        for entry in left:  # each removal walks down from the worktree, never through a link
             removal.remove_below(path, entry)
-        for folder in _tracked_folders(path, base):  # git never lists a `.git` below the top, nor tracks one
+        for folder in _tracked_folders(path, commit):  # git never lists a `.git` below the top, nor tracks one
             removal.remove_below(path, folder + "/.git")
         _empty_gitlinks(path)
-    except (OSError, GitError, ValueError):  # ValueError: a listing not quoted as asked
-        return False
-    return True
+    except ValueError as exc:  # a name git did not quote as asked
+        raise GitError(["ls-files"], 0, "", f"a name git did not quote as asked ({exc})") from None
 
 
 def _tracked_folders(path: Path, base: str) -> set[str]:

@@ -1,4 +1,5 @@
-"""What happens when a worker attempt ends: its result journalled, leftovers committed, freeze read, status set."""
+"""What happens when a worker attempt ends: its result journalled, leftovers committed, what git does not track
+removed, freeze read, status set."""
 from __future__ import annotations
 
 import json
@@ -68,7 +69,8 @@ def _hidden(path: Path, base: str, head: str) -> str:
 
 
 def _settle(ctx, outcome) -> None:
-    """The attempt's own worktree: objects brought in, leftovers committed, head read, freeze or LANDED."""
+    """The attempt's own worktree: objects brought in, leftovers committed, head read, the rest removed, freeze or
+    LANDED."""
     ns = ctx.campaign.nodes[outcome.node]
     path = ctx.root / ns.worktree
     if path.exists() and not git_files.linked(path, git.git_common_dir(ctx.root)):
@@ -117,6 +119,9 @@ def _settle(ctx, outcome) -> None:
     if not clean and path.exists() and (hidden := _hidden(path, ns.base, head)):
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: {hidden}; its attempt failed")
         return
+    if path.exists() and (wrong := _cleared(ctx, path, head)):
+        fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: {wrong}; its attempt failed")
+        return
     if ns.objects and head != ns.base and git.rev_parse(ctx.root, ns.branch) == ns.base:
         git.update_ref(ctx.root, f"refs/heads/{ns.branch}", head, ns.base, reason=f"node {outcome.node} returned")
     update = {"node": outcome.node, "head": head, "rc": outcome.rc, "log": outcome.log,
@@ -145,6 +150,20 @@ def _first_look(root: Path, worktree: Path, base: str) -> tuple[str | None, bool
         return head, pool.unseen(worktree, base, head, pass_converted=False) == []
     except (GitError, OSError):
         return None, False
+
+
+def _cleared(ctx, path: Path, head: str) -> str:
+    """The worktree left holding its head commit alone, as its evaluators are to judge it: what git does not
+    track is gone (bytecode the worker left in an ignored __pycache__/ is loaded in place of the committed
+    source; an ignored conftest.py is read by pytest), unless `keep_ignored` trusts workers with ignored files.
+    Why it could not be ('' when it was)."""
+    try:
+        pool.clear_untracked(path, head, containment.keeps_ignored(ctx))
+    except GitError as exc:
+        return f"what git does not track in its worktree could not be listed ({exc.said()})"
+    except OSError as exc:
+        return f"what git does not track in its worktree could not be removed ({exc.strerror or exc})"
+    return ""
 
 
 def _commit_leftovers(ctx, outcome, path: Path) -> bool:

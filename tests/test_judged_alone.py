@@ -1,0 +1,68 @@
+"""A node is judged on its commit alone: what its worker left that git ignores is gone before its evaluators run
+(unless `keep_ignored: true` trusts workers with ignored files)."""
+from __future__ import annotations
+
+import pytest
+
+from orchestrate.workers import sandbox
+from tests.engine_helpers import campaign_repo, journal
+
+# The worker commits a wrong `add` and leaves, in the ignored __pycache__/, the right one compiled as an
+# unchecked-hash pyc: Python loads that without looking at the source, so an evaluator run in the worktree as
+# the worker left it passed, and the wrong source was merged.
+WORKER = r"""#!/bin/sh
+set -eu
+printf 'def add(a, b):\n    return a + b\n' > calc.py
+python3 -c 'import py_compile as p; p.compile("calc.py", cfile="__pycache__/calc.%s.pyc" % __import__("sys").implementation.cache_tag, invalidation_mode=p.PycInvalidationMode.UNCHECKED_HASH)'
+printf 'def add(a, b):\n    return a - b\n' > calc.py
+git add calc.py && git commit -qm "add, subtly"
+"""
+DAG = """\
+topic: alone
+workers: {{sh: "./work.sh"}}
+defaults: {{sandbox: {mode}{keep}, max_attempts: 1}}
+nodes:
+  - id: A
+    title: adds
+    depends_on: []
+    file_surface: [calc.py]
+    discipline: sh
+    evaluators: [{{name: adds, run: "python3 -c 'import calc; assert calc.add(2, 2) == 4, calc.add(2, 2)'"}}]
+"""
+BWRAP = sandbox.probe()
+
+
+@pytest.mark.parametrize("mode", ["none", pytest.param("bwrap", marks=pytest.mark.skipif(
+    BWRAP is not None, reason=f"bubblewrap does not work here: {BWRAP}"))])
+def test_bytecode_a_worker_left_ignored_is_not_what_its_evaluators_judge(tmp_path, orch, mode):
+    repo = campaign_repo(tmp_path, DAG.format(mode=mode, keep=""), WORKER, {".gitignore": "__pycache__/\n"})
+    done = orch("run", "--no-interactive", cwd=repo)
+    verdicts = [e["context"] for e in journal(repo, "alone") if e["kind"] == "gate" and e["context"]["gate"] == "evaluators"]
+    assert verdicts and not verdicts[0]["code"] == 0, done.out + done.err
+    assert "return a - b" not in repo.git("show", "campaign/alone:calc.py", check=False)
+
+
+def test_with_keep_ignored_the_evaluators_read_what_the_worker_left_as_documented(tmp_path, orch):
+    """The opt-in trusts workers with ignored files (warm caches): the evaluators read them, as README says."""
+    repo = campaign_repo(tmp_path, DAG.format(mode="none", keep=", keep_ignored: true"), WORKER,
+                         {".gitignore": "__pycache__/\n"})
+    orch("run", "--no-interactive", cwd=repo)
+    verdicts = [e["context"] for e in journal(repo, "alone") if e["kind"] == "gate" and e["context"]["gate"] == "evaluators"]
+    assert verdicts and verdicts[0]["code"] == 0
+
+
+def test_a_worktree_that_cannot_be_scrubbed_fails_the_attempt_and_nothing_is_judged(tmp_path, orch, monkeypatch):
+    """A worker still running (without the sandbox) swaps a folder for a link after git listed what to remove:
+    the removal refuses to go through it, and the attempt fails rather than be judged with the rest still there."""
+    import errno
+
+    from orchestrate.workers import pool
+
+    def swapped(path, commit, keep_ignored=False):
+        raise OSError(errno.ELOOP, "Too many levels of symbolic links")
+    monkeypatch.setattr(pool, "clear_untracked", swapped)
+    repo = campaign_repo(tmp_path, DAG.format(mode="none", keep=""), WORKER, {".gitignore": "__pycache__/\n"})
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert "node A: what git does not track in its worktree could not be removed (Too many levels of symbolic " \
+           "links); its attempt failed" in done.out
+    assert not [e for e in journal(repo, "alone") if e["kind"] == "gate" and e["context"]["gate"] == "evaluators"]
