@@ -21,7 +21,10 @@ Checks, in order:
    too (links in changed files are the next check's business).
 2. links: every relative link, image and link definition in the markdown files the range added or
    modified resolves at head (a file or directory, relative to the linking file, `/` = repository root),
-   and an anchor into a markdown file names one of its headings (GitHub slugs) or HTML ids.
+   and an anchor into a markdown file names one of its headings (GitHub slugs) or HTML ids; and every
+   symbolic link the range added or re-pointed leads inside the repository, not into `.git`: a link to
+   `~/.cache/x/conftest.py` would have the evaluators, and whoever runs the merge later, read a file no
+   gate ever sees (a sandboxed worker can write $HOME).
 3. dag: the DAG, when given, still validates.
 4. project gates: executables in `<ledger>/gates/` (README* and dotfiles skipped), then the
    `coherence.evaluators` of config.yaml, run at the head tree with ORCH_BASE, ORCH_HEAD and ORCH_TOPIC.
@@ -40,7 +43,7 @@ from typing import Iterator, Sequence
 
 from gates.shared import gatecli, markdown, project_checks
 from gates.shared.verdict import FAIL, PASS, USAGE, Item, Verdict, usage
-from orchestrate import git
+from orchestrate import git, git_diffs
 from orchestrate.errors import OrchestrateError, UsageError
 
 NAME = "coherence"
@@ -236,6 +239,19 @@ def _links(tree: _Tree, files: Sequence[str]) -> tuple[list[Item], int]:
     return broken, count
 
 
+def _symlinks(tree: _Tree, paths: Sequence[str]) -> list[Item]:
+    """A symbolic link whose target (read from its folder; an absolute one leaves at once) is outside the
+    repository or in its git dir."""
+    out = []
+    for path in paths:
+        target = tree.text(path)
+        inside = None if target is None or target.startswith("/") else resolve_link(path, target)
+        if inside is None or inside == ".git" or inside.startswith(".git/"):
+            where = "into its git dir" if inside is not None else "out of the repository"
+            out.append(Item("BROKEN", f"{path} -> {target}", f"a symbolic link leading {where}"))
+    return out
+
+
 def needs_checkout(ledger: Path | None) -> bool:
     """Will `check` run anything on the head's files (project gates, configured evaluators)? The rest of
     coherence reads commits, so a caller without them needs no checkout of the head."""
@@ -312,11 +328,12 @@ def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequenc
         items.append(Item("PASS", f"references: no surviving reference to {len(cuts)} removed name(s)"))
 
     broken, count = _links(tree, changed_md)
+    broken += _symlinks(tree, git_diffs.links(top, base_sha, head_sha))
     items += broken
     where = f"{count} link(s) in {len(changed_md)} changed markdown file(s)"
     if broken:
         failed.append("links")
-        items.append(Item("FAIL", "links", f"{len(broken)} of {where} do not resolve"))
+        items.append(Item("FAIL", "links", f"{len(broken)} link(s) do not resolve, or leave the repository"))
     else:
         items.append(Item("PASS", f"links: {where} resolve"))
 

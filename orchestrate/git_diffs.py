@@ -1,6 +1,7 @@
-"""Which paths differ between two commits, asked of one long-running `git diff-tree --stdin` per repository
-(git.py speaks git; this keeps the differ it would otherwise start for every node: the surface gate's diff
-of a node's head against its base, and the merge's against the campaign head).
+"""Which paths differ between two commits, and which of them are links now, asked of one long-running `git
+diff-tree --stdin` per repository (git.py speaks git; this keeps the differ it would otherwise start for every
+node: the surface gate's diff of a node's head against its base, coherence's look for links, and the merge's
+against the campaign head).
 
 diff-tree reads a line `<commit> <parent>` and prints what changed from that parent to the commit; a line
 that is not an object id it echoes at once, flushed, so `#end` after each request marks where its answer
@@ -23,15 +24,14 @@ class Differ(git_batch.Helper):
     """One `git diff-tree --stdin` in `repo`. --ignore-submodules=none: a `.gitmodules` a worker writes
     (`ignore = all`) must not hide a gitlink's move."""
 
-    ARGS = ("diff-tree", "--stdin", "-r", "-z", "--name-status", "--no-renames", "--no-commit-id",
-            "--ignore-submodules=none")
+    ARGS = ("diff-tree", "--stdin", "-r", "-z", "--raw", "--no-renames", "--no-commit-id", "--ignore-submodules=none")
 
-    def changed(self, base: str, head: str) -> list[tuple[str, str]]:
-        """[(status letter, path)] from `base` to `head`, as `git diff --name-status --no-renames` lists them."""
+    def changed(self, base: str, head: str) -> list[tuple[str, str, str]]:
+        """[(status letter, path, mode at head)] from `base` to `head`, as `git diff --raw --no-renames` lists them."""
         return self.call(lambda child: self._ask(child, base, head))
 
     @staticmethod
-    def _ask(child, base: str, head: str) -> list[tuple[str, str]]:
+    def _ask(child, base: str, head: str) -> list[tuple[str, str, str]]:
         child.stdin.write(f"{head} {base}\n".encode() + _END)
         child.stdin.flush()
         said = b""
@@ -43,9 +43,10 @@ class Differ(git_batch.Helper):
         return found
 
 
-def _parsed(said: bytes) -> list[tuple[str, str]] | None:
-    """The entries of a whole answer (status and path fields, each ended by NUL, then `#end`); None while
-    it is not all there. A path may itself read `#end`: the mark is looked for only where a status starts."""
+def _parsed(said: bytes) -> list[tuple[str, str, str]] | None:
+    """The entries of a whole answer (`:<mode> <mode> <id> <id> <status>` and path fields, each ended by NUL, then
+    `#end`); None while it is not all there. A path may itself read `#end`: the mark is looked for only where an
+    entry starts."""
     if not said.endswith(_END):
         return None
     encoding = locale.getpreferredencoding(False)  # as proc.run decodes a `git diff` process's output
@@ -55,7 +56,9 @@ def _parsed(said: bytes) -> list[tuple[str, str]] | None:
         path_end = said.find(b"\0", status_end + 1) if status_end >= 0 else -1
         if path_end < 0:
             return None
-        found.append((said[at:at + 1].decode(), said[status_end + 1:path_end].decode(encoding, errors="replace")))
+        meta = said[at:status_end].split(b" ")
+        found.append((meta[-1][:1].decode(), said[status_end + 1:path_end].decode(encoding, errors="replace"),
+                      meta[1].decode()))
         at = path_end + 1
     return found
 
@@ -67,6 +70,22 @@ _answers: dict[tuple, tuple] = {}  # (object store, base, head) -> the entries
 def changed(repo: str | Path, base: str, head: str) -> list[tuple[str, str]] | None:
     """What changed from commit `base` to commit `head` (full ids), or None when the kept differ cannot be
     asked (a name that is not a full id of a commit here): git.changed_paths then starts a process."""
+    found = _entries(repo, base, head)
+    return None if found is None else [(status, path) for status, path, _ in found]
+
+
+def links(repo: str | Path, base: str, head: str) -> list[str]:
+    """The paths that are symbolic links at `head` among those that changed from `base` (added, re-pointed, or
+    a file that became one); a `git diff` process answers when the kept differ cannot be asked."""
+    found = _entries(repo, base, head)
+    if found is None:
+        from orchestrate import git
+        said = git.git(repo, "diff", "--raw", "-z", "--no-renames", "--ignore-submodules=none", base, head).stdout
+        found = _parsed(said.encode(locale.getpreferredencoding(False), errors="replace") + _END) or []
+    return [path for status, path, mode in found if mode == "120000" and status != "D"]
+
+
+def _entries(repo: str | Path, base: str, head: str) -> list[tuple[str, str, str]] | None:
     where = Path(repo).absolute()
     found = git_batch._admin(where)
     if found is None or not all(git_batch._FULL.fullmatch(x) for x in (base, head)):

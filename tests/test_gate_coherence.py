@@ -200,6 +200,35 @@ def test_a_link_to_a_missing_file_is_broken(repo):
         f"{'BROKEN':<10} docs/index.md:2: [up](../../outside.md)  <- no such file (it would be outside the repository)"]
 
 
+def test_a_symbolic_link_leading_out_of_the_repository_or_into_git_is_broken(repo):
+    """A sandboxed worker can write $HOME: a committed `conftest.py -> ~/.cache/x/conftest.py` has the evaluators,
+    and anyone who later runs the merged tests, read a file no gate ever saw. Links inside the repository pass,
+    dangling or not; one the range did not touch is not judged."""
+    import os
+    (repo / "old").symlink_to("/etc/hostname")
+    repo.commit("a link of yours, already there")
+    base = repo.head()
+    (repo / "tests").mkdir()
+    for name, target in (("tests/conftest.py", "/root/.cache/x/conftest.py"), ("tests/up", "../../outside"),
+                         ("tests/hook", "../.git/hooks/pre-commit"), ("tests/fine", "../README.md"),
+                         ("tests/later", "../build/out"), ("tests/dir", "..")):
+        os.symlink(target, repo / name)
+    repo.commit("links")
+    v = judge(repo, base)
+    assert v.code == 1 and "links" in v.data["failed"], v.lines()
+    assert lines(v, "BROKEN") == [
+        f"{'BROKEN':<10} tests/conftest.py -> /root/.cache/x/conftest.py  <- a symbolic link leading out of the "
+        "repository",
+        f"{'BROKEN':<10} tests/hook -> ../.git/hooks/pre-commit  <- a symbolic link leading into its git dir",
+        f"{'BROKEN':<10} tests/up -> ../../outside  <- a symbolic link leading out of the repository"]
+    (repo / "tests" / "conftest.py").unlink()
+    (repo / "tests" / "conftest.py").write_text("# a file again\n")
+    for name in ("up", "hook"):
+        (repo / "tests" / name).unlink()
+    repo.commit("files again")
+    assert judge(repo, base).code == 0
+
+
 def test_a_bad_anchor_is_broken(repo):
     v = links_case(repo, "[bad](target.md#nope) [usage](target.md#usage-2) [self](#nowhere)\n")
     assert v.code == 1

@@ -74,3 +74,17 @@ def test_a_differ_that_died_is_started_again(history):
     differ._child.wait()
     git_diffs._answers.clear()
     assert git_diffs.changed(repo, base, head) == first
+
+
+def test_the_links_a_range_made_are_read_from_the_same_answer_or_from_a_process(history):
+    """coherence asks which changed paths are links at head: the kept differ's answer holds each path's mode,
+    and a range it cannot be asked about (names, not full ids) gets the same from a `git diff --raw`."""
+    from orchestrate import git_diffs
+    repo, base, head = history
+    (repo / "more").symlink_to("/etc/hostname")
+    repo.git("add", "more")
+    repo.git("commit", "-qm", "one more link")
+    later = repo.head()
+    assert git_diffs.links(repo, base, later) == ["kind.txt", "more"]
+    assert git_diffs.links(repo, "HEAD~2", "HEAD") == ["kind.txt", "more"]
+    assert git_diffs.links(repo, head, base) == [] and git_diffs.links(repo, later, head) == []
