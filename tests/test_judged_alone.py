@@ -34,8 +34,12 @@ BWRAP = sandbox.probe()
 
 @pytest.mark.parametrize("mode", ["none", pytest.param("bwrap", marks=pytest.mark.skipif(
     BWRAP is not None, reason=f"bubblewrap does not work here: {BWRAP}"))])
-def test_bytecode_a_worker_left_ignored_is_not_what_its_evaluators_judge(tmp_path, orch, mode):
-    repo = campaign_repo(tmp_path, DAG.format(mode=mode, keep=""), WORKER, {".gitignore": "__pycache__/\n"})
+@pytest.mark.parametrize("staged", [False, True])
+def test_bytecode_a_worker_left_ignored_is_not_what_its_evaluators_judge(tmp_path, orch, mode, staged):
+    """`staged` (rv30): the worker also stages the bytecode (`git add -f`) and never commits it: in its own index
+    the file was tracked, so the clear, which listed by that index, left it."""
+    worker = WORKER + ("git add -f __pycache__\n" if staged else "")
+    repo = campaign_repo(tmp_path, DAG.format(mode=mode, keep=""), worker, {".gitignore": "__pycache__/\n"})
     done = orch("run", "--no-interactive", cwd=repo)
     verdicts = [e["context"] for e in journal(repo, "alone") if e["kind"] == "gate" and e["context"]["gate"] == "evaluators"]
     assert verdicts and not verdicts[0]["code"] == 0, done.out + done.err

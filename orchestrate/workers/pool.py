@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrate import atomic, git, git_files, inert, removal
-from orchestrate.workers import unread, watched
+from orchestrate.workers import quoted, unread, watched
 from orchestrate.errors import GitError
 
 SPARES = 8  # kept per topic at least; more only when the campaign held more worktrees at once (`_peak`)
@@ -161,6 +160,23 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> 
         return [name for _, name in found]
     finally:
         removal.remove(judged)
+
+
+def own_index(path: Path, base: str, head: str) -> None:
+    """The worktree's index made orchestrate's own, at `head`: its copy of the index its checkout wrote, moved
+    to `head` as `unseen` does. What the worker staged and did not commit (a `git add -f` of an ignored file)
+    is then untracked, and cleared with the rest; the stat data of the worker's index is never trusted. A
+    worktree an earlier runner made has no copy: its own index is moved to `head` (stat data kept)."""
+    made = _made.get(str(path))
+    snapshot = _snapshot(made) if made is not None else None
+    admin = git.admin_dir(path)
+    if snapshot is None or admin is None:
+        git.git(path, "read-tree", "-m", head)
+        return
+    fresh = made.snapshot.with_name(made.snapshot.name + ".own")
+    _copy(fresh, *snapshot)
+    git.git(path, "read-tree", "-m", "-i", base, head, env={"GIT_INDEX_FILE": str(fresh)})
+    os.replace(fresh, admin / "index")  # a rename: what is at the name is replaced, never written through
 
 
 def forget(path: Path) -> None:
@@ -303,11 +319,11 @@ def clear_untracked(path: Path, commit: str, keep_ignored: bool = False) -> None
     """All the index of the worktree (at `commit`) does not hold removed, as the module's docstring says; with
     `keep_ignored`, what the repository's own ignore rules match stays. GitError: git could not list it all (an
     unreadable folder); OSError: a removal met a link on its way (swapped in by a worker still running)."""
-    listed = git.git(path, *_QUOTED, "ls-files", "--others", "--directory", check=False)
-    if not listed or listed.stderr.strip():  # an unreadable folder: what it holds is unknown
-        raise GitError(["ls-files", "--others"], listed.rc, "", listed.stderr.strip() or "git could not list it")
+    listed = git.git(path, *quoted.QUOTED, "ls-files", "--others", "--directory", check=False)
+    if not listed or (said := unread.missed(listed.stderr, path)):  # an unreadable folder: what it holds is unknown
+        raise GitError(["ls-files", "--others"], listed.rc, "", said or listed.stderr.strip() or "git could not list")
     try:
-        left: list[str] | None = [_unquote(entry).rstrip("/") for entry in listed.stdout.split("\n") if entry]
+        left: list[str] | None = [quoted.unquote(entry).rstrip("/") for entry in listed.stdout.split("\n") if entry]
         if keep_ignored and (left := _not_ignored(path, left)) is None:
             raise GitError(["check-ignore"], 1, "", "git could not tell what its ignore rules match")
         for entry in left:  # each removal walks down from the worktree, never through a link
@@ -329,8 +345,8 @@ def _tracked_folders(path: Path, base: str) -> set[str]:
     last, folders = _folders  # a commit's folders are the same in any repository that has it
     changed = git_diffs.changed(git.main_worktree(path), last, base) if last else None  # the engine's differ
     if changed is None or any("\ufffd" in name for _, name in changed):  # a name not UTF-8: ask for it quoted
-        listed = git.git(path, *_QUOTED, "ls-tree", "-r", "-d", "--name-only", base).stdout.split("\n")
-        folders = {_unquote(line) for line in listed if line}
+        listed = git.git(path, *quoted.QUOTED, "ls-tree", "-r", "-d", "--name-only", base).stdout.split("\n")
+        folders = {quoted.unquote(line) for line in listed if line}
     else:  # a path the new base holds is no folder (a folder that became a link would stop every re-base)
         there = [name for code, name in changed if code != "D"]
         folders = (folders - set(there)) | {name[:cut] for name in there for cut in _slashes(name)}
@@ -350,10 +366,10 @@ def _empty_gitlinks(path: Path) -> None:
     admin = git.admin_dir(path)
     if admin is None or not git_files.may_hold_gitlink(admin / "index"):
         return
-    for line in git.git(path, *_QUOTED, "ls-files", "--stage").stdout.split("\n"):
-        mode, _, quoted = line.partition("\t")
+    for line in git.git(path, *quoted.QUOTED, "ls-files", "--stage").stdout.split("\n"):
+        mode, _, name = line.partition("\t")
         if mode.startswith("160000 "):
-            removal.empty_below(path, _unquote(quoted))
+            removal.empty_below(path, quoted.unquote(name))
 
 
 def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
@@ -367,33 +383,9 @@ def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
     if not rest:
         return []
     # without a trailing slash a folder is matched by the rules above it, never by a .gitignore inside it
-    asked = git.git(path, *_QUOTED, "-c", "core.excludesFile=/dev/null", "check-ignore", "--stdin",
-                    input="".join(_quote(e) + "\n" for e in rest), check=False)
+    asked = git.git(path, *quoted.QUOTED, "-c", "core.excludesFile=/dev/null", "check-ignore", "--stdin",
+                    input="".join(quoted.quote(e) + "\n" for e in rest), check=False)
     if asked.rc not in (0, 1):
         return None
-    ignored = {_unquote(line) for line in asked.stdout.split("\n") if line}
+    ignored = {quoted.unquote(line) for line in asked.stdout.split("\n") if line}
     return [e for e in rest if e not in ignored]
-
-
-# Paths cross the pipe C-quoted (ASCII; git's own quoting, which check-ignore's --stdin reads too), never
-# raw: orchestrate decodes git's output as UTF-8 with replacement, and a name that is not UTF-8 would come
-# back as another name, one `removal.remove` would not find (and what it names would stay for the next node).
-_QUOTED = ("-c", "core.quotePath=true")
-_ESCAPES = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13, b'"': 34, b"\\": 92}
-_ESCAPE = re.compile(rb'\\([0-7]{3}|[abtnvfr"\\])')
-
-
-def _unquote(line: str) -> str:
-    """A path as git prints it (as is, or in double quotes with C escapes), as os functions take it: its
-    bytes, decoded as Python decodes file names (os.fsdecode: what is not UTF-8 survives the round trip)."""
-    if not (len(line) >= 2 and line[0] == line[-1] == '"'):
-        return os.fsdecode(line.encode("ascii"))
-    raw = _ESCAPE.sub(lambda m: bytes([int(m[1], 8) if len(m[1]) == 3 else _ESCAPES[m[1]]]),
-                      line[1:-1].encode("ascii"))
-    return os.fsdecode(raw)
-
-
-def _quote(name: str) -> str:
-    """`name` in double quotes with every byte that is not plain printable ASCII an octal escape."""
-    return '"' + "".join(chr(b) if 32 <= b < 127 and b not in b'"\\' else f"\\{b:03o}"
-                         for b in os.fsencode(name)) + '"'

@@ -119,7 +119,7 @@ def _settle(ctx, outcome) -> None:
     if not clean and path.exists() and (hidden := _hidden(path, ns.base, head)):
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: {hidden}; its attempt failed")
         return
-    if path.exists() and (wrong := _cleared(ctx, path, head)):
+    if path.exists() and (wrong := _cleared(ctx, path, ns.base, head)):
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: {wrong}; its attempt failed")
         return
     if ns.objects and head != ns.base and git.rev_parse(ctx.root, ns.branch) == ns.base:
@@ -152,12 +152,13 @@ def _first_look(root: Path, worktree: Path, base: str) -> tuple[str | None, bool
         return None, False
 
 
-def _cleared(ctx, path: Path, head: str) -> str:
-    """The worktree left holding its head commit alone, as its evaluators are to judge it: what git does not
-    track is gone (bytecode the worker left in an ignored __pycache__/ is loaded in place of the committed
-    source; an ignored conftest.py is read by pytest), unless `keep_ignored` trusts workers with ignored files.
-    Why it could not be ('' when it was)."""
+def _cleared(ctx, path: Path, base: str, head: str) -> str:
+    """The worktree left holding its head commit alone, as its evaluators are to judge it: its index made
+    orchestrate's own at `head`, then what git does not track removed (bytecode the worker left in an ignored
+    __pycache__/ is loaded in place of the committed source; an ignored conftest.py is read by pytest), unless
+    `keep_ignored` trusts workers with ignored files. Why it could not be ('' when it was)."""
     try:
+        pool.own_index(path, base, head)
         pool.clear_untracked(path, head, containment.keeps_ignored(ctx))
     except GitError as exc:
         return f"what git does not track in its worktree could not be listed ({exc.said()})"
