@@ -22,7 +22,8 @@ Checks, in order:
 2. links: every relative link, image and link definition in the markdown files the range added or
    modified resolves at head (a file or directory, relative to the linking file, `/` = repository root),
    and an anchor into a markdown file names one of its headings (GitHub slugs) or HTML ids; and every
-   symbolic link the range added or re-pointed leads inside the repository, not into `.git`: a link to
+   symbolic link the range added or re-pointed, and every link whose chain goes through one, leads inside
+   the repository, not into `.git`, `.ledger` or `.scratch` (gates/shared/symlinks.py): a link to
    `~/.cache/x/conftest.py` would have the evaluators, and whoever runs the merge later, read a file no
    gate ever sees (a sandboxed worker can write $HOME).
 3. dag: the DAG, when given, still validates.
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from gates.shared import gatecli, markdown, project_checks
+from gates.shared import gatecli, markdown, project_checks, symlinks
 from gates.shared.verdict import FAIL, PASS, USAGE, Item, Verdict, usage
 from orchestrate import git, git_diffs
 from orchestrate.errors import OrchestrateError, UsageError
@@ -239,19 +240,6 @@ def _links(tree: _Tree, files: Sequence[str]) -> tuple[list[Item], int]:
     return broken, count
 
 
-def _symlinks(tree: _Tree, paths: Sequence[str]) -> list[Item]:
-    """A symbolic link whose target (read from its folder; an absolute one leaves at once) is outside the
-    repository or in its git dir."""
-    out = []
-    for path in paths:
-        target = tree.text(path)
-        inside = None if target is None or target.startswith("/") else resolve_link(path, target)
-        if inside is None or inside == ".git" or inside.startswith(".git/"):
-            where = "into its git dir" if inside is not None else "out of the repository"
-            out.append(Item("BROKEN", f"{path} -> {target}", f"a symbolic link leading {where}"))
-    return out
-
-
 def needs_checkout(ledger: Path | None) -> bool:
     """Will `check` run anything on the head's files (project gates, configured evaluators)? The rest of
     coherence reads commits, so a caller without them needs no checkout of the head."""
@@ -328,14 +316,17 @@ def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequenc
         items.append(Item("PASS", f"references: no surviving reference to {len(cuts)} removed name(s)"))
 
     broken, count = _links(tree, changed_md)
-    broken += _symlinks(tree, git_diffs.links(top, base_sha, head_sha))
+    made = git_diffs.links(top, base_sha, head_sha)
+    broken += [Item("BROKEN", f"{path} -> {target}", f"a symbolic link leading {where}")
+               for path, target, where in symlinks.leaving(top, head_sha, made)]
     items += broken
-    where = f"{count} link(s) in {len(changed_md)} changed markdown file(s)"
+    where = f"{count} link(s) in {len(changed_md)} changed markdown file(s)" + \
+        (f" and {len(made)} symbolic link(s) made or re-pointed" if made else "")
     if broken:
         failed.append("links")
-        items.append(Item("FAIL", "links", f"{len(broken)} link(s) do not resolve, or leave the repository"))
+        items.append(Item("FAIL", "links", f"{len(broken)} of {where} do not resolve or lead out"))
     else:
-        items.append(Item("PASS", f"links: {where} resolve"))
+        items.append(Item("PASS", f"links: {where} resolve" + (", inside the repository" if made else "")))
 
     if dag_path is not None:
         from orchestrate.dag.load import check_dag  # yaml is heavy; load it only when a DAG is asked for

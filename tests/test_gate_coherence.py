@@ -210,8 +210,8 @@ def test_a_symbolic_link_leading_out_of_the_repository_or_into_git_is_broken(rep
     base = repo.head()
     (repo / "tests").mkdir()
     for name, target in (("tests/conftest.py", "/root/.cache/x/conftest.py"), ("tests/up", "../../outside"),
-                         ("tests/hook", "../.git/hooks/pre-commit"), ("tests/fine", "../README.md"),
-                         ("tests/later", "../build/out"), ("tests/dir", "..")):
+                         ("tests/hook", "../.GIT/hooks/pre-commit"), ("tests/fine", "../README.md"),
+                         ("tests/later", "../build/out"), ("tests/dir", ".."), ("tests/runs", "../.scratch/runs")):
         os.symlink(target, repo / name)
     repo.commit("links")
     v = judge(repo, base)
@@ -219,14 +219,47 @@ def test_a_symbolic_link_leading_out_of_the_repository_or_into_git_is_broken(rep
     assert lines(v, "BROKEN") == [
         f"{'BROKEN':<10} tests/conftest.py -> /root/.cache/x/conftest.py  <- a symbolic link leading out of the "
         "repository",
-        f"{'BROKEN':<10} tests/hook -> ../.git/hooks/pre-commit  <- a symbolic link leading into its git dir",
+        f"{'BROKEN':<10} tests/hook -> ../.GIT/hooks/pre-commit  <- a symbolic link leading into the git dir",
+        f"{'BROKEN':<10} tests/runs -> ../.scratch/runs  <- a symbolic link leading into orchestrate's working copies",
         f"{'BROKEN':<10} tests/up -> ../../outside  <- a symbolic link leading out of the repository"]
-    (repo / "tests" / "conftest.py").unlink()
-    (repo / "tests" / "conftest.py").write_text("# a file again\n")
-    for name in ("up", "hook"):
+    assert f"{'FAIL':<10} links  <- 4 of 0 link(s) in 0 changed markdown file(s) and 7 symbolic link(s) made or " \
+           "re-pointed do not resolve or lead out" in v.lines()
+    for name in ("conftest.py", "up", "hook", "runs"):
         (repo / "tests" / name).unlink()
+    (repo / "tests" / "conftest.py").write_text("# a file again\n")
     repo.commit("files again")
-    assert judge(repo, base).code == 0
+    v = judge(repo, base)
+    assert v.code == 0 and f"{'PASS':<10} links: 0 link(s) in 0 changed markdown file(s) and 3 symbolic link(s) " \
+        "made or re-pointed resolve, inside the repository" in v.lines()
+
+
+def test_a_chain_of_links_is_followed_as_the_kernel_follows_it(repo):
+    """rv30: `s -> .` then `t -> s/..`: read as text, `s/..` is `.`; followed, `s` is the top and `..` its parent.
+    A link of yours that a link the range made (or re-pointed) now leads out through is judged too; a loop is
+    broken; links of yours the range left alone are not."""
+    import os
+    os.symlink("lib/..", repo / "yours")  # inside, as long as lib is a folder
+    (repo / "lib").mkdir()
+    (repo / "lib" / "x.txt").write_text("x\n")
+    os.symlink("/etc", repo / "untouched")
+    repo.commit("your links")
+    base = repo.head()
+    os.symlink(".", repo / "s")
+    os.symlink("s/s/s/../..", repo / "t")
+    os.symlink("s/.git", repo / "g")
+    os.symlink("loop2", repo / "loop1")
+    os.symlink("loop1", repo / "loop2")
+    (repo / "lib" / "x.txt").unlink()
+    (repo / "lib").rmdir()
+    os.symlink(".", repo / "lib")  # a folder made a link: `yours` -> lib/.. now leads out
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "chains")
+    assert lines(judge(repo, base), "BROKEN") == [
+        f"{'BROKEN':<10} g -> s/.git  <- a symbolic link leading into the git dir",
+        f"{'BROKEN':<10} loop1 -> loop2  <- a symbolic link leading round a loop of links",
+        f"{'BROKEN':<10} loop2 -> loop1  <- a symbolic link leading round a loop of links",
+        f"{'BROKEN':<10} t -> s/s/s/../..  <- a symbolic link leading out of the repository",
+        f"{'BROKEN':<10} yours -> lib/..  <- a symbolic link leading out of the repository"]
 
 
 def test_a_bad_anchor_is_broken(repo):
@@ -367,3 +400,17 @@ def test_cli_wrong_arguments_and_help(orch):
     assert helped.rc == 0 and "Exit codes:" in helped.out
     for code in ("0  COHERENT", "1  INCOHERENT", "2  bad refs"):
         assert code in helped.out
+
+
+def test_a_link_whose_name_is_not_utf8_is_read_by_its_object_not_its_name(repo):
+    """rv30: its target was looked up by a name decoded with replacement characters, found nowhere, and the
+    link was reported as leading out (`-> None`)."""
+    import os
+    base = repo.head()
+    (repo / "d").mkdir()
+    (repo / "d" / "ok.txt").write_text("ok\n")
+    os.symlink(b"ok.txt", os.path.join(os.fsencode(repo / "d"), b"\xfe"))
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "a link named in latin-1")
+    v = judge(repo, base)
+    assert v.code == 0, v.lines()
