@@ -101,3 +101,18 @@ def test_a_persons_outputs_are_read_where_the_brief_names_them(tmp_path, orch):
                 and e["context"].get("node") == "H" and "outputs_reported" in e["context"]]
     assert [r["values"] for r in reported] == [{"k": 7}]
     assert "not for the journal" not in (repo / ".ledger" / "state" / "hand" / "journal.jsonl").read_text()
+
+
+def test_what_git_does_not_track_in_a_persons_worktree_is_gone_before_the_gates_as_the_readme_says(tmp_path, orch):
+    """Judged on the commit alone, a person's node as a worker's: a `.venv/` they made there is removed when
+    they answer done (README: keep such things outside the worktree)."""
+    repo = campaign_repo(tmp_path, DAG.replace("grep -q done h.txt", "test ! -e .venv/marker && grep -q done h.txt"),
+                         WORKER, {".gitignore": ".venv/\n"})
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    work = worktree_of(repo, "H")
+    (work / ".venv").mkdir()
+    (work / ".venv" / "marker").write_text("mine\n")
+    (work / "h.txt").write_text("done\n")
+    assert orch("decide", "handwork", "done", cwd=repo).rc == 0
+    assert orch("resume", "--quiet", "--topic", "hand", cwd=repo).rc == 75
+    assert statuses(repo, orch, "hand")["H"] == "ACCEPTED" and not (work / ".venv").exists()
