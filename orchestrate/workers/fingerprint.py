@@ -3,7 +3,8 @@
 Without the sandbox a worker can write anywhere the user can. Around every worker the engine takes a
 fingerprint of the shared git dir (config, hooks/, info/, objects/info/alternates, and every ref but the
 campaigns' node and campaign branches: its runner moves a campaign's own while workers run, and checks them
-otherwise), of the user's git config, attributes and excludes in $HOME (writable in the sandbox), of the
+otherwise), of the user's git config, attributes and excludes in $HOME (writable in the sandbox) and what
+that config and the repository's name (workers/git_named.py), of the
 recorder files the engine reads back (config.yaml, the default DAG, the campaign's DAG copy; the journal
 is the recorder's to verify) and of the user's checkout (HEAD, branch, index, status, linked files). A difference is
 attributed to the nodes that were running; planted config, hooks and attributes (in .git or $HOME) and
@@ -22,14 +23,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from orchestrate import git, proc
-from orchestrate.workers import watched
+from orchestrate.workers import git_named, watched
+from orchestrate.workers.git_named import LED
 from orchestrate.workers.watched import content
 
 # read whole, restored whole; alternates: objects a worker keeps elsewhere would be read as the repository's
 _WATCHED_FILES = ("config", "config.worktree", "packed-refs.orig", "objects/info/alternates")
 _WATCHED_DIRS = ("hooks", "info")
 _DERIVED = ("info/refs", "info/packs")  # what `git gc` and `repack` write for dumb http: run nothing, left out
-_LED = "led to "  # a look's key for a file a link of yours leads to inside your checkout or git dir
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Fingerprint:
     # way was re-pointed to since (watched.put)
     places: dict[Path, str] = field(default_factory=dict)  # and of the git dirs watched
     inside: tuple[str, ...] = ()  # real paths a link may lead into uncompared (take)
+    named: tuple[str, ...] = ()  # files in the checkout your repository's config names (git_named.split)
     looked: float = 0.0  # when the checkout was looked at (time.monotonic())
     mark: int = -1  # proc.unconfined() when it was looked at: what started outside the sandbox since
 
@@ -77,8 +79,10 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     inside = tuple(dict.fromkeys(os.path.realpath(p) for p in (root, common, *([recorder_git.parent]
                                                                              if recorder_git else []))))
     fp = Fingerprint(common, files=take_files(common, inside), inside=inside)
-    # before the look, which reads what their links lead to
-    fp.home = {path: watched.read(path, inside) for path in home_git_files()}
+    # before the look, which reads what their links lead to; `home` holds what the repository's config names
+    # outside the checkout too (a hooksPath in /opt, a file in .git it includes)
+    files, fp.named = git_named.split(common, root)
+    fp.home = {path: watched.read(path, inside) for path in dict.fromkeys([*git_named.home_files(root), *files])}
     if recorder_git is not None:
         fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git, inside)
     theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
@@ -111,16 +115,9 @@ def look_before_start(fp: Fingerprint | None, root: Path) -> None:
 
 def _look(fp: Fingerprint, root: Path) -> None:
     fp.mark = proc.unconfined()  # before the look: a process that starts during it makes the next one due
-    fp.checkout, fp.looked = _checkout(root) | _led_into(fp), time.monotonic()
-
-
-
-def _led_into(fp: Fingerprint) -> dict[str, str]:
-    """What your links into your checkout or git dir lead to (recorded `c`, never put back), hashed: `git status`
-    misses such a file that is ignored, already modified, or in the git dir (a hook linked to build/hook)."""
     records = (*fp.files.values(), *fp.recorder_git_files.values(), *fp.home.values())
-    led = sorted({os.fsdecode(r.split(b"\0")[1]) for r in records if r and r[:1] == b"l" and r.endswith(b"\0c")})
-    return {_LED + real: hashlib.sha256(watched.read_file(real) or b"-").hexdigest() for real in led}
+    fp.checkout, fp.looked = _checkout(root) | git_named.hashed(records, fp.named), time.monotonic()
+
 
 
 def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[str]]:
@@ -143,7 +140,8 @@ def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[st
         found.append(f"the folder {shown(folder)} " + (
             f"was made unusable (mode {new[5:]})" if new and new.startswith("mode:") else
             "was created" if old is None else "was deleted" if new is None else "was changed"))
-    checkout = [f"{k[len(_LED):]}, which a link in your git dir or $HOME leads to, changed" if k.startswith(_LED)
+    checkout = [f"{k[len(LED):]}, which git reads or runs for you (your config names it, or a link of yours leads "
+                "to it), changed" if k.startswith(LED)
                 else f"the checkout's {k} changed" for k in sorted(before.checkout)
                 if after.checkout and before.checkout[k] != after.checkout.get(k)]
     return found, checkout
@@ -156,7 +154,7 @@ def rebased(now: Fingerprint, before: Fingerprint) -> Fingerprint:
     """`now` (refs, the checkout) with `before`'s watched files, the state they were put back to."""
     now.files, now.home, now.folders = before.files, before.home, before.folders
     now.recorder, now.recorder_git_files, now.places = before.recorder, before.recorder_git_files, before.places
-    now.inside = before.inside
+    now.inside, now.named = before.inside, before.named
     return now
 
 
@@ -387,14 +385,3 @@ def shown(path: Path) -> str:
         return "/".join(parts[parts.index(".ledger"):])
     home = Path(os.path.expanduser("~"))
     return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
-
-
-def home_git_files() -> list[Path]:
-    """The user's global git config, attributes and excludes, where git looks for them, and what that config
-    names: files it includes (`~/.gitconfig.local`), its excludes and attributes files, its hooks."""
-    from orchestrate import inert
-    home = Path(os.path.expanduser("~"))
-    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
-    named = os.environ.get("GIT_CONFIG_GLOBAL")
-    configs = [Path(named) if named else home / ".gitconfig", xdg / "config"]
-    return list(dict.fromkeys([*configs, xdg / "attributes", xdg / "ignore", *inert.referenced(configs)]))

@@ -1,0 +1,51 @@
+"""The files git reads or runs for you besides the git dir's own config, hooks and info: your global config,
+attributes and excludes in $HOME and what that config names, what the repository's own config names (an
+include, core.hooksPath, core.excludesFile, core.attributesFile), and what your links lead to.
+
+Each is watched where it is (workers/fingerprint.py): outside your checkout as a file, compared and put
+back; inside it (an ignored `local.gitconfig` your `.git/config` includes, husky's `.husky/_` hooks, a hook
+linked to `scripts/`) hashed with the look at the checkout, a warning when it changes, never put back, since
+it may be your own edit. `git status` sees none of these when they are ignored or already edited.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from orchestrate.workers import watched
+
+LED = "led to "  # a look's key for a file in your checkout that git reads or runs for you
+
+
+def home_files(top: Path) -> list[Path]:
+    """The user's global git config, attributes and excludes, where git looks for them, and what that config
+    names: files it includes (`~/.gitconfig.local`), its excludes and attributes files, its hooks (a relative
+    one where git runs: in the checkout `top`)."""
+    from orchestrate import inert
+    home = Path(os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
+    named = os.environ.get("GIT_CONFIG_GLOBAL")
+    configs = [Path(named) if named else home / ".gitconfig", xdg / "config"]
+    return list(dict.fromkeys([*configs, xdg / "attributes", xdg / "ignore", *inert.referenced(configs, top)]))
+
+
+def split(common: Path, root: Path) -> tuple[list[Path], tuple[str, ...]]:
+    """What the repository's config names: (the files outside the checkout, the git dir's included, to watch
+    as files; the real paths of those in the checkout, to hash with the look)."""
+    from orchestrate import inert
+    top, git_dir = os.path.realpath(root), os.path.realpath(common)
+    files, inside = [], []
+    for path in inert.referenced([common / "config", common / "config.worktree"], root):
+        real = os.path.realpath(path)
+        in_checkout = Path(real).is_relative_to(top) and not Path(real).is_relative_to(git_dir)
+        (inside.append(real) if in_checkout else files.append(path))
+    return files, tuple(dict.fromkeys(inside))
+
+
+def hashed(records, named: tuple[str, ...]) -> dict[str, str]:
+    """The look's entries for the files in your checkout git reads or runs for you: those `named` by your
+    repository's config, and those your links lead to (records ending `c`, watched.read)."""
+    led = {os.fsdecode(r.split(b"\0")[1]) for r in records if r and r[:1] == b"l" and r.endswith(b"\0c")}
+    return {LED + real: hashlib.sha256(watched.read_file(real) or b"-").hexdigest()
+            for real in sorted(led | set(named))}
