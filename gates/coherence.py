@@ -25,7 +25,8 @@ Checks, in order:
    symbolic link the range added or re-pointed, and every link whose chain goes through one, leads inside
    the repository, not into `.git`, `.ledger` or `.scratch` (gates/shared/symlinks.py): a link to
    `~/.cache/x/conftest.py` would have the evaluators, and whoever runs the merge later, read a file no
-   gate ever sees (a sandboxed worker can write $HOME).
+   gate ever sees (a sandboxed worker can write $HOME); nor does a gitlink the range added or moved have its
+   submodule fetched from this machine (gates/shared/gitlinks.py).
 3. dag: the DAG, when given, still validates.
 4. project gates: executables in `<ledger>/gates/` (README* and dotfiles skipped), then the
    `coherence.evaluators` of config.yaml, run at the head tree with ORCH_BASE, ORCH_HEAD and ORCH_TOPIC.
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from gates.shared import gatecli, markdown, project_checks, symlinks
+from gates.shared import gatecli, gitlinks, markdown, project_checks, symlinks
 from gates.shared.verdict import FAIL, PASS, USAGE, Item, Verdict, usage
 from orchestrate import git, git_diffs
 from orchestrate.errors import OrchestrateError, UsageError
@@ -319,6 +320,10 @@ def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequenc
     made = git_diffs.links(top, base_sha, head_sha)
     broken += [Item("BROKEN", f"{path} -> {target}", f"a symbolic link leading {where}")
                for path, target, where in symlinks.leaving(top, head_sha, made)]
+    moved = git_diffs.links(top, base_sha, head_sha, "160000")
+    broken += [Item("BROKEN", f"{path} (a gitlink, url {url})", "a submodule fetched from this machine: what it "
+                    "holds is never judged") for path, url in gitlinks.local(tree.text(".gitmodules") if moved else "",
+                                                                           moved)]
     items += broken
     where = f"{count} link(s) in {len(changed_md)} changed markdown file(s)" + \
         (f" and {len(made)} symbolic link(s) made or re-pointed" if made else "")

@@ -74,15 +74,16 @@ def changed(repo: str | Path, base: str, head: str) -> list[tuple[str, str]] | N
     return None if found is None else [(status, path) for status, path, _ in found]
 
 
-def links(repo: str | Path, base: str, head: str) -> list[str]:
-    """The paths that are symbolic links at `head` among those that changed from `base` (added, re-pointed, or
-    a file that became one); a `git diff` process answers when the kept differ cannot be asked."""
+def links(repo: str | Path, base: str, head: str, mode: str = "120000") -> list[str]:
+    """The paths that are symbolic links (`mode` 160000: gitlinks) at `head` among those that changed from
+    `base` (added, re-pointed, or a file that became one); a `git diff` process answers when the kept differ
+    cannot be asked."""
     found = _entries(repo, base, head)
     if found is None:
         from orchestrate import git
         said = git.git(repo, "diff", "--raw", "-z", "--no-renames", "--ignore-submodules=none", base, head).stdout
         found = _parsed(said.encode(locale.getpreferredencoding(False), errors="replace") + _END) or []
-    return [path for status, path, mode in found if mode == "120000" and status != "D"]
+    return [path for status, path, now in found if now == mode and status != "D"]
 
 
 def _entries(repo: str | Path, base: str, head: str) -> list[tuple[str, str, str]] | None:

@@ -414,3 +414,23 @@ def test_a_link_whose_name_is_not_utf8_is_read_by_its_object_not_its_name(repo):
     repo.git("commit", "-qm", "a link named in latin-1")
     v = judge(repo, base)
     assert v.code == 0, v.lines()
+
+
+def test_a_gitlink_fetched_from_this_machine_is_broken(repo):
+    """rv30: a sandboxed worker made a repository in ~/.cache/x, committed a gitlink to it and a .gitmodules url
+    naming it: ACCEPT, and your next `git submodule update` fetched what no gate saw. A url relative to your
+    remote, or a remote one, is a dependency like any other; a gitlink .gitmodules does not name (an embedded
+    repository a leftover commit took in) is broken too."""
+    base = repo.head()
+    (repo / ".gitmodules").write_text(
+        '[submodule "v"]\n\tpath = vendor\n\turl = /root/.cache/x\n[submodule "lib"]\n\tpath = lib\n'
+        '\turl = https://example.com/lib.git\n[submodule "rel"]\n\tpath = rel\n\turl = ../rel.git\n'
+        '[submodule "f"]\n\tpath = f\n\turl = file:///srv/f.git\n')
+    repo.git("add", ".gitmodules")
+    for path in ("vendor", "lib", "rel", "f", "bare"):
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{base},{path}")
+    repo.git("commit", "-qm", "submodules")
+    assert lines(judge(repo, base), "BROKEN") == [
+        f"{'BROKEN':<10} {path} (a gitlink, url {url})  <- a submodule fetched from this machine: what it holds is "
+        "never judged" for path, url in (("bare", "(no url in .gitmodules)"), ("f", "file:///srv/f.git"),
+                                         ("vendor", "/root/.cache/x"))]
