@@ -121,7 +121,7 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
     return False
 
 
-def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> list[str] | None:
+def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True, install: bool = False) -> list[str] | None:
     """What in the worktree is not what `head` holds: tracked files whose content differs, and files `git add
     -A` would add. Judged by an index of orchestrate's own: the copy of the index its checkout at `base`
     wrote, moved to `head` (`read-tree -m` keeps the stat data of what did not change). The worker's own
@@ -130,9 +130,10 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> 
     evaluators would then read what is never merged. A file's ctime cannot be set back, so a file written
     since the checkout is read and compared (O(what changed), one stat per file). One `git status` does it,
     the look for leftovers included. `pass_converted`: changed files a configured clean filter converts are
-    passed over (after the leftover commit; see below). None: no copy of this worktree's index (an earlier
-    runner made it). GitError when git cannot compare (it passed something over: `unread`), or the copy is
-    not what was recorded."""
+    passed over (after the leftover commit; see below). `install`: when nothing is found, the index it judged
+    by becomes the worktree's (`own_index`, with no second read-tree). None: no copy of this worktree's index
+    (an earlier runner made it). GitError when git cannot compare (it passed something over: `unread`), or
+    the copy is not what was recorded."""
     made = _made.get(str(path))
     if made is None:
         return None
@@ -157,9 +158,11 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True) -> 
                            input="".join(f + "\0" for f in changed), env=env).stdout.split("\0")
             converted = {said[i] for i in range(0, len(said) - 2, 3) if said[i + 2] in defined}
             return [name for code, name in found if name not in converted or code == "??"]
+        if install and not found and (admin := git.admin_dir(path)) is not None:
+            os.replace(judged, admin / "index")  # a rename: what is at the name is replaced, never written through
         return [name for _, name in found]
     finally:
-        removal.remove(judged)
+        removal.remove(judged)  # nothing there once installed
 
 
 def own_index(path: Path, base: str, head: str) -> None:

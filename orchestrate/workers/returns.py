@@ -119,7 +119,7 @@ def _settle(ctx, outcome) -> None:
     if not clean and path.exists() and (hidden := _hidden(path, ns.base, head)):
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: {hidden}; its attempt failed")
         return
-    if path.exists() and (wrong := _cleared(ctx, path, ns.base, head)):
+    if path.exists() and (wrong := _cleared(ctx, path, ns.base, head, owned=clean)):
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: {wrong}; its attempt failed")
         return
     if ns.objects and head != ns.base and git.rev_parse(ctx.root, ns.branch) == ns.base:
@@ -147,18 +147,20 @@ def _first_look(root: Path, worktree: Path, base: str) -> tuple[str | None, bool
     try:
         head = _head(root, worktree)
         # a file a clean filter converts is not passed over here: changed, it is a leftover to commit
-        return head, pool.unseen(worktree, base, head, pass_converted=False) == []
+        return head, pool.unseen(worktree, base, head, pass_converted=False, install=True) == []
     except (GitError, OSError):
         return None, False
 
 
-def _cleared(ctx, path: Path, base: str, head: str) -> str:
+def _cleared(ctx, path: Path, base: str, head: str, owned: bool = False) -> str:
     """The worktree left holding its head commit alone, as its evaluators are to judge it: its index made
     orchestrate's own at `head`, then what git does not track removed (bytecode the worker left in an ignored
     __pycache__/ is loaded in place of the committed source; an ignored conftest.py is read by pytest), unless
-    `keep_ignored` trusts workers with ignored files. Why it could not be ('' when it was)."""
+    `keep_ignored` trusts workers with ignored files. `owned`: the first look made it so already. Why it could
+    not be ('' when it was)."""
     try:
-        pool.own_index(path, base, head)
+        if not owned:
+            pool.own_index(path, base, head)
         pool.clear_untracked(path, head, containment.keeps_ignored(ctx))
     except GitError as exc:
         return f"what git does not track in its worktree could not be listed ({exc.said()})"
