@@ -402,18 +402,22 @@ def test_cli_wrong_arguments_and_help(orch):
         assert code in helped.out
 
 
-def test_a_link_whose_name_is_not_utf8_is_read_by_its_object_not_its_name(repo):
-    """rv30: its target was looked up by a name decoded with replacement characters, found nowhere, and the
-    link was reported as leading out (`-> None`)."""
+def test_a_link_whose_name_is_not_utf8_is_refused_with_a_reason(repo):
+    """rv30, rv31: git's output is read as UTF-8, each byte that is not read as U+FFFD, so such names read alike
+    and a chain through one was not followed (byte 0xff -> . then t -> 0xff/.. passed; 0xfe -> /etc/passwd was
+    hidden behind 0xfd -> README.md). Such a link (the three read alike: said once), or a chain through such a
+    name, is refused, saying why."""
     import os
     base = repo.head()
-    (repo / "d").mkdir()
-    (repo / "d" / "ok.txt").write_text("ok\n")
-    os.symlink(b"ok.txt", os.path.join(os.fsencode(repo / "d"), b"\xfe"))
+    top = os.fsencode(repo)
+    for name, target in ((b"\xff", b"."), (b"t", b"\xff/.."), (b"\xfe", b"/etc/passwd"), (b"\xfd", b"README.md")):
+        os.symlink(target, os.path.join(top, name))
     repo.git("add", "-A")
-    repo.git("commit", "-qm", "a link named in latin-1")
+    repo.git("commit", "-qm", "links named in latin-1")
     v = judge(repo, base)
-    assert v.code == 0, v.lines()
+    assert v.code == 1, v.lines()
+    refused = [line for line in lines(v, "BROKEN") if "not UTF-8" in line]
+    assert len(refused) == 2 and refused[1].startswith(f"{'BROKEN':<10} t -> \ufffd/..")
 
 
 def test_a_gitlink_fetched_from_this_machine_is_broken(repo):

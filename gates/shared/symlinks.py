@@ -15,6 +15,9 @@ from typing import Sequence
 from orchestrate import git, git_batch
 
 HOPS = 40  # as Linux's MAXSYMLINKS: a longer chain is a loop
+# git's output is read as UTF-8, a byte that is not read as U+FFFD: two such names read alike, so a link named
+# so, or a chain through such a name, is not followed but refused (rv31)
+_ODD = "through a name that is not UTF-8, which is not followed here (rename it)"
 # top-level folders no merged link may lead into: git's own, and orchestrate's (the recorder, other worktrees)
 _CLOSED = {".git": "into the git dir", ".ledger": "into orchestrate's recorder",
            ".scratch": "into orchestrate's working copies"}
@@ -29,16 +32,16 @@ def leaving(repo: Path, head: str, changed: Sequence[str]) -> list[tuple[str, st
         return []
     links = _links(repo, head)
     touched = set(changed)
-    out = []
+    out = [(path, links.get(path, "?"), _ODD) for path in sorted(touched) if "\ufffd" in path]
     for path in sorted(links):
         where, used = _leads(links, path)
-        if where and used & touched:
+        if where and used & touched and "\ufffd" not in path:
             out.append((path, links[path], where))
     return out
 
 
 def _links(repo: Path, head: str) -> dict[str, str]:
-    """Every link of `head` and its target, read by object id (a name that is not UTF-8 reads as itself)."""
+    """Every link of `head` and its target, read by object id."""
     listing = git.git(repo, "ls-tree", "-r", "-z", head).stdout.split("\0")
     found = {}
     for entry in listing:
@@ -52,7 +55,7 @@ def _target(repo: Path, blob: str) -> str:
     try:
         answer = git_batch.read(repo, blob)
         if answer is not None:
-            return answer[2].decode(errors="surrogateescape")
+            return answer[2].decode(errors="replace")
     except git_batch.Unusable:
         pass
     return git.git(repo, "cat-file", "blob", blob).stdout
@@ -76,6 +79,8 @@ def _leads(links: dict[str, str], path: str) -> tuple[str, set[str]]:
             folder.pop()
             continue
         folder.append(name)
+        if "\ufffd" in name:
+            return _ODD, used
         if len(folder) == 1 and (closed := _CLOSED.get(name.lower())):
             return closed, used
         here = "/".join(folder)
