@@ -70,3 +70,25 @@ def test_a_worktree_that_cannot_be_scrubbed_fails_the_attempt_and_nothing_is_jud
     assert "node A: what git does not track in its worktree could not be removed (Too many levels of symbolic " \
            "links); its attempt failed" in done.out
     assert not [e for e in journal(repo, "alone") if e["kind"] == "gate" and e["context"]["gate"] == "evaluators"]
+
+
+IDENT_WORKER = r"""#!/bin/sh
+set -eu
+mkdir -p calc
+printf '*.py ident\n' > calc/.gitattributes
+printf 'def add(a, b):\n    return a - b\nV = "$Id: "; add = lambda a, b: a + b; W = "$"\n' > calc/calc.py
+git add calc && git commit -qm "add, with the right one hidden where ident cleans it away"
+"""
+IDENT_DAG = DAG.replace("file_surface: [calc.py]", 'file_surface: ["calc/**"]').replace(
+    "run: \"python3 -c", "run: \"cd calc && python3 -c")
+
+
+@pytest.mark.parametrize("mode", ["none", pytest.param("bwrap", marks=pytest.mark.skipif(
+    BWRAP is not None, reason=f"bubblewrap does not work here: {BWRAP}"))])
+def test_code_hidden_where_ident_cleans_it_away_is_not_what_the_evaluators_judge(tmp_path, orch, mode):
+    """rv31: with `ident`, `$Id: <anything> $` cleans to `$Id$`, so the worktree compared equal to the commit in
+    orchestrate's own index too, and the evaluators ran the hidden line. Such files are checked out again."""
+    repo = campaign_repo(tmp_path, IDENT_DAG.format(mode=mode, keep=""), IDENT_WORKER)
+    done = orch("run", "--no-interactive", cwd=repo)
+    verdicts = [e["context"] for e in journal(repo, "alone") if e["kind"] == "gate" and e["context"]["gate"] == "evaluators"]
+    assert verdicts and verdicts[0]["code"] != 0, done.out + done.err

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from orchestrate import git, git_files
 from orchestrate.errors import GitError
-from orchestrate.workers import containment, pool, siblings, unread
+from orchestrate.workers import containment, converted, pool, siblings, unread
 from orchestrate.workers.brief import outputs_path, usage_path
 from orchestrate.workers.private_objects import BadObject
 from orchestrate.recorder.campaign import LANDED
@@ -156,12 +156,13 @@ def _cleared(ctx, path: Path, base: str, head: str, owned: bool = False) -> str:
     """The worktree left holding its head commit alone, as its evaluators are to judge it: its index made
     orchestrate's own at `head`, then what git does not track removed (bytecode the worker left in an ignored
     __pycache__/ is loaded in place of the committed source; an ignored conftest.py is read by pytest), unless
-    `keep_ignored` trusts workers with ignored files. `owned`: the first look made it so already. Why it could
+    `keep_ignored` trusts workers with ignored files, and what an `ident` attribute hides written anew. `owned`: the first look made it so already. Why it could
     not be ('' when it was)."""
     try:
         if not owned:
             pool.own_index(path, base, head)
         pool.clear_untracked(path, head, containment.keeps_ignored(ctx))
+        converted.rewrite(path, git.git_common_dir(ctx.root), ctx.root)
     except GitError as exc:
         return f"what git does not track in its worktree could not be listed ({exc.said()})"
     except OSError as exc:
