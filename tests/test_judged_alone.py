@@ -92,3 +92,17 @@ def test_code_hidden_where_ident_cleans_it_away_is_not_what_the_evaluators_judge
     done = orch("run", "--no-interactive", cwd=repo)
     verdicts = [e["context"] for e in journal(repo, "alone") if e["kind"] == "gate" and e["context"]["gate"] == "evaluators"]
     assert verdicts and verdicts[0]["code"] != 0, done.out + done.err
+
+
+def test_the_look_for_ident_in_committed_attributes_is_asked_again_once_one_changes(tmp_path):
+    """The grep of the committed .gitattributes is kept from commit to commit while none of them changes (the kept
+    differ says so): a node that adds `ident` in a folder of its own is still looked at."""
+    from orchestrate.workers import converted
+    from tests.helpers import make_repo
+    repo = make_repo(tmp_path / "r", {".gitattributes": "*.png binary\n", "a.txt": "a\n"})
+    first = repo.head()
+    assert converted._committed(repo, repo, first) is False
+    second = repo.commit("b", {"b.txt": "b\n"})
+    assert converted._committed(repo, repo, second) is False and converted._last[str(repo)][0] == first  # kept
+    third = repo.commit("ident", {"calc/.gitattributes": "*.py ident\n"})
+    assert converted._committed(repo, repo, third) is True and converted._last[str(repo)] == (third, True)

@@ -162,7 +162,7 @@ def _cleared(ctx, path: Path, base: str, head: str, owned: bool = False) -> str:
         if not owned:
             pool.own_index(path, base, head)
         pool.clear_untracked(path, head, containment.keeps_ignored(ctx))
-        converted.rewrite(path, git.git_common_dir(ctx.root), ctx.root)
+        converted.rewrite(path, git.git_common_dir(ctx.root), ctx.root, head)
     except GitError as exc:
         return f"what git does not track in its worktree could not be listed ({exc.said()})"
     except OSError as exc:
