@@ -321,9 +321,10 @@ def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequenc
     broken += [Item("BROKEN", f"{path} -> {target}", f"a symbolic link leading {where}")
                for path, target, where in symlinks.leaving(top, head_sha, made)]
     moved = git_diffs.links(top, base_sha, head_sha, "160000")
+    remote = lambda: git.git(top, "config", "--get", "remote.origin.url", check=False).stdout.strip() or None  # noqa: E731
     broken += [Item("BROKEN", f"{path} (a gitlink, url {url})", "a submodule fetched from this machine: what it "
-                    "holds is never judged") for path, url in gitlinks.local(tree.text(".gitmodules") if moved else "",
-                                                                           moved)]
+                    "holds is never judged")
+               for path, url in gitlinks.local(tree.text(".gitmodules") if moved else "", moved, remote)]
     items += broken
     where = f"{count} link(s) in {len(changed_md)} changed markdown file(s)" + \
         (f" and {len(made)} symbolic link(s) made or re-pointed" if made else "")

@@ -422,19 +422,31 @@ def test_a_link_whose_name_is_not_utf8_is_refused_with_a_reason(repo):
 
 def test_a_gitlink_fetched_from_this_machine_is_broken(repo):
     """rv30: a sandboxed worker made a repository in ~/.cache/x, committed a gitlink to it and a .gitmodules url
-    naming it: ACCEPT, and your next `git submodule update` fetched what no gate saw. A url relative to your
-    remote, or a remote one, is a dependency like any other; a gitlink .gitmodules does not name (an embedded
-    repository a leftover commit took in) is broken too."""
+    naming it: ACCEPT, and your next `git submodule update` fetched what no gate saw. A network url is a
+    dependency like any other, and so is one relative to a network remote; a gitlink .gitmodules does not name
+    (an embedded repository a leftover commit took in) is broken too. rv31: `.gitmodules` is read as git reads
+    it (a path belongs to the submodule that named it last), a path without `./` is taken from the top, and a
+    url relative to no remote, or to a remote that is a path, names a folder here."""
     base = repo.head()
     (repo / ".gitmodules").write_text(
         '[submodule "v"]\n\tpath = vendor\n\turl = /root/.cache/x\n[submodule "lib"]\n\tpath = lib\n'
         '\turl = https://example.com/lib.git\n[submodule "rel"]\n\tpath = rel\n\turl = ../rel.git\n'
-        '[submodule "f"]\n\tpath = f\n\turl = file:///srv/f.git\n')
+        '[submodule "f"]\n\tpath = f\n\turl = file:///srv/f.git\n[submodule "scp"]\n\tpath = scp\n'
+        '\turl = git@example.com:a/scp.git\n[SUBMODULE "A"]\n\tpath = dup\n\tURL = /tmp/evil\n'
+        '[submodule "B"]\n\tpath = dup\n\turl = https://example.com/b.git\n[submodule "A"]\n\tpath = dup\n'
+        '[submodule "up"]\n\tpath = up\n\turl = sub/../../evil\n')
     repo.git("add", ".gitmodules")
-    for path in ("vendor", "lib", "rel", "f", "bare"):
+    for path in ("vendor", "lib", "rel", "f", "scp", "dup", "up", "bare"):
         repo.git("update-index", "--add", "--cacheinfo", f"160000,{base},{path}")
     repo.git("commit", "-qm", "submodules")
-    assert lines(judge(repo, base), "BROKEN") == [
-        f"{'BROKEN':<10} {path} (a gitlink, url {url})  <- a submodule fetched from this machine: what it holds is "
-        "never judged" for path, url in (("bare", "(no url in .gitmodules)"), ("f", "file:///srv/f.git"),
-                                         ("vendor", "/root/.cache/x"))]
+
+    def broken(*found):
+        return [f"{'BROKEN':<10} {path} (a gitlink, url {url})  <- a submodule fetched from this machine: what it "
+                "holds is never judged" for path, url in found]
+    here = (("bare", "(no url in .gitmodules)"), ("dup", "/tmp/evil"), ("f", "file:///srv/f.git"))
+    later = (("up", "sub/../../evil"), ("vendor", "/root/.cache/x"))
+    assert lines(judge(repo, base), "BROKEN") == broken(*here, ("rel", "../rel.git"), *later)  # no remote
+    repo.git("remote", "add", "origin", "/srv/project.git")
+    assert lines(judge(repo, base), "BROKEN") == broken(*here, ("rel", "../rel.git"), *later)
+    repo.git("remote", "set-url", "origin", "https://example.com/project.git")
+    assert lines(judge(repo, base), "BROKEN") == broken(*here, *later)

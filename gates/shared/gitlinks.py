@@ -1,31 +1,48 @@
 """Gitlinks a range added or moved whose submodule is fetched from this machine, for coherence.
 
 A gitlink is a commit of another repository: no gate sees what it holds, and `git submodule update` fetches
-it from the url `.gitmodules` gives. An absolute path, `~/...` or a `file:` url is a repository on this
-machine, one a sandboxed worker can make in $HOME: what the merge then brings in was never judged by
-anyone. A url relative to your remote (`../lib.git`) or a remote one is a dependency like any other.
+it from the url `.gitmodules` gives. A path (absolute, `~/...`, or relative without `./` or `../`, which git
+takes from the top of the checkout) or a `file:` url is a repository on this machine, one a sandboxed worker
+can make in $HOME: what the merge then brings in was never judged by anyone. A url relative to your remote
+(`../lib.git`) is one only when your remote is one: with none, or a remote that is itself a path, it names a
+folder here too. A network url (`https://`, `ssh://`, `git@host:path`) is a dependency like any other.
+`.gitmodules` is read as git reads it: each key's last value wins, and a path belongs to the submodule that
+named it last (rv31).
 """
 from __future__ import annotations
 
-from typing import Sequence
+import re
+from typing import Callable, Sequence
 
 from orchestrate import git_config
 
+_NETWORK = re.compile(r"(?:[a-z][a-z0-9+.-]*://|[^/:]+:)", re.I)  # a scheme, or scp's host: (no slash before it)
 
-def local(gitmodules: str | None, moved: Sequence[str]) -> list[tuple[str, str]]:
+
+def local(gitmodules: str | None, moved: Sequence[str], remote: Callable[[], str | None]) -> list[tuple[str, str]]:
     """(gitlink, its url) for each of the `moved` gitlinks whose url in `gitmodules` (its text at head) is on
-    this machine, or that `.gitmodules` does not name at all (git would then fetch nothing, or ask)."""
+    this machine, or that `.gitmodules` does not name at all (an embedded repository a leftover commit took in).
+    `remote()` gives the url a relative one is resolved against (None: no remote)."""
     if not moved:
         return []
-    paths: dict[str, str] = {}
+    owner: dict[str, str] = {}  # path -> the submodule that named it last
     urls: dict[str, str] = {}
     for entry in git_config.entries(gitmodules or ""):
         if entry.section == "submodule" and entry.subsection is not None and entry.value is not None:
-            (paths if entry.key == "path" else urls if entry.key == "url" else {})[entry.subsection] = entry.value
-    url_of = {path: urls.get(name, "") for name, path in paths.items()}
+            if entry.key == "path":
+                owner[entry.value.strip().rstrip("/").removeprefix("./")] = entry.subsection
+            elif entry.key == "url":
+                urls[entry.subsection] = entry.value.strip()
     out = []
     for path in moved:
-        url = url_of.get(path, "")
-        if not url or url.startswith(("/", "~", "file:")):
+        url = urls.get(owner.get(path, ""), "")
+        if not url or _here(url, remote):
             out.append((path, url or "(no url in .gitmodules)"))
     return out
+
+
+def _here(url: str, remote: Callable[[], str | None]) -> bool:
+    if url.startswith(("./", "../")):
+        base = remote()
+        return base is None or _here(base, lambda: None)
+    return url.lower().startswith("file:") or not _NETWORK.match(url)
