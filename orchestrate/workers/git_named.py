@@ -1,6 +1,7 @@
 """The files git reads or runs for you besides the git dir's own config, hooks and info: your global config,
 attributes and excludes in $HOME and what that config names, what the repository's own config names (an
-include, core.hooksPath, core.excludesFile, core.attributesFile), and what your links lead to.
+include, core.hooksPath, core.excludesFile, core.attributesFile), the programs in your checkout any of that
+config runs (core.fsmonitor, a filter, a textconv, an alias), and what your links lead to.
 
 Each is watched where it is (workers/fingerprint.py): outside your checkout as a file, compared and put
 back; inside it (an ignored `local.gitconfig` your `.git/config` includes, husky's `.husky/_` hooks, a hook
@@ -32,14 +33,20 @@ def home_files(top: Path) -> list[Path]:
 
 def split(common: Path, root: Path) -> tuple[list[Path], tuple[str, ...]]:
     """What the repository's config names: (the files outside the checkout, the git dir's included, to watch
-    as files; the real paths of those in the checkout, to hash with the look)."""
+    as files; the real paths of those in the checkout, to hash with the look: with them, the programs any of
+    your git config runs from the checkout, `programs`)."""
     from orchestrate import inert
     top, git_dir = os.path.realpath(root), os.path.realpath(common)
     files, inside = [], []
-    for path in inert.referenced([common / "config", common / "config.worktree"], root):
+    configs = [common / "config", common / "config.worktree"]
+    ran = programs(configs + home_files(root), root)
+    for path in inert.referenced(configs, root) + ran:
         real = os.path.realpath(path)
         in_checkout = Path(real).is_relative_to(top) and not Path(real).is_relative_to(git_dir)
-        (inside.append(real) if in_checkout else files.append(path))
+        if in_checkout:
+            inside.append(real)
+        elif path not in ran:  # a program elsewhere (your /usr/bin/vim) is not read at every check
+            files.append(path)
     return files, tuple(dict.fromkeys(inside))
 
 
@@ -49,3 +56,26 @@ def hashed(records, named: tuple[str, ...]) -> dict[str, str]:
     led = {os.fsdecode(r.split(b"\0")[1]) for r in records if r and r[:1] == b"l" and r.endswith(b"\0c")}
     return {LED + real: hashlib.sha256(watched.read_file(real) or b"-").hexdigest()
             for real in sorted(led | set(named))}
+
+
+# Keys whose value is a command git runs (its first word a program), by section; "*": any key of the section
+_PROGRAMS = {"core": {"fsmonitor", "sshcommand", "editor", "pager", "askpass"}, "sequence": {"editor"},
+             "gpg": {"program"}, "credential": {"helper"}, "filter": {"clean", "smudge", "process"},
+             "diff": {"textconv", "command", "external"}, "merge": {"driver"}, "pager": {"*"}, "alias": {"*"}}
+
+
+def programs(configs: list[Path], top: Path) -> list[Path]:
+    """The programs named by path in the `configs` (and what they include) that git runs: `core.fsmonitor =
+    tools/fsmon.sh` in your checkout runs at your next `git status`. A bare name (found on PATH) is not one."""
+    from orchestrate import git_config
+    seen: set[Path] = set()
+    out = []
+    for config in configs:
+        for e in git_config.read(config, seen):
+            keys = _PROGRAMS.get(e.section, ())
+            if not e.value or not ("*" in keys or e.key in keys) or (e.section == "alias" and e.value[:1] != "!"):
+                continue
+            word = (e.value.lstrip("!").split() or [""])[0].strip("'\"")
+            if "/" in word:
+                out.append(git_config.resolved(word, top / e.key))  # relative: where git runs, the checkout's top
+    return out
