@@ -156,8 +156,8 @@ def _cleared(ctx, path: Path, base: str, head: str, owned: bool = False) -> str:
     """The worktree left holding its head commit alone, as its evaluators are to judge it: its index made
     orchestrate's own at `head`, then what git does not track removed (bytecode the worker left in an ignored
     __pycache__/ is loaded in place of the committed source; an ignored conftest.py is read by pytest), unless
-    `keep_ignored` trusts workers with ignored files, and what an `ident` attribute hides written anew. `owned`: the first look made it so already. Why it could
-    not be ('' when it was)."""
+    `keep_ignored` trusts workers with ignored files, and what an `ident` attribute hides written anew. `owned`:
+    the first look made the index so already. Why it could not be ('' when it was)."""
     try:
         if not owned:
             pool.own_index(path, base, head)
