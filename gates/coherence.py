@@ -321,7 +321,8 @@ def _judge(repo: Path, base: str, head: str, ledger: Path | None, names: Sequenc
     broken += [Item("BROKEN", f"{path} -> {target}", f"a symbolic link leading {where}")
                for path, target, where in symlinks.leaving(top, head_sha, made)]
     moved = git_diffs.links(top, base_sha, head_sha, "160000")
-    remote = lambda: git.git(top, "config", "--get", "remote.origin.url", check=False).stdout.strip() or None  # noqa: E731
+    remote = lambda: git.git(top, "config", "--get", "remote.origin.url",  # noqa: E731
+                             check=False).stdout.strip() or None
     broken += [Item("BROKEN", f"{path} (a gitlink, url {url})", "a submodule fetched from this machine: what it "
                     "holds is never judged")
                for path, url in gitlinks.local(tree.text(".gitmodules") if moved else "", moved, remote)]
