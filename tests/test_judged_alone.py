@@ -67,7 +67,7 @@ def test_a_worktree_that_cannot_be_scrubbed_fails_the_attempt_and_nothing_is_jud
     monkeypatch.setattr(pool, "clear_untracked", swapped)
     repo = campaign_repo(tmp_path, DAG.format(mode="none", keep=""), WORKER, {".gitignore": "__pycache__/\n"})
     done = orch("run", "--no-interactive", cwd=repo)
-    assert "node A: what git does not track in its worktree could not be removed (Too many levels of symbolic " \
+    assert "node A: its worktree could not be made to hold its commit alone (Too many levels of symbolic " \
            "links); its attempt failed" in done.out
     assert not [e for e in journal(repo, "alone") if e["kind"] == "gate" and e["context"]["gate"] == "evaluators"]
 
@@ -106,3 +106,65 @@ def test_the_look_for_ident_in_committed_attributes_is_asked_again_once_one_chan
     assert converted._committed(repo, repo, second) is False and converted._last[str(repo)][0] == first  # kept
     third = repo.commit("ident", {"calc/.gitattributes": "*.py ident\n"})
     assert converted._committed(repo, repo, third) is True and converted._last[str(repo)] == (third, True)
+
+
+# rv32: the attributes came from a .gitattributes the worker left ignored (removed only after the look), or from a
+# committed `* text=auto` (a CR the look takes away: `\` before it no longer continues a shell line)
+HIDDEN_ATTRS_WORKER = r"""#!/bin/sh
+set -eu
+mkdir -p calc
+printf 'calc/.gitattributes\n' > .gitignore
+printf 'def add(a, b):\n    return a - b\nV = "$Id$"\n' > calc/calc.py
+git add .gitignore calc && git commit -qm "add"
+printf '*.py ident\n' > calc/.gitattributes
+printf 'def add(a, b):\n    return a - b\nV = "$Id: "; add = lambda a, b: a + b; W = "$"\n' > calc/calc.py
+"""
+CRLF_WORKER = r"""#!/bin/sh
+set -eu
+printf 'echo \\\nexit 0;\nexit 1\n' > ok.sh
+git add ok.sh && git commit -qm "ok, or not"
+printf 'echo \\\r\nexit 0;\nexit 1\n' > ok.sh
+"""
+
+
+@pytest.mark.parametrize("mode", ["none", pytest.param("bwrap", marks=pytest.mark.skipif(
+    BWRAP is not None, reason=f"bubblewrap does not work here: {BWRAP}"))])
+@pytest.mark.parametrize("case", ["ignored-attributes", "crlf"])
+def test_bytes_a_conversion_hides_are_written_anew_before_the_evaluators(tmp_path, orch, mode, case):
+    if case == "crlf":
+        dag = DAG.format(mode=mode, keep="").replace("file_surface: [calc.py]", "file_surface: [ok.sh]").replace(
+            "run: \"python3 -c 'import calc; assert calc.add(2, 2) == 4, calc.add(2, 2)'\"", 'run: "sh ok.sh"')
+        repo = campaign_repo(tmp_path, dag, CRLF_WORKER, {".gitattributes": "* text=auto\n"})
+    else:
+        dag = IDENT_DAG.format(mode=mode, keep="").replace('file_surface: ["calc/**"]',
+                                                           'file_surface: ["calc/**", .gitignore]')
+        repo = campaign_repo(tmp_path, dag, HIDDEN_ATTRS_WORKER)
+    done = orch("run", "--no-interactive", cwd=repo)
+    verdicts = [e["context"] for e in journal(repo, "alone") if e["kind"] == "gate" and e["context"]["gate"] == "evaluators"]
+    assert verdicts and verdicts[0]["code"] != 0, done.out + done.err
+
+
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+def test_the_index_is_read_as_git_writes_it_in_each_version(tmp_path, version):
+    """converted._entries against `git ls-files --debug`: every file's and link's ctime, mtime, inode and size, in
+    index versions 2 to 4 (4 compresses each name against the one before; 3 may hold extended flags)."""
+    import os
+    import re
+
+    from orchestrate.workers import converted
+    from tests.helpers import make_repo
+    repo = make_repo(tmp_path / "r", {"a/b/c.txt": "c\n", "a/b/d.txt": "dd\n", "a/e.txt": "e\n", "z.txt": "z\n"})
+    os.symlink("z.txt", repo / "link")
+    (repo / "new.txt").write_text("n\n")
+    repo.git("add", "link")
+    repo.git("add", "-N", "new.txt")  # intent-to-add: an extended flag in version 3
+    repo.git("update-index", "--index-version", version)
+    got = dict(converted._entries((repo / ".git" / "index").read_bytes(), 20))
+    listed = repo.git("ls-files", "--debug")
+    want = {}
+    for name, ctime, mtime, ino, size in re.findall(
+            r"^(\S+)\n\s+ctime: (\d+:\d+)\n\s+mtime: (\d+:\d+)\n\s+dev: \d+\s+ino: (\d+)\n.*?\n\s+size: (\d+)",
+            listed, re.M | re.S):
+        (cs, cn), (ms, mn) = ctime.split(":"), mtime.split(":")
+        want[name] = (int(cs), int(cn), int(ms), int(mn), int(ino), int(size), name == "link")
+    assert got == want and set(got) == {"a/b/c.txt", "a/b/d.txt", "a/e.txt", "z.txt", "link", "new.txt"}

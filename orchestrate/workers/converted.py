@@ -1,57 +1,104 @@
-"""Tracked files whose bytes a checkout converts so that different bytes clean to the same blob, written anew
-from orchestrate's index before a node is judged (rv31).
+"""Tracked files that compare equal to the commit though they hold other bytes, written anew from orchestrate's
+index before a node is judged (rv31, rv32).
 
-With `ident`, any `$Id: ... $` cleans to `$Id$`: a worker can hide a line of code inside one and the worktree
-still compares equal to the commit, in orchestrate's own index too, so the evaluators ran code that was never
-merged. `working-tree-encoding` re-encodes (UTF-7 has many spellings of one text). These two are looked for
-only where an attributes file could set them: the committed `.gitattributes` files (one `git grep` of the
-index, again only once a `.gitattributes` changed), `info/attributes` and the attributes files your config
-names. Only then is each tracked file's
-attribute asked, and those it applies to are checked out again, as a checkout of the head writes them.
-(`text` and `eol` only change line ends; a clean filter's files are leftovers to commit, never passed over.)
+git compares a worktree file with its blob after converting it as the attributes say: `ident` cleans any
+`$Id: ... $` to `$Id$` (a line of code hidden in one), `text`/`eol`/`core.autocrlf` take a CR away (a backslash before
+a CR no longer continues a shell line), `working-tree-encoding` re-encodes. The attributes can come from a
+`.gitattributes` the worker left untracked or ignored, which the clear removes only after the look. So the look
+that found the worktree clean cannot be trusted where a conversion may apply: then each tracked file whose stat
+differs from its entry in orchestrate's index (written since its checkout: a ctime cannot be set back) is
+checked out again, as a checkout of the head writes it. A conversion may apply when a committed `.gitattributes`
+names one (one `git grep` of the index, kept while the kept differ says none changed), when `info/attributes`,
+an attributes file or a config your config names does, or when the clear removed a `.gitattributes`.
 """
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from orchestrate import git
 from orchestrate.errors import GitError
 from orchestrate.workers import git_named, quoted, watched
 
-_HIDING = ("ident", "working-tree-encoding")
-
+_WORDS = ("ident", "working-tree-encoding", "text", "eol", "crlf", "autocrlf", "filter")
 
 _last: dict[str, tuple[str, bool]] = {}  # repository -> (a commit, whether its .gitattributes files name them)
 
 
-def rewrite(path: Path, common: Path, root: Path, head: str) -> list[str]:
-    """Check out again, from the worktree's index (at commit `head`), every file an `ident` or
-    `working-tree-encoding` attribute applies to; returns their paths. GitError when git cannot tell or write
-    them."""
-    if not (_committed(path, root, head) or _named(common, root)):
+def rewrite(path: Path, common: Path, root: Path, head: str, removed: list[str]) -> list[str]:
+    """Check out again, from the worktree's index (orchestrate's, at commit `head`), every tracked file whose stat
+    differs from its entry, when a conversion may apply (`removed`: what the clear removed); their paths. GitError
+    when git cannot write them; OSError when the index cannot be read."""
+    if not (any(os.path.basename(e) == ".gitattributes" for e in removed) or _committed(path, root, head)
+            or _named(common, root)):
         return []
-    listed = git.git(path, *quoted.QUOTED, "ls-files").stdout
-    asked = git.git(path, *quoted.QUOTED, "check-attr", "--cached", "--stdin", *_HIDING, input=listed).stdout
-    found = []
-    for line in asked.split("\n"):
-        name, attr, value = (line.rsplit(": ", 2) + ["", ""])[:3]
-        if (attr == "ident" and value == "set") or (attr == "working-tree-encoding" and value not in
-                                                     ("unspecified", "unset", "")):
-            found.append(name)
-    if found:
-        git.git(path, "checkout-index", "--force", "--stdin", input="".join(n + "\n" for n in dict.fromkeys(found)))
-    return [quoted.unquote(n) for n in dict.fromkeys(found)]
+    admin = git.admin_dir(path)
+    if admin is None:
+        raise GitError(["read", str(path / ".git")], 1, "", "the worktree's git admin dir is not known")
+    stale = [name for name, want in _entries((admin / "index").read_bytes(), len(head) // 2)
+             if _stat(path / name) != want]
+    if stale:
+        git.git(path, "checkout-index", "--force", "--stdin", input="".join(quoted.quote(n) + "\n" for n in stale))
+    return stale
+
+
+def _stat(path: Path) -> tuple[int, ...] | None:
+    """What an index entry records of a file: ctime and mtime (seconds, nanoseconds), inode and size, each cut to
+    32 bits as git stores them, and whether it is a link."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    cut = 0xFFFFFFFF
+    return (st.st_ctime_ns // 10**9 & cut, st.st_ctime_ns % 10**9, st.st_mtime_ns // 10**9 & cut,
+            st.st_mtime_ns % 10**9, st.st_ino & cut, st.st_size & cut, stat.S_ISLNK(st.st_mode))
+
+
+def _entries(data: bytes, hash_size: int) -> list[tuple[str, tuple[int, ...]]]:
+    """(path, what it records of the file) for each file or link entry of an index (versions 2 to 4); a gitlink
+    has no file to compare."""
+    if data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3, 4):
+        raise OSError(0, "not an index git writes", "index")
+    version, count = int.from_bytes(data[4:8], "big"), int.from_bytes(data[8:12], "big")
+    at, name, found = 12, b"", []
+    for _ in range(count):
+        start = at
+        f = [int.from_bytes(data[at + 4 * i:at + 4 * i + 4], "big") for i in range(10)]  # ctime.. size
+        flags = int.from_bytes(data[at + 40 + hash_size:at + 42 + hash_size], "big")
+        at += 42 + hash_size + (2 if version >= 3 and flags & 0x4000 else 0)
+        if version == 4:
+            cut, at = _varint(data, at)
+            end = data.index(b"\0", at)
+            name, at = name[:len(name) - cut] + data[at:end], end + 1
+        else:
+            end = data.index(b"\0", at)
+            name = data[at:end]
+            at = start + ((end - start + 8) & ~7)
+        kind = f[6] >> 12
+        if kind in (0o10, 0o12):  # a file or a link (0o16: a gitlink)
+            found.append((os.fsdecode(name), (f[0], f[1], f[2], f[3], f[5], f[9], kind == 0o12)))
+    return found
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    byte = data[at]
+    value, at = byte & 127, at + 1
+    while byte & 128:
+        byte = data[at]
+        value, at = ((value + 1) << 7) | (byte & 127), at + 1
+    return value, at
 
 
 def _committed(path: Path, root: Path, head: str) -> bool:
-    """Whether a committed `.gitattributes` of `head` names them: asked of git (one grep of the index) only when
-    a `.gitattributes` changed since the last commit asked about, as the kept differ tells."""
+    """Whether a committed `.gitattributes` of `head` names a conversion: asked of git (one grep of the index)
+    only when a `.gitattributes` changed since the last commit asked about, as the kept differ tells."""
     from orchestrate import git_diffs
     last = _last.get(str(root))
     if last is not None and (changed := git_diffs.changed(root, last[0], head)) is not None and not any(
             name == ".gitattributes" or name.endswith("/.gitattributes") for _, name in changed):
         return last[1]
-    grep = git.git(path, "grep", "--cached", "-l", "-i", "-E", "|".join(_HIDING), "--",
+    grep = git.git(path, "grep", "--cached", "-l", "-i", "-E", "|".join(_WORDS), "--",
                    ":(glob)**/.gitattributes", check=False)
     if grep.rc not in (0, 1):
         raise GitError(list(grep.cmd), grep.rc, grep.stdout, grep.stderr)
@@ -60,10 +107,10 @@ def _committed(path: Path, root: Path, head: str) -> bool:
 
 
 def _named(common: Path, root: Path) -> bool:
-    """Whether `info/attributes` or an attributes file your config names names them."""
+    """Whether `info/attributes`, your git config or a file it names names a conversion (core.autocrlf too)."""
     named, _ = git_named.split(common, root)  # what the repository's config names, its attributesFile among them
-    for file in (common / "info" / "attributes", *git_named.home_files(root), *named):
+    for file in (common / "info" / "attributes", common / "config", *git_named.home_files(root), *named):
         text = (watched.read_file(file) or b"").lower()  # never waits on a FIFO a worker planted there
-        if any(word.encode() in text for word in _HIDING):
+        if any(word.encode() in text for word in _WORDS):
             return True
     return False

@@ -146,8 +146,8 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True, ins
         env = {"GIT_INDEX_FILE": str(judged)}
         git.git(path, "read-tree", "-m", "-i", base, head, env=env)
         said = unread.checked(git.git(path, *_STAT, "-c", "core.untrackedCache=false", "status", "--porcelain=v1",
-                                      "-z", "--no-renames", "--untracked-files=all", *git.NO_SUBMODULE_DIRT, env=env),
-                              path, env)
+                                      "-z", "--no-renames", "--untracked-files=all", *git.NO_SUBMODULE_DIRT,
+                                      env={**env, "GIT_OPTIONAL_LOCKS": "0"}), path, env)
         found = [(entry[:2], entry[3:]) for entry in said.split("\0") if entry]
         changed = [name for code, name in found if code != "??"]
         if changed and pass_converted and (defined := inert.filters(path)):
@@ -318,7 +318,7 @@ def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False
     return True
 
 
-def clear_untracked(path: Path, commit: str, keep_ignored: bool = False) -> None:
+def clear_untracked(path: Path, commit: str, keep_ignored: bool = False) -> list[str]:
     """All the index of the worktree (at `commit`) does not hold removed, as the module's docstring says; with
     `keep_ignored`, what the repository's own ignore rules match stays. GitError: git could not list it all (an
     unreadable folder); OSError: a removal met a link on its way (swapped in by a worker still running)."""
@@ -336,6 +336,7 @@ def clear_untracked(path: Path, commit: str, keep_ignored: bool = False) -> None
         _empty_gitlinks(path)
     except ValueError as exc:  # a name git did not quote as asked
         raise GitError(["ls-files"], 0, "", f"a name git did not quote as asked ({exc})") from None
+    return left
 
 
 def _tracked_folders(path: Path, base: str) -> set[str]:

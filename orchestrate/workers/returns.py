@@ -156,17 +156,17 @@ def _cleared(ctx, path: Path, base: str, head: str, owned: bool = False) -> str:
     """The worktree left holding its head commit alone, as its evaluators are to judge it: its index made
     orchestrate's own at `head`, then what git does not track removed (bytecode the worker left in an ignored
     __pycache__/ is loaded in place of the committed source; an ignored conftest.py is read by pytest), unless
-    `keep_ignored` trusts workers with ignored files, and what an `ident` attribute hides written anew. `owned`:
+    `keep_ignored` trusts workers with ignored files, and what a conversion hid written anew (converted.py). `owned`:
     the first look made the index so already. Why it could not be ('' when it was)."""
     try:
         if not owned:
             pool.own_index(path, base, head)
-        pool.clear_untracked(path, head, containment.keeps_ignored(ctx))
-        converted.rewrite(path, git.git_common_dir(ctx.root), ctx.root, head)
+        removed = pool.clear_untracked(path, head, containment.keeps_ignored(ctx))
+        converted.rewrite(path, git.git_common_dir(ctx.root), ctx.root, head, removed)
     except GitError as exc:
-        return f"what git does not track in its worktree could not be listed ({exc.said()})"
-    except OSError as exc:
-        return f"what git does not track in its worktree could not be removed ({exc.strerror or exc})"
+        return f"its worktree could not be made to hold its commit alone ({exc.said()})"
+    except (OSError, ValueError) as exc:
+        return f"its worktree could not be made to hold its commit alone ({getattr(exc, 'strerror', None) or exc})"
     return ""
 
 
