@@ -450,3 +450,15 @@ def test_a_gitlink_fetched_from_this_machine_is_broken(repo):
     assert lines(judge(repo, base), "BROKEN") == broken(*here, ("rel", "../rel.git"), *later)
     repo.git("remote", "set-url", "origin", "https://example.com/project.git")
     assert lines(judge(repo, base), "BROKEN") == broken(*here, *later)
+    # rv32: `../../x` from `git@host:project` cuts into the host (`.:x`, a folder here), as does an scp url whose
+    # host is dots; `../x` stays on the host
+    repo.git("remote", "set-url", "origin", "git@example.com:project")
+    assert lines(judge(repo, base), "BROKEN") == broken(*here, *later)
+    (repo / ".gitmodules").write_text(
+        '[submodule "a"]\n\tpath = lib\n\turl = ../../lib\n[submodule "b"]\n\tpath = rel\n\turl = ../rel.git\n'
+        '[submodule "c"]\n\tpath = scp\n\turl = .:lib\n')
+    repo.git("add", ".gitmodules")
+    repo.git("commit", "-qm", "climbing")
+    assert lines(judge(repo, base), "BROKEN") == broken(
+        ("bare", "(no url in .gitmodules)"), ("dup", "(no url in .gitmodules)"), ("f", "(no url in .gitmodules)"),
+        ("lib", "../../lib"), ("scp", ".:lib"), ("up", "(no url in .gitmodules)"), ("vendor", "(no url in .gitmodules)"))

@@ -44,5 +44,15 @@ def local(gitmodules: str | None, moved: Sequence[str], remote: Callable[[], str
 def _here(url: str, remote: Callable[[], str | None]) -> bool:
     if url.startswith(("./", "../")):
         base = remote()
-        return base is None or _here(base, lambda: None)
-    return url.lower().startswith("file:") or not _NETWORK.match(url)
+        return base is None or _here(base, lambda: None) or _climbs_out(base, url)
+    network = _NETWORK.match(url)
+    return url.lower().startswith("file:") or not network or network.group(0).strip(".:") == ""  # `.:lib`
+
+
+def _climbs_out(remote: str, url: str) -> bool:
+    """Whether `url` climbs (`../` each) past the path of `remote`: git then cuts into its host (`git@host:x` and
+    `../../lib` make `.:lib`, a folder here; rv32)."""
+    ups = len(re.match(r"(?:\./)*((?:\.\./)*)", url).group(1)) // 3
+    scheme = re.match(r"[a-z][a-z0-9+.-]*://[^/]*", remote, re.I)
+    rest = remote[scheme.end():] if scheme else remote.partition(":")[2]
+    return ups > len([part for part in rest.split("/") if part])
