@@ -129,12 +129,14 @@ printf 'echo \\\r\nexit 0;\nexit 1\n' > ok.sh
 
 @pytest.mark.parametrize("mode", ["none", pytest.param("bwrap", marks=pytest.mark.skipif(
     BWRAP is not None, reason=f"bubblewrap does not work here: {BWRAP}"))])
-@pytest.mark.parametrize("case", ["ignored-attributes", "crlf"])
+@pytest.mark.parametrize("case", ["ignored-attributes", "crlf", "autocrlf"])
 def test_bytes_a_conversion_hides_are_written_anew_before_the_evaluators(tmp_path, orch, mode, case):
-    if case == "crlf":
+    if case in ("crlf", "autocrlf"):
         dag = DAG.format(mode=mode, keep="").replace("file_surface: [calc.py]", "file_surface: [ok.sh]").replace(
             "run: \"python3 -c 'import calc; assert calc.add(2, 2) == 4, calc.add(2, 2)'\"", 'run: "sh ok.sh"')
-        repo = campaign_repo(tmp_path, dag, CRLF_WORKER, {".gitattributes": "* text=auto\n"})
+        repo = campaign_repo(tmp_path, dag, CRLF_WORKER, {".gitattributes": "* text=auto\n"} if case == "crlf" else {})
+        if case == "autocrlf":
+            repo.git("config", "core.autocrlf", "input")
     else:
         dag = IDENT_DAG.format(mode=mode, keep="").replace('file_surface: ["calc/**"]',
                                                            'file_surface: ["calc/**", .gitignore]')

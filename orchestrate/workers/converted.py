@@ -8,8 +8,9 @@ a CR no longer continues a shell line), `working-tree-encoding` re-encodes. The 
 that found the worktree clean cannot be trusted where a conversion may apply: then each tracked file whose stat
 differs from its entry in orchestrate's index (written since its checkout: a ctime cannot be set back) is
 checked out again, as a checkout of the head writes it. A conversion may apply when a committed `.gitattributes`
-names one (one `git grep` of the index, kept while the kept differ says none changed), when `info/attributes`,
-an attributes file or a config your config names does, or when the clear removed a `.gitattributes`.
+names one (one `git grep` of the index, kept while the kept differ says none changed), when `info/attributes`
+or an attributes file your config names does, when `core.autocrlf` converts, or when the clear removed a
+`.gitattributes`.
 """
 from __future__ import annotations
 
@@ -107,9 +108,22 @@ def _committed(path: Path, root: Path, head: str) -> bool:
 
 
 def _named(common: Path, root: Path) -> bool:
-    """Whether `info/attributes`, your git config or a file it names names a conversion (core.autocrlf too)."""
-    named, _ = git_named.split(common, root)  # what the repository's config names, its attributesFile among them
-    for file in (common / "info" / "attributes", common / "config", *git_named.home_files(root), *named):
+    """Whether `core.autocrlf` converts (`true`, `input`), or `info/attributes` or an attributes file a git config
+    names (`core.attributesFile`, `~/.config/git/attributes`) names a conversion. A filter merely defined in
+    a config (git-lfs's) converts nothing until attributes name it."""
+    from orchestrate import git_config
+    home = git_named.home_files(root)
+    attributes = [common / "info" / "attributes", *(path for path in home if path.name == "attributes")]
+    seen: set[Path] = set()
+    system = Path(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
+    for config in (common / "config", common / "config.worktree", *home[:2], system):
+        for e in git_config.read(config, seen):
+            if e.section == "core" and e.key == "autocrlf" and (e.value or "true").lower() in ("true", "input",
+                                                                                               "yes", "on", "1"):
+                return True
+            if e.section == "core" and e.key == "attributesfile" and e.value:
+                attributes.append(git_config.resolved(e.value, root / e.key))
+    for file in attributes:
         text = (watched.read_file(file) or b"").lower()  # never waits on a FIFO a worker planted there
         if any(word.encode() in text for word in _WORDS):
             return True
