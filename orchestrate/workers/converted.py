@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 from pathlib import Path
 
 from orchestrate import git
@@ -37,23 +38,27 @@ def rewrite(path: Path, common: Path, root: Path, head: str, removed: list[str])
     admin = git.admin_dir(path)
     if admin is None:
         raise GitError(["read", str(path / ".git")], 1, "", "the worktree's git admin dir is not known")
+    top = os.path.join(path, "")
     stale = [name for name, want in _entries((admin / "index").read_bytes(), len(head) // 2)
-             if _stat(path / name) != want]
+             if _stat(top + name) != want]
     if stale:
         git.git(path, "checkout-index", "--force", "--stdin", input="".join(quoted.quote(n) + "\n" for n in stale))
     return stale
 
 
-def _stat(path: Path) -> tuple[int, ...] | None:
+def _stat(path: str) -> tuple[int, ...] | None:
     """What an index entry records of a file: ctime and mtime (seconds, nanoseconds), inode and size, each cut to
     32 bits as git stores them, and whether it is a link."""
     try:
         st = os.lstat(path)
     except OSError:
         return None
-    cut = 0xFFFFFFFF
-    return (st.st_ctime_ns // 10**9 & cut, st.st_ctime_ns % 10**9, st.st_mtime_ns // 10**9 & cut,
-            st.st_mtime_ns % 10**9, st.st_ino & cut, st.st_size & cut, stat.S_ISLNK(st.st_mode))
+    ctime, mtime = divmod(st.st_ctime_ns, 10**9), divmod(st.st_mtime_ns, 10**9)
+    return (ctime[0] & _CUT, ctime[1], mtime[0] & _CUT, mtime[1], st.st_ino & _CUT, st.st_size & _CUT,
+            stat.S_ISLNK(st.st_mode))
+
+
+_CUT = 0xFFFFFFFF
 
 
 def _entries(data: bytes, hash_size: int) -> list[tuple[str, tuple[int, ...]]]:
@@ -65,8 +70,8 @@ def _entries(data: bytes, hash_size: int) -> list[tuple[str, tuple[int, ...]]]:
     at, name, found = 12, b"", []
     for _ in range(count):
         start = at
-        f = [int.from_bytes(data[at + 4 * i:at + 4 * i + 4], "big") for i in range(10)]  # ctime.. size
-        flags = int.from_bytes(data[at + 40 + hash_size:at + 42 + hash_size], "big")
+        f = _FIELDS.unpack_from(data, at)  # ctime, mtime (seconds, nanoseconds), dev, ino, mode, uid, gid, size
+        flags = _FLAGS.unpack_from(data, at + 40 + hash_size)[0]
         at += 42 + hash_size + (2 if version >= 3 and flags & 0x4000 else 0)
         if version == 4:
             cut, at = _varint(data, at)
@@ -80,6 +85,9 @@ def _entries(data: bytes, hash_size: int) -> list[tuple[str, tuple[int, ...]]]:
         if kind in (0o10, 0o12):  # a file or a link (0o16: a gitlink)
             found.append((os.fsdecode(name), (f[0], f[1], f[2], f[3], f[5], f[9], kind == 0o12)))
     return found
+
+
+_FIELDS, _FLAGS = struct.Struct(">10I"), struct.Struct(">H")
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
