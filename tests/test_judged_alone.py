@@ -168,5 +168,5 @@ def test_the_index_is_read_as_git_writes_it_in_each_version(tmp_path, version):
             r"^(\S+)\n\s+ctime: (\d+:\d+)\n\s+mtime: (\d+:\d+)\n\s+dev: \d+\s+ino: (\d+)\n.*?\n\s+size: (\d+)",
             listed, re.M | re.S):
         (cs, cn), (ms, mn) = ctime.split(":"), mtime.split(":")
-        want[name] = (int(cs), int(cn), int(ms), int(mn), int(ino), int(size), name == "link")
+        want[name] = (int(cs) * 10**9 + int(cn), int(ms) * 10**9 + int(mn), int(ino), int(size), name == "link")
     assert got == want and set(got) == {"a/b/c.txt", "a/b/d.txt", "a/e.txt", "z.txt", "link", "new.txt"}

@@ -47,15 +47,13 @@ def rewrite(path: Path, common: Path, root: Path, head: str, removed: list[str])
 
 
 def _stat(path: str) -> tuple[int, ...] | None:
-    """What an index entry records of a file: ctime and mtime (seconds, nanoseconds), inode and size, each cut to
-    32 bits as git stores them, and whether it is a link."""
+    """What an index entry records of a file: its ctime and mtime (nanoseconds; git keeps 32 bits of seconds,
+    enough until 2106), inode and size (32 bits each), and whether it is a link."""
     try:
         st = os.lstat(path)
     except OSError:
         return None
-    ctime, mtime = divmod(st.st_ctime_ns, 10**9), divmod(st.st_mtime_ns, 10**9)
-    return (ctime[0] & _CUT, ctime[1], mtime[0] & _CUT, mtime[1], st.st_ino & _CUT, st.st_size & _CUT,
-            stat.S_ISLNK(st.st_mode))
+    return st.st_ctime_ns, st.st_mtime_ns, st.st_ino & _CUT, st.st_size & _CUT, stat.S_ISLNK(st.st_mode)
 
 
 _CUT = 0xFFFFFFFF
@@ -83,7 +81,7 @@ def _entries(data: bytes, hash_size: int) -> list[tuple[str, tuple[int, ...]]]:
             at = start + ((end - start + 8) & ~7)
         kind = f[6] >> 12
         if kind in (0o10, 0o12):  # a file or a link (0o16: a gitlink)
-            found.append((os.fsdecode(name), (f[0], f[1], f[2], f[3], f[5], f[9], kind == 0o12)))
+            found.append((os.fsdecode(name), (f[0] * 10**9 + f[1], f[2] * 10**9 + f[3], f[5], f[9], kind == 0o12)))
     return found
 
 
