@@ -319,7 +319,7 @@ def test_a_program_in_your_checkout_that_your_git_config_runs_is_watched_with_th
     with (repo / ".git" / "config").open("a") as fh:
         fh.write("[core]\n\tfsmonitor = sh tools/fsmon.sh\n\tpager = less -R\n\teditor = /usr/bin/vi\n"
                  '[filter "x"]\n\tclean = FOO=1 ./tools/clean.sh %f\n\tsmudge = \\"tools/my x.sh\\" %f\n'
-                 "[alias]\n\tst = !bash tools/al.sh --short\n\tco = checkout\n")
+                 "[alias]\n\tst = !tools/al.sh|cat\n\tco = checkout\n")
     (home / ".gitconfig").write_text("[pager]\n\tlog = tools/page.sh\n")
     before = fingerprint.take(repo, set())
     assert sorted(os.path.basename(p) for p in before.named) == ["al.sh", "clean.sh", "fsmon.sh", "my x.sh", "page.sh"]

@@ -456,9 +456,9 @@ def test_a_gitlink_fetched_from_this_machine_is_broken(repo):
     assert lines(judge(repo, base), "BROKEN") == broken(*here, *later)
     (repo / ".gitmodules").write_text(
         '[submodule "a"]\n\tpath = lib\n\turl = ../../lib\n[submodule "b"]\n\tpath = rel\n\turl = ../rel.git\n'
-        '[submodule "c"]\n\tpath = scp\n\turl = .:lib\n')
+        '[submodule "c"]\n\tpath = scp\n\turl = .:lib\n[submodule "d"]\n\tpath = up\n\turl = .././../up\n')
     repo.git("add", ".gitmodules")
     repo.git("commit", "-qm", "climbing")
     assert lines(judge(repo, base), "BROKEN") == broken(
         ("bare", "(no url in .gitmodules)"), ("dup", "(no url in .gitmodules)"), ("f", "(no url in .gitmodules)"),
-        ("lib", "../../lib"), ("scp", ".:lib"), ("up", "(no url in .gitmodules)"), ("vendor", "(no url in .gitmodules)"))
+        ("lib", "../../lib"), ("scp", ".:lib"), ("up", ".././../up"), ("vendor", "(no url in .gitmodules)"))

@@ -94,20 +94,6 @@ def test_code_hidden_where_ident_cleans_it_away_is_not_what_the_evaluators_judge
     assert verdicts and verdicts[0]["code"] != 0, done.out + done.err
 
 
-def test_the_look_for_ident_in_committed_attributes_is_asked_again_once_one_changes(tmp_path):
-    """The grep of the committed .gitattributes is kept from commit to commit while none of them changes (the kept
-    differ says so): a node that adds `ident` in a folder of its own is still looked at."""
-    from orchestrate.workers import converted
-    from tests.helpers import make_repo
-    repo = make_repo(tmp_path / "r", {".gitattributes": "*.png binary\n", "a.txt": "a\n"})
-    first = repo.head()
-    assert converted._committed(repo, repo, first) is False
-    second = repo.commit("b", {"b.txt": "b\n"})
-    assert converted._committed(repo, repo, second) is False and converted._last[str(repo)][0] == first  # kept
-    third = repo.commit("ident", {"calc/.gitattributes": "*.py ident\n"})
-    assert converted._committed(repo, repo, third) is True and converted._last[str(repo)] == (third, True)
-
-
 # rv32: the attributes came from a .gitattributes the worker left ignored (removed only after the look), or from a
 # committed `* text=auto` (a CR the look takes away: `\` before it no longer continues a shell line)
 HIDDEN_ATTRS_WORKER = r"""#!/bin/sh
@@ -161,7 +147,7 @@ def test_the_index_is_read_as_git_writes_it_in_each_version(tmp_path, version):
     repo.git("add", "link")
     repo.git("add", "-N", "new.txt")  # intent-to-add: an extended flag in version 3
     repo.git("update-index", "--index-version", version)
-    got = dict(converted._entries((repo / ".git" / "index").read_bytes(), 20))
+    got = {name: want for name, want, _ in converted._entries((repo / ".git" / "index").read_bytes(), 20)}
     listed = repo.git("ls-files", "--debug")
     want = {}
     for name, ctime, mtime, ino, size in re.findall(
@@ -170,3 +156,45 @@ def test_the_index_is_read_as_git_writes_it_in_each_version(tmp_path, version):
         (cs, cn), (ms, mn) = ctime.split(":"), mtime.split(":")
         want[name] = (int(cs) * 10**9 + int(cn), int(ms) * 10**9 + int(mn), int(ino), int(size), name == "link")
     assert got == want and set(got) == {"a/b/c.txt", "a/b/d.txt", "a/e.txt", "z.txt", "link", "new.txt"}
+
+
+# rv33: with `core.trustctime = false` (yours), git's own stat check in `checkout-index --force` passed over a file
+# the worker rewrote at the same size and put its mtime back; a sparse checkout's skip-worktree paths were neither
+# compared nor listed, so a file the worker put there was read by the evaluators
+TRUSTCTIME_WORKER = r"""#!/bin/sh
+set -eu
+echo x > note.txt; git add note.txt; git commit -qm note
+python3 - <<'PY'
+import os, re
+st = os.stat("calc.py"); d = open("calc.py", "rb").read()
+m = re.search(rb'\$Id: ([0-9a-f]{40}) \$', d)
+inner = b'"; add = lambda a, b: a + b; W = "'.ljust(40)
+open("calc.py", "wb").write(d[:m.start(1)] + inner + d[m.end(1):])
+os.utime("calc.py", ns=(st.st_atime_ns, st.st_mtime_ns))
+PY
+"""
+SPARSE_WORKER = r"""#!/bin/sh
+set -eu
+mkdir -p tests; printf 'def ok():\n    return True\n' > tests/check.py
+echo y >> a.txt; git add a.txt; git commit -qm a
+"""
+
+
+@pytest.mark.parametrize("mode", ["none", pytest.param("bwrap", marks=pytest.mark.skipif(
+    BWRAP is not None, reason=f"bubblewrap does not work here: {BWRAP}"))])
+@pytest.mark.parametrize("case", ["trustctime", "sparse"])
+def test_what_gits_own_checks_pass_over_is_still_not_what_the_evaluators_judge(tmp_path, orch, mode, case):
+    if case == "trustctime":
+        dag = DAG.format(mode=mode, keep="").replace("file_surface: [calc.py]", "file_surface: [calc.py, note.txt]")
+        repo = campaign_repo(tmp_path, dag, TRUSTCTIME_WORKER, {".gitattributes": "*.py ident\n",
+                                                               "calc.py": 'def add(a, b):\n    return a - b\nV = "$Id$"\n'})
+        repo.git("config", "core.trustctime", "false")
+    else:
+        dag = DAG.format(mode=mode, keep="").replace("file_surface: [calc.py]", "file_surface: [a.txt]").replace(
+            "run: \"python3 -c 'import calc; assert calc.add(2, 2) == 4, calc.add(2, 2)'\"",
+            "run: \"cd tests && python3 -c 'import check; assert check.ok()'\"")
+        repo = campaign_repo(tmp_path, dag, SPARSE_WORKER, {"a.txt": "a\n", "tests/check.py": "def ok():\n    return False\n"})
+        repo.git("sparse-checkout", "set", "--no-cone", "/*", "!/tests/")
+    done = orch("run", "--no-interactive", cwd=repo)
+    verdicts = [e["context"] for e in journal(repo, "alone") if e["kind"] == "gate" and e["context"]["gate"] == "evaluators"]
+    assert verdicts and verdicts[0]["code"] != 0, done.out + done.err

@@ -52,7 +52,7 @@ def _here(url: str, remote: Callable[[], str | None]) -> bool:
 def _climbs_out(remote: str, url: str) -> bool:
     """Whether `url` climbs (`../` each) past the path of `remote`: git then cuts into its host (`git@host:x` and
     `../../lib` make `.:lib`, a folder here; rv32)."""
-    ups = len(re.match(r"(?:\./)*((?:\.\./)*)", url).group(1)) // 3
+    ups = re.match(r"(?:\.\.?/)*", url).group(0).split("/").count("..")  # git strips each ./ in the run too
     scheme = re.match(r"[a-z][a-z0-9+.-]*://[^/]*", remote, re.I)
     rest = remote[scheme.end():] if scheme else remote.partition(":")[2]
     return ups > len([part for part in rest.split("/") if part])

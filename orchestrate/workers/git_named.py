@@ -90,7 +90,9 @@ _ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 def _words(command: str) -> list[str]:
     """The words of a shell command as sh splits them (quotes joined), or on blanks where it cannot be split."""
-    try:
-        return shlex.split(command)
+    try:  # `;`, `|`, `&&` and braces apart from the words beside them, as sh reads them
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        return list(lexer)
     except ValueError:  # an unclosed quote: sh would fail on it too
         return command.split()

@@ -145,7 +145,7 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True, ins
     try:
         env = {"GIT_INDEX_FILE": str(judged)}
         git.git(path, "read-tree", "-m", "-i", base, head, env=env)
-        said = unread.checked(git.git(path, *_STAT, "-c", "core.untrackedCache=false", "status", "--porcelain=v1",
+        said = unread.checked(git.git(path, *STAT_CHECKS, "-c", "core.untrackedCache=false", "status", "--porcelain=v1",
                                       "-z", "--no-renames", "--untracked-files=all", *git.NO_SUBMODULE_DIRT,
                                       env={**env, "GIT_OPTIONAL_LOCKS": "0"}), path, env)
         found = [(entry[:2], entry[3:]) for entry in said.split("\0") if entry]
@@ -297,7 +297,7 @@ def _copy(path: Path, data: bytes, st: os.stat_result) -> None:
 
 
 # Stat checks a planted config must not weaken: the index snapshot's trust rests on ctime (see above).
-_STAT = ("-c", "core.trustctime=true", "-c", "core.checkStat=default", "-c", "core.ignoreStat=false")
+STAT_CHECKS = ("-c", "core.trustctime=true", "-c", "core.checkStat=default", "-c", "core.ignoreStat=false")
 
 
 def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False) -> bool:
@@ -309,7 +309,7 @@ def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False
         watched.chmod_folder(path, stat.S_IMODE(os.stat(path.parent).st_mode))
     except OSError:
         return False
-    if not git.git(path, *_STAT, *switch, check=False):
+    if not git.git(path, *STAT_CHECKS, *switch, check=False):
         return False
     try:
         clear_untracked(path, base, keep_ignored)

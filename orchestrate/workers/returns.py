@@ -161,8 +161,8 @@ def _cleared(ctx, path: Path, base: str, head: str, owned: bool = False) -> str:
     try:
         if not owned:
             pool.own_index(path, base, head)
-        removed = pool.clear_untracked(path, head, containment.keeps_ignored(ctx))
-        converted.rewrite(path, git.git_common_dir(ctx.root), ctx.root, head, removed)
+        pool.clear_untracked(path, head, containment.keeps_ignored(ctx))
+        converted.rewrite(path, head)
     except GitError as exc:
         return f"its worktree could not be made to hold its commit alone ({exc.said()})"
     except (OSError, ValueError) as exc:
