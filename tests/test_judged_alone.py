@@ -147,7 +147,10 @@ def test_the_index_is_read_as_git_writes_it_in_each_version(tmp_path, version):
     repo.git("add", "link")
     repo.git("add", "-N", "new.txt")  # intent-to-add: an extended flag in version 3
     repo.git("update-index", "--index-version", version)
-    got = {name: want for name, want, _ in converted._entries((repo / ".git" / "index").read_bytes(), 20)}
+    entries = converted._entries((repo / ".git" / "index").read_bytes(), 20)
+    got = {name: want for name, want, _, _ in entries}
+    staged = {line.split("\t")[1]: line.split(" ")[1] for line in repo.git("ls-files", "-s").splitlines()}
+    assert {name: blob for name, _, _, blob in entries} == staged
     listed = repo.git("ls-files", "--debug")
     want = {}
     for name, ctime, mtime, ino, size in re.findall(

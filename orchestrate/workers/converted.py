@@ -24,20 +24,21 @@ from orchestrate import git, removal
 from orchestrate.errors import GitError
 from orchestrate.workers import pool, quoted
 
-def rewrite(path: Path, head: str) -> list[str]:
+def rewrite(path: Path, head: str, root: Path) -> list[str]:
     """Remove and check out again, from the worktree's index (orchestrate's, at commit `head`), every tracked file
-    whose stat differs from its entry, and remove what is at a skip-worktree path; the paths written. GitError
+    whose stat differs from its entry and whose bytes are not the blob's (read by the reader kept for `root`, the
+    repository), and remove what is at a skip-worktree path; the paths written. GitError
     when git cannot write them; OSError when the index cannot be read or a path reached."""
     admin = git.admin_dir(path)
     if admin is None:
         raise GitError(["read", str(path / ".git")], 1, "", "the worktree's git admin dir is not known")
     top = os.path.join(path, "")
     stale, sparse = [], []
-    for name, want, skipped in _entries((admin / "index").read_bytes(), len(head) // 2):
+    for name, want, skipped, blob in _entries((admin / "index").read_bytes(), len(head) // 2):
         if skipped:
             if os.path.lexists(top + name):
                 sparse.append(name)
-        elif _stat(top + name) != want:
+        elif _stat(top + name) != want and not _holds(top + name, want[-1], blob, root):
             stale.append(name)
     for name in stale + sparse:  # by descriptors, one folder at a time: never through a link
         removal.remove_below(path, name)
@@ -45,6 +46,23 @@ def rewrite(path: Path, head: str) -> list[str]:
         git.git(path, *pool.STAT_CHECKS, "checkout-index", "--force", "--stdin",
                 input="".join(quoted.quote(n) + "\n" for n in stale))
     return stale
+
+
+def _holds(file: str, link: bool, blob: str, repo: Path) -> bool:
+    """Whether `file` holds exactly the blob's bytes, unconverted (a file the node changed, whose entry has no
+    stat data yet, usually does): read by the kept reader, no process; False when either cannot be read."""
+    from orchestrate import git_batch
+    try:
+        found = git_batch.read(repo, blob)
+        if found is None:
+            return False
+        if link:
+            return os.fsencode(os.readlink(file)) == found[2]
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            return stat.S_ISREG(os.fstat(fd).st_mode) and fh.read(len(found[2]) + 1) == found[2]
+    except (OSError, git_batch.Unusable):
+        return False
 
 
 def _stat(path: str) -> tuple[int, ...] | None:
@@ -62,9 +80,9 @@ _FIELDS, _FLAGS = struct.Struct(">10I"), struct.Struct(">H")
 _SKIP_WORKTREE = 0x4000  # in an entry's extended flags (index version 3 and up)
 
 
-def _entries(data: bytes, hash_size: int) -> list[tuple[str, tuple[int, ...], bool]]:
-    """(path, what it records of the file, whether it is skip-worktree) for each file or link entry of an index
-    (versions 2 to 4); a gitlink has no file to compare."""
+def _entries(data: bytes, hash_size: int) -> list[tuple[str, tuple[int, ...], bool, str]]:
+    """(path, what it records of the file, whether it is skip-worktree, its blob's id) for each file or link entry
+    of an index (versions 2 to 4); a gitlink has no file to compare."""
     if data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3, 4):
         raise OSError(0, "not an index git writes", "index")
     version, count = int.from_bytes(data[4:8], "big"), int.from_bytes(data[8:12], "big")
@@ -88,7 +106,7 @@ def _entries(data: bytes, hash_size: int) -> list[tuple[str, tuple[int, ...], bo
             kind = f[6] >> 12
             if kind in (0o10, 0o12):  # a file or a link (0o16: a gitlink)
                 found.append((os.fsdecode(name), (f[0] * 10**9 + f[1], f[2] * 10**9 + f[3], f[5], f[9], kind == 0o12),
-                              bool(extended & _SKIP_WORKTREE)))
+                              bool(extended & _SKIP_WORKTREE), data[start + 40:start + 40 + hash_size].hex()))
     except (struct.error, ValueError, IndexError) as exc:  # cut short: not an index git wrote whole
         raise OSError(0, f"an index cut short ({exc})", "index") from None
     return found

@@ -162,7 +162,7 @@ def _cleared(ctx, path: Path, base: str, head: str, owned: bool = False) -> str:
         if not owned:
             pool.own_index(path, base, head)
         pool.clear_untracked(path, head, containment.keeps_ignored(ctx))
-        converted.rewrite(path, head)
+        converted.rewrite(path, head, ctx.root)
     except GitError as exc:
         return f"its worktree could not be made to hold its commit alone ({exc.said()})"
     except (OSError, ValueError) as exc:
