@@ -201,3 +201,19 @@ def test_what_gits_own_checks_pass_over_is_still_not_what_the_evaluators_judge(t
     done = orch("run", "--no-interactive", cwd=repo)
     verdicts = [e["context"] for e in journal(repo, "alone") if e["kind"] == "gate" and e["context"]["gate"] == "evaluators"]
     assert verdicts and verdicts[0]["code"] != 0, done.out + done.err
+
+
+def test_a_file_left_differing_only_by_crlf_is_no_failed_attempt_and_is_judged_as_committed(tmp_path, orch):
+    """rv33: under `* text=auto` git tells a file that differs only by CRLF changed by its size alone, and `git add
+    -A` then stages nothing: the leftover commit failed ("nothing to commit") and so did the attempt, for honest
+    work. It is now written anew before judging, and the node judged on its commit."""
+    worker = r"""#!/bin/sh
+set -eu
+echo a > a.txt; git add a.txt; git commit -qm a
+printf 'exit 0\r\n' > ok.sh
+"""
+    dag = DAG.format(mode="none", keep="").replace("file_surface: [calc.py]", "file_surface: [a.txt]").replace(
+        "run: \"python3 -c 'import calc; assert calc.add(2, 2) == 4, calc.add(2, 2)'\"", "run: \"sh ok.sh\"")
+    repo = campaign_repo(tmp_path, dag, worker, {".gitattributes": "* text=auto\n", "ok.sh": "exit 0\n"})
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert "ACCEPT" in done.out and "its attempt failed" not in done.out, done.out + done.err

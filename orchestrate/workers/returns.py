@@ -3,6 +3,7 @@ removed, freeze read, status set."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from orchestrate import git, git_files
@@ -60,12 +61,31 @@ def _hidden(path: Path, base: str, head: str) -> str:
     if found is None:
         found = [entry[2:] for entry in git.git(path, "ls-files", "-v", "-z").stdout.split("\0")
                  if entry[:1].islower() or entry[:1] == "S"]
+    if found:
+        found = _not_only_converted(path, head, found)
     if not found:
         return ""
     named = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
     return (f"the worktree holds {named} other than its head commit does, though the worker's index says not (a "
             "flag, stat data that matches, or a cache of untracked files): its evaluators would read what is "
             "never merged")
+
+
+def _not_only_converted(path: Path, head: str, names: list[str]) -> list[str]:
+    """`names` less the files that, cleaned as git cleans them for a commit, are `head`'s blobs: under `* text=auto`
+    a file differing only by CRLF is told changed by its size alone, and `git add -A` then stages nothing (rv33).
+    Such a file is written anew before judging (converted.py); none of it is hidden from the merge."""
+    files = [name for name in names if os.path.isfile(path / name) and "\ufffd" not in name]
+    if not files:
+        return names
+    cleaned = git.git(path, "hash-object", "--stdin-paths", input="".join(n + "\n" for n in files), check=False)
+    held = git.git(path, "ls-tree", "-z", "--full-tree", head, "--", *files, check=False)
+    if not cleaned or not held:
+        return names
+    blobs = {entry.partition("\t")[2]: entry.split(" ")[2].partition("\t")[0]
+             for entry in held.stdout.split("\0") if entry.count(" ") >= 2}
+    same = {name for name, blob in zip(files, cleaned.stdout.split()) if blobs.get(name) == blob}
+    return [name for name in names if name not in same]
 
 
 def _settle(ctx, outcome) -> None:
@@ -184,6 +204,8 @@ def _commit_leftovers(ctx, outcome, path: Path) -> bool:
     try:
         git.commit_all(path, f"node {outcome.node}: changes left uncommitted by the worker", env=git.identity_env(path))
     except GitError as exc:  # e.g. a nested repository with no commit: git cannot add it; the run goes on
+        if "nothing to commit" in exc.stdout + exc.stderr:  # what status told changed cleans to the same blobs
+            return True
         fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].base, f"node {outcome.node}: git could not "
                      f"commit what the worker left uncommitted ({exc.said()}); its attempt failed")
         return False
