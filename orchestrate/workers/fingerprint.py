@@ -81,8 +81,9 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     fp = Fingerprint(common, files=take_files(common, inside), inside=inside)
     # before the look, which reads what their links lead to; `home` holds what the repository's config names
     # outside the checkout too (a hooksPath in /opt, a file in .git it includes)
-    files, fp.named = git_named.split(common, root)
-    fp.home = {path: watched.read(path, inside) for path in dict.fromkeys([*git_named.home_files(root), *files])}
+    home = git_named.home_files(root)
+    files, fp.named = git_named.split(common, root, home)
+    fp.home = {path: watched.read(path, inside) for path in dict.fromkeys([*home, *files])}
     if recorder_git is not None:
         fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git, inside)
     theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))

@@ -33,7 +33,7 @@ def home_files(top: Path) -> list[Path]:
     return list(dict.fromkeys([*configs, xdg / "attributes", xdg / "ignore", *inert.referenced(configs, top)]))
 
 
-def split(common: Path, root: Path) -> tuple[list[Path], tuple[str, ...]]:
+def split(common: Path, root: Path, home: list[Path]) -> tuple[list[Path], tuple[str, ...]]:
     """What the repository's config names: (the files outside the checkout, the git dir's included, to watch
     as files; the real paths of those in the checkout, to hash with the look: with them, the programs any of
     your git config runs from the checkout, `programs`)."""
@@ -41,7 +41,7 @@ def split(common: Path, root: Path) -> tuple[list[Path], tuple[str, ...]]:
     top, git_dir = os.path.realpath(root), os.path.realpath(common)
     files, inside = [], []
     configs = [common / "config", common / "config.worktree"]
-    ran = programs(configs + home_files(root), root)
+    ran = programs(configs + home, root)  # `home`: home_files(root), as the caller read it
     for path in inert.referenced(configs, root) + ran:
         real = os.path.realpath(path)
         in_checkout = Path(real).is_relative_to(top) and not Path(real).is_relative_to(git_dir)
