@@ -175,9 +175,17 @@ def stat_field(pid: int | str, index: int) -> int | None:
     """A numeric field of /proc/PID/stat after the command's name (0 state, 1 parent, 2 process group);
     None when the process is gone or the field is not a number."""
     try:
+        return int(stat_fields(pid)[index])
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def stat_fields(pid: int | str) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command's name (0 is the state); None when it is gone."""
+    try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
-            return int(fh.read().rsplit(b")", 1)[1].split()[index])  # the name may hold spaces and ")"
-    except (OSError, ValueError, IndexError):
+            return fh.read().rsplit(b")", 1)[1].split()  # the name may hold spaces and ")"
+    except (OSError, IndexError):
         return None
 
 

@@ -3,21 +3,42 @@ reaches. proc starts every process; this module finds the leftovers among this p
 child subreaper: orphans are re-parented here) and by the tags a worker's environment carries."""
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import time
 from typing import Mapping
 
-from orchestrate.proc import _ours, _spawning, become_subreaper, stat_field  # proc's record of what it started
+from orchestrate.proc import _ours, _spawning, become_subreaper, stat_field, stat_fields  # proc's record of what it started
 
 SPARED = b"ORCH_NOTIFIER=1"  # in the environment of a notify command: what it sends in the background may finish
+_KERNEL_THREAD = 0x00200000  # PF_KTHREAD in /proc/PID/stat's flags: no environment, ever
+_SETTLING = 500  # reads, a millisecond apart, of an environment caught in the middle of an exec
 
 
 def _environ(pid: int) -> set[bytes]:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return set(fh.read().split(b"\0"))
-    except OSError:  # gone, or not ours to read
-        return set()
+    """The process's environment strings; empty when it is gone, not ours to read, or has none. A process in
+    the middle of an exec reads as empty for a moment (the new memory holds no environment yet, or the old
+    was let go between the open and the read, or the open says ESRCH: measured, 1 read in 20 of a chain of
+    execs), which would spare a leftover or end a notifier's delivery, so an empty read is read again until the
+    exec is done and the kernel's bounds of the environment meet (`env -i`: none at all) or the process is gone."""
+    for _ in range(_SETTLING):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                data = fh.read()
+        except OSError as exc:  # not ours to read, or gone (an exec can say so too: ESRCH)
+            if exc.errno != errno.ESRCH:
+                return set()
+            data = b""
+        if data:
+            return set(data.split(b"\0"))
+        fields = stat_fields(pid)
+        if fields is None or len(fields) < 49 or fields[0] in (b"Z", b"X") or int(fields[6]) & _KERNEL_THREAD:
+            return set()
+        if fields[48] != b"0" and fields[47] == fields[48] and fields[23] != b"0":  # exec done (code start set
+            return set()  # after the environment's bounds, which meet while it is laid out), and there is none
+        time.sleep(0.001)
+    return set()
 
 
 def kill_orphans() -> list[int]:
