@@ -990,3 +990,14 @@ def test_a_submodule_moved_and_not_committed_fails_the_attempt_saying_so(tmp_pat
               'cd sub\necho y > f\ngit -c user.name=w -c user.email=w@example.com commit -qam two\n')
     repo, baseline, result = run(tmp_path, orch, worker, "none")
     assert "a submodule was moved and the move not committed (sub)" in result.out + result.err, result.out
+
+
+def test_a_leftover_that_keeps_starting_children_is_gone_before_the_node_is_judged(tmp_path, orch, mode):
+    """A worker leaves a loop (a session of its own) that starts children as fast as it can: what it started
+    while the leftovers were being ended must not live on into judging, where it could write the worktree."""
+    worker = "echo a > a.txt\nsetsid sh -c 'while :; do sleep 4246 & done' >/dev/null 2>&1 &\nsleep 0.3\n"
+    evaluator = "{name: alone, run: \"sh -c '! pgrep -f \\\"sleep 424[6]\\\"'\"}"
+    repo, _, result = run(tmp_path, orch, worker, mode, evaluator)
+    assert result.rc == 75, result.out + result.err
+    assert statuses(repo, orch, "hostile")["A"] == "ACCEPTED", result.out
+    assert running_with(("sleep", "4246")) == []
