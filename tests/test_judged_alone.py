@@ -146,6 +146,9 @@ def test_the_index_is_read_as_git_writes_it_in_each_version(tmp_path, version):
     (repo / "new.txt").write_text("n\n")
     repo.git("add", "link")
     repo.git("add", "-N", "new.txt")  # intent-to-add: an extended flag in version 3
+    long = "/".join(["d" * 250] * 17) + "/f.txt"  # longer than an entry's flags can say (4095): found by its NUL
+    blob = repo.git("hash-object", "-w", "z.txt")
+    repo.git("update-index", "--add", "--cacheinfo", f"100644,{blob},{long}")
     repo.git("update-index", "--index-version", version)
     entries = converted._entries((repo / ".git" / "index").read_bytes(), 20)
     got = {name: want for name, want, _, _ in entries}
@@ -158,7 +161,7 @@ def test_the_index_is_read_as_git_writes_it_in_each_version(tmp_path, version):
             listed, re.M | re.S):
         (cs, cn), (ms, mn) = ctime.split(":"), mtime.split(":")
         want[name] = (int(cs) * 10**9 + int(cn), int(ms) * 10**9 + int(mn), int(ino), int(size), name == "link")
-    assert got == want and set(got) == {"a/b/c.txt", "a/b/d.txt", "a/e.txt", "z.txt", "link", "new.txt"}
+    assert got == want and set(got) == {"a/b/c.txt", "a/b/d.txt", "a/e.txt", "z.txt", "link", "new.txt", long}
 
 
 # rv33: with `core.trustctime = false` (yours), git's own stat check in `checkout-index --force` passed over a file
