@@ -60,11 +60,11 @@ def test_a_worktree_that_cannot_be_scrubbed_fails_the_attempt_and_nothing_is_jud
     the removal refuses to go through it, and the attempt fails rather than be judged with the rest still there."""
     import errno
 
-    from orchestrate.workers import pool
+    from orchestrate.workers import untracked
 
     def swapped(path, commit, keep_ignored=False):
         raise OSError(errno.ELOOP, "Too many levels of symbolic links")
-    monkeypatch.setattr(pool, "clear_untracked", swapped)
+    monkeypatch.setattr(untracked, "clear", swapped)
     repo = campaign_repo(tmp_path, DAG.format(mode="none", keep=""), WORKER, {".gitignore": "__pycache__/\n"})
     done = orch("run", "--no-interactive", cwd=repo)
     assert "node A: its worktree could not be made to hold its commit alone (Too many levels of symbolic " \
@@ -134,12 +134,12 @@ def test_bytes_a_conversion_hides_are_written_anew_before_the_evaluators(tmp_pat
 
 @pytest.mark.parametrize("version", ["2", "3", "4"])
 def test_the_index_is_read_as_git_writes_it_in_each_version(tmp_path, version):
-    """converted._entries against `git ls-files --debug`: every file's and link's ctime, mtime, inode and size, in
+    """index_file.entries against `git ls-files --debug`: every file's and link's ctime, mtime, inode and size, in
     index versions 2 to 4 (4 compresses each name against the one before; 3 may hold extended flags)."""
     import os
     import re
 
-    from orchestrate.workers import converted
+    from orchestrate.workers import index_file
     from tests.helpers import make_repo
     repo = make_repo(tmp_path / "r", {"a/b/c.txt": "c\n", "a/b/d.txt": "dd\n", "a/e.txt": "e\n", "z.txt": "z\n"})
     os.symlink("z.txt", repo / "link")
@@ -150,7 +150,7 @@ def test_the_index_is_read_as_git_writes_it_in_each_version(tmp_path, version):
     blob = repo.git("hash-object", "-w", "z.txt")
     repo.git("update-index", "--add", "--cacheinfo", f"100644,{blob},{long}")
     repo.git("update-index", "--index-version", version)
-    entries = converted._entries((repo / ".git" / "index").read_bytes(), 20)
+    entries = index_file.entries((repo / ".git" / "index").read_bytes(), 20)
     got = {name: want for name, want, _, _ in entries}
     staged = {line.split("\t")[1]: line.split(" ")[1] for line in repo.git("ls-files", "-s").splitlines()}
     assert {name: blob for name, _, _, blob in entries} == staged

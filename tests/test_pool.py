@@ -64,6 +64,44 @@ def test_a_reused_worktree_holds_exactly_the_new_base(tmp_path, orch, mode):
     assert repo.git("show", "campaign/pool:shared.txt") == "original"
 
 
+# A commits an evaluator that, run on its worktree after it was cleared for judging, rewrites f.py at the same
+# size with other text in its `$Id: ... $` (git cleans it to the same blob); B writes down the f.py it finds.
+PLANTING_WORKER = r"""#!/bin/sh
+set -eu
+case "$ORCH_NODE" in
+  A) cat > plant.py <<'PY'
+d = open("f.py").read()
+i, j = d.index("$Id: ") + 5, d.rindex(" $")
+open("f.py", "r+").write(d[:i] + '"; x = 2; "'.ljust(j - i) + d[j:])
+PY
+     git add plant.py && git commit -qm A ;;
+  B) cp f.py b.txt && git add b.txt && git commit -qm B ;;
+esac
+"""
+PLANTING_DAG = """\
+topic: pool
+workers: {{sh: "./work.sh"}}
+defaults: {{sandbox: {mode}, max_attempts: 1}}
+nodes:
+  - {{id: A, depends_on: [], file_surface: [plant.py], discipline: sh, evaluators: [{{name: plant, run: "python3 plant.py"}}]}}
+  - {{id: B, depends_on: [A], file_surface: [b.txt], discipline: sh}}
+"""
+
+
+@pytest.mark.parametrize("mode", ["none", pytest.param("bwrap", marks=pytest.mark.skipif(
+    BWRAP is not None, reason=f"bubblewrap does not work here: {BWRAP}"))])
+def test_what_a_nodes_evaluator_rewrote_behind_a_conversion_is_not_the_next_nodes_base(tmp_path, orch, mode):
+    repo = campaign_repo(tmp_path, PLANTING_DAG.format(mode=mode), PLANTING_WORKER,
+                         {".gitattributes": "f.py ident\n", "f.py": "x = 1  # $Id$\n"})
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 75, done.out + done.err
+    adds = {e["context"]["node"]: e["context"] for e in journal(repo, "pool")
+            if e["kind"] == "result" and e["context"].get("effect") == "worktree-add"}
+    assert adds["B"].get("reused"), "B did not reuse A's working copy: this test would prove nothing"
+    seen = repo.git("show", "campaign/pool:b.txt")
+    assert seen.startswith("x = 1  # $Id: ") and "x = 2" not in seen, seen
+
+
 GITLINK_WORKER = r"""#!/bin/sh
 set -eu
 case "$ORCH_NODE" in
@@ -438,8 +476,8 @@ def test_a_repository_planted_in_a_folder_a_later_base_added_is_removed_without_
     """The tracked folders, where a planted `.git` is looked for, are listed once (`ls-tree`); for the next base
     they are derived from the paths that changed since (the kept differ), so a folder the new base adds counts."""
     from orchestrate import git
-    from orchestrate.workers import pool
-    monkeypatch.setattr(pool, "_folders", ("", set()))
+    from orchestrate.workers import pool, untracked
+    monkeypatch.setattr(untracked, "_folders", ("", set()))
     repo, home = _pooled(tmp_path, monkeypatch, {"sub/f.txt": "x\n"})
     tree = home / "N1"
     first = repo.head()
@@ -453,7 +491,7 @@ def test_a_repository_planted_in_a_folder_a_later_base_added_is_removed_without_
     assert not (tree / "newdir" / "deeper" / ".git").exists()
     assert (tree / "newdir" / "deeper" / "x.txt").read_text() == "x\n"
     assert not [args for args in asked if "ls-tree" in args]
-    assert pool._folders == (later, {"sub", "newdir", "newdir/deeper"})
+    assert untracked._folders == (later, {"sub", "newdir", "newdir/deeper"})
 
 
 def test_a_spare_that_cannot_be_removed_is_moved_aside_not_left_where_the_next_checkout_goes(tmp_path, monkeypatch):
@@ -482,8 +520,8 @@ def test_tracked_folders_derived_from_the_diff_follow_a_folder_that_became_a_lin
     failed on the link), and a folder name that is not UTF-8 came back from the differ as another name (a
     `.git` planted in it stayed for the next node)."""
     import os
-    from orchestrate.workers import pool
-    monkeypatch.setattr(pool, "_folders", ("", set()))
+    from orchestrate.workers import pool, untracked
+    monkeypatch.setattr(untracked, "_folders", ("", set()))
     repo, home = _pooled(tmp_path, monkeypatch, {"a/f.txt": "x\n", "t/g.txt": "y\n"})
     tree = home / "N1"
     assert pool.rebase(tree, repo.head(), None)
@@ -515,3 +553,57 @@ def test_removing_a_worktree_a_link_took_the_place_of_leaves_the_worktree_it_nam
     os.symlink(yours, link)
     git_files.remove_worktree(repo / ".git", link)
     assert not os.path.lexists(link) and (admin / "HEAD").is_file() and (yours / "f.txt").is_file()
+
+
+def test_a_file_rewritten_in_the_second_its_entry_was_written_does_not_reach_the_next_node(tmp_path, monkeypatch):
+    """git compares whole seconds of ctime and mtime: an entry refreshed in the second its index was written (the
+    file's mode or times changed, its content did not: its mtime stays older, so git does not take it for racy)
+    passes a rewrite at the same size in that second, its mtime put back, for unchanged. A re-base from that
+    index would hand the rewritten file to the next node as part of its base."""
+    import os
+    from orchestrate import git
+    from orchestrate.workers import index_file, pool
+    from tests.helpers import make_repo
+    monkeypatch.setattr(pool, "_made", {})
+    monkeypatch.setattr(pool, "_spares", {})
+    repo = make_repo(tmp_path / "repo", {"f.txt": "hello\n"})
+    home = tmp_path / "trees"
+    git.worktree_add(repo, home / "N1", "node/t/N1", "HEAD")
+    tree, old = home / "N1", 946684800_500000000
+    index = git.admin_dir(tree) / "index"
+    for _ in range(50):  # until the refresh and the rewrite fall in one second, as a fast node's can
+        (tree / "f.txt").write_text("hello\n")
+        os.utime(tree / "f.txt", ns=(old, old))  # a new ctime, an old mtime: the entry is refreshed, not racy
+        git.git(tree, "update-index", "-q", "--refresh")
+        refreshed = os.lstat(tree / "f.txt").st_ctime_ns // 10**9
+        os.utime(index, (refreshed, refreshed))  # the index written in that second
+        pool.record(tree, home)
+        with open(tree / "f.txt", "r+b") as fh:  # in place: the same inode
+            fh.write(b"HELLO\n")
+        os.utime(tree / "f.txt", ns=(old, old))
+        if os.lstat(tree / "f.txt").st_ctime_ns // 10**9 == refreshed:
+            break
+    else:
+        raise AssertionError("a refresh and a rewrite never fell in one second in 50 tries")
+    assert git.out(tree, *index_file.STAT_CHECKS, "diff-files", "--name-only") == ""  # git's own check passes it over
+    assert pool.keep(repo, tree, home)
+    assert pool.take(repo, home / "N2", home, "HEAD", "node/t/N2")
+    assert (home / "N2" / "f.txt").read_text() == "hello\n"
+
+
+def test_a_file_its_conversion_cleans_to_the_same_blob_does_not_reach_the_next_node(tmp_path, monkeypatch):
+    """What judged a node (its evaluators run the worker's code) rewrites a tracked `ident` file at the same size,
+    other text inside its `$Id: ... $`: git cleans it to the same blob, so its checkout keeps it, and the next
+    node would take it for part of its base (and its first look would record its stat as orchestrate's)."""
+    from orchestrate.workers import pool
+    repo, home = _pooled(tmp_path, monkeypatch, {".gitattributes": "f.py ident\n", "f.py": "x = 1  # $Id$\n"})
+    tree = home / "N1"
+    checked_out = (tree / "f.py").read_text()
+    planted = checked_out.replace(checked_out[checked_out.index("$Id: ") + 5:checked_out.rindex(" $")],
+                                  '"; import os; x = 2; "'.ljust(40))
+    assert len(planted) == len(checked_out) and planted != checked_out
+    (tree / "f.py").write_text(planted)
+    assert repo.git("-C", str(tree), "status", "--porcelain") == ""  # git takes it for unchanged
+    assert pool.keep(repo, tree, home)
+    assert pool.take(repo, home / "N2", home, "HEAD", "node/t/N2")
+    assert (home / "N2" / "f.py").read_text() == checked_out

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import os
 import stat
-import struct
 from pathlib import Path
-from typing import Iterator
 
 from orchestrate import git, removal
 from orchestrate.errors import GitError
-from orchestrate.workers import pool, quoted
+from orchestrate.workers import index_file, quoted
+
 
 def rewrite(path: Path, head: str, root: Path) -> list[str]:
     """Remove and check out again, from the worktree's index (orchestrate's, at commit `head`), every tracked file
@@ -35,11 +34,21 @@ def rewrite(path: Path, head: str, root: Path) -> list[str]:
     admin = git.admin_dir(path)
     if admin is None:
         raise GitError(["read", str(path / ".git")], 1, "", "the worktree's git admin dir is not known")
-    top, size = os.fsencode(os.path.join(path, "")), len(head) // 2
-    data = (admin / "index").read_bytes()
+    stale = remove_changed(path, (admin / "index").read_bytes(), len(head) // 2, root)
+    if stale:
+        git.git(path, *index_file.STAT_CHECKS, "checkout-index", "--force", "--stdin",
+                input="".join(quoted.quote(n) + "\n" for n in stale))
+    return stale
+
+
+def remove_changed(path: Path, data: bytes, hash_size: int, root: Path) -> list[str]:
+    """Remove every tracked file of index `data` whose stat differs from its entry and whose bytes are not the
+    blob's, and what is at a skip-worktree path; the tracked files removed. OSError when the index cannot be
+    read or a path reached."""
+    top = os.fsencode(os.path.join(path, ""))
     stale, sparse = [], []
-    lstat, recorded, billion = os.lstat, _STAT.unpack_from, 1_000_000_000
-    for name, at, skipped in _records(data, size):  # inline: a call an entry costs 10 ms on 20,000
+    lstat, recorded, billion, cut = os.lstat, index_file.STAT.unpack_from, 1_000_000_000, index_file.CUT
+    for name, at, skipped in index_file.records(data, hash_size):  # inline: a call an entry costs 10 ms on 20,000
         if skipped:
             if os.path.lexists(top + name):
                 sparse.append(os.fsdecode(name))
@@ -47,18 +56,15 @@ def rewrite(path: Path, head: str, root: Path) -> list[str]:
         try:  # unchanged: its ctime and mtime to the nanosecond (git keeps 32 bits of seconds, enough until
             st = lstat(top + name)  # 2106; git itself compares whole seconds), inode, size, whether a link
             cs, cn, ms, mn, ino, mode, length = recorded(data, at)
-            if (st.st_ctime_ns == cs * billion + cn and st.st_mtime_ns == ms * billion + mn and st.st_ino & _CUT == ino
-                    and st.st_size & _CUT == length and (st.st_mode & 0o170000 == 0o120000) == (mode >> 12 == 0o12)):
+            if (st.st_ctime_ns == cs * billion + cn and st.st_mtime_ns == ms * billion + mn and st.st_ino & cut == ino
+                    and st.st_size & cut == length and (st.st_mode & 0o170000 == 0o120000) == (mode >> 12 == 0o12)):
                 continue
         except OSError:
             pass
-        if not _holds(top + name, data[at + 26] >> 4 == 0o12, data[at + 40:at + 40 + size].hex(), root):
+        if not _holds(top + name, data[at + 26] >> 4 == 0o12, data[at + 40:at + 40 + hash_size].hex(), root):
             stale.append(os.fsdecode(name))
     for name in stale + sparse:  # by descriptors, one folder at a time: never through a link
         removal.remove_below(path, name)
-    if stale:
-        git.git(path, *pool.STAT_CHECKS, "checkout-index", "--force", "--stdin",
-                input="".join(quoted.quote(n) + "\n" for n in stale))
     return stale
 
 
@@ -77,59 +83,3 @@ def _holds(file: bytes, link: bool, blob: str, repo: Path) -> bool:
             return stat.S_ISREG(os.fstat(fd).st_mode) and fh.read(len(found[2]) + 1) == found[2]
     except (OSError, git_batch.Unusable):
         return False
-
-
-_CUT = 0xFFFFFFFF
-_STAT = struct.Struct(">4I4x2I8xI")  # of an entry: ctime, mtime (seconds, nanoseconds), ino, mode, size
-_SKIP_WORKTREE = 0x4000  # in an entry's extended flags (index version 3 and up)
-
-
-def _records(data: bytes, hash_size: int) -> Iterator[tuple[bytes, int, bool]]:
-    """(path, where its entry starts, whether it is skip-worktree) for each file or link entry of an index
-    (versions 2 to 4); a gitlink has no file to compare. OSError when it is not an index git wrote whole."""
-    if data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3, 4):
-        raise OSError(0, "not an index git writes", "index")
-    version, count = int.from_bytes(data[4:8], "big"), int.from_bytes(data[8:12], "big")
-    at, name, fixed = 12, b"", 40 + hash_size  # the stat data and the id; then the flags
-    try:
-        for _ in range(count):
-            start, flags = at, (data[at + fixed] << 8) | data[at + fixed + 1]
-            at += fixed + 2
-            extended = 0
-            if version >= 3 and flags & 0x4000:
-                extended, at = (data[at] << 8) | data[at + 1], at + 2
-            if version == 4:
-                cut, at = _varint(data, at)
-                end = data.index(b"\0", at)
-                name, at = name[:len(name) - cut] + data[at:end], end + 1
-            else:  # the name's length is in the flags, up to 4094; NUL-padded to a multiple of 8
-                end = at + (flags & 0xFFF) if flags & 0xFFF < 0xFFF else data.index(b"\0", at)
-                name = data[at:end]
-                if data[end]:
-                    raise ValueError(f"no NUL after the name at byte {end}")
-                at = start + ((end - start + 8) & ~7)
-            if data[start + 26] >> 4 in (0o10, 0o12):  # the mode's type bits: a file or a link, not a gitlink
-                yield name, start, bool(extended & _SKIP_WORKTREE)
-    except (struct.error, ValueError, IndexError) as exc:  # cut short: not an index git wrote whole
-        raise OSError(0, f"an index cut short ({exc})", "index") from None
-
-
-def _entries(data: bytes, hash_size: int) -> list[tuple[str, tuple[int, ...], bool, str]]:
-    """(path, its recorded ctime, mtime, inode, size and whether it is a link, whether it is skip-worktree, its
-    blob's id) for each file or link entry: the index as `rewrite` reads it, spelled out (tests compare it with
-    `git ls-files --debug`)."""
-    found = []
-    for name, at, skipped in _records(data, hash_size):
-        cs, cn, ms, mn, ino, kind, size = _STAT.unpack_from(data, at)
-        found.append((os.fsdecode(name), (cs * 10**9 + cn, ms * 10**9 + mn, ino, size, kind >> 12 == 0o12), skipped,
-                      data[at + 40:at + 40 + hash_size].hex()))
-    return found
-
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    byte = data[at]
-    value, at = byte & 127, at + 1
-    while byte & 128:
-        byte = data[at]
-        value, at = ((value + 1) << 7) | (byte & 127), at + 1
-    return value, at

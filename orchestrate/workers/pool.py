@@ -10,14 +10,15 @@ A worker had the run of the worktree it leaves behind, so nothing in it is trust
 - the admin dir keeps only HEAD, commondir and gitdir; a merge, rebase or bisect in progress, a lock,
   a `locked` mark or a per-worktree config the worker left are deleted;
 - the index is replaced by the copy taken right after orchestrate's own checkout, before the worker
-  started (its hash is checked). Every file the worker touched since then has a newer ctime than that
-  index records, which no unprivileged process can set back, so git sees it as changed and rewrites
-  it; an index the worker crafted to hide a change is never read;
-- then one pass over the tree (`rebase`): a forced checkout of the new base (it writes only the paths
-  whose index entries differ, after one stat per file), then every path the index does not hold, as
-  `git ls-files --others --directory` lists them (untracked and ignored files, nested repositories,
-  empty folders; a folder wholly untracked is one entry), is removed (removal.py: by descriptors), and so
-  is a `.git` planted in a tracked folder, which no git listing shows. Paths are read C-quoted.
+  started (its hash is checked); an index the worker crafted to hide a change is never read. Every file
+  touched since then (by the worker, or by what judged it: evaluators run its code) has another ctime
+  than that copy records, which no unprivileged process can set back; compared to the nanosecond, each
+  such file whose bytes are not the recorded blob is removed (`_undone`, converted.py). git's own look
+  would not do: it compares whole seconds, and takes a file its conversions clean to the same blob (a
+  `$Id: ... $` holding other text, a CRLF) for unchanged, and keeps it;
+- then `rebase`: a forced checkout of the new base (it writes the paths whose index entries differ and
+  the files removed above, after one stat per file), then everything git does not track is removed
+  (untracked.py).
 A spare is moved in and out of the pool as `git worktree move` moves one (a rename, the admin dir's gitdir
 rewritten) and let go of its branch by writing its HEAD where nothing needs git's judgement (a lock mark,
 a submodule: git moves it, or refuses).
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrate import atomic, git, git_files, inert, removal
-from orchestrate.workers import quoted, unread, watched
+from orchestrate.workers import converted, index_file, unread, untracked, watched
 from orchestrate.errors import GitError
 
 SPARES = 8  # kept per topic at least; more only when the campaign held more worktrees at once (`_peak`)
@@ -51,7 +52,6 @@ class Made:
 
 _made: dict[str, Made] = {}  # worktree path -> its record, for worktrees this process made or re-based
 _spares: dict[str, Made] = {}  # spare path -> record
-_folders: tuple[str, set[str]] = ("", set())  # the last base re-based to, and its tracked folders (or more)
 # The most node worktrees this process held at once. A layer of the layered schedule holds each of its
 # nodes' until the layer is judged, then lets them all go: keeping that many spares (disk the campaign
 # already used) lets the next layer re-base them instead of checking out all but SPARES anew.
@@ -107,7 +107,7 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
             continue
         # the admin dir cleared first: what was planted there since (a FIFO at the index) would hang git's move
         if _trusted(spare, made) and _reset_admin(made) and _move(root, made, spare, path):
-            if rebase(path, base, branch, keep_ignored):
+            if _undone(root, path, made, base) and rebase(path, base, branch, keep_ignored):
                 made.snapshot.unlink(missing_ok=True)
                 return True
             discard(root, path)
@@ -119,6 +119,22 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
         made.snapshot.unlink(missing_ok=True)
         return False
     return False
+
+
+def _undone(root: Path, path: Path, made: Made, base: str) -> bool:
+    """Every tracked file changed since the index snapshot (by the worker, by what judged it: its evaluators run
+    its code) whose bytes are not the snapshot's blob removed, for the checkout to write: git's own look compares
+    whole seconds, and passes over a file rewritten at the same size that its conversions clean to the same blob
+    (a `$Id: ... $` holding other text), which the next node would then take for part of its base."""
+    from orchestrate import git_batch
+    try:
+        found, snapshot = git_batch.read(root, base), _snapshot(made)
+        if found is None or snapshot is None:
+            return False
+        converted.remove_changed(path, snapshot[0], len(found[0]) // 2, root)
+    except (OSError, git_batch.Unusable):
+        return False
+    return True
 
 
 def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True, install: bool = False) -> list[str] | None:
@@ -145,7 +161,7 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True, ins
     try:
         env = {"GIT_INDEX_FILE": str(judged)}
         git.git(path, "read-tree", "-m", "-i", base, head, env=env)
-        said = unread.checked(git.git(path, *STAT_CHECKS, "-c", "core.untrackedCache=false", "status", "--porcelain=v1",
+        said = unread.checked(git.git(path, *index_file.STAT_CHECKS, "-c", "core.untrackedCache=false", "status", "--porcelain=v1",
                                       "-z", "--no-renames", "--untracked-files=all", *git.NO_SUBMODULE_DIRT,
                                       env={**env, "GIT_OPTIONAL_LOCKS": "0"}), path, env)
         found = [(entry[:2], entry[3:]) for entry in said.split("\0") if entry]
@@ -296,10 +312,6 @@ def _copy(path: Path, data: bytes, st: os.stat_result) -> None:
     atomic.replace(path, data, mode=stat.S_IMODE(st.st_mode), times=st)
 
 
-# Stat checks a planted config must not weaken: the index snapshot's trust rests on ctime (see above).
-STAT_CHECKS = ("-c", "core.trustctime=true", "-c", "core.checkStat=default", "-c", "core.ignoreStat=false")
-
-
 def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False) -> bool:
     """The worktree exactly at `base` (on `branch`, or detached), nothing else in it but, with
     `keep_ignored`, ignored files. True when it is; False (the spare is then removed) when git refused
@@ -309,87 +321,10 @@ def rebase(path: Path, base: str, branch: str | None, keep_ignored: bool = False
         watched.chmod_folder(path, stat.S_IMODE(os.stat(path.parent).st_mode))
     except OSError:
         return False
-    if not git.git(path, *STAT_CHECKS, *switch, check=False):
+    if not git.git(path, *index_file.STAT_CHECKS, *switch, check=False):
         return False
     try:
-        clear_untracked(path, base, keep_ignored)
+        untracked.clear(path, base, keep_ignored)
     except (OSError, GitError):
         return False
     return True
-
-
-def clear_untracked(path: Path, commit: str, keep_ignored: bool = False) -> list[str]:
-    """All the index of the worktree (at `commit`) does not hold removed, as the module's docstring says; with
-    `keep_ignored`, what the repository's own ignore rules match stays. GitError: git could not list it all (an
-    unreadable folder); OSError: a removal met a link on its way (swapped in by a worker still running)."""
-    listed = git.git(path, *quoted.QUOTED, "ls-files", "--others", "--directory", check=False)
-    if not listed or (said := unread.missed(listed.stderr, path)):  # an unreadable folder: what it holds is unknown
-        raise GitError(["ls-files", "--others"], listed.rc, "", said or listed.stderr.strip() or "git could not list")
-    try:
-        left: list[str] | None = [quoted.unquote(entry).rstrip("/") for entry in listed.stdout.split("\n") if entry]
-        if keep_ignored and (left := _not_ignored(path, left)) is None:
-            raise GitError(["check-ignore"], 1, "", "git could not tell what its ignore rules match")
-        for entry in left:  # each removal walks down from the worktree, never through a link
-            removal.remove_below(path, entry)
-        for folder in _tracked_folders(path, commit):  # git never lists a `.git` below the top, nor tracks one
-            removal.remove_below(path, folder + "/.git")
-        _empty_gitlinks(path)
-    except ValueError as exc:  # a name git did not quote as asked
-        raise GitError(["ls-files"], 0, "", f"a name git did not quote as asked ({exc})") from None
-    return left
-
-
-def _tracked_folders(path: Path, base: str) -> set[str]:
-    """Every folder commit `base` tracks, or more (a folder since removed may be named: nothing is there to
-    remove then). Derived from the last commit asked about in this repository, with the folders of every path
-    the kept differ says changed since (O(the diff), no process); listed by `ls-tree` (O(the tree)) when
-    there is none, or the differ cannot be asked."""
-    from orchestrate import git_diffs
-    global _folders
-    last, folders = _folders  # a commit's folders are the same in any repository that has it
-    changed = git_diffs.changed(git.main_worktree(path), last, base) if last else None  # the engine's differ
-    if changed is None or any("\ufffd" in name for _, name in changed):  # a name not UTF-8: ask for it quoted
-        listed = git.git(path, *quoted.QUOTED, "ls-tree", "-r", "-d", "--name-only", base).stdout.split("\n")
-        folders = {quoted.unquote(line) for line in listed if line}
-    else:  # a path the new base holds is no folder (a folder that became a link would stop every re-base)
-        there = [name for code, name in changed if code != "D"]
-        folders = (folders - set(there)) | {name[:cut] for name in there for cut in _slashes(name)}
-    _folders = (base, folders)
-    return folders
-
-
-def _slashes(name: str) -> list[int]:
-    return [i for i, char in enumerate(name) if char == "/"]
-
-
-def _empty_gitlinks(path: Path) -> None:
-    """Each gitlink's folder emptied, as a fresh checkout leaves it: no git listing shows what is in one (a
-    submodule the last node checked out, files written there), and the next node would find it. Looked for
-    only when the index may hold a gitlink (its mode's bytes appear in it). OSError when the folder, or one
-    on the way, is not a plain one (a link): the spare is then removed."""
-    admin = git.admin_dir(path)
-    if admin is None or not git_files.may_hold_gitlink(admin / "index"):
-        return
-    for line in git.git(path, *quoted.QUOTED, "ls-files", "--stage").stdout.split("\n"):
-        mode, _, name = line.partition("\t")
-        if mode.startswith("160000 "):
-            removal.empty_below(path, quoted.unquote(name))
-
-
-def _not_ignored(path: Path, entries: list[str]) -> list[str] | None:
-    """Remove each untracked `.gitignore` among `entries`, then return the entries the repository's ignore
-    rules (the new base's `.gitignore` files and `info/exclude`; not the user's global excludes file,
-    which a worker may have written) do not match. None when git could not tell."""
-    planted = [e for e in entries if os.path.basename(e) == ".gitignore"]
-    for entry in planted:  # gone before git is asked: each would make what it names look ignored
-        removal.remove_below(path, entry)
-    rest = [e for e in entries if os.path.basename(e) != ".gitignore"]
-    if not rest:
-        return []
-    # without a trailing slash a folder is matched by the rules above it, never by a .gitignore inside it
-    asked = git.git(path, *quoted.QUOTED, "-c", "core.excludesFile=/dev/null", "check-ignore", "--stdin",
-                    input="".join(quoted.quote(e) + "\n" for e in rest), check=False)
-    if asked.rc not in (0, 1):
-        return None
-    ignored = {quoted.unquote(line) for line in asked.stdout.split("\n") if line}
-    return [e for e in rest if e not in ignored]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from orchestrate import git, git_files
 from orchestrate.errors import GitError
-from orchestrate.workers import containment, converted, pool, siblings, unread
+from orchestrate.workers import containment, converted, pool, siblings, unread, untracked
 from orchestrate.workers.brief import outputs_path, usage_path
 from orchestrate.workers.private_objects import BadObject
 from orchestrate.recorder.campaign import LANDED
@@ -181,7 +181,7 @@ def _cleared(ctx, path: Path, base: str, head: str, owned: bool = False) -> str:
     try:
         if not owned:
             pool.own_index(path, base, head)
-        pool.clear_untracked(path, head, containment.keeps_ignored(ctx))
+        untracked.clear(path, head, containment.keeps_ignored(ctx))
         converted.rewrite(path, head, ctx.root)
     except GitError as exc:
         return f"its worktree could not be made to hold its commit alone ({exc.said()})"
