@@ -41,17 +41,25 @@ def rewrite(path: Path, head: str, root: Path) -> list[str]:
     return stale
 
 
-def remove_changed(path: Path, data: bytes, hash_size: int, root: Path) -> list[str]:
+def remove_changed(path: Path, data: bytes, hash_size: int, root: Path, *, folder_mode: int | None = None) -> list[str]:
     """Remove every tracked file of index `data` whose stat differs from its entry and whose bytes are not the
-    blob's, and what is at a skip-worktree path; the tracked files removed. OSError when the index cannot be
-    read or a path reached."""
+    blob's, and what is at a skip-worktree path; the tracked files removed (to be written again). A folder on
+    the way that is not one (`mv d e; ln -s e d`: read through the link, the files are the ones recorded) is
+    removed and the files below it count as removed. With `folder_mode` (a worktree going to another node),
+    every file whose stat moved goes, its bytes the blob's or not (a mode, an xattr, a hard link move the
+    ctime and nothing git compares), and each tracked folder gets that mode (git tracks none). OSError when
+    the index cannot be read or a path reached."""
     top = os.fsencode(os.path.join(path, ""))
-    stale, sparse = [], []
+    stale, sparse, gone, folders = [], [], [], {b"": None}
     lstat, recorded, billion, cut = os.lstat, index_file.STAT.unpack_from, 1_000_000_000, index_file.CUT
     for name, at, skipped in index_file.records(data, hash_size):  # inline: a call an entry costs 10 ms on 20,000
         if skipped:
             if os.path.lexists(top + name):
                 sparse.append(os.fsdecode(name))
+            continue
+        if (wrong := _wrong_folder(top, name[:max(name.rfind(b"/"), 0)], folders, folder_mode)) is not None:
+            gone += [] if wrong in gone else [wrong]
+            stale.append(os.fsdecode(name))
             continue
         try:  # unchanged: its ctime and mtime to the nanosecond (git keeps 32 bits of seconds, enough until
             st = lstat(top + name)  # 2106; git itself compares whole seconds), inode, size, whether a link
@@ -61,11 +69,35 @@ def remove_changed(path: Path, data: bytes, hash_size: int, root: Path) -> list[
                 continue
         except OSError:
             pass
-        if not _holds(top + name, data[at + 26] >> 4 == 0o12, data[at + 40:at + 40 + hash_size].hex(), root):
+        if folder_mode is not None or not _holds(top + name, data[at + 26] >> 4 == 0o12,
+                                                 data[at + 40:at + 40 + hash_size].hex(), root):
             stale.append(os.fsdecode(name))
-    for name in stale + sparse:  # by descriptors, one folder at a time: never through a link
+            removal.remove_below(path, stale[-1])  # by descriptors, one folder at a time: never through a link
+    for name in [os.fsdecode(f) for f in gone] + sparse:
         removal.remove_below(path, name)
     return stale
+
+
+def _wrong_folder(top: bytes, folder: bytes, known: dict[bytes, bytes | None], mode: int | None) -> bytes | None:
+    """The outermost folder on the way to `folder` (itself included) that is not a folder, None when all are;
+    each looked at once (`known`), and with `mode`, given that mode and cleared of `user.` xattrs."""
+    if folder not in known:
+        cut = folder.rfind(b"/")
+        known[folder] = _wrong_folder(top, folder[:max(cut, 0)], known, mode)
+        if known[folder] is None:
+            try:
+                st = os.lstat(top + folder)
+                if not stat.S_ISDIR(st.st_mode):
+                    known[folder] = folder
+                elif mode is not None:
+                    if stat.S_IMODE(st.st_mode) != mode:
+                        os.chmod(top + folder, mode, follow_symlinks=False)
+                    for attribute in os.listxattr(top + folder, follow_symlinks=False):
+                        if attribute.startswith("user."):  # a note for the next node's tools
+                            os.removexattr(top + folder, attribute, follow_symlinks=False)
+            except FileNotFoundError:
+                pass  # nothing there: the checkout makes it
+    return known[folder]
 
 
 def _holds(file: bytes, link: bool, blob: str, repo: Path) -> bool:

@@ -123,15 +123,18 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
 
 def _undone(root: Path, path: Path, made: Made, base: str) -> bool:
     """Every tracked file changed since the index snapshot (by the worker, by what judged it: its evaluators run
-    its code) whose bytes are not the snapshot's blob removed, for the checkout to write: git's own look compares
-    whole seconds, and passes over a file rewritten at the same size that its conversions clean to the same blob
-    (a `$Id: ... $` holding other text), which the next node would then take for part of its base."""
+    its code) removed, for the checkout to write, and each tracked folder given the mode a checkout gives it:
+    git's own look compares whole seconds, and passes over a file rewritten at the same size that its
+    conversions clean to the same blob (a `$Id: ... $` holding other text), a file whose mode bits (but the
+    executable one), xattrs or hard links changed, and a folder's mode, all of which the next node would then
+    take for part of its base (rv34)."""
     from orchestrate import git_batch
     try:
         found, snapshot = git_batch.read(root, base), _snapshot(made)
         if found is None or snapshot is None:
             return False
-        converted.remove_changed(path, snapshot[0], len(found[0]) // 2, root)
+        converted.remove_changed(path, snapshot[0], len(found[0]) // 2, root,
+                                 folder_mode=stat.S_IMODE(os.stat(path.parent).st_mode))
     except (OSError, git_batch.Unusable):
         return False
     return True
