@@ -41,3 +41,33 @@ def test_a_process_that_is_gone_or_a_kernel_thread_has_none():
     child.wait()
     assert reaping._environ(child.pid) == set()
     assert reaping._environ(2) == set()  # kthreadd
+
+
+# Unmaps the pages its environment strings are in (any process may), then waits: its environ reads empty for
+# good, though its exec is long done. The long argument keeps the stack out of the first of those pages.
+UNMAPPED = r"""
+import ctypes, mmap, os, sys
+fields = open("/proc/self/stat", "rb").read().rsplit(b")", 1)[1].split()
+page = mmap.PAGESIZE
+low, high = int(fields[47]) & ~(page - 1), (int(fields[48]) + page - 1) & ~(page - 1)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+assert libc.munmap(low, high - low) == 0, ctypes.get_errno()
+os.write(1, b"ready\n")
+sys.stdin.read()
+"""
+
+
+def test_an_environment_a_process_unmapped_is_read_as_none_without_waiting_for_it(monkeypatch):
+    """rv34: such a process was read 500 times, a millisecond apart, in every reaping pass (holding the lock
+    that keeps processes from starting)."""
+    child = subprocess.Popen([sys.executable, "-c", UNMAPPED, "x" * 9000], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env={"ORCH_NOTIFIER": "1", "PATH": os.environ["PATH"]})
+    try:
+        assert child.stdout.readline() == b"ready\n"
+        looks = []
+        monkeypatch.setattr(reaping, "stat_fields", lambda pid: looks.append(pid) or stat_fields(pid))
+        assert reaping._environ(child.pid) == set()
+        assert len(looks) <= 2
+    finally:
+        child.communicate(b"")
