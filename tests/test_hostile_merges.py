@@ -3,6 +3,8 @@ never reach campaign/<topic>, and nothing may move a branch of the user's. Each 
 with `sandbox: none`, with the checks of test_hostile_workers (the user's .git, no process left)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests import test_hostile_workers as hostile
@@ -124,6 +126,36 @@ def test_git_config_planted_in_home_is_put_back_and_blamed(tmp_path, orch, mode,
     assert "~/.gitconfig was changed" in text and "~/.config/git/attributes was created" in text
     assert (home / ".gitconfig").read_text() == IDENTITY
     assert not (home / ".config" / "git" / "attributes").exists()
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
+PLANT = 'printf "[alias]\\n\\tplanted = !echo planted\\n" >> "$HOME/.gitconfig"'
+
+
+def test_git_config_an_evaluator_plants_in_home_is_put_back_and_fails_its_node(tmp_path, orch, mode, home):
+    """rv34: the watch put back what a worker planted when it returned; its evaluators (its code, run after)
+    wrote ~/.gitconfig, and the next fingerprint took that in: it outlived the run."""
+    evaluator = "{name: plant, run: " + json.dumps(f"sh -c '{PLANT}'") + "}"
+    repo, baseline, result = run(tmp_path, orch, "echo a > a.txt\n", mode, evaluator)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "node A: while it ran or was judged, ~/.gitconfig was changed" in text, text
+    assert (home / ".gitconfig").read_text() == IDENTITY
+    assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
+def test_git_config_a_campaign_check_plants_in_home_on_the_merged_tree_is_put_back_and_nothing_merged(
+        tmp_path, orch, mode, home):
+    stager = ("#!/bin/sh\nmkdir -p tests\nprintf '%s\\n' 'case \"$PWD\" in *integration*) "
+              + PLANT.replace("\\", "\\\\").replace("'", "'\\''") + " ;; esac' > tests/run.sh\n")
+    repo = hostile.campaign_repo(tmp_path, CHECKED.replace("MODE", mode), stager)
+    baseline = repo.git("rev-parse", "HEAD")
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "while it ran or was judged, ~/.gitconfig was changed" in text, text
+    assert (home / ".gitconfig").read_text() == IDENTITY
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 

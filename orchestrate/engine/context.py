@@ -41,6 +41,7 @@ class Context:
     blamed: dict = field(default_factory=dict)  # node -> what it changed outside its node, while running
     sealed: set = field(default_factory=set)  # nodes whose attempt this runner started unable to write the checkout
     evaluated: dict = field(default_factory=dict)  # (node, attempt) -> its evaluators' verdict, run ahead
+    judge_runs: int = 0  # processes judging started (workers/containment.judging): the watch looks after them
     unread: dict = field(default_factory=dict)  # (node, head) -> workers that returned while its files went
     #                                             uncompared (workers/siblings.py `before_reading`)
     refuted: dict = field(default_factory=dict)  # eager: node -> the head its premise was found stale against

@@ -124,7 +124,7 @@ def _live(ctx: Context) -> list[str]:
     return sorted(getattr(ctx.executor, "live", ()))
 
 
-def check(ctx: Context, finished: list[str], running: list[str]) -> None:
+def check(ctx: Context, finished: list[str], running: list[str], *, during: str = "while it ran") -> None:
     """After `finished` returned while `running` still run: blame, restore, report; then re-arm."""
     if ctx.watch is None:
         arm(ctx)
@@ -143,7 +143,7 @@ def check(ctx: Context, finished: list[str], running: list[str]) -> None:
     if changed:  # put back, and what was put back stays what is compared with: a worker still running that
         # writes the file again meanwhile is not taken in as the new state (rv26). The checkout is never put back.
         put_back = fingerprint.restore(ctx.watch, keep=_kept(ctx))
-        _blame(ctx, suspects, changed, put_back)
+        _blame(ctx, suspects, changed, put_back, during)
         arm(ctx, fingerprint.rebased(_take(ctx, now), ctx.watch))
         if failed := [what for what in put_back if fingerprint.NOT_PUT_BACK in what]:
             raise Halted(f"changed while {', '.join(suspects)} ran, and not put back: {'; '.join(failed)}",
@@ -152,10 +152,28 @@ def check(ctx: Context, finished: list[str], running: list[str]) -> None:
         arm(ctx, now)
 
 
-def _blame(ctx: Context, suspects: list[str], changed: list[str], put_back: list[str]) -> None:
+def after_judging(ctx: Context, nodes: list[str], ran: int) -> None:
+    """After code a worker wrote ran to judge `nodes` (evaluators, checks, plugin gates; in the sandbox they
+    may still write `$HOME`, without it the shared git dir too), when judging started anything since the
+    count `ran`: what changed of what is watched is put back and blamed on those nodes and on the workers
+    still running, as when a worker returns; else the next fingerprint would take it in (rv34). A judged
+    node's blame (`ctx.blamed`) fails its verdict (`judged_blame`)."""
+    if ctx.judge_runs != ran and ctx.watch is not None:
+        check(ctx, [], sorted(set(nodes) | set(_live(ctx))), during="while it ran or was judged")
+
+
+def judged_blame(ctx: Context, node: str):
+    """The failing verdict of a judged node that changed what no worker may change while it was judged, or None."""
+    from gates.shared.verdict import Verdict
+    why = ctx.blamed.pop(node, "")
+    return Verdict("watch", 1, f"FAIL: {why}") if why else None
+
+
+def _blame(ctx: Context, suspects: list[str], changed: list[str], put_back: list[str],
+           during: str = "while it ran") -> None:
     what = "; ".join(changed) + (f" (put back: {', '.join(put_back)})" if put_back else "")
     for node in suspects:
-        ctx.blamed[node] = f"node {node}: while it ran, {what}; its attempt failed"
+        ctx.blamed[node] = f"node {node}: {during}, {what}; its attempt failed"
     ctx.emit("guard", {"nodes": suspects, "changes": changed, "restored": put_back})
     ctx.out.always(f"{', '.join(suspects)}: changed what no worker may change: {what}")
 

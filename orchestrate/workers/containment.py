@@ -95,18 +95,21 @@ def judging(ctx, worktree: Path):
     if getattr(ctx, "_judging_sandboxed", (None, False))[0] != key:
         ctx._judging_sandboxed = (key, any(enabled(ctx, n) for n in ctx.dag.nodes))
     if not ctx._judging_sandboxed[1]:
-        return _tagged_judging()
+        return _tagged_judging(ctx)
     common = git.git_common_dir(ctx.root)  # read from the checkout: no git process per evaluator run
     # its admin dir (index, HEAD), as its worker had; not the integration worktree's, whose HEAD orchestrate reads
     own = git.admin_dir(worktree) if Path(worktree).resolve() != ctx.layout.integration(ctx.topic).resolve() else None
     writable = tuple(dict.fromkeys([str(worktree), *([str(own)] if own else []), *_configured(ctx.layout.ledger)[1]]))
     readable = (str(ctx.root), str(common))
-    return proc.confining(lambda argv, cwd: sandbox.wrap(argv, cwd=cwd or worktree, writable=writable,
-                                                          readable=readable))
+
+    def wrap(argv, cwd):
+        ctx.judge_runs += 1
+        return sandbox.wrap(argv, cwd=cwd or worktree, writable=writable, readable=readable)
+    return proc.confining(wrap)
 
 
 @contextmanager
-def _tagged_judging():
+def _tagged_judging(ctx):
     """Judging without the sandbox: its commands carry a tag of their own, and what is still alive with it
     when this judging ends (a `setsid` leftover that would go on writing a worktree while the campaign
     checks or the next judging run) is killed then, not when the run rests. Other judging running at the
@@ -120,6 +123,7 @@ def _tagged_judging():
             yield
         finally:
             if proc.unconfined() != started:  # something ran (here, or in other judging): look
+                ctx.judge_runs += 1
                 reaping.kill_tagged({"ORCH_JUDGING": tag}, orphans=False)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from gates import evaluators
 from gates.shared.verdict import Verdict
 from orchestrate import faults, git
-from orchestrate.engine import judge, schedule
+from orchestrate.engine import judge, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.errors import Halted
@@ -95,10 +95,12 @@ def _merge_in_worktree(ctx: Context, first: str, members: list[str], branches: l
         return _conflict(ctx, first, members, branches, conflicts)
     staged = git.out(integ, "write-tree")  # the merge as git made it, before any check ran
     if ctx.dag.checks:
-        ns = c.nodes[first]
+        ns, ran = c.nodes[first], ctx.judge_runs
         with containment.judging(ctx, integ):
             checks = evaluators.check(ctx.dag.checks, integ, log_path=ctx.layout.runs(c.topic) / first /
                                       f"checks-{ns.attempt}.log", env=ctx.runner_tags())
+        watch.after_judging(ctx, members, ran)  # they ran the nodes' code: what they changed is blamed on them
+        blamed = [v for m in members if (v := watch.judged_blame(ctx, m))]
         # The checks ran code a worker wrote with the worktree writable, its `.git` link included: the link is
         # checked before any git call there, nothing they left is read again, and the commit is made of the
         # tree staged before they ran, in the repository itself
@@ -113,6 +115,9 @@ def _merge_in_worktree(ctx: Context, first: str, members: list[str], branches: l
             ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
             judge.environment_stop(ctx, members, why)
             return Outcome.ESCALATE
+        if blamed:
+            ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
+            return _rework(ctx, members, Verdict("watch", 1, f"{blamed[0].summary} (the campaign checks ran)"))
         if not checks.ok and not _pre_existing(ctx, checks):
             ctx.emit("result", {"effect": "merge", "node": first, "aborted": True, "gate": entries[0]})
             since = _merged_since(ctx, members)

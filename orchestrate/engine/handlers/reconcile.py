@@ -10,7 +10,7 @@ from __future__ import annotations
 from gates import adherence, coherence, evaluators, premise, reconcile_node
 from gates.shared.verdict import Verdict
 from orchestrate import git
-from orchestrate.engine import budget, judge, schedule
+from orchestrate.engine import budget, judge, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED, LANDED, PENDING, REWORK
@@ -55,12 +55,17 @@ def handle(ctx: Context) -> Outcome:
     if ns.rc not in (0, None):
         verdicts = [_worker_failed(ns)]
     else:
+        ran = ctx.judge_runs
         evaluated = ctx.evaluated.pop((node_id, ns.attempt), None) or _evaluate(ctx, node_id)
         if why := judge.cannot_start(evaluated):
             judge.record(ctx, node_id, evaluated)
             judge.environment_stop(ctx, [node_id], why)
             return Outcome.ESCALATE
         verdicts, entries = _judge(ctx, node_id, [evaluated])
+        watch.after_judging(ctx, [node_id], ran)
+        if blamed := watch.judged_blame(ctx, node_id):
+            verdicts.append(blamed)
+            entries.append(judge.record(ctx, node_id, blamed)["id"])
         split = _reviewers_disagree(node, evaluated)
         if split and all(v.ok for v in verdicts[1:]):
             ctx.emit("seam", {"seam": "review-divergence", "node": node_id, "choices": list(CHOICES["review-divergence"]),
@@ -95,11 +100,12 @@ def _prefetch(ctx: Context) -> None:
         return
     from concurrent.futures import ThreadPoolExecutor
     width = min(len(todo), getattr(ctx.executor, "jobs", None) or len(todo))
-    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="evaluators")
+    pool, ran = ThreadPoolExecutor(max_workers=width, thread_name_prefix="evaluators"), ctx.judge_runs
     try:
         futures = {n: pool.submit(_evaluate, ctx, n) for n in todo}
         for n, future in futures.items():
             ctx.evaluated[(n, c.nodes[n].attempt)] = future.result()
+        watch.after_judging(ctx, todo, ran)  # each blamed node's verdict fails when it is judged
     except BaseException:  # Ctrl-C or a crash: the evaluators still running must not outlive the runner
         from orchestrate import reaping
         reaping.kill_tagged(ctx.runner_tags())
@@ -171,6 +177,7 @@ def _group(ctx: Context, members: list[str]) -> Outcome:
     c = ctx.campaign
     group_id = "+".join(members)
     ctx.subject = group_id
+    ran = ctx.judge_runs
     combined = _combined_evaluators(ctx, members, group_id)
     if why := judge.cannot_start(combined):
         judge.environment_stop(ctx, members, why)
@@ -182,6 +189,11 @@ def _group(ctx: Context, members: list[str]) -> Outcome:
             outcomes[m] = ([_worker_failed(ns)], [])
         else:
             outcomes[m] = _judge(ctx, m, [combined])
+    watch.after_judging(ctx, members, ran)
+    for m in members:
+        if blamed := watch.judged_blame(ctx, m):
+            outcomes[m][0].append(blamed)
+            outcomes[m][1].append(judge.record(ctx, m, blamed)["id"])
     if all(v.ok for verdicts, _ in outcomes.values() for v in verdicts):
         for m in members:
             ctx.emit("verdict", {"node": m, "verdict": "accept", "at": c.nodes[m].head, "group_id": group_id},
