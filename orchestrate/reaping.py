@@ -11,7 +11,10 @@ from typing import Mapping
 
 from orchestrate.proc import _ours, _spawning, become_subreaper, stat_field, stat_fields  # proc's record of what it started
 
-SPARED = b"ORCH_NOTIFIER=1"  # in the environment of a notify command: what it sends in the background may finish
+# In the environment of a notify command: what it sends in the background may finish. A value of this process's
+# own, which no worker is given: `ORCH_NOTIFIER=1` was a mark any leftover could wear (rv34).
+NOTIFIER = os.urandom(16).hex()
+SPARED = f"ORCH_NOTIFIER={NOTIFIER}".encode()
 _KERNEL_THREAD = 0x00200000  # PF_KTHREAD in /proc/PID/stat's flags: no environment, ever
 _SETTLING = 500  # reads, a millisecond apart, of an environment caught in the middle of an exec
 
@@ -110,3 +113,42 @@ def kill_tagged(tags: Mapping[str, str], *, orphans: bool = True) -> list[int]:
             except (ProcessLookupError, PermissionError):
                 pass
     return killed
+
+
+def kill_inside(folder: str | os.PathLike) -> list[int]:
+    """SIGKILL every process whose working folder or root is `folder` or below it, or that holds a file or
+    folder there open: what a worker or its judging left there without the sandbox (in a session of its own,
+    its environment wiped, a notifier's mark worn) would go on writing the worktree when the next node is
+    handed it (rv34). The pids killed; those not ours to look at are passed over."""
+    inside = os.path.realpath(folder)
+    below, me, killed = os.path.join(inside, ""), os.getpid(), []
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return killed
+    for pid in pids:
+        if pid != me and any(where == inside or where.startswith(below) for where in _places(pid)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed
+
+
+def _places(pid: int):
+    """The paths a process is in or holds open: its working folder, its root, its open files and folders."""
+    for link in ("cwd", "root"):
+        try:
+            yield os.readlink(f"/proc/{pid}/{link}")
+        except OSError:
+            pass
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return
+    for fd in fds:
+        try:
+            yield os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            pass

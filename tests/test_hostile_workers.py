@@ -330,11 +330,14 @@ def ledger_history(repo, *paths: str) -> str:
 
 def test_children_started_with_setsid_do_not_outlive_the_attempt(tmp_path, orch, mode):
     # Unusual durations mark the children: inside the sandbox their pids are the PID namespace's own.
-    # `env -i` wipes the ORCH_* tags: without the sandbox only the subreaper finds that one.
-    worker = "echo a > a.txt\nsetsid sleep 4242 &\n(sleep 4243 &)\nenv -i setsid sleep 4244 &\n"
+    # `env -i` wipes the ORCH_* tags: without the sandbox only the subreaper finds that one. A notifier's mark
+    # worn by a worker's child (rv34: it was `ORCH_NOTIFIER=1`, and spared it) is not the runner's own.
+    worker = ("echo a > a.txt\nsetsid sleep 4242 &\n(sleep 4243 &)\nenv -i setsid sleep 4244 &\n"
+              "ORCH_NOTIFIER=1 setsid sh -c 'echo > marked; exec sleep 4247' &\n"
+              "while [ ! -e marked ]; do :; done\n")  # in its own session before the worker's group is ended
     repo, _, result = run(tmp_path, orch, worker, mode)
     assert result.rc == 75, result.out + result.err
-    for marked in ("4242", "4243", "4244"):
+    for marked in ("4242", "4243", "4244", "4247"):
         assert running_with(("sleep", marked)) == [], marked
 
 

@@ -633,3 +633,21 @@ def test_what_git_neither_compares_nor_tracks_is_not_handed_to_the_next_node(tmp
     assert stat.S_IMODE(os.stat(tree / "e").st_mode) == folder_mode and os.listxattr(tree / "e") == []
     assert not (tree / "d").is_symlink() and (tree / "d" / "g.txt").read_text() == "g\n"
     assert not (tree / "moved").exists()
+
+
+def test_a_process_left_working_in_a_spare_is_ended_before_the_next_node_gets_it(tmp_path, monkeypatch):
+    """rv34: without the sandbox, what an evaluator left (its environment wiped, in a session of its own: no tag
+    or subreaper pass ends it before the next worker returns) works on in the folder it was in, which the pool
+    moves, with the files in it, to the next node."""
+    import subprocess
+    from orchestrate.workers import pool
+    repo, home = _pooled(tmp_path, monkeypatch)
+    left = subprocess.Popen(["sh", "-c", "echo started; read line"], cwd=home / "N1", stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
+    try:
+        assert left.stdout.readline() == b"started\n"
+        assert pool.keep(repo, home / "N1", home)
+        assert pool.take(repo, home / "N2", home, "HEAD", "node/t/N2")
+        assert left.wait(timeout=10) == -9
+    finally:
+        left.communicate(b"\n" if left.poll() is None else None)

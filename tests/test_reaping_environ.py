@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 
 def test_a_process_read_while_it_execs_keeps_its_environment():
-    env = {"ORCH_NOTIFIER": "1", "PATH": os.environ["PATH"]}
+    env = {"ORCH_NOTIFIER": reaping.NOTIFIER, "PATH": os.environ["PATH"]}
     reads = lost = 0
     for _ in range(150):
         child = subprocess.Popen(["sh", "-c", "exec env sh -c 'exec env sh -c \"exec true\"'"], env=env)
@@ -62,7 +62,7 @@ def test_an_environment_a_process_unmapped_is_read_as_none_without_waiting_for_i
     """rv34: such a process was read 500 times, a millisecond apart, in every reaping pass (holding the lock
     that keeps processes from starting)."""
     child = subprocess.Popen([sys.executable, "-c", UNMAPPED, "x" * 9000], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, env={"ORCH_NOTIFIER": "1", "PATH": os.environ["PATH"]})
+                             stdout=subprocess.PIPE, env={"ORCH_NOTIFIER": reaping.NOTIFIER, "PATH": os.environ["PATH"]})
     try:
         assert child.stdout.readline() == b"ready\n"
         looks = []
@@ -71,3 +71,26 @@ def test_an_environment_a_process_unmapped_is_read_as_none_without_waiting_for_i
         assert len(looks) <= 2
     finally:
         child.communicate(b"")
+
+
+def test_what_is_in_a_folder_or_holds_it_open_is_ended_and_nothing_else(tmp_path):
+    """rv34: a leftover (no sandbox, its environment wiped, in a session of its own) working in a pooled
+    worktree, or holding a folder of it open, would write the worktree the next node is handed."""
+    inside = tmp_path / "spare" / "d"
+    inside.mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    hold = "exec 3< d; cd ..; cd ..; echo started; read line"
+    kids = {"cwd": subprocess.Popen(["sh", "-c", "echo started; read line"], cwd=inside, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE),
+            "open": subprocess.Popen(["sh", "-c", hold], cwd=tmp_path / "spare", stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE),
+            "outside": subprocess.Popen(["sh", "-c", "echo started; read line"], cwd=tmp_path / "elsewhere",
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)}
+    try:
+        assert all(kid.stdout.readline() == b"started\n" for kid in kids.values())
+        killed = reaping.kill_inside(tmp_path / "spare")
+        assert sorted(killed) == sorted([kids["cwd"].pid, kids["open"].pid])
+        assert kids["cwd"].wait() == -9 and kids["open"].wait() == -9 and kids["outside"].poll() is None
+    finally:
+        for kid in kids.values():
+            kid.communicate(b"\n" if kid.poll() is None else None)

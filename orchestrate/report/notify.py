@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from orchestrate import config, proc
+from orchestrate import config, proc, reaping
 from orchestrate.errors import ProcError
 
 
@@ -48,7 +48,7 @@ class Notifier:
                "ORCH_SEAM": (seam or {}).get("seam", ""), "ORCH_VERDICT": verdict,
                "ORCH_DECIDE": "\n".join(decide_commands(topic, seam)) if seam else "",
                "ORCH_MESSAGE": message or _message(event, topic, node, seam, verdict),
-               "ORCH_NOTIFIER": "1"}  # reaping.SPARED: what it sends in the background is not ended with the run
+               "ORCH_NOTIFIER": reaping.NOTIFIER}  # what it sends in the background is not ended with the run
         for command in self.commands:
             if event in command.events:
                 thread = threading.Thread(target=self._run, args=(command, env), daemon=True,
