@@ -100,19 +100,7 @@ def kill_tagged(tags: Mapping[str, str], *, orphans: bool = True) -> list[int]:
     wanted = {f"{k}={v}".encode() for k, v in tags.items()}
     if not wanted:  # no tag: every process would match
         return killed
-    me = os.getpid()
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return killed
-    for pid in pids:
-        if pid != me and wanted <= (env := _environ(pid)) and SPARED not in env:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except (ProcessLookupError, PermissionError):
-                pass
-    return killed
+    return killed + _kill_every(lambda pid: wanted <= (env := _environ(pid)) and SPARED not in env)
 
 
 def kill_inside(folder: str | os.PathLike) -> list[int]:
@@ -121,13 +109,19 @@ def kill_inside(folder: str | os.PathLike) -> list[int]:
     its environment wiped, a notifier's mark worn) would go on writing the worktree when the next node is
     handed it (rv34). The pids killed; those not ours to look at are passed over."""
     inside = os.path.realpath(folder)
-    below, me, killed = os.path.join(inside, ""), os.getpid(), []
+    below = os.path.join(inside, "")
+    return _kill_every(lambda pid: any(where == inside or where.startswith(below) for where in _places(pid)))
+
+
+def _kill_every(chosen) -> list[int]:
+    """SIGKILL every process but this one that `chosen(pid)` picks; the pids killed."""
+    me, killed = os.getpid(), []
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
         return killed
     for pid in pids:
-        if pid != me and any(where == inside or where.startswith(below) for where in _places(pid)):
+        if pid != me and chosen(pid):
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
