@@ -103,14 +103,30 @@ def kill_tagged(tags: Mapping[str, str], *, orphans: bool = True) -> list[int]:
     return killed + _kill_every(lambda pid: wanted <= (env := _environ(pid)) and SPARED not in env)
 
 
-def kill_inside(folder: str | os.PathLike) -> list[int]:
-    """SIGKILL every process whose working folder or root is `folder` or below it, or that holds a file or
-    folder there open: what a worker or its judging left there without the sandbox (in a session of its own,
-    its environment wiped, a notifier's mark worn) would go on writing the worktree when the next node is
-    handed it (rv34). The pids killed; those not ours to look at are passed over."""
-    inside = os.path.realpath(folder)
-    below = os.path.join(inside, "")
-    return _kill_every(lambda pid: any(where == inside or where.startswith(below) for where in _places(pid)))
+def kill_inside(*folders: str | os.PathLike) -> list[int]:
+    """SIGKILL every process this runner left behind (a descendant of it, orphans re-parented here included, that
+    proc does not hold as one it started) whose working folder or root is in one of `folders` (a link among them
+    is passed over), or that holds a file or folder there open: what a worker or its judging left in a pooled
+    worktree or its admin dir without the sandbox (in a session of its own, its environment wiped) would go on
+    writing them when the next node is handed them (rv34). A person's shell or editor there is no descendant,
+    and the runner's kept git readers are proc's (rv35). The pids killed."""
+    wanted = [os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(f))), os.path.basename(f))
+              for f in folders if not os.path.islink(f)]
+    me, tracked, parents = os.getpid(), set(_ours), {}
+
+    def left_by_us(pid: int) -> bool:
+        for _ in range(4096):  # up the parents to this process, through none proc started
+            if pid in tracked or pid <= 1:
+                return False
+            pid = parents.setdefault(pid, stat_field(pid, 1) or 0)
+            if pid == me:
+                return True
+        return False
+
+    def inside(pid: int) -> bool:
+        return left_by_us(pid) and any(where == w or where.startswith(os.path.join(w, ""))
+                                       for where in _places(pid) for w in wanted)
+    return _kill_every(inside) if wanted else []
 
 
 def _kill_every(chosen) -> list[int]:

@@ -640,14 +640,31 @@ def test_a_process_left_working_in_a_spare_is_ended_before_the_next_node_gets_it
     or subreaper pass ends it before the next worker returns) works on in the folder it was in, which the pool
     moves, with the files in it, to the next node."""
     import subprocess
+    from orchestrate import git
     from orchestrate.workers import pool
     repo, home = _pooled(tmp_path, monkeypatch)
-    left = subprocess.Popen(["sh", "-c", "echo started; read line"], cwd=home / "N1", stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE)
-    try:
-        assert left.stdout.readline() == b"started\n"
+    left = [subprocess.Popen(["sh", "-c", "echo started; read line"], cwd=where, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE) for where in (home / "N1", git.admin_dir(home / "N1"))]
+    try:  # the second in the worktree's admin dir, which goes with it (its HEAD, its index)
+        assert all(kid.stdout.readline() == b"started\n" for kid in left)
         assert pool.keep(repo, home / "N1", home)
         assert pool.take(repo, home / "N2", home, "HEAD", "node/t/N2")
-        assert left.wait(timeout=10) == -9
+        assert [kid.wait(timeout=10) for kid in left] == [-9, -9]
     finally:
-        left.communicate(b"\n" if left.poll() is None else None)
+        for kid in left:
+            kid.communicate(b"\n" if kid.poll() is None else None)
+
+
+def test_a_file_system_that_keeps_no_xattrs_still_pools(tmp_path, monkeypatch):
+    """rv35: listing a folder's xattrs fails with ENOTSUP on NFSv3 and some FUSE mounts: every spare was thrown
+    away, and every node checked the repository out anew."""
+    import errno
+    import os
+    from orchestrate.workers import pool
+    repo, home = _pooled(tmp_path, monkeypatch, {"d/f.txt": "x\n"})
+
+    def unsupported(path, follow_symlinks=True):
+        raise OSError(errno.ENOTSUP, "Operation not supported")
+    monkeypatch.setattr(os, "listxattr", unsupported)
+    assert pool.keep(repo, home / "N1", home)
+    assert pool.take(repo, home / "N2", home, "HEAD", "node/t/N2")

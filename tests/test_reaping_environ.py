@@ -94,3 +94,16 @@ def test_what_is_in_a_folder_or_holds_it_open_is_ended_and_nothing_else(tmp_path
     finally:
         for kid in kids.values():
             kid.communicate(b"\n" if kid.poll() is None else None)
+
+
+def test_a_helper_the_runner_keeps_in_a_folder_is_not_ended_with_what_was_left_there(tmp_path):
+    """rv35: the kept `git cat-file --batch` of a worktree works in it and moves to the pool with it."""
+    from orchestrate import proc
+    inside = tmp_path / "spare"
+    inside.mkdir()
+    kept = proc.start_pipe(["sh", "-c", f"cd '{inside}' && echo started && exec cat"])
+    try:
+        assert kept.stdout.readline() == b"started\n"
+        assert reaping.kill_inside(inside) == [] and kept.poll() is None
+    finally:
+        proc.end_pipe(kept)

@@ -17,13 +17,14 @@ stand in for this one.
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
 
 from orchestrate import git, removal
 from orchestrate.errors import GitError
-from orchestrate.workers import index_file, quoted
+from orchestrate.workers import index_file, quoted, watched
 
 
 def rewrite(path: Path, head: str, root: Path) -> list[str]:
@@ -90,14 +91,24 @@ def _wrong_folder(top: bytes, folder: bytes, known: dict[bytes, bytes | None], m
                 if not stat.S_ISDIR(st.st_mode):
                     known[folder] = folder
                 elif mode is not None:
-                    if stat.S_IMODE(st.st_mode) != mode:
-                        os.chmod(top + folder, mode, follow_symlinks=False)
-                    for attribute in os.listxattr(top + folder, follow_symlinks=False):
+                    if stat.S_IMODE(st.st_mode) != mode:  # by a descriptor: lchmod is missing before glibc 2.32
+                        watched.chmod_folder(top + folder, mode)
+                    for attribute in _xattrs(top + folder):
                         if attribute.startswith("user."):  # a note for the next node's tools
                             os.removexattr(top + folder, attribute, follow_symlinks=False)
             except FileNotFoundError:
                 pass  # nothing there: the checkout makes it
     return known[folder]
+
+
+def _xattrs(folder: bytes) -> list[str]:
+    """The folder's extended attributes; none where the file system keeps none (NFSv3, some FUSE mounts)."""
+    try:
+        return os.listxattr(folder, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return []
+        raise
 
 
 def _holds(file: bytes, link: bool, blob: str, repo: Path) -> bool:

@@ -105,7 +105,7 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
         if made is None:  # pooled by another process: its history is unknown here
             discard(root, spare)
             continue
-        reaping.kill_inside(spare)  # a leftover of the last node (no sandbox) there would write the next one's
+        reaping.kill_inside(spare, made.admin)  # a leftover of the last node (no sandbox) would write the next one's
         # the admin dir cleared first: what was planted there since (a FIFO at the index) would hang git's move
         if _trusted(spare, made) and _reset_admin(made) and _move(root, made, spare, path):
             if _undone(root, path, made, base) and rebase(path, base, branch, keep_ignored):
