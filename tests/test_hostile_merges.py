@@ -159,6 +159,28 @@ def test_git_config_a_campaign_check_plants_in_home_on_the_merged_tree_is_put_ba
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
+def test_git_config_planted_where_judging_leaves_the_verdict_early_or_reads_the_merged_tree_is_put_back(
+        tmp_path, orch, mode, home):
+    """rv35: an evaluator that plants, then exits 127 (its node escalates as one that could not start, before
+    the judged node's look), and the coherence evaluators at the layer boundary (the merged code, in the
+    integration worktree): each change outlived the run."""
+    plant = f"sh -c '{PLANT}; exit 127'"
+    evaluator = "{name: plant, run: " + json.dumps(plant) + "}"
+    repo, _, result = run(tmp_path / "early", orch, "echo a > a.txt\n", mode, evaluator)
+    assert result.rc == 75 and "could not start" in result.out + result.err, result.out + result.err
+    assert (home / ".gitconfig").read_text() == IDENTITY
+    probe = 'case "$PWD" in */.scratch/integration/*) ' + PLANT + ' ;; esac'  # the merged tree only
+    worker = "echo a > a.txt\nprintf '%s\\n' '" + probe.replace("'", "'\\''") + "' > probe.sh\n"
+    repo = hostile.campaign_repo(tmp_path / "boundary", hostile.dag(mode).replace("[a.txt]", "[a.txt, probe.sh]"),
+                                 "#!/bin/sh\n" + worker)
+    (repo / ".ledger" / "config.yaml").write_text(
+        "coherence:\n  evaluators: [{name: probe, run: 'test ! -e probe.sh || sh probe.sh'}]\n")
+    result = orch("run", cwd=repo)
+    assert "judging (code of the campaign head, in the integration worktree): changed what no worker may " \
+           "change: ~/.gitconfig was changed" in result.out, result.out + result.err
+    assert (home / ".gitconfig").read_text() == IDENTITY
+
+
 @pytest.mark.parametrize("how", ["through the link", "in the link's place"])
 def test_a_home_git_config_that_is_a_link_is_watched_through_it_and_put_back_as_a_link(tmp_path, orch, mode, home,
                                                                                        how):
@@ -365,3 +387,34 @@ def test_in_the_sandbox_an_evaluator_cannot_write_the_object_store(tmp_path, orc
                                "echo evaluator-$$ > mine.txt && git add mine.txt")
     assert result.rc == 75 and "evaluator(s) failed: t (rc 128" in result.out, result.out + result.err
     assert statuses(repo, orch, "hostile")["A"] != "ACCEPTED"
+
+
+# A's evaluator, the first time only: plants an alias in ~/.gitconfig, then exits 127 (it could not start).
+ONCE = ('if [ -e \\"$HOME/once\\" ]; then exit 0; fi; touch \\"$HOME/once\\"; '
+        'printf \\"[alias]\\\\n\\\\tplanted = !echo planted\\\\n\\" >> \\"$HOME/.gitconfig\\"; exit 127')
+PREFETCHED = f"""\
+topic: hostile
+mode: autonomous
+defaults: {{max_attempts: 2, sandbox: MODE, unsandboxed: parallel}}
+workers: {{sh: "./work.sh"}}
+nodes:
+  - {{id: A, file_surface: [a.txt], discipline: sh, evaluators: [{{name: once, run: "{ONCE}"}}]}}
+  - {{id: B, file_surface: [b.txt], discipline: sh, evaluators: [{{name: ok, run: "true"}}]}}
+"""
+
+
+def test_a_blame_from_evaluators_run_ahead_does_not_fail_the_nodes_next_attempt(tmp_path, orch, mode, home):
+    """rv35: evaluators run ahead for several landed nodes blamed each of them; a node whose own judging then
+    stopped early (its evaluator could not start) kept the blame, and its next attempt, started in the same
+    run after the rework answer, was failed with it."""
+    repo = hostile.campaign_repo(tmp_path, PREFETCHED.replace("MODE", mode),
+                                 '#!/bin/sh\necho "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr AB ab).txt"\n')
+    (tmp_path / "answers.yaml").write_text("realignment: {choice: rework, note: fixed}\n")
+    result = orch("run", "--no-interactive", "--jobs", "2", "--answers", tmp_path / "answers.yaml", cwd=repo)
+    text = result.out + result.err
+    assert (home / "once").exists() and (home / ".gitconfig").read_text() == IDENTITY, text
+    starts = [e for e in journal(repo, "hostile") if e["kind"] == "result"
+              and e["context"].get("effect") == "worker-start" and e["context"].get("node") == "A"]
+    assert len(starts) >= 2, text
+    assert not [e for e in journal(repo, "hostile") if e["kind"] == "node" and e["context"].get("node") == "A"
+                and "while it ran or was judged" in e["context"].get("feedback", "")], text

@@ -33,6 +33,7 @@ def drive(ctx: Context) -> int:
     ctx.out.notifier = None if fresh_and_bad else Notifier.from_config(ctx.layout)
     proc.before_unconfined(lambda: watch.look_first(ctx))  # evaluators and checks run outside the sandbox
     proc.become_subreaper()  # what judging leaves in a session of its own is adopted here, and ended below
+    ctx.judged = lambda nodes, ran: watch.after_judging(ctx, nodes, ran)
     try:
         return _finish(ctx, _walk(ctx))
     finally:

@@ -175,7 +175,8 @@ def _blame(ctx: Context, suspects: list[str], changed: list[str], put_back: list
     for node in suspects:
         ctx.blamed[node] = f"node {node}: {during}, {what}; its attempt failed"
     ctx.emit("guard", {"nodes": suspects, "changes": changed, "restored": put_back})
-    ctx.out.always(f"{', '.join(suspects)}: changed what no worker may change: {what}")
+    who = ", ".join(suspects) or "judging (code of the campaign head, in the integration worktree)"
+    ctx.out.always(f"{who}: changed what no worker may change: {what}")
 
 
 def _campaign_branch(ctx: Context) -> list[str]:

@@ -82,7 +82,23 @@ def jail(ctx, node_id: str, attempt: int, worktree: Path, run_dir: Path) -> Jail
                 private_objects.env(objects, common / "objects"), str(admin))
 
 
-def judging(ctx, worktree: Path):
+@contextmanager
+def judging(ctx, worktree: Path, nodes: tuple[str, ...] = ()):
+    """`_judging`, then, when it started anything and this is the loop's thread (evaluators run ahead in
+    threads are looked after by their caller), the engine's look at what no worker may change (`ctx.judged`:
+    engine/watch.py after_judging): judging runs a worker's code, which the sandbox leaves `$HOME` to write,
+    and without it the shared git dir; what it changed is put back and blamed on `nodes`, whose code it is,
+    and on the workers running (rv34, rv35)."""
+    import threading
+    ran = ctx.judge_runs
+    with _judging(ctx, worktree):
+        yield
+    hook = getattr(ctx, "judged", None)
+    if hook is not None and ctx.judge_runs != ran and threading.current_thread() is threading.main_thread():
+        hook(list(nodes), ran)
+
+
+def _judging(ctx, worktree: Path):
     """What judging runs in `worktree` (evaluators, campaign checks, tripwires, coherence's project evaluators,
     guardrail commands: code a worker may have written) runs in the sandbox whenever any node of the campaign
     does: a worktree can hold a sandboxed node's code whoever's judging runs there (a pending node's

@@ -14,6 +14,7 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False, extra_e
     ns = c.nodes[node_id]
     node = ctx.dag.by_id[node_id]
     command = discovery.command(ctx, node_id)  # before any effect: a vanished worker plugin changes nothing
+    ctx.blamed.pop(node_id, None)  # an earlier attempt's, or its judging's, which its verdict never read (rv35)
     human = handwork.is_human(ctx.dag, node_id)
     jailed = not human and isinstance(ctx.executor, LocalExecutor) and containment.enabled(ctx, node)
     prior = ns.prior

@@ -95,11 +95,10 @@ def _merge_in_worktree(ctx: Context, first: str, members: list[str], branches: l
         return _conflict(ctx, first, members, branches, conflicts)
     staged = git.out(integ, "write-tree")  # the merge as git made it, before any check ran
     if ctx.dag.checks:
-        ns, ran = c.nodes[first], ctx.judge_runs
-        with containment.judging(ctx, integ):
+        ns = c.nodes[first]
+        with containment.judging(ctx, integ, tuple(members)):  # the nodes' code: what it changes is theirs
             checks = evaluators.check(ctx.dag.checks, integ, log_path=ctx.layout.runs(c.topic) / first /
                                       f"checks-{ns.attempt}.log", env=ctx.runner_tags())
-        watch.after_judging(ctx, members, ran)  # they ran the nodes' code: what they changed is blamed on them
         blamed = [v for m in members if (v := watch.judged_blame(ctx, m))]
         # The checks ran code a worker wrote with the worktree writable, its `.git` link included: the link is
         # checked before any git call there, nothing they left is read again, and the commit is made of the

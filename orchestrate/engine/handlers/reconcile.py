@@ -55,14 +55,12 @@ def handle(ctx: Context) -> Outcome:
     if ns.rc not in (0, None):
         verdicts = [_worker_failed(ns)]
     else:
-        ran = ctx.judge_runs
         evaluated = ctx.evaluated.pop((node_id, ns.attempt), None) or _evaluate(ctx, node_id)
         if why := judge.cannot_start(evaluated):
             judge.record(ctx, node_id, evaluated)
             judge.environment_stop(ctx, [node_id], why)
             return Outcome.ESCALATE
         verdicts, entries = _judge(ctx, node_id, [evaluated])
-        watch.after_judging(ctx, [node_id], ran)
         if blamed := watch.judged_blame(ctx, node_id):
             verdicts.append(blamed)
             entries.append(judge.record(ctx, node_id, blamed)["id"])
@@ -83,7 +81,7 @@ def handle(ctx: Context) -> Outcome:
 def _evaluate(ctx: Context, node_id: str) -> Verdict:
     ns = ctx.campaign.nodes[node_id]
     log = ctx.layout.runs(ctx.campaign.topic) / node_id / f"evaluators-{ns.attempt}.log"
-    with containment.judging(ctx, ctx.root / ns.worktree):
+    with containment.judging(ctx, ctx.root / ns.worktree, (node_id,)):
         return evaluators.check(ctx.dag.effective_checks(node_id), ctx.root / ns.worktree, env=ctx.runner_tags(),
                                 log_path=log, default_timeout=ctx.dag.by_id[node_id].timeout)
 
@@ -122,7 +120,7 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
     node = ctx.dag.by_id[node_id]
     worktree = ctx.root / ns.worktree
     # coherence runs the project's configured evaluators in the worktree, and gate plugins their commands
-    with containment.judging(ctx, worktree):
+    with containment.judging(ctx, worktree, (node_id,)):
         touched = reconcile_node.changes_between(ctx.root, ns.base, ns.head)
         checks = shared + [
             reconcile_node.check(node_id, node.file_surface, touched),
@@ -177,7 +175,6 @@ def _group(ctx: Context, members: list[str]) -> Outcome:
     c = ctx.campaign
     group_id = "+".join(members)
     ctx.subject = group_id
-    ran = ctx.judge_runs
     combined = _combined_evaluators(ctx, members, group_id)
     if why := judge.cannot_start(combined):
         judge.environment_stop(ctx, members, why)
@@ -189,7 +186,6 @@ def _group(ctx: Context, members: list[str]) -> Outcome:
             outcomes[m] = ([_worker_failed(ns)], [])
         else:
             outcomes[m] = _judge(ctx, m, [combined])
-    watch.after_judging(ctx, members, ran)
     for m in members:
         if blamed := watch.judged_blame(ctx, m):
             outcomes[m][0].append(blamed)
@@ -237,7 +233,7 @@ def _combined_evaluators(ctx: Context, members: list[str], group_id: str) -> Ver
         timeout = max(ctx.dag.by_id[m].timeout for m in members)
         log = ctx.layout.runs(c.topic) / members[0] / f"group-{c.nodes[members[0]].attempt}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        with containment.judging(ctx, scratch):
+        with containment.judging(ctx, scratch, tuple(members)):
             return evaluators.check(tuple(checks[name] for name in sorted(checks)), scratch, log_path=log,
                                     default_timeout=timeout, env=ctx.runner_tags())
     finally:
@@ -316,7 +312,7 @@ def _freshness(ctx: Context, judged: str, worktree) -> None:
         node = ctx.dag.by_id.get(other.id)
         if node is None or not node.tripwires:
             continue
-        with containment.judging(ctx, worktree):
+        with containment.judging(ctx, worktree, (judged,)):  # the judged node's tree runs the tripwires
             v = premise.check(other.id, node.tripwires, worktree)
         entry = judge.record(ctx, other.id, v)
         if v.code == 1:
