@@ -73,9 +73,14 @@ def test_an_environment_a_process_unmapped_is_read_as_none_without_waiting_for_i
         child.communicate(b"")
 
 
-def test_what_is_in_a_folder_or_holds_it_open_is_ended_and_nothing_else(tmp_path):
+@pytest.mark.parametrize("listed", [True, False], ids=["children-lists", "parents-only"])
+def test_what_is_in_a_folder_or_holds_it_open_is_ended_and_nothing_else(tmp_path, monkeypatch, listed):
     """rv34: a leftover (no sandbox, its environment wiped, in a session of its own) working in a pooled
-    worktree, or holding a folder of it open, would write the worktree the next node is handed."""
+    worktree, or holding a folder of it open, would write the worktree the next node is handed. Found down the
+    kernel's lists of each process's children, or, where it keeps none, from every process's parent."""
+    if not listed:
+        real = os.path.exists
+        monkeypatch.setattr(os.path, "exists", lambda path: not str(path).endswith("/children") and real(path))
     inside = tmp_path / "spare" / "d"
     inside.mkdir(parents=True)
     (tmp_path / "elsewhere").mkdir()
