@@ -51,14 +51,17 @@ def remove_changed(path: Path, data: bytes, hash_size: int, root: Path, *, folde
     ctime and nothing git compares), and each tracked folder gets that mode (git tracks none). OSError when
     the index cannot be read or a path reached."""
     top = os.fsencode(os.path.join(path, ""))
-    stale, sparse, gone, folders = [], [], [], {b"": None}
+    stale, sparse, gone, folders, last, wrong = [], [], [], {b"": None}, b"", None
     lstat, recorded, billion, cut = os.lstat, index_file.STAT.unpack_from, 1_000_000_000, index_file.CUT
     for name, at, skipped in index_file.records(data, hash_size):  # inline: a call an entry costs 10 ms on 20,000
         if skipped:
             if os.path.lexists(top + name):
                 sparse.append(os.fsdecode(name))
             continue
-        if (wrong := _wrong_folder(top, name[:max(name.rfind(b"/"), 0)], folders, folder_mode)) is not None:
+        if not name.startswith(last) or b"/" in name[len(last):]:  # in another folder than the last entry
+            last = name[:name.rfind(b"/") + 1]
+            wrong = _wrong_folder(top, last[:-1], folders, folder_mode)
+        if wrong is not None:
             gone += [] if wrong in gone else [wrong]
             stale.append(os.fsdecode(name))
             continue
