@@ -610,11 +610,13 @@ def test_a_file_its_conversion_cleans_to_the_same_blob_does_not_reach_the_next_n
 
 
 def test_what_git_neither_compares_nor_tracks_is_not_handed_to_the_next_node(tmp_path, monkeypatch):
-    """rv34: a file's mode bits (but the executable one) and hard links, a folder's mode and xattrs, a folder moved
+    """rv34, rv35: a file's mode bits (but the executable one) and hard links, a folder's mode, xattrs and default
+    ACL (the worktree's own folder's too), a folder moved
     aside behind a link to it (read through the link, every file is the one recorded): git's checkout passes
     over each, so the next node got them."""
     import os
     import stat
+    import struct
     from orchestrate.workers import pool
     repo, home = _pooled(tmp_path, monkeypatch, {"f.txt": "x\n", "d/g.txt": "g\n", "e/h.txt": "h\n"})
     tree = home / "N1"
@@ -623,6 +625,9 @@ def test_what_git_neither_compares_nor_tracks_is_not_handed_to_the_next_node(tmp
     os.link(tree / "f.txt", tmp_path / "elsewhere")
     os.chmod(tree / "e", 0o1777)
     os.setxattr(tree / "e", "user.note", b"from the last node")
+    acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, 7, 0xFFFFFFFF) for tag in (0x01, 0x04, 0x20))
+    os.setxattr(tree / "e", "system.posix_acl_default", acl)  # rwx for all: what the next node makes there
+    os.setxattr(tree, "user.note", b"from the last node")
     os.rename(tree / "d", tree / "moved")
     os.symlink("moved", tree / "d")
     assert pool.keep(repo, tree, home)
@@ -631,6 +636,7 @@ def test_what_git_neither_compares_nor_tracks_is_not_handed_to_the_next_node(tmp
     assert stat.S_IMODE(os.stat(tree / "f.txt").st_mode) != 0o444
     assert os.stat(tree / "f.txt").st_ino != os.stat(tmp_path / "elsewhere").st_ino
     assert stat.S_IMODE(os.stat(tree / "e").st_mode) == folder_mode and os.listxattr(tree / "e") == []
+    assert os.listxattr(tree) == []
     assert not (tree / "d").is_symlink() and (tree / "d" / "g.txt").read_text() == "g\n"
     assert not (tree / "moved").exists()
 

@@ -42,16 +42,20 @@ def rewrite(path: Path, head: str, root: Path) -> list[str]:
     return stale
 
 
-def remove_changed(path: Path, data: bytes, hash_size: int, root: Path, *, folder_mode: int | None = None) -> list[str]:
+def remove_changed(path: Path, data: bytes, hash_size: int, root: Path, *, like: Path | None = None) -> list[str]:
     """Remove every tracked file of index `data` whose stat differs from its entry and whose bytes are not the
     blob's, and what is at a skip-worktree path; the tracked files removed (to be written again). A folder on
     the way that is not one (`mv d e; ln -s e d`: read through the link, the files are the ones recorded) is
-    removed and the files below it count as removed. With `folder_mode` (a worktree going to another node),
-    every file whose stat moved goes, its bytes the blob's or not (a mode, an xattr, a hard link move the
-    ctime and nothing git compares), and each tracked folder gets that mode (git tracks none). OSError when
-    the index cannot be read or a path reached."""
+    removed and the files below it count as removed. With `like` (a worktree going to another node: the folder
+    it is in), every file whose stat moved goes, its bytes the blob's or not (a mode, an xattr, a hard link move
+    the ctime and nothing git compares), and the worktree and each tracked folder get that folder's mode and
+    lose the `user.` xattrs and ACLs it does not have (git tracks none of them; a default ACL would decide the
+    modes of what the next node makes). OSError when the index cannot be read or a path reached."""
     top = os.fsencode(os.path.join(path, ""))
-    stale, sparse, gone, folders, last, wrong = [], [], [], {b"": None}, b"", None
+    stale, sparse, gone, last, wrong = [], [], [], b"", None
+    folders: dict[bytes, bytes | None] = {}
+    model = None if like is None else (stat.S_IMODE(os.stat(like).st_mode), set(_xattrs(os.fsencode(like))))
+    _wrong_folder(top, b"", folders, model)
     lstat, recorded, billion, cut = os.lstat, index_file.STAT.unpack_from, 1_000_000_000, index_file.CUT
     for name, at, skipped in index_file.records(data, hash_size):  # inline: a call an entry costs 10 ms on 20,000
         if skipped:
@@ -60,7 +64,7 @@ def remove_changed(path: Path, data: bytes, hash_size: int, root: Path, *, folde
             continue
         if not name.startswith(last) or b"/" in name[len(last):]:  # in another folder than the last entry
             last = name[:name.rfind(b"/") + 1]
-            wrong = _wrong_folder(top, last[:-1], folders, folder_mode)
+            wrong = _wrong_folder(top, last[:-1], folders, model)
         if wrong is not None:
             gone += [] if wrong in gone else [wrong]
             stale.append(os.fsdecode(name))
@@ -73,8 +77,8 @@ def remove_changed(path: Path, data: bytes, hash_size: int, root: Path, *, folde
                 continue
         except OSError:
             pass
-        if folder_mode is not None or not _holds(top + name, data[at + 26] >> 4 == 0o12,
-                                                 data[at + 40:at + 40 + hash_size].hex(), root):
+        if like is not None or not _holds(top + name, data[at + 26] >> 4 == 0o12,
+                                          data[at + 40:at + 40 + hash_size].hex(), root):
             stale.append(os.fsdecode(name))
             removal.remove_below(path, stale[-1])  # by descriptors, one folder at a time: never through a link
     for name in [os.fsdecode(f) for f in gone] + sparse:
@@ -82,23 +86,28 @@ def remove_changed(path: Path, data: bytes, hash_size: int, root: Path, *, folde
     return stale
 
 
-def _wrong_folder(top: bytes, folder: bytes, known: dict[bytes, bytes | None], mode: int | None) -> bytes | None:
-    """The outermost folder on the way to `folder` (itself included) that is not a folder, None when all are;
-    each looked at once (`known`), and with `mode`, given that mode and cleared of `user.` xattrs."""
+_CLEARED = ("user.", "system.posix_acl_")  # notes for the next node's tools; ACLs (a default one sets new modes)
+
+
+def _wrong_folder(top: bytes, folder: bytes, known: dict[bytes, bytes | None],
+                  model: tuple[int, set[str]] | None) -> bytes | None:
+    """The outermost folder on the way to `folder` (itself included; b"" is the worktree) that is not a folder,
+    None when all are; each looked at once (`known`), and with `model` (a mode and the xattrs to keep), given
+    that mode and cleared of the `_CLEARED` xattrs it lacks."""
     if folder not in known:
-        cut = folder.rfind(b"/")
-        known[folder] = _wrong_folder(top, folder[:max(cut, 0)], known, mode)
+        known[folder] = _wrong_folder(top, folder[:max(folder.rfind(b"/"), 0)], known, model) if folder else None
         if known[folder] is None:
+            place = top + folder if folder else top[:-1]
             try:
-                st = os.lstat(top + folder)
+                st = os.lstat(place)
                 if not stat.S_ISDIR(st.st_mode):
                     known[folder] = folder
-                elif mode is not None:
-                    if stat.S_IMODE(st.st_mode) != mode:  # by a descriptor: lchmod is missing before glibc 2.32
-                        watched.chmod_folder(top + folder, mode)
-                    for attribute in _xattrs(top + folder):
-                        if attribute.startswith("user."):  # a note for the next node's tools
-                            os.removexattr(top + folder, attribute, follow_symlinks=False)
+                elif model is not None:
+                    if stat.S_IMODE(st.st_mode) != model[0]:  # by a descriptor: lchmod is missing before glibc 2.32
+                        watched.chmod_folder(place, model[0])
+                    for attribute in _xattrs(place):
+                        if attribute.startswith(_CLEARED) and attribute not in model[1]:
+                            os.removexattr(place, attribute, follow_symlinks=False)
             except FileNotFoundError:
                 pass  # nothing there: the checkout makes it
     return known[folder]

@@ -134,8 +134,7 @@ def _undone(root: Path, path: Path, made: Made, base: str) -> bool:
         found, snapshot = git_batch.read(root, base), _snapshot(made)
         if found is None or snapshot is None:
             return False
-        converted.remove_changed(path, snapshot[0], len(found[0]) // 2, root,
-                                 folder_mode=stat.S_IMODE(os.stat(path.parent).st_mode))
+        converted.remove_changed(path, snapshot[0], len(found[0]) // 2, root, like=path.parent)
     except (OSError, git_batch.Unusable):
         return False
     return True
