@@ -214,3 +214,26 @@ nodes:
     assert not reads("A") and reads("B")
     (ledger / "config.yaml").write_text("coherence:\n  evaluators: [{name: p, run: 'true'}]\n")
     assert judge.reads_files(ctx)("A")
+
+
+def test_a_cleared_sibling_rewritten_behind_ident_is_found_changed_and_put_back(tmp_path):
+    """rv34: `git status` cleans an `ident` file's `$Id: ... $` before it compares, so what another node's worker
+    (no sandbox) wrote there, at the same size, was not found, and the landed sibling's evaluators ran it."""
+    import os
+    from orchestrate import git
+    from orchestrate.workers import siblings
+    from tests.helpers import make_repo
+    repo = make_repo(tmp_path / "repo", {".gitattributes": "f.py ident\n", "f.py": "x = 1  # $Id$\n"})
+    tree = tmp_path / "trees" / "S"
+    git.worktree_add(repo, tree, "node/t/S", "HEAD")
+    k = siblings.Kept("S", tree, "trees/S", repo.head(), "node/t/S", False, cleared=True)
+    common = git.git_common_dir(repo)
+    assert siblings._changed(k, common, siblings.Branches(repo, "t"), repo) == ""
+    text = (tree / "f.py").read_text()
+    i, j = text.index("$Id: ") + 5, text.rindex(" $")
+    with open(tree / "f.py", "r+") as fh:  # the same size, in place
+        fh.write(text[:i] + '"; x = 2; "'.ljust(j - i) + text[j:])
+    assert repo.git("-C", str(tree), "status", "--porcelain") == ""  # git takes it for unchanged
+    found = siblings._changed(k, common, siblings.Branches(repo, "t"), repo)
+    assert found == "f.py (other bytes that git cleans to the same blob)"
+    assert not os.path.lexists(tree / "f.py")  # removed: the put-back's checkout writes it

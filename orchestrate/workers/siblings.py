@@ -41,7 +41,7 @@ from pathlib import Path
 from orchestrate import git, git_files, stamps
 from orchestrate.errors import GitError
 from orchestrate.recorder.campaign import DISPATCHED, LANDED
-from orchestrate.workers import handwork, pool
+from orchestrate.workers import converted, handwork, pool
 
 SHOWN = 10  # paths named per worktree; the rest are counted
 FAILED = "; its attempt failed"  # how a blame ends (engine/watch.py words it the same way)
@@ -58,6 +58,7 @@ class Kept:
     branch: str
     detached: bool
     files: bool = True  # False: only the branch matters (see the module's docstring)
+    cleared: bool = False  # a returned node's, cleared for judging: its index is orchestrate's (converted.py)
 
     @property
     def ref(self) -> str:
@@ -95,7 +96,7 @@ def check(ctx, node_id: str) -> str:
     for k in kept:
         if not k.files:  # its files went unread: if its judging comes to read them, `before_reading` compares
             ctx.unread.setdefault((k.node, k.sha), set()).update(suspects)
-        changed = _changed(k, common, branches)
+        changed = _changed(k, common, branches, ctx.root)
         if changed:
             found.append(_restored(ctx, k, changed, common, branches))
             victims.append(k.node)
@@ -124,8 +125,8 @@ def before_reading(ctx) -> None:
         del ctx.unread[(node, sha)]
         if ns is None or ns.status != LANDED or ns.head != sha:
             continue
-        k = Kept(node, ctx.root / ns.worktree, ns.worktree, sha, ns.branch, bool(ns.objects))
-        if changed := _changed(k, common, branches):
+        k = Kept(node, ctx.root / ns.worktree, ns.worktree, sha, ns.branch, bool(ns.objects), cleared=True)
+        if changed := _changed(k, common, branches, ctx.root):
             found = _restored(ctx, k, changed, common, branches)
             ctx.emit("guard", {"nodes": sorted(writers), "siblings": [node], "changes": [found]})
             who = f"by {' or '.join(sorted(writers))}" if writers else "before this runner resumed the campaign"
@@ -158,20 +159,21 @@ def _kept(ctx, node_id: str) -> list[Kept]:
         if (ns.status == LANDED and ns.rc in (0, None)) or (ns.status == DISPATCHED and ns.freeze):
             if (ns.id, ns.attempt) in getattr(ctx, "evaluated", {}):  # judged ahead (the eager schedule): what
                 continue  # its evaluators left is theirs, and their verdict was read before this worker returned
-            sha = ns.head
+            sha, cleared = ns.head, not ns.freeze
             reads = reads or ctx.reads_files()
             files = bool(ns.freeze) or reads(ns.id)  # a frozen worker goes on in it
         elif ns.status == DISPATCHED and ns.id in queued:  # a resumed attempt's process ran before: its head
             sha = ns.head if ns.spawned >= ns.attempt and ns.head else ns.base
-            files = True
+            files, cleared = True, False
         else:
             continue
         if sha and not handwork.is_human(ctx.dag, ns.id):  # a person may still be at work in theirs
-            kept.append(Kept(ns.id, ctx.root / ns.worktree, ns.worktree, sha, ns.branch, bool(ns.objects), files))
+            kept.append(Kept(ns.id, ctx.root / ns.worktree, ns.worktree, sha, ns.branch, bool(ns.objects), files,
+                             cleared))
     return kept
 
 
-def _changed(k: Kept, common: Path, branches: Branches) -> str:
+def _changed(k: Kept, common: Path, branches: Branches, root: Path | None = None) -> str:
     """What differs from what `k` must be, or "". A worktree found unchanged whose files, index, HEAD and
     branch have not been written since (orchestrate.stamps) is not asked of git again: a layer of L
     landed nodes was L*L/2 `git status` processes, one per sibling per return."""
@@ -184,7 +186,7 @@ def _changed(k: Kept, common: Path, branches: Branches) -> str:
         return "it was removed"
     if not git_files.linked(k.path, common):  # git would run in whatever repository the link names: never ask it
         return "its .git link or admin dir was replaced"
-    found = _asked(k, branches)
+    found = _asked(k, branches) or (_cleaned_alike(k, root) if k.cleared else "")
     if not found and stamp is not None:  # taken before git looked: a write since shows in the next stamp
         if len(_clean) > 4096:
             _clean.clear()
@@ -237,6 +239,22 @@ def _asked(k: Kept, branches: Branches) -> str:
         more = f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
         found.append(", ".join(paths[:SHOWN]) + more)
     return "; ".join(found)
+
+
+def _cleaned_alike(k: Kept, root: Path | None) -> str:
+    """Files `git status` passed over though they hold other bytes than their blob (git compares whole seconds,
+    and after conversions: `$Id: <code> $` under `ident`), found against the worktree's index (orchestrate's,
+    installed when its node was cleared for judging) to the nanosecond, and removed for the put-back to write
+    (rv34); "" when none."""
+    admin = git.admin_dir(k.path)
+    if admin is None:
+        return "its git admin dir is not known"
+    try:
+        stale = converted.remove_changed(k.path, (admin / "index").read_bytes(), len(k.sha) // 2, root or k.path)
+    except OSError as exc:
+        return f"its files could not be compared ({exc.strerror or exc})"
+    more = f" and {len(stale) - SHOWN} more" if len(stale) > SHOWN else ""
+    return f"{', '.join(stale[:SHOWN])}{more} (other bytes that git cleans to the same blob)" if stale else ""
 
 
 def _by_branch(k: Kept, common: Path, branches: Branches) -> str:
