@@ -9,7 +9,8 @@ import signal
 import time
 from typing import Mapping
 
-from orchestrate.proc import _ours, _spawning, become_subreaper, stat_field, stat_fields  # proc's record of what it started
+# proc's record of what it started, and its readers of /proc/PID/stat
+from orchestrate.proc import _ours, _spawning, become_subreaper, stat_field, stat_fields
 
 # In the environment of a notify command: what it sends in the background may finish. A value of this process's
 # own, which no worker is given: `ORCH_NOTIFIER=1` was a mark any leftover could wear (rv34).
@@ -114,21 +115,14 @@ def kill_inside(*folders: str | os.PathLike) -> list[int]:
               for f in folders if not os.path.islink(f)]
     if not wanted:
         return []
-    killed = []
-    for pid in _left_here():
-        if any(where == w or where.startswith(os.path.join(w, "")) for where in _places(pid) for w in wanted):
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except (ProcessLookupError, PermissionError):
-                pass
-    return killed
+    return _kill(pid for pid in _left_here()
+                 if any(where == w or where.startswith(os.path.join(w, "")) for where in _places(pid) for w in wanted))
 
 
 def _left_here() -> list[int]:
     """This process's descendants, below none that proc holds as one it started: read down from here through
-    each thread's `children` list (a pass over this process's tree, not every process: 1.7 ms on a machine of
-    65 processes, more on a workstation's hundreds)."""
+    each thread's `children` list, a pass over this process's tree alone (0.04 ms; every process's descriptors
+    read were 1.7 ms on a machine of 65 processes, more on a workstation's hundreds)."""
     me = os.getpid()
     tracked, found, todo = set(_ours), [], [me]
     if not os.path.exists(f"/proc/{me}/task/{me}/children"):  # a kernel without it: every process's parent
@@ -161,18 +155,23 @@ def _left_here() -> list[int]:
 
 def _kill_every(chosen) -> list[int]:
     """SIGKILL every process but this one that `chosen(pid)` picks; the pids killed."""
-    me, killed = os.getpid(), []
+    me = os.getpid()
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
-        return killed
+        return []
+    return _kill(pid for pid in pids if pid != me and chosen(pid))
+
+
+def _kill(pids) -> list[int]:
+    """SIGKILL each of `pids`; those it reached."""
+    killed = []
     for pid in pids:
-        if pid != me and chosen(pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except (ProcessLookupError, PermissionError):
-                pass
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        except (ProcessLookupError, PermissionError):
+            pass
     return killed
 
 

@@ -6,7 +6,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from orchestrate.dag.load import load_dag
 from orchestrate.dag.model import Dag
@@ -42,7 +42,7 @@ class Context:
     sealed: set = field(default_factory=set)  # nodes whose attempt this runner started unable to write the checkout
     evaluated: dict = field(default_factory=dict)  # (node, attempt) -> its evaluators' verdict, run ahead
     judge_runs: int = 0  # processes judging started (workers/containment.judging): the watch looks after them
-    judged: object = None  # (nodes, runs before) -> None: the watch's look after judging (engine/loop.py sets it)
+    judged: Callable[[list, int], None] | None = None  # the watch's look after judging (engine/loop.py sets it)
     unread: dict = field(default_factory=dict)  # (node, head) -> workers that returned while its files went
     #                                             uncompared (workers/siblings.py `before_reading`)
     refuted: dict = field(default_factory=dict)  # eager: node -> the head its premise was found stale against

@@ -13,9 +13,10 @@ A worker had the run of the worktree it leaves behind, so nothing in it is trust
   started (its hash is checked); an index the worker crafted to hide a change is never read. Every file
   touched since then (by the worker, or by what judged it: evaluators run its code) has another ctime
   than that copy records, which no unprivileged process can set back; compared to the nanosecond, each
-  such file whose bytes are not the recorded blob is removed (`_undone`, converted.py). git's own look
-  would not do: it compares whole seconds, and takes a file its conversions clean to the same blob (a
-  `$Id: ... $` holding other text, a CRLF) for unchanged, and keeps it;
+  such file is removed, and the tracked folders get the checkout's mode back (`_undone`, converted.py).
+  git's own look would not do: it compares whole seconds, takes a file its conversions clean to the same
+  blob (a `$Id: ... $` holding other text, a CRLF) for unchanged and keeps it, and compares neither mode
+  bits but the executable one, xattrs and hard links, nor folders at all;
 - then `rebase`: a forced checkout of the new base (it writes the paths whose index entries differ and
   the files removed above, after one stat per file), then everything git does not track is removed
   (untracked.py).
@@ -164,9 +165,9 @@ def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True, ins
     try:
         env = {"GIT_INDEX_FILE": str(judged)}
         git.git(path, "read-tree", "-m", "-i", base, head, env=env)
-        said = unread.checked(git.git(path, *index_file.STAT_CHECKS, "-c", "core.untrackedCache=false", "status", "--porcelain=v1",
-                                      "-z", "--no-renames", "--untracked-files=all", *git.NO_SUBMODULE_DIRT,
-                                      env={**env, "GIT_OPTIONAL_LOCKS": "0"}), path, env)
+        said = unread.checked(git.git(path, *index_file.STAT_CHECKS, "-c", "core.untrackedCache=false", "status",
+                                      "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all",
+                                      *git.NO_SUBMODULE_DIRT, env={**env, "GIT_OPTIONAL_LOCKS": "0"}), path, env)
         found = [(entry[:2], entry[3:]) for entry in said.split("\0") if entry]
         changed = [name for code, name in found if code != "??"]
         if changed and pass_converted and (defined := inert.filters(path)):
