@@ -71,6 +71,23 @@ def empty_below(root: Path, rel: str) -> None:
             os.close(fd)
 
 
+def remove_odd_in(root: Path, rel: str) -> list[str]:
+    """Remove the FIFOs, sockets and device nodes in the folder at `rel` below `root` (not below it; "" is `root`
+    itself), reached as `remove_below` reaches it: no git listing shows them, so they would outlast every
+    clearing of what git does not track. The names removed."""
+    if (fd := _open_folder(root, _parts(rel) if rel else [])) is None:
+        return []
+    try:
+        with os.scandir(fd) as entries:  # the type from the folder's own listing: no stat a name
+            odd = [e.name for e in entries if not (e.is_file(follow_symlinks=False) or e.is_dir(follow_symlinks=False)
+                                                   or e.is_symlink())]
+        for name in odd:
+            os.unlink(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+    return odd
+
+
 def _parts(rel: str) -> list[str]:
     parts = [part for part in rel.split("/") if part]
     if not parts or any(part in (".", "..") for part in parts):

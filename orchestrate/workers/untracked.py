@@ -1,6 +1,6 @@
 """Clearing a worktree of what git does not track: untracked and ignored files, nested repositories, empty
-folders (as `git ls-files --others --directory` lists them, C-quoted), a `.git` planted in a tracked folder,
-which no git listing shows, and what is in a gitlink's folder. Used before a pooled worktree is re-based
+folders (as `git ls-files --others --directory` lists them, C-quoted), and what no git listing shows: a `.git`
+planted in a tracked folder, FIFOs and sockets in one, and what is in a gitlink's folder. Used before a pooled worktree is re-based
 (pool.py) and before a returned node is judged (returns.py). Every removal is by descriptors (removal.py)."""
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ def clear(path: Path, commit: str, keep_ignored: bool = False) -> list[str]:
             removal.remove_below(path, entry)
         for folder in _tracked_folders(path, commit):  # git never lists a `.git` below the top, nor tracks one
             removal.remove_below(path, folder + "/.git")
+            left += [f"{folder}/{name}" for name in removal.remove_odd_in(path, folder)]
+        left += removal.remove_odd_in(path, "")  # FIFOs and sockets: git lists neither (untracked folders went whole)
         _empty_gitlinks(path)
     except ValueError as exc:  # a name git did not quote as asked
         raise GitError(["ls-files"], 0, "", f"a name git did not quote as asked ({exc})") from None
