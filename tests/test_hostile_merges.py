@@ -145,6 +145,25 @@ def test_git_config_an_evaluator_plants_in_home_is_put_back_and_fails_its_node(t
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
+def test_git_config_a_gate_plugins_own_process_plants_in_home_is_put_back_and_fails_its_node(
+        tmp_path, orch, mode, home, site):
+    """A gate plugin is Python in the runner: what it starts itself (its own `subprocess`, running the node's
+    code, say) is neither sandboxed nor counted as judging's, so the watch did not look after it."""
+    from tests.plugin_site import gate
+    body = f"def check(self, config, cwd, env):\n    import subprocess\n    subprocess.run(['sh', '-c', {PLANT!r}])\n" \
+           "    return 0, 'clean'"
+    site.add("orchestrate-planter", "1.0", gate("planter", body=body), call=False)
+    repo = hostile.campaign_repo(tmp_path, "gates: {scan: {plugin: planter}}\n" + hostile.dag(mode, "scan"),
+                                 "#!/bin/sh\necho a > a.txt\n")
+    baseline = repo.git("rev-parse", "HEAD")
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "node A: while it ran or was judged, ~/.gitconfig was changed" in text, text
+    assert (home / ".gitconfig").read_text() == IDENTITY
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
 def test_git_config_a_campaign_check_plants_in_home_on_the_merged_tree_is_put_back_and_nothing_merged(
         tmp_path, orch, mode, home):
     stager = ("#!/bin/sh\nmkdir -p tests\nprintf '%s\\n' 'case \"$PWD\" in *integration*) "

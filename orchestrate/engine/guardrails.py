@@ -140,7 +140,7 @@ def _check(ctx, names: list[str], at: str, env: dict, log) -> list[tuple[str, Ve
                 if ctx.gate_plugins is None:
                     ctx.gate_plugins = plugingates.load(dag, lambda m: ctx.out.always(f"warning: {m}"))
                 with containment.judging(ctx, scratch):
-                    found[name] = plugingates.run(ctx.gate_plugins, plugin_gates[name], scratch, env)
+                    found[name] = plugingates.run(ctx, plugin_gates[name], scratch, env)
         return [(name, *found[name]) for name in names]
     finally:
         git.worktree_remove(ctx.root, scratch)

@@ -59,9 +59,13 @@ def load(dag, warn: Callable[[str], None], *, discovered=None) -> dict:
     return loaded
 
 
-def run(loaded: dict, gate: PluginGate, cwd, env: dict[str, str]) -> tuple[Verdict, str]:
-    """(verdict, source entity) of one plugin gate; a crash or a bad answer is a failing verdict, code 2."""
-    plugin = loaded[gate.plugin]
+def run(ctx, gate: PluginGate, cwd, env: dict[str, str]) -> tuple[Verdict, str]:
+    """(verdict, source entity) of one plugin gate, of those loaded for `ctx`; a crash or a bad answer is a
+    failing verdict, code 2. Counted as judging that ran something: a plugin is Python in the runner, and
+    what it starts itself (the node's code, say) is neither sandboxed nor counted by `proc`, so without it
+    the watch would not look after it (workers/containment.judging)."""
+    plugin = ctx.gate_plugins[gate.plugin]
+    ctx.judge_runs += 1
     entity = f"plugin:{plugin.name}@{plugin.shown_version}"
     try:
         answer = plugin.obj.check(dict(gate.config), str(cwd), dict(env))

@@ -248,7 +248,7 @@ def _plugin_gates(ctx: Context, node_id: str, worktree, ns) -> list:
     if ctx.gate_plugins is None:
         ctx.gate_plugins = plugingates.load(ctx.dag, lambda m: ctx.out.always(f"warning: {m}"))
     env = {**ctx.runner_tags(), "ORCH_NODE": node_id, "ORCH_BASE": ns.base, "ORCH_HEAD": ns.head}
-    return [plugingates.run(ctx.gate_plugins, g, worktree, env) for g in gates]
+    return [plugingates.run(ctx, g, worktree, env) for g in gates]
 
 
 def _outputs(ctx: Context, node, ns) -> Verdict:
