@@ -145,6 +145,18 @@ def test_git_config_an_evaluator_plants_in_home_is_put_back_and_fails_its_node(t
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
+def _put_back_and_nothing_merged(repo, orch, home, blamed: str = "") -> None:
+    """Run the campaign: the planted ~/.gitconfig is reported (blamed on `blamed`, when given) and put back,
+    and nothing is merged."""
+    baseline = repo.git("rev-parse", "HEAD")
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert f"{blamed}while it ran or was judged, ~/.gitconfig was changed" in text, text
+    assert (home / ".gitconfig").read_text() == IDENTITY
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
 def test_git_config_a_gate_plugins_own_process_plants_in_home_is_put_back_and_fails_its_node(
         tmp_path, orch, mode, home, site):
     """A gate plugin is Python in the runner: what it starts itself (its own `subprocess`, running the node's
@@ -155,13 +167,7 @@ def test_git_config_a_gate_plugins_own_process_plants_in_home_is_put_back_and_fa
     site.add("orchestrate-planter", "1.0", gate("planter", body=body), call=False)
     repo = hostile.campaign_repo(tmp_path, "gates: {scan: {plugin: planter}}\n" + hostile.dag(mode, "scan"),
                                  "#!/bin/sh\necho a > a.txt\n")
-    baseline = repo.git("rev-parse", "HEAD")
-    result = orch("run", cwd=repo)
-    text = result.out + result.err
-    assert result.rc == 75, text
-    assert "node A: while it ran or was judged, ~/.gitconfig was changed" in text, text
-    assert (home / ".gitconfig").read_text() == IDENTITY
-    assert repo.git("rev-parse", "campaign/hostile") == baseline
+    _put_back_and_nothing_merged(repo, orch, home, "node A: ")
 
 
 def test_git_config_a_campaign_check_plants_in_home_on_the_merged_tree_is_put_back_and_nothing_merged(
@@ -169,13 +175,7 @@ def test_git_config_a_campaign_check_plants_in_home_on_the_merged_tree_is_put_ba
     stager = ("#!/bin/sh\nmkdir -p tests\nprintf '%s\\n' 'case \"$PWD\" in *integration*) "
               + PLANT.replace("\\", "\\\\").replace("'", "'\\''") + " ;; esac' > tests/run.sh\n")
     repo = hostile.campaign_repo(tmp_path, CHECKED.replace("MODE", mode), stager)
-    baseline = repo.git("rev-parse", "HEAD")
-    result = orch("run", cwd=repo)
-    text = result.out + result.err
-    assert result.rc == 75, text
-    assert "while it ran or was judged, ~/.gitconfig was changed" in text, text
-    assert (home / ".gitconfig").read_text() == IDENTITY
-    assert repo.git("rev-parse", "campaign/hostile") == baseline
+    _put_back_and_nothing_merged(repo, orch, home)
 
 
 def test_git_config_planted_where_judging_leaves_the_verdict_early_or_reads_the_merged_tree_is_put_back(
