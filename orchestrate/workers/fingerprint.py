@@ -4,7 +4,8 @@ Without the sandbox a worker can write anywhere the user can. Around every worke
 fingerprint of the shared git dir (config, hooks/, info/, objects/info/alternates, and every ref but the
 campaigns' node and campaign branches: its runner moves a campaign's own while workers run, and checks them
 otherwise), of the user's git config, attributes and excludes in $HOME (writable in the sandbox) and what
-that config and the repository's name (workers/git_named.py), of the
+that config and the repository's name (workers/git_named.py), of the files in $HOME that run code later
+(shell and ssh start-up files, Python's user-site hooks: workers/startup_files.py), of the
 recorder files the engine reads back (config.yaml, the default DAG, the campaign's DAG copy; the journal
 is the recorder's to verify) and of the user's checkout (HEAD, branch, index, status, linked files). A difference is
 attributed to the nodes that were running; planted config, hooks and attributes (in .git or $HOME) and
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from orchestrate import git, proc
-from orchestrate.workers import git_named, watched
+from orchestrate.workers import git_named, startup_files, watched
 from orchestrate.workers.git_named import LED
 from orchestrate.workers.watched import content
 
@@ -83,7 +84,7 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     # outside the checkout too (a hooksPath in /opt, a file in .git it includes)
     home = git_named.home_files(root)
     files, fp.named = git_named.split(common, root, home)
-    fp.home = {path: watched.read(path, inside) for path in dict.fromkeys([*home, *files])}
+    fp.home = {path: watched.read(path, inside) for path in dict.fromkeys([*home, *files, *startup_files.files()])}
     if recorder_git is not None:
         fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git, inside)
     theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
@@ -171,9 +172,11 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     may have edited it during the run: the edit is not lost, only kept out of the recorder)."""
     # never written through a link of $HOME's: your checkout, its git dir, the recorder (rv26)
     out = before.inside
-    put_back = restore_recorder(before, keep) + _restore_folders(before.folders, before.places) + \
-        _restore_paths(before.home, keep, out, before.places) + _put_back(before.common, before.files, ".git",
-                                                                           before.places, out)
+    put_back = restore_recorder(before, keep) + _restore_folders(before.folders, before.places)
+    made = startup_files.created(before.home)  # listed once the folders are back: never through a link swapped in
+    places = {**before.places, **{path: before.places[path.parent / startup_files.HOOKS[0]] for path in made}}
+    put_back += _restore_paths({**made, **before.home}, keep, out, places) + \
+        _put_back(before.common, before.files, ".git", before.places, out)
     if before.recorder_git is not None:
         put_back += _put_back(before.recorder_git, before.recorder_git_files, ".ledger/.git", before.places, out)
     return put_back
