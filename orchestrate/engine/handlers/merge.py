@@ -32,7 +32,10 @@ def handle(ctx: Context) -> Outcome:
             worktrees.remove(ctx, m, str(ctx.root / ns.worktree))
             ctx.out.line(f"{m}: nothing to merge (the worker changed nothing); accepted at {c.tip[:12]}")
         return Outcome.MERGED
-    if (sha := _merged_before_crash(ctx, [c.nodes[m].head for m in changed])) is not None:
+    titles = "; ".join(ctx.dag.by_id[m].title for m in members)
+    label = f"node {first}" if len(members) == 1 else f"group {ctx.subject}"
+    message = f"merge {label}: {titles}"
+    if (sha := _merged_before_crash(ctx, [c.nodes[m].head for m in changed], message)) is not None:
         for m in members:
             ns = c.nodes[m]
             ctx.emit("merge", {"node": m, "sha": sha, "branch": ns.branch, "head": ns.head},
@@ -48,9 +51,6 @@ def handle(ctx: Context) -> Outcome:
     worktrees.free_branch(ctx)
     ctx.emit("intent", {"effect": "merge", "node": first, "nodes": members, "branch": " ".join(branches),
                         "head": " ".join(c.nodes[m].head for m in changed), "onto": c.tip})
-    titles = "; ".join(ctx.dag.by_id[m].title for m in members)
-    label = f"node {first}" if len(members) == 1 else f"group {ctx.subject}"
-    message = f"merge {label}: {titles}"
     env = git.identity_env(ctx.root)
     # The judged shas, never the branch names: a branch a worker (or its leftover child) moves after
     # judging must not carry unjudged commits into the campaign.
@@ -171,17 +171,38 @@ def _merged_since(ctx: Context, members: list[str]) -> str:
     return f"merged since {'their' if len(members) > 1 else 'its'} base: {', '.join(since)}"
 
 
-def _merged_before_crash(ctx: Context, heads: list[str]) -> str | None:
-    """The campaign head when a runner that died after committing this merge left it there: a merge commit
-    on the campaign's first-parent line since the tip whose parents are the tip's line plus exactly these
-    heads. An ancestor is not enough: a branch reset to before its base is an ancestor of everything."""
+def _merged_before_crash(ctx: Context, heads: list[str], message: str) -> str | None:
+    """The campaign head when a runner that died after moving the branch to this merge left it there: the
+    branch's tip is a commit on exactly the campaign tip and these heads, with the merge's subject, holding the
+    tree this merge makes. All of it checked (rv36): a worker without the sandbox running while a judged node
+    waits can put a commit with those parents and any tree there; taken for the dead runner's, its tree would
+    be recorded as the merge no gate saw. Anything else on the branch is not adopted: the merge's own move
+    then finds the branch moved and halts (`_advance`)."""
     c = ctx.campaign
-    if git.rev_parse(ctx.root, c.branch) == c.tip:  # the branch is where this runner knows it: nothing was merged
+    now = git.rev_parse(ctx.root, c.branch)
+    if now in (None, c.tip):  # the branch is where this runner knows it: nothing was merged
         return None
-    for line in git.lines(ctx.root, "rev-list", "--first-parent", "--parents", f"{c.tip}..{c.branch}"):
-        sha, *parents = line.split()
-        if len(parents) > 1 and sorted(parents[1:]) == sorted(heads):
-            return git.out(ctx.root, "rev-parse", c.branch)
+    sha, *parents = git.out(ctx.root, "rev-list", "--parents", "-n", "1", now).split()
+    if parents[:1] != [c.tip] or sorted(parents[1:]) != sorted(heads):
+        return None
+    from orchestrate import git_batch
+    said = git.out(ctx.root, "log", "-1", "--format=%B", now)
+    made = _merge_of(ctx, heads) if said.split() == message.split() else None
+    return now if made is not None and made == git_batch.tree_of(ctx.root, now) else None
+
+
+def _merge_of(ctx: Context, heads: list[str]) -> str | None:
+    """The tree merging `heads` onto the campaign tip makes, one after the other in the object store; None when
+    one conflicts or this git cannot say. (An octopus merges without rename detection: a group's tree may then
+    differ, and a crash at that instant halts instead of adopting the commit.)"""
+    onto = ctx.campaign.tip
+    for i, head in enumerate(heads):
+        merged = git.merge_tree(ctx.root, onto, head)
+        if merged is None or merged[1]:
+            return None
+        if i == len(heads) - 1:
+            return merged[0]
+        onto = git.commit_tree(ctx.root, merged[0], [onto, head], "step")
     return None
 
 

@@ -1,0 +1,59 @@
+"""A merge commit found on the campaign branch at MERGE is adopted as the one a killed runner made only when it
+is that merge: on exactly the campaign tip and the judged head, with the merge's message and the tree the merge
+makes (rv36: a worker without the sandbox could put a commit with those parents and any tree there while a
+judged node waited, and have its tree recorded as merged)."""
+from __future__ import annotations
+
+import subprocess
+
+from tests.engine_helpers import campaign_repo, cli, journal
+
+DAG = """\
+topic: adopt
+mode: autonomous
+defaults: {max_attempts: 1, sandbox: none}
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, title: writes a, file_surface: [a.txt], discipline: sh}
+"""
+WORKER = "#!/bin/sh\necho a > a.txt\n"
+
+
+def _killed_before_the_branch_moved(tmp_path):
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    done = cli(repo, "run", fault="merge:1")  # the merge commit made, campaign/adopt not yet moved to it
+    assert done.returncode == -9, done.stdout + done.stderr
+    tip = repo.git("rev-parse", "campaign/adopt")
+    head = repo.git("rev-parse", "node/adopt/A")
+    return repo, tip, head
+
+
+def _commit(repo, tree: str, tip: str, head: str, message: str = "merge node A: writes a") -> str:
+    return repo.git("commit-tree", tree, "-p", tip, "-p", head, "-m", message)
+
+
+def test_the_merge_a_killed_runner_left_on_the_branch_is_adopted(tmp_path):
+    repo, tip, head = _killed_before_the_branch_moved(tmp_path)
+    made = _commit(repo, repo.git("merge-tree", "--write-tree", tip, head), tip, head)
+    repo.git("update-ref", "refs/heads/campaign/adopt", made)
+    done = cli(repo, "resume")
+    assert done.returncode == 75 and "repair: A was merged" in done.stdout, done.stdout + done.stderr
+    assert [e["context"]["sha"] for e in journal(repo, "adopt") if e["kind"] == "merge"] == [made]
+
+
+def test_a_commit_with_the_merges_parents_and_another_tree_is_not_adopted(tmp_path):
+    repo, tip, head = _killed_before_the_branch_moved(tmp_path)
+    blob = _fed(repo, "never judged\n", "hash-object", "-w", "--stdin")
+    forged_tree = _fed(repo, f"100644 blob {blob}\tevil.txt\n" + repo.git("ls-tree", head) + "\n", "mktree")
+    for forged in (_commit(repo, forged_tree, tip, head),  # any tree
+                   _commit(repo, repo.git("merge-tree", "--write-tree", tip, head), tip, head, "merge node B: x")):
+        repo.git("update-ref", "refs/heads/campaign/adopt", forged)
+        done = cli(repo, "resume")
+        text = done.stdout + done.stderr
+        assert done.returncode != 0 and "repair:" not in text and "something other than orchestrate moved it" in text, text
+        assert not [e for e in journal(repo, "adopt") if e["kind"] == "merge"]
+
+
+def _fed(repo, text: str, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], input=text, capture_output=True, text=True,
+                          check=True).stdout.strip()
