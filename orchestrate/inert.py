@@ -4,8 +4,9 @@ and no setting or replace ref changes what they read.
 A worker can write `.git/config`, `.git/hooks/` and `.git/info/attributes` (without the sandbox), and
 orchestrate runs git in that repository while workers run, so every call of `orchestrate.git` carries
 config overrides (`GIT_CONFIG_COUNT`, which outranks every config file) that switch off what would run a
-program: hooks of every kind, fsmonitor, credential helpers, ssh and signing programs, pagers and editors,
-and each filter, diff and merge driver a config file defines. Drivers are found by reading the config
+program: hooks of every kind, fsmonitor, credential helpers, ssh programs, signing and signature-checking
+programs, pagers and editors, and each filter, diff and merge driver a config file defines; and trace2, which
+would write where a config says. Drivers are found by reading the config
 files (no process): their names are what `.gitattributes` or `info/attributes` can point at.
 """
 from __future__ import annotations
@@ -32,6 +33,16 @@ _FIXED = (
     ("sequence.editor", "true"),
     ("commit.gpgSign", "false"),
     ("tag.gpgSign", "false"),
+    ("push.gpgSign", "false"),
+    # Checking a signature runs a program too: a commit can carry any `gpgsig` header (`hash-object -t commit`),
+    # and `merge.verifySignatures` or `log.showSignature` in a config a worker can write (~/.gitconfig is, in the
+    # sandbox) would have orchestrate's own merge or log run the program that config names, outside the sandbox
+    ("merge.verifySignatures", "false"),
+    ("log.showSignature", "false"),
+    ("gpg.program", "false"),
+    ("gpg.openpgp.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("gpg.ssh.program", "false"),
     ("protocol.ext.allow", "never"),
     ("submodule.recurse", "false"),
     ("gc.auto", "0"),  # no background gc started by our commits while workers run
@@ -64,7 +75,10 @@ def env(repo: str | Path) -> dict[str, str]:
            # another in every read: what orchestrate checks out, diffs and merges is the objects themselves.
            # So does `info/grafts` for a commit's parents, which GIT_NO_REPLACE_OBJECTS leaves on (and with
            # which every `git status` prints a deprecation hint: rv24): a graft file that is never there
-           "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": "/nonexistent/orchestrate-no-grafts"}
+           "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": "/nonexistent/orchestrate-no-grafts",
+           # a trace2 target in a config a worker can write would have orchestrate's git append to any file the
+           # user can write (the checkout, read-only to workers); the variables outrank every config file
+           "GIT_TRACE2": "0", "GIT_TRACE2_EVENT": "0", "GIT_TRACE2_PERF": "0"}
     for i, (key, value) in enumerate(pairs):
         out[f"GIT_CONFIG_KEY_{i}"] = key
         out[f"GIT_CONFIG_VALUE_{i}"] = value

@@ -189,3 +189,37 @@ def test_a_driver_planted_at_the_same_size_with_the_mtime_put_back_is_still_neut
     (repo / "f.txt").write_text("two\n")
     git.git(repo, "checkout", "HEAD", "--", "f.txt")
     assert not mark.exists(), "a filter planted behind an unchanged size and mtime ran inside orchestrate's git"
+
+
+def test_checking_a_signature_or_tracing_runs_and_writes_nothing_a_config_names(tmp_path, home):
+    """rv37: ~/.gitconfig is writable in the sandbox. `merge.verifySignatures` or `log.showSignature` there, with a
+    `gpg.program`, had orchestrate's own merge and log run that program outside the sandbox on a commit carrying
+    any `gpgsig` header; a trace2 target had its git append to a file workers cannot write."""
+    import subprocess
+    repo = make_repo(tmp_path / "r", {"f.txt": "one\n"})
+    body = (f"tree {repo.git('rev-parse', 'HEAD^{tree}')}\nparent {repo.git('rev-parse', 'HEAD')}\n"
+            "author a <a@x> 0 +0000\ncommitter a <a@x> 0 +0000\n"
+            "gpgsig -----BEGIN PGP SIGNATURE-----\n x\n -----END PGP SIGNATURE-----\n\nsigned\n")
+    signed = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo, check=True, text=True,
+                            capture_output=True, input=body).stdout.strip()
+    marks = tmp_path / "ran"
+    program = home / "gpg.sh"
+    program.write_text(f'#!/bin/sh\necho "$@" >> "{marks}"\ncat > /dev/null\nexit 1\n')
+    program.chmod(0o755)
+    traced = repo / "traced.txt"
+    with (home / ".gitconfig").open("a") as fh:
+        fh.write(f"[gpg]\n\tprogram = {program}\n[gpg \"ssh\"]\n\tprogram = {program}\n[gpg \"x509\"]\n"
+                 f"\tprogram = {program}\n[merge]\n\tverifySignatures = true\n[log]\n\tshowSignature = true\n"
+                 f"[trace2]\n\tnormalTarget = {traced}\n\teventTarget = {traced}\n\tperfTarget = {traced}\n")
+    assert subprocess.run(["git", "log", "-1", signed], cwd=repo, capture_output=True).returncode == 0
+    assert marks.exists() and traced.exists()  # what plain git does with that config: the plant works
+    marks.unlink()
+    traced.unlink()
+    git.commit_subjects(repo, signed)
+    git.git(repo, "log", "-1", "--format=%H %G?", signed)
+    git.git(repo, "checkout", "-q", "-b", "side", "HEAD")
+    (repo / "g.txt").write_text("two\n")
+    git.commit_all(repo, "side")
+    assert git.git(repo, "merge", "--no-ff", "--no-edit", signed, check=False)  # nothing to verify: merged
+    assert not marks.exists(), marks.read_text()
+    assert not traced.exists(), traced.read_text()[:300]
