@@ -96,6 +96,23 @@ class Completed:
         return self.rc == 0 and not self.timed_out
 
 
+BY_NAME = ("git", "bwrap", "bash")  # what the runner starts by name: the sandbox keeps their folders read-only
+_found: dict[tuple[str, str], str] = {}
+
+
+def program(name: str) -> str:
+    """Where the program `name` is, looked up on PATH once (for this PATH): a file a worker makes later in a
+    folder ahead on PATH (a `~/.local/bin` it creates) is not what the runner starts then (rv37)."""
+    key = (name, os.environ.get("PATH", ""))
+    if key not in _found:
+        _found[key] = shutil.which(name) or name
+    return _found[key]
+
+
+def _pinned(argv: list[str]) -> list[str]:
+    return argv if "/" in argv[0] else [program(argv[0]), *argv[1:]]
+
+
 def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
         timeout: float | None = None, check: bool = False, input: str | None = None,
         confined: bool = False) -> Completed:
@@ -114,7 +131,7 @@ def run(cmd: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, 
     started = time.monotonic()
     try:
         with _spawning:
-            proc = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), text=True, start_new_session=True,
+            proc = subprocess.Popen(_pinned(argv), cwd=cwd, env=clean_env(env), text=True, start_new_session=True,
                                     stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, errors="replace")
             _ours.add(proc.pid)
@@ -236,7 +253,7 @@ def spawn(cmd: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log: I
         _starting()
     try:
         with _spawning:
-            child = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), stdin=subprocess.DEVNULL,
+            child = subprocess.Popen(_pinned(argv), cwd=cwd, env=clean_env(env), stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             _ours.add(child.pid)
         return child
@@ -275,7 +292,7 @@ def start_pipe(cmd: Sequence[str], *, env: Mapping[str, str] | None = None) -> s
     argv = [str(c) for c in cmd]
     try:
         with _spawning:
-            child = subprocess.Popen(argv, env=clean_env(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            child = subprocess.Popen(_pinned(argv), env=clean_env(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
             _ours.add(child.pid)
     except OSError as exc:
@@ -362,7 +379,7 @@ def run_merged(cmd: Sequence[str], *, stdin: bytes, cwd: str | Path, env: Mappin
     _starting()
     try:
         with _spawning:
-            child = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), start_new_session=True,
+            child = subprocess.Popen(_pinned(argv), cwd=cwd, env=clean_env(env), start_new_session=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             _ours.add(child.pid)
     except OSError as exc:

@@ -4,6 +4,7 @@ with `sandbox: none`, with the checks of test_hostile_workers (the user's .git, 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -150,6 +151,21 @@ def test_start_up_files_planted_in_home_are_put_back_and_blamed(tmp_path, orch, 
         assert said in text, (said, text)
     assert (home / ".bashrc").read_text() == "# mine\n" and (site / "mine.pth").read_text() == "/opt/mine\n"
     assert not (home / ".ssh" / "authorized_keys").exists() and sorted(p.name for p in site.iterdir()) == ["mine.pth"]
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
+def test_a_git_made_ahead_on_path_in_home_is_removed_and_blamed(tmp_path, orch, mode, home, monkeypatch):
+    """rv37: a PATH folder in $HOME that does not exist yet (`~/.local/bin`) is not one the sandbox can keep
+    read-only; a `git` a worker made there would be the runner's from then on (its lookup is pinned for the
+    run, but not for the next), and yours."""
+    monkeypatch.setenv("PATH", f"{home / '.local' / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    worker = ('echo a > a.txt\nmkdir -p "$HOME/.local/bin"\n'
+              'printf "#!/bin/sh\\necho planted\\n" > "$HOME/.local/bin/git" && chmod +x "$HOME/.local/bin/git"\n')
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    assert "A: changed what no worker may change: ~/.local/bin/git was created" in text, text
+    assert not (home / ".local" / "bin" / "git").exists()
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 

@@ -120,6 +120,45 @@ def test_tools_on_path_and_the_python_under_tmp_stay_usable(tmp_path, monkeypatc
 
 
 @needs_bwrap
+def test_what_the_runner_runs_or_imports_under_a_writable_home_stays_read_only(monkeypatch):
+    """rv37: `$HOME` is writable in the sandbox, and a folder on PATH there (`~/.local/bin`), a virtualenv or a
+    site-packages the runner imports from (pipx, `pip --user`) were too: a worker that rewrote `~/.local/bin/git`
+    had the runner's next git run it outside the sandbox. Outside /tmp, whose folders were read-only already."""
+    import shutil
+    import sys
+    home = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="orch-sandbox-home-"))
+    try:
+        tools, site = home / ".local" / "bin", home / ".local" / "lib" / "site-packages"
+        tools.mkdir(parents=True)
+        site.mkdir(parents=True)
+        (tools / "orch-probe-tool").write_text("#!/bin/sh\necho tool-ran\n")
+        (tools / "orch-probe-tool").chmod(0o755)
+        monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+        monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+        work = home / "work"
+        work.mkdir()
+        done = run(f'orch-probe-tool; echo x > "{tools}/git" || echo refused; echo x > "{site}/evil.py" || echo refused;'
+                   f' echo mine > "{home}/notes" && echo wrote', cwd=work, writable=[home], env=dict(os.environ))
+        assert lines(done)[:1] == ["tool-ran"] and lines(done).count("refused") == 2 and "wrote" in lines(done), \
+            done.stdout + done.stderr
+        assert not (tools / "git").exists() and not (site / "evil.py").exists()
+    finally:
+        shutil.rmtree(home)
+
+
+def test_a_program_started_by_name_is_the_one_found_first_not_one_made_later(tmp_path, monkeypatch):
+    """rv37: a folder ahead on PATH that a worker creates (`~/.local/bin`) would have had the runner start the
+    worker's `git` from then on."""
+    ahead = tmp_path / "bin"
+    monkeypatch.setenv("PATH", f"{ahead}{os.pathsep}{os.environ['PATH']}")
+    assert proc.run(["git", "--version"]).stdout.startswith("git version")
+    ahead.mkdir()
+    (ahead / "git").write_text("#!/bin/sh\necho planted\n")
+    (ahead / "git").chmod(0o755)
+    assert proc.run(["git", "--version"]).stdout.startswith("git version")
+
+
+@needs_bwrap
 def test_the_hosts_tmp_is_hidden_and_the_private_one_stays_private(tmp_path):
     host_file = Path("/tmp") / f"orch-sandbox-host-{uuid.uuid4().hex}"
     private = Path("/tmp") / f"orch-sandbox-private-{uuid.uuid4().hex}"

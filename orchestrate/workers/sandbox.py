@@ -94,7 +94,8 @@ def wrap(argv: Sequence[str], *, cwd: str | Path, writable: Iterable[str | Path]
     path wins. With `env_keep`, the command sees only the variables named there.
     """
     out = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path, rw in _binds(writable, [*readable, *_tools_under_tmp()]):
+    writable = [Path(w).resolve() for w in writable]
+    for path, rw in _binds(writable, [*readable, *_tools(writable)]):
         out += ["--bind" if rw else "--ro-bind", path, path]
     out += ["--chdir", str(Path(cwd).resolve()), *_options()]
     if env_keep is not None:
@@ -104,23 +105,29 @@ def wrap(argv: Sequence[str], *, cwd: str | Path, writable: Iterable[str | Path]
     return out + [str(a) for a in argv]
 
 
-def _tools_under_tmp() -> list[str]:
-    """What the private /tmp would hide that a worker needs to start at all: the Python that runs
-    orchestrate and orchestrate itself (a virtualenv or an editable checkout under /tmp, as a CI clone
-    may be; the presets and the replay stand-in run `python -m orchestrate...`) and the folders on PATH;
-    read-only, like the rest of the system."""
+def _tools(writable: list[Path]) -> list[str]:
+    """What the runner runs or imports, where the sandbox would leave it writable or hide it: the Python that runs
+    orchestrate, every folder it imports from (its `sys.path`: a virtualenv, the user site-packages, an editable
+    checkout), the folders on PATH and the real folders of the programs the runner starts by name, when one is
+    under a writable path (`$HOME`: pipx's venvs, `~/.local/bin`) or under /tmp (a CI clone's; the private /tmp
+    would hide it, and the presets and the replay stand-in run `python -m orchestrate...`). Read-only there: a
+    worker that rewrote `~/.local/bin/git` or a module orchestrate imports later would have the runner run its
+    code outside the sandbox (rv37)."""
     import sys
 
     import orchestrate
     source = os.path.dirname(os.path.dirname(os.path.realpath(orchestrate.__file__)))  # an editable install's
-    candidates = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), source,
-                  *os.environ.get("PATH", "").split(os.pathsep)}
-    found = []
-    for path in candidates:
-        real = Path(path).resolve() if path else None
-        if real is not None and real.is_dir() and real.is_relative_to("/tmp") and real != Path("/tmp"):
-            found.append(str(real))
-    return sorted(found)
+    programs = [shutil.which(name) for name in proc.BY_NAME]
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
+                  source, *sys.path, *os.environ.get("PATH", "").split(os.pathsep),
+                  *(os.path.dirname(os.path.realpath(p)) for p in programs if p)}
+    found: list[Path] = []
+    for real in sorted({Path(p).resolve() for p in candidates if p}, key=lambda p: len(p.parts)):
+        if not real.is_dir() or real == Path("/tmp") or real in writable or any(real.is_relative_to(f) for f in found):
+            continue  # (one inside a folder bound read-only already is read-only: no bind of its own)
+        if real.is_relative_to("/tmp") or any(real.is_relative_to(w) for w in writable):
+            found.append(real)
+    return sorted(str(p) for p in found)
 
 
 def _binds(writable: Iterable[str | Path], readable: Iterable[str | Path]) -> list[tuple[str, bool]]:

@@ -1,5 +1,6 @@
 """Files in $HOME that run code for you later, outside any sandbox: your shell's start-up files, ssh's (the keys
-that let someone in, the commands it runs), and Python's start-up hooks in your user site-packages
+that let someone in, the commands it runs), a program the runner starts by name put ahead of it on PATH,
+and Python's start-up hooks in your user site-packages
 (`usercustomize.py`, `sitecustomize.py`, and any `.pth` file, whose `import` lines run at every interpreter's
 start: your next `python`, and the evaluators' in the sandbox, which sees the same `$HOME`). The sandbox leaves
 `$HOME` writable (agents keep settings and caches there), so the watch compares these as it compares your git
@@ -24,9 +25,27 @@ HOOKS = ("usercustomize.py", "sitecustomize.py")  # imported from the user site 
 
 def files() -> list[Path]:
     """Every start-up file watched now: the fixed ones, each site folder's two hooks, the `.pth` files there."""
-    found = [home() / name for name in IN_HOME]
+    found = [home() / name for name in IN_HOME] + shadows()
     for folder in site_folders():
         found += [folder / name for name in HOOKS] + pth_files(folder)
+    return found
+
+
+def shadows() -> list[Path]:
+    """Where a program the runner starts by name (git, bwrap, bash) would be found first, were one made there: its
+    name in each PATH folder in `$HOME` ahead of the folder it is found in now (a `~/.local/bin` made since,
+    say). The sandbox keeps existing PATH folders read-only; one made since is not, and a git made there would
+    be every later run's, and yours."""
+    from orchestrate import proc
+    folders = [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    found = []
+    for name in proc.BY_NAME:
+        where = proc.program(name)  # as found first in this run: one made ahead since is what is looked for
+        for folder in folders:
+            if "/" in where and Path(where).parent == folder:
+                break
+            if folder.is_relative_to(home()):
+                found.append(folder / name)
     return found
 
 
