@@ -31,10 +31,13 @@ def git(repo: str | Path, *args: str, check: bool = True, env: dict[str, str] | 
     return done
 
 
+PROGRAM = "git"  # looked up on PATH once a run (proc.program); the sandbox keeps its folder read-only
+
+
 def command(repo: str | Path, *args: str, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
     """The argv and environment of a git call in `repo`: C locale, no optional locks, inert."""
     from orchestrate import inert
-    return ["git", "-C", str(repo), *args], {**_READ_ENV, **inert.env(Path(repo)), **(env or {})}
+    return [PROGRAM, "-C", str(repo), *args], {**_READ_ENV, **inert.env(Path(repo)), **(env or {})}
 
 
 def out(repo: str | Path, *args: str, **kw) -> str:
@@ -50,8 +53,7 @@ def lines(repo: str | Path, *args: str, **kw) -> list[str]:
 def toplevel(path: str | Path) -> Path:
     """The top of the working tree containing `path` (git_batch keeps it), or UsageError naming the fix."""
     from orchestrate import git_batch
-    top = git_batch.toplevel(path)
-    if top is None:
+    if (top := git_batch.toplevel(path)) is None:
         raise UsageError(f"{Path(path).resolve()} is not inside a git repository",
                          hint="run from the project's checkout, or `git init` first")
     return top
@@ -98,8 +100,7 @@ def git_common_dir(repo: str | Path) -> Path:
 
 
 def is_repo_root(path: str | Path) -> bool:
-    p = Path(path)
-    if not (p / ".git").exists():
+    if not ((p := Path(path)) / ".git").exists():
         return False
     done = git(p, "rev-parse", "--show-toplevel", check=False)
     return bool(done) and Path(done.stdout.strip()).resolve() == p.resolve()
@@ -149,8 +150,8 @@ def create_branch(repo: str | Path, branch: str, start: str) -> None:
 
 
 def update_ref(repo: str | Path, ref: str, new: str, old: str | None = None, *, reason: str = "") -> bool:
-    """Compare-and-swap a ref; False when `old` no longer matches (someone else moved it)."""
-    args = ["update-ref"] + (["-m", reason] if reason else []) + [ref, new] + ([old] if old is not None else [])
+    """Compare-and-swap the ref itself (never what a worker's symbolic ref names); False when `old` no longer matches."""
+    args = ["update-ref", "--no-deref"] + (["-m", reason] if reason else []) + [ref, new] + ([old] if old is not None else [])
     return bool(git(repo, *args, check=False))
 
 

@@ -96,7 +96,6 @@ class Completed:
         return self.rc == 0 and not self.timed_out
 
 
-BY_NAME = ("git", "bwrap", "bash")  # what the runner starts by name: the sandbox keeps their folders read-only
 _found: dict[tuple[str, str], str] = {}
 
 

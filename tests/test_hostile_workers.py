@@ -1004,3 +1004,20 @@ def test_a_leftover_that_keeps_starting_children_is_gone_before_the_node_is_judg
     assert result.rc == 75, result.out + result.err
     assert statuses(repo, orch, "hostile")["A"] == "ACCEPTED", result.out
     assert running_with(("sleep", "4246")) == []
+
+
+@pytest.mark.parametrize("which", ["node/hostile/A", "campaign/hostile"])
+def test_a_branch_made_a_symbolic_ref_to_the_users_branch_never_moves_it(tmp_path, orch, which):
+    """rv36: without the sandbox a worker can make its own branch's ref file (or the campaign branch's, while it
+    is at your branch's commit) `ref: refs/heads/main`; orchestrate's commit of its leftovers, or its move of
+    the campaign branch, followed it and moved your checked-out branch."""
+    worker = ("#!/bin/sh\ncommon=$(git rev-parse --path-format=absolute --git-common-dir)\necho a > a.txt\n"
+              f"printf 'ref: refs/heads/main\\n' > \"$common/refs/heads/{which}\"\n"
+              + ("" if which.startswith("node/") else "git add a.txt && git commit -qm a\n"))
+    repo = campaign_repo(tmp_path, dag("none"), worker)
+    main = repo.git("rev-parse", "main")
+    result = orch("run", cwd=repo)
+    assert repo.git("rev-parse", "main") == main, result.out + result.err
+    assert repo.git("status", "--porcelain") == ""
+    if which.startswith("node/"):
+        assert "its ref names refs/heads/main" in result.out + result.err, result.out + result.err

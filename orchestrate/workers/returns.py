@@ -43,9 +43,24 @@ def _foreign_head(worktree: Path, branch: str) -> str | None:
         text = git_files.small(git.admin_dir(worktree) / "HEAD").decode(errors="replace").strip()
     except (OSError, TypeError):
         return "something unreadable"
-    if text == f"ref: refs/heads/{branch}" or git_files.is_full_id(text):
+    if git_files.is_full_id(text):
         return None
+    if text == f"ref: refs/heads/{branch}":
+        return _symbolic(git.git_common_dir(worktree), branch)
     return text.removeprefix("ref: ") or "nothing"
+
+
+def _symbolic(common: Path, branch: str) -> str | None:
+    """What the branch's ref names when it is not a commit (rv36: a worker without the sandbox can make its own
+    branch's ref file `ref: refs/heads/main`, and the leftovers' commit through HEAD would move your branch). A
+    packed ref is always a commit; a ref file that is a link, git takes for a symbolic ref too."""
+    try:
+        text = git_files.small(common / "refs" / "heads" / branch).decode(errors="replace").strip()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return f"{branch} (its ref file is not a plain file)"
+    return None if git_files.is_full_id(text) else f"{branch} (its ref names {text.removeprefix('ref: ') or 'nothing'})"
 
 
 def _hidden(path: Path, base: str, head: str) -> str:

@@ -14,10 +14,11 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from orchestrate import proc
+from orchestrate import git, proc
 from orchestrate.errors import ProcError, UsageError
 
 MODES = ("auto", "bwrap", "none")
+BY_NAME = (git.PROGRAM, "bwrap", "bash")  # what the runner starts by name: their folders stay read-only here
 PROBE_TIMEOUT = 30.0  # a first bwrap on a cold, loaded machine; a working one takes milliseconds
 
 # What §14.2 asks for: the worker's processes die with its command (PID namespace) and with the runner
@@ -117,7 +118,7 @@ def _tools(writable: list[Path]) -> list[str]:
 
     import orchestrate
     source = os.path.dirname(os.path.dirname(os.path.realpath(orchestrate.__file__)))  # an editable install's
-    programs = [shutil.which(name) for name in proc.BY_NAME]
+    programs = [shutil.which(name) for name in BY_NAME]
     candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
                   source, *sys.path, *os.environ.get("PATH", "").split(os.pathsep),
                   *(os.path.dirname(os.path.realpath(p)) for p in programs if p)}

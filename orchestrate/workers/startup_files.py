@@ -37,9 +37,10 @@ def shadows() -> list[Path]:
     say). The sandbox keeps existing PATH folders read-only; one made since is not, and a git made there would
     be every later run's, and yours."""
     from orchestrate import proc
+    from orchestrate.workers import sandbox
     folders = [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
     found = []
-    for name in proc.BY_NAME:
+    for name in sandbox.BY_NAME:
         where = proc.program(name)  # as found first in this run: one made ahead since is what is looked for
         for folder in folders:
             if "/" in where and Path(where).parent == folder:
