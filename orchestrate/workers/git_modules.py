@@ -1,0 +1,75 @@
+"""The git dirs of your submodules, in the shared git dir's `modules/`, watched as that git dir is (rv37).
+
+Without the sandbox a worker can write them, and your own git runs what they hold: `git status` in your
+checkout looks into each submodule checked out there (its config's `core.fsmonitor`, say), and a later
+`git submodule update` re-uses the git dir it finds (its hooks, its config). Each one's config, hooks, info
+and the rest fingerprint.take_files watches are compared and put back; one made since the last look is
+removed whole (a worker's `git submodule update --init`, or a git dir of its own making, waiting there for a
+submodule you check out later); one that went cannot be put back, and is said so.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from orchestrate import removal
+
+
+def take(common: Path, inside: tuple[str, ...]) -> dict[str, dict[str, bytes | None]]:
+    """{a module's path below `modules/`: its watched files} for every module git dir there (at any depth: a
+    name may hold slashes, and a submodule's own submodules are in its `modules/`)."""
+    from orchestrate.workers import fingerprint
+    return {name: fingerprint.take_files(common / "modules" / name, inside) for name in found(common)}
+
+
+def found(common: Path) -> list[str]:
+    """The module git dirs below `common/modules`, never through a link; a folder is one when it holds HEAD."""
+    top, names, folders = common / "modules", [], [""]
+    while folders:
+        rel = folders.pop()
+        try:
+            entries = list(os.scandir(top / rel if rel else top))
+        except OSError:  # none there (most repositories), or one that cannot be read: nothing to list
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                name = f"{rel}/{entry.name}" if rel else entry.name
+                if os.path.lexists(os.path.join(entry.path, "HEAD")):
+                    names.append(name)
+                    folders.append(f"{name}/modules")
+                else:
+                    folders.append(name)
+    return sorted(names)
+
+
+def changes(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
+    from orchestrate.workers import fingerprint
+    found_ = []
+    for name in sorted(set(before) | set(after)):
+        if name not in before:
+            found_.append(f".git/modules/{name}/ was created")
+        elif name not in after:
+            found_.append(f".git/modules/{name}/ was deleted")
+        else:
+            found_ += fingerprint.changed_files(before[name], after[name], f".git/modules/{name}")
+    return found_
+
+
+def restore(common: Path, before: dict[str, dict], places: dict[Path, str], inside: tuple[str, ...]) -> list[str]:
+    """Each module git dir as it was: its watched files put back, one made since removed; what could not be, said."""
+    from orchestrate.workers import fingerprint, watched
+    put_back = []
+    for name in found(common):
+        if name not in before:
+            try:
+                removal.remove(common / "modules" / name)
+                put_back.append(f".git/modules/{name}/ (removed)")
+            except OSError as exc:
+                put_back.append(f".git/modules/{name}/{watched.NOT_PUT_BACK}{exc.strerror})")
+    for name, files in before.items():
+        if not (common / "modules" / name / "HEAD").exists():
+            put_back.append(f".git/modules/{name}/{watched.NOT_PUT_BACK}it was deleted)")
+        else:
+            put_back += fingerprint.put_back_files(common / "modules" / name, files, f".git/modules/{name}", places,
+                                                   inside)
+    return put_back
