@@ -77,8 +77,9 @@ def env(repo: str | Path) -> dict[str, str]:
            # which every `git status` prints a deprecation hint: rv24): a graft file that is never there
            "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": "/nonexistent/orchestrate-no-grafts",
            # a trace2 target in a config a worker can write would have orchestrate's git append to any file the
-           # user can write (the checkout, read-only to workers); the variables outrank every config file
-           "GIT_TRACE2": "0", "GIT_TRACE2_EVENT": "0", "GIT_TRACE2_PERF": "0"}
+           # user can write (the checkout, read-only to workers); the variables outrank every config file, and
+           # one the user set for the run is theirs
+           **{name: "0" for name in ("GIT_TRACE2", "GIT_TRACE2_EVENT", "GIT_TRACE2_PERF") if name not in os.environ}}
     for i, (key, value) in enumerate(pairs):
         out[f"GIT_CONFIG_KEY_{i}"] = key
         out[f"GIT_CONFIG_VALUE_{i}"] = value

@@ -222,6 +222,29 @@ def test_git_config_a_gate_plugins_own_process_plants_in_home_is_put_back_and_fa
     _put_back_and_nothing_merged(repo, orch, home, "node A: ")
 
 
+def test_what_the_evaluators_rewrote_is_not_what_the_later_gates_judge(tmp_path, orch, mode, site):
+    """rv36: the node's evaluator runs its code, which rewrote a tracked file (`echo clean > src.txt`); coherence's
+    configured scanner and a gate plugin then read the worktree as the evaluator left it, passed, and the commit,
+    holding what neither saw, was merged."""
+    from tests.plugin_site import gate
+    site.add("orchestrate-scanner", "1.0", gate("scanner", body="def check(self, config, cwd, env):\n"
+                                                 "    import pathlib\n    text = (pathlib.Path(cwd) / 'src.txt').read_text()\n"
+                                                 "    return (1, 'found it') if 'BACKDOOR' in text else (0, 'clean')"),
+             call=False)
+    for where in ("plugin", "coherence"):
+        evaluators = "{name: tests, run: 'sh test.sh'}" + (", scan" if where == "plugin" else "")
+        repo = hostile.campaign_repo(tmp_path / where, ("gates: {scan: {plugin: scanner}}\n" if where == "plugin"
+                                                        else "") + hostile.dag(mode, evaluators).replace(
+            "[a.txt]", "[src.txt, test.sh]"), "#!/bin/sh\necho BACKDOOR > src.txt\necho 'echo clean > src.txt' > test.sh\n")
+        if where == "coherence":
+            (repo / ".ledger" / "config.yaml").write_text(
+                "coherence:\n  evaluators: [{name: scanner, run: '! grep -q BACKDOOR src.txt'}]\n")
+        baseline = repo.git("rev-parse", "HEAD")
+        result = orch("run", cwd=repo)
+        assert result.rc == 75, result.out + result.err
+        assert repo.git("rev-parse", "campaign/hostile") == baseline, (where, result.out + result.err)
+
+
 def test_git_config_a_campaign_check_plants_in_home_on_the_merged_tree_is_put_back_and_nothing_merged(
         tmp_path, orch, mode, home):
     stager = ("#!/bin/sh\nmkdir -p tests\nprintf '%s\\n' 'case \"$PWD\" in *integration*) "

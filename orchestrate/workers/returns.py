@@ -187,6 +187,13 @@ def _first_look(root: Path, worktree: Path, base: str) -> tuple[str | None, bool
         return None, False
 
 
+def cleared_again(ctx, path: Path, base: str, head: str) -> str:
+    """The worktree put back to its head commit alone after its evaluators ran the worker's code there, for the
+    gates that read it next (coherence's evaluators, gate plugins): what an evaluator rewrote (`echo clean >
+    src.txt`) would have been what they judged, and the commit what was merged (rv36). Why it could not be."""
+    return _cleared(ctx, path, base, head)
+
+
 def _cleared(ctx, path: Path, base: str, head: str, owned: bool = False) -> str:
     """The worktree left holding its head commit alone, as its evaluators are to judge it: its index made
     orchestrate's own at `head`, then what git does not track removed (bytecode the worker left in an ignored

@@ -15,7 +15,7 @@ from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED, LANDED, PENDING, REWORK
 from orchestrate.seams.choices import CHOICES
-from orchestrate.workers import containment, siblings
+from orchestrate.workers import containment, returns, siblings
 
 
 def handle(ctx: Context) -> Outcome:
@@ -121,6 +121,8 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
     worktree = ctx.root / ns.worktree
     # coherence runs the project's configured evaluators in the worktree, and gate plugins their commands
     with containment.judging(ctx, worktree, (node_id,)):
+        if shared and _read_again(ctx, node_id) and (why := returns.cleared_again(ctx, worktree, ns.base, ns.head)):
+            shared = [*shared, Verdict("worktree", 1, f"FAIL: after its evaluators ran, {why}")]
         touched = reconcile_node.changes_between(ctx.root, ns.base, ns.head)
         checks = shared + [
             reconcile_node.check(node_id, node.file_surface, touched),
@@ -135,6 +137,14 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
             entries.append(judge.record(ctx, node_id, v, source_entity=entity)["id"])
     _freshness(ctx, node_id, worktree)
     return checks, entries
+
+
+def _read_again(ctx: Context, node_id: str) -> bool:
+    """Do gates read the node's worktree after its own evaluators ran there (coherence's configured evaluators,
+    gate plugins)?"""
+    from orchestrate.engine import plugin_gates
+    return bool(ctx.dag.effective_checks(node_id)) and (
+        coherence.needs_checkout(ctx.layout.ledger) or bool(plugin_gates.for_node(ctx.dag, node_id)))
 
 
 def _worker_failed(ns) -> Verdict:
