@@ -392,8 +392,8 @@ def trailer_values(repo: str | Path, rev_range: str, key: str) -> list[str]:
 
 
 def delete_branch(repo: str | Path, branch: str, sha: str) -> bool:
-    """Delete refs/heads/`branch` only while it still points at `sha`; False when it moved."""
-    return bool(git(repo, "update-ref", "-d", f"refs/heads/{branch}", sha, check=False))
+    """Delete refs/heads/`branch` itself (never what a worker's symbolic ref names) only while it points at `sha`."""
+    return bool(git(repo, "update-ref", "--no-deref", "-d", f"refs/heads/{branch}", sha, check=False))
 
 
 def worktree_prune(repo: str | Path) -> None:

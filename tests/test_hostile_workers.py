@@ -1049,3 +1049,14 @@ def test_a_submodules_git_dir_or_a_commondir_planted_in_the_shared_git_dir_is_pu
     assert (module / "config").read_text() == "[core]\n\tbare = false\n"
     assert not (repo / ".git" / "modules" / "later").exists() and not (repo / ".git" / "commondir").exists()
     assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
+def test_a_node_branch_an_evaluator_made_symbolic_is_deleted_itself_not_the_users_branch(tmp_path, orch):
+    """rv38: an attempt that does not count (its evaluator cannot start: exit 127) has its branch deleted; one an
+    evaluator without the sandbox made `ref: refs/heads/main` had git delete main."""
+    plant = ("common=$(git rev-parse --path-format=absolute --git-common-dir); "
+             "printf 'ref: refs/heads/main\\n' > \"$common/refs/heads/node/hostile/A\"; exit 127")
+    repo = campaign_repo(tmp_path, dag("none", "{name: t, run: " + json.dumps(plant) + "}"), "#!/bin/sh\necho a > a.txt\n")
+    main = repo.git("rev-parse", "main")
+    result = orch("run", cwd=repo)
+    assert repo.git("rev-parse", "--verify", "-q", "refs/heads/main", check=False) == main, result.out + result.err
