@@ -169,6 +169,32 @@ def test_a_git_made_ahead_on_path_in_home_is_removed_and_blamed(tmp_path, orch, 
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
+def test_start_up_entries_of_every_kind_planted_in_home_are_removed_and_blamed(tmp_path, orch, mode, home):
+    """rv38: a `.bash_aliases` (Debian's `.bashrc` sources it), a fish `conf.d/` file, a `usercustomize/` package, a
+    FIFO named `.pth` (every later Python hangs at start) and a `.pth` in the site folder of a Python whose folder
+    was made since went unseen, or were seen and left; an entry of yours in a sourced folder stays."""
+    from orchestrate.workers import startup_files
+    site = startup_files.site_folders()[0]
+    other = site.parent.parent / "python3.99" / "site-packages"
+    (home / ".config" / "fish" / "conf.d").mkdir(parents=True)
+    (home / ".config" / "fish" / "conf.d" / "mine.fish").write_text("set -x MINE 1\n")
+    (home / ".config" / "fish" / "conf.d" / "mine.d").mkdir()
+    worker = ('echo a > a.txt\necho "alias ls=evil" > "$HOME/.bash_aliases"\n'
+              'echo "evil" > "$HOME/.config/fish/conf.d/x.fish"\n'
+              f'mkdir -p "{site}/usercustomize" && echo "import os" > "{site}/usercustomize/__init__.py"\n'
+              f'mkfifo "{site}/zz.pth"\nmkdir -p "{other}" && echo "import os" > "{other}/later.pth"\n')
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    for said in ("~/.bash_aliases was created", "conf.d/x.fish was created", "usercustomize was created (not a file)",
+                 "zz.pth was created (not a file)", "python3.99/site-packages/later.pth was created"):
+        assert said in text, (said, text)
+    assert not (home / ".bash_aliases").exists() and not (home / ".config" / "fish" / "conf.d" / "x.fish").exists()
+    assert sorted(p.name for p in site.iterdir()) == [] and list(other.iterdir()) == []
+    assert sorted(p.name for p in (home / ".config" / "fish" / "conf.d").iterdir()) == ["mine.d", "mine.fish"]
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
 def test_a_pth_file_an_evaluator_plants_is_removed_before_anything_else_runs(tmp_path, orch, mode, home):
     from orchestrate.workers import startup_files
     site = startup_files.site_folders()[0]

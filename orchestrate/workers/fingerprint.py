@@ -61,6 +61,7 @@ class Fingerprint:
     named: tuple[str, ...] = ()  # files in the checkout your repository's config names (git_named.split)
     looked: float = 0.0  # when the checkout was looked at (time.monotonic())
     modules: dict[str, dict[str, bytes | None]] = field(default_factory=dict)  # git_modules.take
+    odd: tuple[Path, ...] = ()  # startup_files.odd
     mark: int = -1  # proc.unconfined() when it was looked at: what started outside the sandbox since
 
 
@@ -82,7 +83,8 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     # scripts/ you edit), its git dir, the recorder (rv26, rv28); compared with the look at the checkout instead
     inside = tuple(dict.fromkeys(os.path.realpath(p) for p in (root, common, *([recorder_git.parent]
                                                                              if recorder_git else []))))
-    fp = Fingerprint(common, files=take_files(common, inside), inside=inside, modules=git_modules.take(common, inside))
+    fp = Fingerprint(common, files=take_files(common, inside), inside=inside, modules=git_modules.take(common, inside),
+                     odd=tuple(startup_files.odd()))
     # before the look, which reads what their links lead to; `home` holds what the repository's config names
     # outside the checkout too (a hooksPath in /opt, a file in .git it includes)
     home = git_named.home_files(root)
@@ -127,7 +129,8 @@ def _look(fp: Fingerprint, root: Path) -> None:
 
 def compare(before: Fingerprint, after: Fingerprint) -> tuple[list[str], list[str]]:
     """(changes to the git dir, changes to the user's checkout), each a list of sentences."""
-    found = changed_files(before.files, after.files, ".git") + git_modules.changes(before.modules, after.modules)
+    found = changed_files(before.files, after.files, ".git") + git_modules.changes(before.modules, after.modules) + \
+        [f"{shown(p)} was created (not a file)" for p in after.odd if p not in before.odd]
     found += changed_files(before.recorder_git_files, after.recorder_git_files, ".ledger/.git")
     for name in sorted(set(before.refs) | set(after.refs)):
         old, new = before.refs.get(name), after.refs.get(name)
@@ -157,7 +160,8 @@ NOT_PUT_BACK = watched.NOT_PUT_BACK
 
 def rebased(now: Fingerprint, before: Fingerprint) -> Fingerprint:
     """`now` (refs, the checkout) with `before`'s watched files, the state they were put back to."""
-    now.files, now.home, now.folders, now.modules = before.files, before.home, before.folders, before.modules
+    now.files, now.home, now.folders, now.modules, now.odd = before.files, before.home, before.folders, before.modules, \
+        before.odd
     now.recorder, now.recorder_git_files, now.places = before.recorder, before.recorder_git_files, before.places
     now.inside, now.named = before.inside, before.named
     return now
@@ -177,8 +181,8 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     out = before.inside
     put_back = restore_recorder(before, keep) + _restore_folders(before.folders, before.places)
     made = startup_files.created(before.home)  # listed once the folders are back: never through a link swapped in
-    places = {**before.places, **{path: before.places[path.parent / startup_files.HOOKS[0]] for path in made}}
-    put_back += _restore_paths({**made, **before.home}, keep, out, places) + \
+    places = {**before.places, **{path: os.path.realpath(path.parent) for path in made}}
+    put_back += _restore_paths({**made, **before.home}, keep, out, places) + startup_files.remove_odd(before.odd) + \
         put_back_files(before.common, before.files, ".git", before.places, out) + \
         git_modules.restore(before.common, before.modules, before.places, out)
     if before.recorder_git is not None:

@@ -1,57 +1,90 @@
 """Files in $HOME that run code for you later, outside any sandbox: your shell's start-up files, ssh's (the keys
 that let someone in, the commands it runs), a program the runner starts by name put ahead of it on PATH,
-and Python's start-up hooks in your user site-packages
-(`usercustomize.py`, `sitecustomize.py`, and any `.pth` file, whose `import` lines run at every interpreter's
-start: your next `python`, and the evaluators' in the sandbox, which sees the same `$HOME`). The sandbox leaves
-`$HOME` writable (agents keep settings and caches there), so the watch compares these as it compares your git
-config, and puts back what a worker or what judged it planted (fingerprint.py).
+and Python's start-up hooks in your user site-packages (`usercustomize`, `sitecustomize`, and any `.pth`
+file, whose `import` lines run at every interpreter's start: your next `python`, and the evaluators' in the
+sandbox, which sees the same `$HOME`). The sandbox leaves `$HOME` writable (agents keep settings and caches
+there), so the watch compares these as it compares your git config, and puts back what a worker or what
+judged it planted (fingerprint.py). A fixed list: what else your own start-up files source is not known here.
 
-Listed anew at each look: a `.pth` present now that was not at the last look was created since.
+Some are folders whose every entry counts (`~/.bashrc.d/`, fish's `conf.d/`, the `.pth` files of each site
+folder): listed anew at each look, so an entry present now that was not at the last look was made since.
+What there is neither a file nor a link (a FIFO named `x.pth` hangs every Python at start; a `usercustomize/`
+package) is `odd`: always a change, and removed. Nothing here is read through a link, and a folder that
+cannot be read is taken as empty, as Python and your shell would find it.
 """
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 
-# A fixed list, each watched whether or not it exists: one made where there was none is a change too.
+# Each watched whether or not it exists: one made where there was none is a change too.
 IN_HOME = (
-    ".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout",
+    ".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_aliases", ".bash_logout",
     ".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout", ".config/fish/config.fish",
     ".ssh/authorized_keys", ".ssh/authorized_keys2", ".ssh/config", ".ssh/rc", ".ssh/environment",
 )
+SOURCED = (".bashrc.d", ".config/fish/conf.d")  # folders whose every entry a shell runs
 HOOKS = ("usercustomize.py", "sitecustomize.py")  # imported from the user site by every interpreter that has it
 
 
 def files() -> list[Path]:
-    """Every start-up file watched now: the fixed ones, each site folder's two hooks, the `.pth` files there."""
-    found = [home() / name for name in IN_HOME] + shadows()
-    for folder in site_folders():
-        found += [folder / name for name in HOOKS] + pth_files(folder)
-    return found
+    """Every start-up file watched now: the fixed ones, the shadows, the hooks of this Python's site folder,
+    and the files and links in the listed folders."""
+    own = site_folders()[0]
+    return [home() / name for name in IN_HOME] + shadows() + [own / name for name in HOOKS] + \
+        [path for path, plain in _listed() if plain]
+
+
+def odd() -> list[Path]:
+    """What is in a listed folder that is neither a file nor a link."""
+    return [path for path, plain in _listed() if not plain]
+
+
+def created(before: dict[Path, bytes | None]) -> dict[Path, None]:
+    """The files and links in the listed folders now that `before` (a fingerprint's home records) does not hold:
+    each made since, to be removed (absent: None)."""
+    return {path: None for path, plain in _listed() if plain and path not in before}
+
+
+def remove_odd(before: tuple[Path, ...]) -> list[str]:
+    """Remove what is odd now that was not in `before`; what was removed, or could not be, as put-back says it."""
+    from orchestrate import removal
+    from orchestrate.workers import fingerprint, watched
+    done = []
+    for path in (p for p in odd() if p not in before):
+        try:  # by descriptors from its folder, which the folders' put-back has made a folder of yours again
+            removal.remove(path)
+            done.append(fingerprint.shown(path))
+        except OSError as exc:
+            done.append(f"{fingerprint.shown(path)}{watched.NOT_PUT_BACK}{exc.strerror})")
+    return done
+
+
+def home() -> Path:
+    return Path(os.path.expanduser("~"))
 
 
 def shadows() -> list[Path]:
     """Where a program the runner starts by name (git, bwrap, bash) would be found first, were one made there: its
     name in each PATH folder in `$HOME` ahead of the folder it is found in now (a `~/.local/bin` made since,
     say). The sandbox keeps existing PATH folders read-only; one made since is not, and a git made there would
-    be every later run's, and yours."""
+    be every later run's, and yours. Compared as real paths: `$HOME` may be a link."""
     from orchestrate import proc
     from orchestrate.workers import sandbox
-    folders = [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    mine = os.path.realpath(home())
     found = []
     for name in sandbox.BY_NAME:
         where = proc.program(name)  # as found first in this run: one made ahead since is what is looked for
-        for folder in folders:
-            if "/" in where and Path(where).parent == folder:
+        real = os.path.realpath(os.path.dirname(where)) if "/" in where else None
+        for folder in (p for p in os.environ.get("PATH", "").split(os.pathsep) if p):
+            at = os.path.realpath(folder)
+            if at == real:
                 break
-            if folder.is_relative_to(home()):
-                found.append(folder / name)
+            if Path(at).is_relative_to(mine):
+                found.append(Path(folder) / name)
     return found
-
-
-def home() -> Path:
-    return Path(os.path.expanduser("~"))
 
 
 def site_folders() -> list[Path]:
@@ -60,30 +93,34 @@ def site_folders() -> list[Path]:
     # as site.py finds them, from $HOME as it is now (site.py's own answer was fixed when this interpreter started)
     lib = Path(os.environ.get("PYTHONUSERBASE") or home() / ".local") / "lib"
     own = lib / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
-    try:
-        others = sorted(p / "site-packages" for p in lib.iterdir()
-                        if p.name.startswith("python3") and not p.is_symlink())
-    except OSError:  # no such folder yet, or one that cannot be read: git-style, what cannot be read is not read
-        others = []
+    others = [lib / name / "site-packages" for name, kind in _entries(lib, ("python3",)) if kind == "d"]
     return list(dict.fromkeys([own, *others]))
 
 
-def pth_files(folder: Path) -> list[Path]:
-    """The `.pth` files in `folder` (never through a link: a folder swapped for one is the watch's folder check's)."""
-    if folder.is_symlink():
-        return []
+def _listed() -> list[tuple[Path, bool]]:
+    """(path, whether it is a file or a link) for each entry that counts in the listed folders."""
+    found = []
+    for folder in [home() / name for name in SOURCED] + site_folders():
+        site = folder.name == "site-packages"
+        found += [(folder / name, kind in "fl") for name, kind in
+                  _entries(folder, ("usercustomize", "sitecustomize") if site else ("",), ".pth" if site else None)]
+    return found
+
+
+def _entries(folder: Path, starts: tuple[str, ...], ends: str | None = None) -> list[tuple[str, str]]:
+    """(name, kind: f file, l link, d folder, o other) of the entries of `folder` named so (starting with one of
+    `starts`, or ending with `ends`), never listed through a link; none when it is missing or cannot be read.
+    Only those are looked at: a site-packages may hold thousands of entries."""
     try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return []
+        found = []
         with os.scandir(folder) as entries:
-            return sorted(folder / e.name for e in entries if e.name.endswith(".pth"))
+            for e in entries:
+                if e.name.startswith(starts) or (ends is not None and e.name.endswith(ends)):
+                    mode = e.stat(follow_symlinks=False).st_mode
+                    found.append((e.name, "l" if stat.S_ISLNK(mode) else "f" if stat.S_ISREG(mode)
+                                  else "d" if stat.S_ISDIR(mode) else "o"))
+        return sorted(found)
     except OSError:
         return []
-
-
-def created(before: dict[Path, bytes | None]) -> dict[Path, None]:
-    """The `.pth` files there are now in a site folder that `before` (a fingerprint's home records) watched,
-    which it does not hold: each made since, to be removed (absent: None)."""
-    new: dict[Path, None] = {}
-    for folder in site_folders():
-        if folder / HOOKS[0] in before:
-            new.update({path: None for path in pth_files(folder) if path not in before})
-    return new
