@@ -130,6 +130,16 @@ def test_git_config_planted_in_home_is_put_back_and_blamed(tmp_path, orch, mode,
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
+def _reported(tmp_path, orch, worker: str, mode: str, *said: str):
+    """Run the one-node campaign: it pauses, having said each of `said`; (the repository, its first commit)."""
+    repo, baseline, result = run(tmp_path, orch, worker, mode)
+    text = result.out + result.err
+    assert result.rc == 75, text
+    for line in said:
+        assert line in text, (line, text)
+    return repo, baseline
+
+
 def test_start_up_files_planted_in_home_are_put_back_and_blamed(tmp_path, orch, mode, home):
     """$HOME is writable in the sandbox: a shell start-up file, ssh's keys, a `.pth` or `usercustomize.py` in
     the user site (run by every later Python: yours, and the evaluators') would have outlived the run."""
@@ -143,12 +153,8 @@ def test_start_up_files_planted_in_home_are_put_back_and_blamed(tmp_path, orch, 
               f'echo "ssh-ed25519 AAAA evil" > "$HOME/.ssh/authorized_keys"\n'
               f'echo "import os; os.system(\'true\')" > "{site}/evil.pth"\necho "/opt/other" > "{site}/mine.pth"\n'
               f'echo "import sys" > "{site}/usercustomize.py"\n')
-    repo, baseline, result = run(tmp_path, orch, worker, mode)
-    text = result.out + result.err
-    assert result.rc == 75, text
-    for said in ("~/.bashrc was changed", "~/.ssh/authorized_keys was created", "evil.pth was created",
-                 "mine.pth was changed", "usercustomize.py was created"):
-        assert said in text, (said, text)
+    repo, baseline = _reported(tmp_path, orch, worker, mode, "~/.bashrc was changed", "~/.ssh/authorized_keys was "
+                               "created", "evil.pth was created", "mine.pth was changed", "usercustomize.py was created")
     assert (home / ".bashrc").read_text() == "# mine\n" and (site / "mine.pth").read_text() == "/opt/mine\n"
     assert not (home / ".ssh" / "authorized_keys").exists() and sorted(p.name for p in site.iterdir()) == ["mine.pth"]
     assert repo.git("rev-parse", "campaign/hostile") == baseline
@@ -183,12 +189,9 @@ def test_start_up_entries_of_every_kind_planted_in_home_are_removed_and_blamed(t
               'echo "evil" > "$HOME/.config/fish/conf.d/x.fish"\n'
               f'mkdir -p "{site}/usercustomize" && echo "import os" > "{site}/usercustomize/__init__.py"\n'
               f'mkfifo "{site}/zz.pth"\nmkdir -p "{other}" && echo "import os" > "{other}/later.pth"\n')
-    repo, baseline, result = run(tmp_path, orch, worker, mode)
-    text = result.out + result.err
-    assert result.rc == 75, text
-    for said in ("~/.bash_aliases was created", "conf.d/x.fish was created", "usercustomize was created (not a file)",
-                 "zz.pth was created (not a file)", "python3.99/site-packages/later.pth was created"):
-        assert said in text, (said, text)
+    repo, baseline = _reported(tmp_path, orch, worker, mode, "~/.bash_aliases was created", "conf.d/x.fish was created",
+                               "usercustomize was created (not a file)", "zz.pth was created (not a file)",
+                               "python3.99/site-packages/later.pth was created")
     assert not (home / ".bash_aliases").exists() and not (home / ".config" / "fish" / "conf.d" / "x.fish").exists()
     assert sorted(p.name for p in site.iterdir()) == [] and list(other.iterdir()) == []
     assert sorted(p.name for p in (home / ".config" / "fish" / "conf.d").iterdir()) == ["mine.d", "mine.fish"]
