@@ -57,3 +57,23 @@ def test_a_commit_with_the_merges_parents_and_another_tree_is_not_adopted(tmp_pa
 def _fed(repo, text: str, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], input=text, capture_output=True, text=True,
                           check=True).stdout.strip()
+
+
+def test_the_exact_merge_put_on_the_branch_while_no_runner_was_merging_is_not_adopted(tmp_path):
+    """rv38: a worker without the sandbox that computed the node's merge itself (merge-tree, commit-tree, the
+    merge's message) and put it on the branch while the node waited to merge had it adopted as a dead runner's,
+    the campaign checks never run on it. Only a merge the journal shows begun and not finished is adopted."""
+    for n in range(1, 12):  # the runner killed as the transition into MERGE is recorded: no merge begun
+        repo = campaign_repo(tmp_path / str(n), DAG, WORKER)
+        cli(repo, "run", fault=f"commit:{n}")
+        moves = [e["context"] for e in journal(repo, "adopt") if e["kind"] == "transition"]
+        if moves and moves[-1]["to"] == "MERGE":
+            break
+    else:
+        raise AssertionError("no kill point found where MERGE is next")
+    tip, head = repo.git("rev-parse", "campaign/adopt"), repo.git("rev-parse", "node/adopt/A")
+    exact = _commit(repo, repo.git("merge-tree", "--write-tree", tip, head), tip, head)
+    repo.git("update-ref", "refs/heads/campaign/adopt", exact)
+    done = cli(repo, "resume")
+    text = done.stdout + done.stderr
+    assert "repair:" not in text and "something other than orchestrate moved it" in text, text
