@@ -260,14 +260,15 @@ def test_what_the_evaluators_rewrote_is_not_what_the_later_gates_judge(tmp_path,
                                                  "    import pathlib\n    text = (pathlib.Path(cwd) / 'src.txt').read_text()\n"
                                                  "    return (1, 'found it') if 'BACKDOOR' in text else (0, 'clean')"),
              call=False)
-    for where in ("plugin", "coherence"):
-        evaluators = "{name: tests, run: 'sh test.sh'}" + (", scan" if where == "plugin" else "")
-        repo = hostile.campaign_repo(tmp_path / where, ("gates: {scan: {plugin: scanner}}\n" if where == "plugin"
+    for where in ("plugin after coherence", "plugin", "coherence"):  # (rv38: the last, the rewrite coherence's)
+        evaluators = {"plugin": "{name: tests, run: 'sh test.sh'}, scan", "coherence": "{name: tests, run: 'sh test.sh'}",
+                      "plugin after coherence": "scan"}[where]
+        repo = hostile.campaign_repo(tmp_path / where, ("gates: {scan: {plugin: scanner}}\n" if "plugin" in where
                                                         else "") + hostile.dag(mode, evaluators).replace(
             "[a.txt]", "[src.txt, test.sh]"), "#!/bin/sh\necho BACKDOOR > src.txt\necho 'echo clean > src.txt' > test.sh\n")
-        if where == "coherence":
-            (repo / ".ledger" / "config.yaml").write_text(
-                "coherence:\n  evaluators: [{name: scanner, run: '! grep -q BACKDOOR src.txt'}]\n")
+        scanner = "sh test.sh" if where == "plugin after coherence" else "! grep -q BACKDOOR src.txt"
+        if "coherence" in where:
+            (repo / ".ledger" / "config.yaml").write_text(f"coherence:\n  evaluators: [{{name: c, run: '{scanner}'}}]\n")
         baseline = repo.git("rev-parse", "HEAD")
         result = orch("run", cwd=repo)
         assert result.rc == 75, result.out + result.err

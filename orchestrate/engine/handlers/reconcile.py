@@ -120,9 +120,13 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
     node = ctx.dag.by_id[node_id]
     worktree = ctx.root / ns.worktree
     # coherence runs the project's configured evaluators in the worktree, and gate plugins their commands
+    # What runs the node's code in its worktree (its evaluators, coherence's configured evaluators, each gate
+    # plugin) may rewrite what the next one reads: the worktree is put back to the commit before each such reader
+    # that follows one (rv36, rv38): what they judge is what is merged.
+    readers = coherence.needs_checkout(ctx.layout.ledger)
     with containment.judging(ctx, worktree, (node_id,)):
-        if shared and _read_again(ctx, node_id) and (why := returns.cleared_again(ctx, worktree, ns.base, ns.head)):
-            shared = [*shared, Verdict("worktree", 1, f"FAIL: after its evaluators ran, {why}")]
+        if bool(ctx.dag.effective_checks(node_id)) and readers:
+            shared = shared + _put_back(ctx, ns, worktree)
         touched = reconcile_node.changes_between(ctx.root, ns.base, ns.head)
         checks = shared + [
             reconcile_node.check(node_id, node.file_surface, touched),
@@ -132,19 +136,24 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
         if node.outputs:
             checks.append(_outputs(ctx, node, ns))
         entries = [judge.record(ctx, node_id, v)["id"] for v in checks]
-        for v, entity in _plugin_gates(ctx, node_id, worktree, ns):
+        ran = readers or bool(ctx.dag.effective_checks(node_id))
+        for gate in _plugin_gates(ctx, node_id):
+            if ran and (wrong := _put_back(ctx, ns, worktree)):
+                checks += wrong
+                entries.append(judge.record(ctx, node_id, wrong[0])["id"])
+            v, entity = _plugin_gate(ctx, gate, node_id, worktree, ns)
             checks.append(v)
             entries.append(judge.record(ctx, node_id, v, source_entity=entity)["id"])
+            ran = True
     _freshness(ctx, node_id, worktree)
     return checks, entries
 
 
-def _read_again(ctx: Context, node_id: str) -> bool:
-    """Do gates read the node's worktree after its own evaluators ran there (coherence's configured evaluators,
-    gate plugins)?"""
-    from orchestrate.engine import plugin_gates
-    return bool(ctx.dag.effective_checks(node_id)) and (
-        coherence.needs_checkout(ctx.layout.ledger) or bool(plugin_gates.for_node(ctx.dag, node_id)))
+def _put_back(ctx: Context, ns, worktree) -> list[Verdict]:
+    """The worktree put back to the node's commit alone (returns.cleared_again); a failing verdict when it could
+    not be."""
+    why = returns.cleared_again(ctx, worktree, ns.base, ns.head)
+    return [Verdict("worktree", 1, f"FAIL: after code of the node's ran in its worktree, {why}")] if why else []
 
 
 def _worker_failed(ns) -> Verdict:
@@ -250,15 +259,18 @@ def _combined_evaluators(ctx: Context, members: list[str], group_id: str) -> Ver
         git.worktree_remove(ctx.root, scratch)
 
 
-def _plugin_gates(ctx: Context, node_id: str, worktree, ns) -> list:
+def _plugin_gates(ctx: Context, node_id: str) -> list:
     from orchestrate.engine import plugin_gates as plugingates
     gates = plugingates.for_node(ctx.dag, node_id)
-    if not gates:
-        return []
-    if ctx.gate_plugins is None:
+    if gates and ctx.gate_plugins is None:
         ctx.gate_plugins = plugingates.load(ctx.dag, lambda m: ctx.out.always(f"warning: {m}"))
+    return gates
+
+
+def _plugin_gate(ctx: Context, gate, node_id: str, worktree, ns) -> tuple[Verdict, str]:
+    from orchestrate.engine import plugin_gates as plugingates
     env = {**ctx.runner_tags(), "ORCH_NODE": node_id, "ORCH_BASE": ns.base, "ORCH_HEAD": ns.head}
-    return [plugingates.run(ctx, g, worktree, env) for g in gates]
+    return plugingates.run(ctx, gate, worktree, env)
 
 
 def _outputs(ctx: Context, node, ns) -> Verdict:
