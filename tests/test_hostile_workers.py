@@ -1048,6 +1048,8 @@ def test_a_submodules_git_dir_or_a_commondir_planted_in_the_shared_git_dir_is_pu
         assert said in text, (said, text)
     assert (module / "config").read_text() == "[core]\n\tbare = false\n"
     assert not (repo / ".git" / "modules" / "later").exists() and not (repo / ".git" / "commondir").exists()
+    kept = list((repo / ".scratch" / "rejected" / "hostile").glob("module-later-*"))  # moved aside: it may be yours
+    assert len(kept) == 1 and (kept[0] / "config").is_file()
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
@@ -1060,3 +1062,20 @@ def test_a_node_branch_an_evaluator_made_symbolic_is_deleted_itself_not_the_user
     main = repo.git("rev-parse", "main")
     result = orch("run", cwd=repo)
     assert repo.git("rev-parse", "--verify", "-q", "refs/heads/main", check=False) == main, result.out + result.err
+
+
+def test_a_module_git_dir_swapped_for_a_link_is_not_put_back_through_it(tmp_path, orch, home):
+    """rv38: a submodule's git dir in `.git/modules/` that a worker swapped for a link to a folder of yours had its
+    config and hooks written there when put back."""
+    outside = home / "yours"
+    worker = ("#!/bin/sh\ncommon=$(git rev-parse --path-format=absolute --git-common-dir)\necho a > a.txt\n"
+              f'cp -r "$common/modules/sub" "{outside}" && echo "[core] fsmonitor = mine" > "{outside}/config"\n'
+              f'mv "$common/modules/sub" "$HOME/moved" && ln -s "{outside}" "$common/modules/sub"\n')
+    repo = campaign_repo(tmp_path, dag("none"), worker)
+    module = repo / ".git" / "modules" / "sub"
+    (module / "objects").mkdir(parents=True)
+    (module / "HEAD").write_text("ref: refs/heads/main\n")
+    (module / "config").write_text("[core]\n\tbare = false\n")
+    result = orch("run", cwd=repo)
+    assert ".git/modules/sub/ was deleted" in result.out + result.err, result.out + result.err
+    assert (outside / "config").read_text() == "[core] fsmonitor = mine\n"  # what is there was not written over

@@ -184,7 +184,7 @@ def restore(before: Fingerprint, keep: Path | None = None) -> list[str]:
     places = {**before.places, **{path: os.path.realpath(path.parent) for path in made}}
     put_back += _restore_paths({**made, **before.home}, keep, out, places) + startup_files.remove_odd(before.odd) + \
         put_back_files(before.common, before.files, ".git", before.places, out) + \
-        git_modules.restore(before.common, before.modules, before.places, out)
+        git_modules.restore(before.common, before.modules, before.places, out, keep)
     if before.recorder_git is not None:
         put_back += put_back_files(before.recorder_git, before.recorder_git_files, ".ledger/.git", before.places, out)
     return put_back

@@ -3,16 +3,15 @@
 Without the sandbox a worker can write them, and your own git runs what they hold: `git status` in your
 checkout looks into each submodule checked out there (its config's `core.fsmonitor`, say), and a later
 `git submodule update` re-uses the git dir it finds (its hooks, its config). Each one's config, hooks, info
-and the rest fingerprint.take_files watches are compared and put back; one made since the last look is
-removed whole (a worker's `git submodule update --init`, or a git dir of its own making, waiting there for a
-submodule you check out later); one that went cannot be put back, and is said so.
+and the rest fingerprint.take_files watches are compared and put back; one made since the last look is moved
+aside whole (a worker's `git submodule update --init`, or a git dir of its own making, waiting there for a
+submodule you check out later; or your own, which is not lost); one that went cannot be put back, and is said so.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from orchestrate import removal
 
 
 def take(common: Path, inside: tuple[str, ...]) -> dict[str, dict[str, bytes | None]]:
@@ -25,6 +24,8 @@ def take(common: Path, inside: tuple[str, ...]) -> dict[str, dict[str, bytes | N
 def found(common: Path) -> list[str]:
     """The module git dirs below `common/modules`, never through a link; a folder is one when it holds HEAD."""
     top, names, folders = common / "modules", [], [""]
+    if os.path.islink(top):  # a worker's, leading to folders of yours: listed and put back through, never
+        return []
     while folders:
         rel = folders.pop()
         try:
@@ -55,19 +56,29 @@ def changes(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
     return found_
 
 
-def restore(common: Path, before: dict[str, dict], places: dict[Path, str], inside: tuple[str, ...]) -> list[str]:
-    """Each module git dir as it was: its watched files put back, one made since removed; what could not be, said."""
+def restore(common: Path, before: dict[str, dict], places: dict[Path, str], inside: tuple[str, ...],
+            keep: Path | None) -> list[str]:
+    """Each module git dir as it was: its watched files put back, one made since moved into `keep` (it may be
+    yours: a `git submodule add` of your own while the run goes on; nothing of it is lost); what could not be,
+    said. Never through a link: a module dir that is one now (or `modules` itself) leads elsewhere."""
     from orchestrate.workers import fingerprint, watched
-    put_back = []
+    put_back, real = [], os.path.join(os.path.realpath(common), "modules")
     for name in found(common):
         if name not in before:
             try:
-                removal.remove(common / "modules" / name)
-                put_back.append(f".git/modules/{name}/ (removed)")
+                if keep is None:
+                    raise OSError(0, "no folder to keep it in")
+                keep.mkdir(parents=True, exist_ok=True)
+                aside = keep / f"module-{name.replace('/', '-')}-{os.urandom(4).hex()}"
+                os.rename(common / "modules" / name, aside)
+                put_back.append(f".git/modules/{name}/ (moved to {aside})")
             except OSError as exc:
                 put_back.append(f".git/modules/{name}/{watched.NOT_PUT_BACK}{exc.strerror})")
     for name, files in before.items():
-        if not (common / "modules" / name / "HEAD").exists():
+        if os.path.realpath(common / "modules") != real or os.path.realpath(common / "modules" / name) != \
+                os.path.join(real, name):
+            put_back.append(f".git/modules/{name}/{watched.NOT_PUT_BACK}it leads elsewhere than when it was watched)")
+        elif not (common / "modules" / name / "HEAD").exists():
             put_back.append(f".git/modules/{name}/{watched.NOT_PUT_BACK}it was deleted)")
         else:
             put_back += fingerprint.put_back_files(common / "modules" / name, files, f".git/modules/{name}", places,
