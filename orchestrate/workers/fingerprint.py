@@ -83,13 +83,13 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
     # scripts/ you edit), its git dir, the recorder (rv26, rv28); compared with the look at the checkout instead
     inside = tuple(dict.fromkeys(os.path.realpath(p) for p in (root, common, *([recorder_git.parent]
                                                                              if recorder_git else []))))
-    fp = Fingerprint(common, files=take_files(common, inside), inside=inside, modules=git_modules.take(common, inside),
-                     odd=tuple(startup_files.odd()))
+    fp = Fingerprint(common, files=take_files(common, inside), inside=inside, modules=git_modules.take(common, inside))
     # before the look, which reads what their links lead to; `home` holds what the repository's config names
     # outside the checkout too (a hooksPath in /opt, a file in .git it includes)
     home = git_named.home_files(root)
     files, fp.named = git_named.split(common, root, home)
-    fp.home = {path: watched.read(path, inside) for path in dict.fromkeys([*home, *files, *startup_files.files()])}
+    started, fp.odd = startup_files.look(inside)
+    fp.home = {**started, **{path: watched.read(path, inside) for path in dict.fromkeys([*home, *files])}}
     if recorder_git is not None:
         fp.recorder_git, fp.recorder_git_files = recorder_git, take_files(recorder_git, inside)
     theirs = tuple(f"refs/heads/{kind}/{t}/" for t in other_topics for kind in ("node", "campaign"))
@@ -105,7 +105,8 @@ def take(root: Path, own_refs: set[str], *, recorder_files: list[Path] = (), rec
         fp.mark = proc.unconfined()
     fp.recorder = {path: watched.read(path) for path in recorder_files}
     fp.folders = _folders(fp.home)
-    fp.places = {path: os.path.realpath(path.parent) for path in (*fp.recorder, *fp.home, *fp.folders)}
+    real = {folder: os.path.realpath(folder) for folder in {p.parent for p in (*fp.recorder, *fp.home, *fp.folders)}}
+    fp.places = {path: real[path.parent] for path in (*fp.recorder, *fp.home, *fp.folders)}
     fp.places[common] = os.path.realpath(common)
     if recorder_git is not None:
         fp.places[recorder_git] = os.path.realpath(recorder_git)
@@ -264,10 +265,10 @@ def _folders(paths) -> dict[Path, str | None]:
     home = Path(os.path.expanduser("~"))
     found: dict[Path, str | None] = {}
     for path in paths:
-        for folder in path.parents:
-            if folder == home or not folder.is_relative_to(home):  # what the sandbox lets a worker write
+        for folder in path.parents:  # (each folder looked at once: most of the files share theirs)
+            if folder in found or folder == home or not folder.is_relative_to(home):  # what a worker may write
                 break
-            found.setdefault(folder, _folder(folder))
+            found[folder] = _folder(folder)
     return found
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 # Each watched whether or not it exists: one made where there was none is a change too.
@@ -29,12 +30,24 @@ SOURCED = (".bashrc.d", ".config/fish/conf.d")  # folders whose every entry a sh
 HOOKS = ("usercustomize.py", "sitecustomize.py")  # imported from the user site by every interpreter that has it
 
 
-def files() -> list[Path]:
-    """Every start-up file watched now: the fixed ones, the shadows, the hooks of this Python's site folder,
-    and the files and links in the listed folders."""
-    own = site_folders()[0]
-    return [home() / name for name in IN_HOME] + shadows() + [own / name for name in HOOKS] + \
-        [path for path, plain in _listed() if plain]
+def look(inside: tuple[str, ...]) -> tuple[dict[Path, bytes | None], tuple[Path, ...]]:
+    """({each start-up file watched now: its record (watched.read)}, what is odd now). Watched: the fixed ones,
+    the shadows, the hooks of this Python's site folder, and the files and links in the listed folders. Most
+    are not there: each folder is listed once, and only what it holds is read (a look a worker's return)."""
+    from orchestrate.workers import watched
+    own, mine, listed = site_folders()[0], home(), _listed()
+    paths = [mine / name for name in IN_HOME] + shadows() + [own / name for name in HOOKS] + \
+        [path for path, plain in listed if plain]
+    there: dict[Path, set[str] | None] = {}
+    for folder in {path.parent for path in paths}:
+        try:
+            there[folder] = set(os.listdir(folder))
+        except FileNotFoundError:
+            there[folder] = set()
+        except OSError:  # cannot be listed: each is read, as it would have been
+            there[folder] = None
+    return ({path: watched.read(path, inside) if there[path.parent] is None or path.name in there[path.parent]
+             else None for path in paths}, tuple(path for path, plain in listed if not plain))
 
 
 def odd() -> list[Path]:
@@ -73,18 +86,25 @@ def shadows() -> list[Path]:
     be every later run's, and yours. Compared as real paths: `$HOME` may be a link."""
     from orchestrate import proc
     from orchestrate.workers import sandbox
-    mine = os.path.realpath(home())
-    found = []
-    for name in sandbox.BY_NAME:
-        where = proc.program(name)  # as found first in this run: one made ahead since is what is looked for
+    wheres = tuple(proc.program(name) for name in sandbox.BY_NAME)  # as found first in this run
+    return list(_shadows(os.environ.get("PATH", ""), str(home()), wheres))
+
+
+@lru_cache(maxsize=8)
+def _shadows(path: str, mine: str, wheres: tuple[str, ...]) -> tuple[Path, ...]:
+    """`shadows` for one PATH, $HOME and set of programs found: the same for a whole run (a folder on the way
+    swapped for a link since is the folder records' to see), so its real paths are worked out once."""
+    from orchestrate.workers import sandbox
+    mine, found = os.path.realpath(mine), []
+    folders = [(folder, os.path.realpath(folder)) for folder in path.split(os.pathsep) if folder]
+    for name, where in zip(sandbox.BY_NAME, wheres):
         real = os.path.realpath(os.path.dirname(where)) if "/" in where else None
-        for folder in (p for p in os.environ.get("PATH", "").split(os.pathsep) if p):
-            at = os.path.realpath(folder)
+        for folder, at in folders:
             if at == real:
                 break
             if Path(at).is_relative_to(mine):
                 found.append(Path(folder) / name)
-    return found
+    return tuple(found)
 
 
 def site_folders() -> list[Path]:
