@@ -36,7 +36,7 @@ def _head(root: Path, worktree: Path) -> str:
         return git.out(worktree, "rev-parse", "HEAD")
 
 
-def _foreign_head(worktree: Path, branch: str) -> str | None:
+def _foreign_head(worktree: Path, branch: str, common: Path) -> str | None:
     """What the worktree's HEAD names when it is neither the node's branch nor a commit (detached): a worker
     can write HEAD in its worktree's admin dir, in the sandbox too."""
     try:
@@ -46,7 +46,7 @@ def _foreign_head(worktree: Path, branch: str) -> str | None:
     if git_files.is_full_id(text):
         return None
     if text == f"ref: refs/heads/{branch}":
-        return _symbolic(git.git_common_dir(worktree), branch)
+        return _symbolic(common, branch)
     return text.removeprefix("ref: ") or "nothing"
 
 
@@ -116,7 +116,7 @@ def _settle(ctx, outcome) -> None:
                      "(it no longer names this repository's admin dir for it); nothing was read or committed "
                      "through it, the worktree was removed, and its attempt failed")
         return
-    if path.exists() and (named := _foreign_head(path, ns.branch)):
+    if path.exists() and (named := _foreign_head(path, ns.branch, git.git_common_dir(ctx.root))):
         # a commit made here (the leftovers', below) would move what HEAD names: the user's branch, say
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: the worker pointed its worktree's HEAD at "
                      f"{named}, not its branch {ns.branch}; nothing was committed or read through it, and its "
