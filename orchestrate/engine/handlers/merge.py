@@ -70,6 +70,9 @@ def handle(ctx: Context) -> Outcome:
                                              + (f" and {len(unjudged) - 10} more" if len(unjudged) > 10 else "")
                                              + " (its history brings in other commits, or a campaign check "
                                              "changed the merged tree); nothing was merged"))
+    # the merge commit itself, written ahead: the only commit a resume may adopt (what ran between the merge's
+    # intent and here, the campaign checks, could have put another there and killed the runner: rv39)
+    ctx.emit("intent", {"effect": "advance", "node": first, "sha": made, "onto": c.tip})
     faults.reach("merge")
     _advance(ctx, made, message)
     ctx.emit("result", {"effect": "merge", "node": first, "sha": made})
@@ -180,7 +183,7 @@ def _merged_before_crash(ctx: Context, heads: list[str], message: str) -> str | 
     then finds the branch moved and halts (`_advance`)."""
     c = ctx.campaign
     now = git.rev_parse(ctx.root, c.branch)
-    if now in (None, c.tip) or not _cut_off(ctx, heads):  # nothing was merged, or no runner died merging these
+    if now in (None, c.tip) or not _cut_off(ctx, now):  # nothing was merged, or not by a runner that died since
         return None
     sha, *parents = git.out(ctx.root, "rev-list", "--parents", "-n", "1", now).split()
     if parents[:1] != [c.tip] or sorted(parents[1:]) != sorted(heads):
@@ -191,14 +194,16 @@ def _merged_before_crash(ctx: Context, heads: list[str], message: str) -> str | 
     return now if made is not None and made == git_batch.tree_of(ctx.root, now) else None
 
 
-def _cut_off(ctx: Context, heads: list[str]) -> bool:
-    """Did a runner die merging these heads onto the tip: is the journal's last merge entry an intent for them
-    with no result? In a live run it never is, whatever sits on the branch (rv38: a worker without the sandbox
-    that put the exact merge there while the node waited had the campaign checks skipped)."""
+def _cut_off(ctx: Context, sha: str) -> bool:
+    """Did a runner die moving the branch to `sha`: is the journal's last merge entry the intent to move it there
+    from the tip, with no result? In a live run it never is, whatever sits on the branch (rv38: a worker without
+    the sandbox that put the exact merge there while the node waited had the campaign checks skipped), nor is it
+    for a commit a campaign check made before killing the runner (rv39): the intent names the commit made."""
     for entry in reversed(ctx.recorder.written() if ctx.recorder is not None else []):
-        if entry["context"].get("effect") == "merge":
+        if entry["context"].get("effect") in ("merge", "advance"):
             said = entry["context"]
-            return entry["kind"] == "intent" and said.get("head") == " ".join(heads) and said.get("onto") == ctx.campaign.tip
+            return entry["kind"] == "intent" and said.get("effect") == "advance" and said.get("sha") == sha \
+                and said.get("onto") == ctx.campaign.tip
     return False
 
 
