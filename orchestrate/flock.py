@@ -36,7 +36,12 @@ class FileLock:
         self._fd: int | None = None
 
     def acquire(self) -> "FileLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # a link to nothing, or a file, where a folder goes
+            raise OrchestrateError(f"{self.path.parent} cannot be made: something that is not a folder is on its way "
+                                   "(a link leading nowhere, a file)",
+                                   hint="remove it, or make the folder it leads to") from None
         deadline = time.monotonic() + self.timeout
         while True:
             # not through a link: `.scratch/locks/` is writable by a worker without the sandbox, and a link

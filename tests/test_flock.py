@@ -148,3 +148,12 @@ def test_the_wait_gives_up_after_its_timeout(tmp_path):
         assert time.monotonic() - start >= 0.1
     finally:
         child.communicate("")
+
+
+def test_a_link_leading_nowhere_where_the_locks_folder_goes_is_one_line_naming_it(tmp_path):
+    """A `.scratch` that is a link to a folder that is gone (a moved disk, or a worker's doing without the sandbox)
+    ended `run` with a traceback (FileExistsError)."""
+    from orchestrate.errors import OrchestrateError
+    (tmp_path / ".scratch").symlink_to(tmp_path / "gone")
+    with pytest.raises(OrchestrateError, match="cannot be made: something that is not a folder"):
+        FileLock(tmp_path / ".scratch" / "locks" / "x.lock").acquire()
