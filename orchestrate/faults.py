@@ -1,6 +1,7 @@
 """Fault injection for the crash tests: `ORCHESTRATE_FAULT=point:N` SIGKILLs this process the N-th time
 it reaches `point`. Points: flush (journal written, commit not begun), commit (commit object made, branch
-not moved), merge (the merge commit made, campaign/<topic> not moved to it), poll (waiting on workers),
+not moved), merge (the merge commit made, campaign/<topic> not moved to it), merged (the branch moved and the
+result written, the merge's own entries not yet), poll (waiting on workers),
 seal (a journal segment linked, the live file not yet started anew), sealed (a seal made, not yet committed).
 Unset, it costs one dictionary lookup.
 """

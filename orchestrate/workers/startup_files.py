@@ -107,7 +107,7 @@ def site_folders() -> list[Path]:
     # as site.py finds them, from $HOME as it is now (site.py's own answer was fixed when this interpreter started)
     lib = Path(os.environ.get("PYTHONUSERBASE") or home() / ".local") / "lib"
     own = lib / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
-    others = [lib / name / "site-packages" for name, kind in _entries(lib, _PYTHONS) if kind in "dl"]
+    others = [lib / name / "site-packages" for name, kind in _entries(lib, _PYTHONS) if kind == "d"]
     return list(dict.fromkeys([own, *others]))
 
 
@@ -121,16 +121,18 @@ def _listed() -> list[tuple[Path, bool]]:
 
 
 _PYTHONS = re.compile(r"python3\.\d+")
-_HOOKED = re.compile(r"(user|site)customize(\..*)?|.*\.pth")  # the modules Python imports at start, the .pth files
+_HOOKED = re.compile(r"(user|site)customize(\..*)?|.*\.pth", re.DOTALL)  # what Python imports at start; a name may hold a newline
 _ANY = re.compile(r".*", re.DOTALL)
 
 
 def _entries(folder: Path, names: re.Pattern) -> list[tuple[str, str]]:
     """(name, kind: f file, l link, d folder, o other) of the entries of `folder` whose whole name matches
-    `names`; none when it is missing or cannot be read. Listed through a link of yours (a dotfiles manager's
-    `~/.bashrc.d`; the folder records see it re-pointed); only the matching names are looked at, since a
-    site-packages may hold thousands of entries."""
-    try:
+    `names`; none when it is missing, cannot be read, or is a link (rv40: listed through a link a worker made,
+    a folder of yours elsewhere would have been emptied; so a `~/.bashrc.d` that links to your dotfiles is not
+    watched). Only the matching names are looked at: a site-packages may hold thousands of entries."""
+    try:  # never through a link: one a worker made (where none was watched) would lead to folders of yours
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return []
         matching = [name for name in os.listdir(folder) if names.fullmatch(name)]
     except OSError:
         return []

@@ -35,7 +35,7 @@ def handle(ctx: Context) -> Outcome:
     titles = "; ".join(ctx.dag.by_id[m].title for m in members)
     label = f"node {first}" if len(members) == 1 else f"group {ctx.subject}"
     message = f"merge {label}: {titles}"
-    if (sha := _merged_before_crash(ctx, [c.nodes[m].head for m in changed], message)) is not None:
+    if (sha := _merged_before_crash(ctx, [c.nodes[m].head for m in changed])) is not None:
         for m in members:
             ns = c.nodes[m]
             ctx.emit("merge", {"node": m, "sha": sha, "branch": ns.branch, "head": ns.head},
@@ -76,6 +76,7 @@ def handle(ctx: Context) -> Outcome:
     faults.reach("merge")
     _advance(ctx, made, message)
     ctx.emit("result", {"effect": "merge", "node": first, "sha": made})
+    faults.reach("merged")
     for m in members:
         ns = c.nodes[m]
         ctx.emit("merge", {"node": m, "sha": made, "branch": ns.branch, "head": ns.head}, derived_from=_cites(ns))
@@ -174,52 +175,39 @@ def _merged_since(ctx: Context, members: list[str]) -> str:
     return f"merged since {'their' if len(members) > 1 else 'its'} base: {', '.join(since)}"
 
 
-def _merged_before_crash(ctx: Context, heads: list[str], message: str) -> str | None:
-    """The campaign head when a runner that died after moving the branch to this merge left it there: the
-    branch's tip is a commit on exactly the campaign tip and these heads, with the merge's subject, holding the
-    tree this merge makes. All of it checked (rv36): a worker without the sandbox running while a judged node
-    waits can put a commit with those parents and any tree there; taken for the dead runner's, its tree would
-    be recorded as the merge no gate saw. Anything else on the branch is not adopted: the merge's own move
-    then finds the branch moved and halts (`_advance`)."""
+def _merged_before_crash(ctx: Context, heads: list[str]) -> str | None:
+    """The campaign head when a runner that died after moving the branch to this merge left it there: the very
+    commit its write-ahead intent named (a commit id fixes the tree, the parents and the message). Nothing else
+    on the branch is adopted, and the merge's own move then finds the branch moved and halts (`_advance`):
+    a worker without the sandbox can put a commit with the merge's parents and any tree there while a judged
+    node waits (rv36), or the exact merge (rv38); a campaign check can make the exact merge and kill the
+    runner (rv39). And nothing is adopted where a process without the sandbox ran in the campaign: it could
+    have written the journal's unsealed tail, intent included, before killing the runner (rv40)."""
     c = ctx.campaign
     now = git.rev_parse(ctx.root, c.branch)
-    if now in (None, c.tip) or not _cut_off(ctx, now):  # nothing was merged, or not by a runner that died since
+    if now in (None, c.tip) or not _cut_off(ctx, now) or not _all_sandboxed(ctx):
         return None
-    sha, *parents = git.out(ctx.root, "rev-list", "--parents", "-n", "1", now).split()
-    if parents[:1] != [c.tip] or sorted(parents[1:]) != sorted(heads):
-        return None
-    from orchestrate import git_batch
-    said = git.out(ctx.root, "log", "-1", "--format=%B", now)
-    made = _merge_of(ctx, heads) if said.split() == message.split() else None
-    return now if made is not None and made == git_batch.tree_of(ctx.root, now) else None
+    parents = git.out(ctx.root, "rev-list", "--parents", "-n", "1", now).split()[1:]
+    return now if parents[:1] == [c.tip] and sorted(parents[1:]) == sorted(heads) else None
 
 
 def _cut_off(ctx: Context, sha: str) -> bool:
-    """Did a runner die moving the branch to `sha`: is the journal's last merge entry the intent to move it there
-    from the tip, with no result? In a live run it never is, whatever sits on the branch (rv38: a worker without
-    the sandbox that put the exact merge there while the node waited had the campaign checks skipped), nor is it
-    for a commit a campaign check made before killing the runner (rv39): the intent names the commit made."""
+    """Did a runner die after moving the branch to `sha`: is the journal's last advance intent the one naming
+    `sha`, from the tip, with at most the merge's own result after it (a runner killed after writing the result,
+    before its transition was recorded: the merge entries held for it were lost)?"""
     for entry in reversed(ctx.recorder.written() if ctx.recorder is not None else []):
-        if entry["context"].get("effect") in ("merge", "advance"):
-            said = entry["context"]
+        said = entry["context"]
+        if entry["kind"] == "result" and said.get("effect") == "merge" and said.get("sha") == sha:
+            continue
+        if said.get("effect") in ("merge", "advance"):
             return entry["kind"] == "intent" and said.get("effect") == "advance" and said.get("sha") == sha \
                 and said.get("onto") == ctx.campaign.tip
     return False
 
 
-def _merge_of(ctx: Context, heads: list[str]) -> str | None:
-    """The tree merging `heads` onto the campaign tip makes, one after the other in the object store; None when
-    one conflicts or this git cannot say. (An octopus merges without rename detection: a group's tree may then
-    differ, and a crash at that instant halts instead of adopting the commit.)"""
-    onto = ctx.campaign.tip
-    for i, head in enumerate(heads):
-        merged = git.merge_tree(ctx.root, onto, head)
-        if merged is None or merged[1]:
-            return None
-        if i == len(heads) - 1:
-            return merged[0]
-        onto = git.commit_tree(ctx.root, merged[0], [onto, head], "step")
-    return None
+def _all_sandboxed(ctx: Context) -> bool:
+    """Does every node of the campaign run in the sandbox (and so what judges them: workers/containment.py)?"""
+    return all(containment.enabled(ctx, n) for n in ctx.dag.nodes)
 
 
 def _as_judged(ctx: Context, changed: list[str], tree: str) -> bool:
