@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -1130,3 +1131,23 @@ def _module_git_dir(repo, name: str):
     (module / "HEAD").write_text("ref: refs/heads/main\n")
     (module / "config").write_text("[core]\n\tbare = false\n")
     return module
+
+
+def test_a_module_git_dir_that_cannot_be_copied_across_file_systems_stays_whole_and_says_why(tmp_path):
+    """rv40: copying a module git dir holding a FIFO to another file system failed half way; the message said
+    `None` and the half copy stayed."""
+    from orchestrate.workers import git_modules
+    if not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no /dev/shm on another file system here")
+    module = tmp_path / "modules" / "x"
+    module.mkdir(parents=True)
+    (module / "HEAD").write_text("ref: refs/heads/m\n")
+    os.mkfifo(module / "pipe")
+    keep = Path(tempfile.mkdtemp(dir="/dev/shm", prefix="orch-keep-"))
+    try:
+        with pytest.raises(OSError, match="could not be copied whole"):
+            git_modules._aside(module, keep, "x")
+        assert (module / "HEAD").is_file() and list(keep.iterdir()) == []
+    finally:
+        import shutil
+        shutil.rmtree(keep)

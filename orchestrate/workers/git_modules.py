@@ -98,8 +98,6 @@ def _aside(folder: Path, keep: Path, name: str) -> Path:
     """`folder` moved into `keep` whole; copied there, then removed, when `keep` is on another file system."""
     import errno
     import shutil
-
-    from orchestrate import removal
     keep.mkdir(parents=True, exist_ok=True)
     aside = keep / f"module-{name.replace('/', '-')}-{os.urandom(4).hex()}"
     try:
@@ -107,6 +105,10 @@ def _aside(folder: Path, keep: Path, name: str) -> Path:
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
-        shutil.copytree(folder, aside, symlinks=True)
+        try:
+            shutil.copytree(folder, aside, symlinks=True)
+        except shutil.Error as failed:  # (a FIFO in it, say): nothing of it removed, no half copy left
+            shutil.rmtree(aside, ignore_errors=True)
+            raise OSError(errno.EIO, f"it could not be copied whole ({str(failed)[:200]})") from None
         removal.remove(folder)
     return aside
