@@ -47,15 +47,15 @@ def found(common: Path) -> list[str]:
 
 def changes(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
     from orchestrate.workers import fingerprint
-    found_ = []
+    said = []
     for name in sorted(set(before) | set(after)):
         if name not in before:
-            found_.append(f".git/modules/{name}/ was created")
+            said.append(f".git/modules/{name}/ was created")
         elif name not in after:
-            found_.append(f".git/modules/{name}/ was deleted")
+            said.append(f".git/modules/{name}/ was deleted")
         else:
-            found_ += fingerprint.changed_files(before[name], after[name], f".git/modules/{name}")
-    return found_
+            said += fingerprint.changed_files(before[name], after[name], f".git/modules/{name}")
+    return said
 
 
 def restore(common: Path, before: dict[str, dict], places: dict[Path, str], inside: tuple[str, ...],

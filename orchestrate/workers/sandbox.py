@@ -118,10 +118,10 @@ def _tools(writable: list[Path]) -> list[str]:
 
     import orchestrate
     source = os.path.dirname(os.path.dirname(os.path.realpath(orchestrate.__file__)))  # an editable install's
-    programs = [shutil.which(name) for name in BY_NAME]
+    programs = [proc.program(name) for name in BY_NAME]  # what the runner starts: found once a run
     candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
                   source, *sys.path, *os.environ.get("PATH", "").split(os.pathsep),
-                  *(os.path.dirname(os.path.realpath(p)) for p in programs if p)}
+                  *(os.path.dirname(os.path.realpath(p)) for p in programs if "/" in p)}
     found: list[Path] = []
     for real in sorted({Path(p).resolve() for p in candidates if p}, key=lambda p: len(p.parts)):
         if not _folder(real) or real == Path("/tmp") or real in writable or any(real.is_relative_to(f) for f in found):

@@ -87,7 +87,8 @@ def shadows() -> list[Path]:
     be every later run's, and yours. Compared as real paths: `$HOME` may be a link."""
     from orchestrate import proc
     from orchestrate.workers import sandbox
-    mine, found = os.path.realpath(home()), []
+    spelled, found = home(), []
+    mine = os.path.realpath(spelled)
     # real paths worked out at each look: a PATH folder that was a link out of $HOME may be a folder in it now
     folders = [(folder, os.path.realpath(folder)) for folder in os.environ.get("PATH", "").split(os.pathsep) if folder]
     for name in sandbox.BY_NAME:
@@ -96,7 +97,7 @@ def shadows() -> list[Path]:
         for folder, at in folders:
             if at == real:
                 break
-            if Path(at).is_relative_to(mine) or Path(folder).is_relative_to(home()):  # either spelling in $HOME
+            if Path(at).is_relative_to(mine) or Path(folder).is_relative_to(spelled):  # either spelling in $HOME
                 found.append(Path(folder) / name)
     return found
 

@@ -35,7 +35,7 @@ def handle(ctx: Context) -> Outcome:
     titles = "; ".join(ctx.dag.by_id[m].title for m in members)
     label = f"node {first}" if len(members) == 1 else f"group {ctx.subject}"
     message = f"merge {label}: {titles}"
-    if (sha := _merged_before_crash(ctx, [c.nodes[m].head for m in changed])) is not None:
+    if (sha := _merged_before_crash(ctx)) is not None:
         for m in members:
             ns = c.nodes[m]
             ctx.emit("merge", {"node": m, "sha": sha, "branch": ns.branch, "head": ns.head},
@@ -175,7 +175,7 @@ def _merged_since(ctx: Context, members: list[str]) -> str:
     return f"merged since {'their' if len(members) > 1 else 'its'} base: {', '.join(since)}"
 
 
-def _merged_before_crash(ctx: Context, heads: list[str]) -> str | None:
+def _merged_before_crash(ctx: Context) -> str | None:
     """The campaign head when a runner that died after moving the branch to this merge left it there: the very
     commit its write-ahead intent named (a commit id fixes the tree, the parents and the message). Nothing else
     on the branch is adopted, and the merge's own move then finds the branch moved and halts (`_advance`):
@@ -185,10 +185,7 @@ def _merged_before_crash(ctx: Context, heads: list[str]) -> str | None:
     have written the journal's unsealed tail, intent included, before killing the runner (rv40)."""
     c = ctx.campaign
     now = git.rev_parse(ctx.root, c.branch)
-    if now in (None, c.tip) or not _cut_off(ctx, now) or not _all_sandboxed(ctx):
-        return None
-    parents = git.out(ctx.root, "rev-list", "--parents", "-n", "1", now).split()[1:]
-    return now if parents[:1] == [c.tip] and sorted(parents[1:]) == sorted(heads) else None
+    return now if now not in (None, c.tip) and _cut_off(ctx, now) and _all_sandboxed(ctx) else None
 
 
 def _cut_off(ctx: Context, sha: str) -> bool:

@@ -123,9 +123,9 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
     # What runs the node's code in its worktree (its evaluators, coherence's configured evaluators, each gate
     # plugin) may rewrite what the next one reads: the worktree is put back to the commit before each such reader
     # that follows one (rv36, rv38): what they judge is what is merged.
-    readers = coherence.needs_checkout(ctx.layout.ledger)
+    readers, evaluated = coherence.needs_checkout(ctx.layout.ledger), bool(ctx.dag.effective_checks(node_id))
     with containment.judging(ctx, worktree, (node_id,)):
-        if bool(ctx.dag.effective_checks(node_id)) and readers:
+        if evaluated and readers:
             shared = shared + _put_back(ctx, ns, worktree)
         touched = reconcile_node.changes_between(ctx.root, ns.base, ns.head)
         checks = shared + [
@@ -136,7 +136,7 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
         if node.outputs:
             checks.append(_outputs(ctx, node, ns))
         entries = [judge.record(ctx, node_id, v)["id"] for v in checks]
-        ran = readers or bool(ctx.dag.effective_checks(node_id))
+        ran = readers or evaluated
         for gate in _plugin_gates(ctx, node_id):
             if ran and (wrong := _put_back(ctx, ns, worktree)):
                 checks += wrong
