@@ -32,19 +32,22 @@ def starts(monkeypatch):
 
 def test_a_blob_is_what_hash_object_stores(repo):
     (repo / "c.txt").write_bytes(b"crlf\r\nand bytes \xff\n")
-    sha = git_pipe.store(repo).blob(repo / "c.txt")
+    [sha] = git_pipe.store(repo).blobs([repo / "c.txt"])
     assert sha == repo.git("hash-object", "--no-filters", "c.txt")
     assert repo.git("cat-file", "-t", sha) == "blob"  # written, not only hashed
 
 
 def test_a_tree_and_a_commit_read_back_as_git_wrote_them(repo):
     store = git_pipe.store(repo)
-    blob = store.blob(repo / "a.txt")
-    sub = store.tree([("100755", blob, "run.sh")])
-    root = store.tree([("100644", blob, "z.txt"), ("40000", sub, "bin"), ("100644", blob, "a b.txt")])
+    [blob] = store.blobs([repo / "a.txt"])
+    sub = git_pipe.tree_id({"run.sh": ("100755", blob)})
+    entries = {"z.txt": ("100644", blob), "bin": ("40000", sub), "a b.txt": ("100644", blob)}
+    root = git_pipe.tree_id(entries)  # the parent's id before git has written the subtree it names
+    assert store.trees([[("100755", blob, "run.sh")], [(mode, oid, name) for name, (mode, oid) in entries.items()]]) \
+        == [sub, root]
     assert repo.git("ls-tree", "-r", root).splitlines() == [
         f"100644 blob {blob}\ta b.txt", f"100755 blob {blob}\tbin/run.sh", f"100644 blob {blob}\tz.txt"]
-    assert store.tree([]) == repo.git("hash-object", "-t", "tree", "/dev/null")  # the empty tree
+    assert store.trees([[]]) == [repo.git("hash-object", "-t", "tree", "/dev/null")] == [git_pipe.tree_id({})]
     head = repo.head()
     env = {"GIT_AUTHOR_NAME": "A U", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "C M",
            "GIT_COMMITTER_EMAIL": "c@x"}
@@ -52,6 +55,23 @@ def test_a_tree_and_a_commit_read_back_as_git_wrote_them(repo):
     assert repo.git("log", "-1", "--format=%T %P%n%an <%ae>%n%cn <%ce>%n%B", sha).splitlines() == [
         f"{root} {head}", "A U <a@x>", "C M <c@x>", "subject", "", "body line"]
     assert repo.git("cat-file", "commit", sha).endswith("body line")  # one newline at the end, as commit-tree -m
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_a_tree_id_worked_out_here_is_the_one_git_gives(tmp_path, object_format):
+    """Git sorts a subtree's name as if it ended in "/": `a` the folder comes after `a.b` and before `a0`."""
+    repo = tmp_path / object_format
+    git.git(tmp_path, "init", "-q", f"--object-format={object_format}", str(repo))
+    (repo / "f").write_text("x\n")
+    store = git_pipe.store(repo)
+    [blob] = store.blobs([repo / "f"])
+    width = len(blob)
+    sub = git_pipe.tree_id({"x": ("100644", blob)}, width)
+    entries = {"a": ("40000", sub), "a.b": ("100644", blob), "a-b": ("100755", blob), "a0": ("100644", blob),
+               "\u00e9t\u00e9": ("100644", blob), "B": ("40000", sub)}
+    ids = [sub, git_pipe.tree_id(entries, width)]
+    assert store.trees([[("100644", blob, "x")], [(m, o, n) for n, (m, o) in entries.items()]]) == ids
+    assert git.out(repo, "ls-tree", "--name-only", ids[1]).splitlines() == ["B", "a-b", "a.b", "a", "a0", '"\\303\\251t\\303\\251"']
 
 
 def test_a_commit_date_set_in_the_environment_is_kept(repo):
@@ -81,7 +101,7 @@ def test_writers_start_once_for_many_objects(repo, starts):
     store = git_pipe.store(repo)
     for i in range(20):
         (repo / "n.txt").write_text(f"{i}\n")
-        store.tree([("100644", store.blob(repo / "n.txt"), "n.txt")])
+        store.trees([[("100644", *store.blobs([repo / "n.txt"]), "n.txt")]])
     assert sorted(next(a for a in argv[3:] if not a.startswith(("-c", "core."))) for argv in starts) \
         == ["hash-object", "mktree"]
 
@@ -91,7 +111,7 @@ def test_loose_blobs_are_stored_uncompressed_and_read_back_whole(repo):
     import zlib
     store = git_pipe.store(repo)
     (repo / "j.txt").write_text("a line of journal\n" * 500)
-    sha = store.blob(repo / "j.txt")
+    [sha] = store.blobs([repo / "j.txt"])
     raw = (repo / ".git" / "objects" / sha[:2] / sha[2:]).read_bytes()
     assert len(raw) > 9000  # 9,000 bytes of text: stored, not compressed
     assert zlib.decompress(raw).startswith(b"blob 9000\0")
@@ -101,33 +121,33 @@ def test_loose_blobs_are_stored_uncompressed_and_read_back_whole(repo):
 def test_a_file_git_cannot_read_is_an_error_and_the_writer_recovers(repo):
     store = git_pipe.store(repo)
     with pytest.raises(git.GitError):
-        store.blob(repo / "missing.txt")
-    assert store.blob(repo / "a.txt") == repo.git("hash-object", "a.txt")
+        store.blobs([repo / "a.txt", repo / "missing.txt"])
+    assert store.blobs([repo / "a.txt"]) == [repo.git("hash-object", "a.txt")]
 
 
 def test_a_forked_child_gets_writers_of_its_own(repo):
     parent = git_pipe.store(repo)
-    parent.blob(repo / "a.txt")
+    parent.blobs([repo / "a.txt"])
     pid = os.fork()
     if pid == 0:  # the child must not write into the parent's pipes
         child = git_pipe.store(repo)
-        os._exit(0 if child is not parent and child.blob(repo / "a.txt") else 1)
+        os._exit(0 if child is not parent and child.blobs([repo / "a.txt"]) else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert parent.blob(repo / "a.txt") == repo.git("hash-object", "a.txt")
+    assert parent.blobs([repo / "a.txt"]) == [repo.git("hash-object", "a.txt")]
 
 
 def test_a_writer_that_ended_between_requests_is_started_again_without_a_failed_write(repo):
     """A kept helper can end mid-campaign (killed, or gone under load): the next write starts it anew instead of
     failing the recorder's commit."""
     store = git_pipe.store(repo)
-    tree = store.tree([("100644", store.blob(repo / "a.txt"), "a.txt")])
+    [tree] = store.trees([[("100644", *store.blobs([repo / "a.txt"]), "a.txt")]])
     first = store.commit(tree, [], "before", {})
-    for writer in (store.blobs, store.trees, store.commits):
+    for writer in (store.blob_writer, store.tree_writer, store.commit_writer):
         writer._child.kill()
         writer._child.wait()
-    assert store.blob(repo / "a.txt") == repo.git("hash-object", "a.txt")
-    assert store.tree([("100644", store.blob(repo / "a.txt"), "a.txt")]) == tree
+    assert store.blobs([repo / "a.txt"]) == [repo.git("hash-object", "a.txt")]
+    assert store.trees([[("100644", *store.blobs([repo / "a.txt"]), "a.txt")]]) == [tree]
     assert repo.git("cat-file", "-t", store.commit(tree, [first], "after a helper ended", {})) == "commit"
 
 

@@ -50,7 +50,10 @@ def test_changed_and_removed_files_make_the_tree_git_would(ledger):
     (ledger / "state/t/journal.jsonl").write_text("{}\n{}\n")
     (ledger / "config.yaml").unlink()
     (ledger / "gates/README.md").unlink()  # its folder goes with it
-    assert snap.tree(base) == staged(ledger, base)
+    tree = snap.tree(base)
+    # written, every new tree of it (in one request, the parent's id worked out before git wrote the child's)
+    assert "state/t/journal.jsonl" in ledger.git("ls-tree", "-r", "--name-only", tree).splitlines()
+    assert tree == staged(ledger, base)
 
 
 def test_other_campaigns_files_stay_as_the_last_commit_holds_them(ledger):
@@ -133,11 +136,13 @@ def test_a_settled_file_is_hashed_once(ledger, monkeypatch):
     snap.learn(base)  # as after the first commit of a process, which git stages
     snap.tree(base)
     asked = []
-    real = git_pipe.Store.blob
-    monkeypatch.setattr(git_pipe.Store, "blob", lambda self, path: asked.append(path) or real(self, path))
+    real = git_pipe.Store.blobs
+    monkeypatch.setattr(git_pipe.Store, "blobs", lambda self, paths: asked.append(paths) or real(self, paths))
     (ledger / "state/t/journal.jsonl").write_text("{}\n{}\n")
+    (ledger / "log/2026-01-01-t.md").write_text("# t, later\n")
     tree = snap.tree(base)
-    assert len(asked) == 1  # the journal alone (read through a descriptor of its own: see _hash)
+    assert [len(paths) for paths in asked] == [2]  # the two changed, in one request (each read through a
+    # descriptor of its own: see _hash)
     assert snap.blob_at(tree, "state/t/journal.jsonl") == ledger.git("hash-object", "state/t/journal.jsonl")
 
 
@@ -169,7 +174,7 @@ def test_random_edits_give_git_s_tree_or_leave_it_to_git(ledger, seed):
 def test_a_file_swapped_for_a_link_after_its_stat_is_left_to_git_never_read_through(ledger, tmp_path):
     """A worker without the sandbox racing the walk: the journal's name made a link to a file outside after
     the walk stat'ed it. hash-object must not store what the link names (`git add` stores a link as a link)."""
-    from orchestrate.recorder.snapshot import _GitMustLook
+    from orchestrate.recorder.snapshot import _Due, _GitMustLook
     snap = Snapshot(ledger, "t")
     snap.learn(base_of(ledger))
     snap._store = git_pipe.store(ledger)
@@ -180,10 +185,10 @@ def test_a_file_swapped_for_a_link_after_its_stat_is_left_to_git_never_read_thro
     journal.unlink()
     journal.symlink_to(secret)
     with pytest.raises(_GitMustLook):
-        snap._blob("state/t/journal.jsonl", st)
+        snap._hash([_Due("state/t/journal.jsonl", st)])
     stored = subprocess.run(["git", "-C", str(ledger), "cat-file", "-e", ledger.git("hash-object", str(secret))])
     assert stored.returncode != 0  # hashed by the test, never written to the recorder
     journal.unlink()  # a FIFO in its place is not waited on
     os.mkfifo(journal)
     with pytest.raises(_GitMustLook):
-        snap._blob("state/t/journal.jsonl", journal.stat())
+        snap._hash([_Due("state/t/journal.jsonl", journal.stat())])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from orchestrate import git_batch, git_files, git_pipe, stamps
 from orchestrate.errors import GitError
@@ -30,6 +31,22 @@ _FILES = ("100644", "100755")
 
 class _GitMustLook(Exception):
     """Something only git's own staging decides correctly."""
+
+
+class _Due:
+    """A file whose stat changed since it was last stored: stored with the others of its commit at once."""
+    __slots__ = ("path", "st", "sha")
+
+    def __init__(self, path: str, st: os.stat_result) -> None:
+        self.path, self.st, self.sha = path, st, ""
+
+
+class _Plan(NamedTuple):
+    """A folder as the walk found it: its tree in the last commit (`sha`, None: new; `base`, its entries) and
+    its entries now (name -> (mode, object id | _Due | _Plan))."""
+    sha: str | None
+    base: dict[str, tuple[str, str]]
+    entries: dict[str, tuple]
 
 
 class Snapshot:
@@ -43,12 +60,20 @@ class Snapshot:
 
     def tree(self, base: str | None) -> str | None:
         """The tree of the recorder's files now, built on `base` (the tree of the commit it follows), or None
-        when git must stage them (see the module's docstring)."""
+        when git must stage them (see the module's docstring). Three steps, so that git is asked twice, not
+        once per object: the walk (what changed, by stat), the changed files stored in one request, the new
+        trees (their ids worked out here) written in another."""
         if base is None or self._learned != self._rules():
             return None
         self._store = git_pipe.store(self.ledger)
         try:
-            return self._dir("", base, self.others()) or self._write({})
+            due: list[_Due] = []
+            plan = self._dir("", base, self.others(), due)
+            self._hash(due)
+            made: list[tuple[str, dict[str, tuple[str, str]]]] = []
+            root = self._settle(plan, made, len(base)) or self._made({}, made, len(base))
+            self._write(made)
+            return root
         except _GitMustLook:
             return None
 
@@ -78,10 +103,11 @@ class Snapshot:
 
     # ---- walking ----------------------------------------------------------------------------------
 
-    def _dir(self, rel: str, sha: str | None, others: set[str]) -> str | None:
-        """The tree of folder `rel` ("" or ending in "/") on its tree `sha` (None: a new folder); None: empty."""
+    def _dir(self, rel: str, sha: str | None, others: set[str], due: list[_Due]) -> _Plan:
+        """What folder `rel` ("" or ending in "/") holds now, on its tree `sha` (None: a new folder): each entry
+        as the last commit's tree has it, or a file to store (added to `due`), or a subfolder's plan."""
         base = self._entries(sha) if sha else {}
-        new = {name: entry for name, entry in base.items() if _excluded(rel, name, others)}
+        new: dict[str, tuple] = {name: entry for name, entry in base.items() if _excluded(rel, name, others)}
         for e in _scan(self.ledger / rel if rel else self.ledger):
             name, path, old = e.name, rel + e.name, base.get(e.name)
             if (not rel and name == ".git") or _excluded(rel, name, others):
@@ -91,9 +117,7 @@ class Snapshot:
             if e.is_dir(follow_symlinks=False):
                 if os.path.lexists(os.path.join(e.path, ".git")) or (old and old[0] != _TREE):
                     raise _GitMustLook(path)
-                tree = self._dir(path + "/", old[1] if old else None, others)
-                if tree is not None:
-                    new[name] = (_TREE, tree)
+                new[name] = (_TREE, self._dir(path + "/", old[1] if old else None, others, due))
             elif not e.is_file(follow_symlinks=False):
                 raise _GitMustLook(path)  # a symbolic link, a socket: git says how it is stored
             elif old is None and path in self.ignored:
@@ -105,15 +129,42 @@ class Snapshot:
                     st = e.stat(follow_symlinks=False)
                 except FileNotFoundError:  # gone since the folder was listed: as a later look finds it
                     continue
-                entry = ("100755" if st.st_mode & 0o100 else "100644", self._blob(path, st))
-                if entry[0] != old[0] or (name == ".gitignore" and entry != old):
-                    raise _GitMustLook(path)  # a mode git may not track (core.fileMode), or new ignore rules
-                new[name] = entry
+                mode = "100755" if st.st_mode & 0o100 else "100644"
+                if mode != old[0]:
+                    raise _GitMustLook(path)  # a mode git may not track (core.fileMode)
+                got = self.known.get(path)
+                if got is not None and got[0] == stamps.key(st):
+                    new[name] = (mode, got[1])
+                else:
+                    due.append(_Due(path, st))
+                    new[name] = (mode, due[-1])
         if ".gitignore" in base and ".gitignore" not in new:
             raise _GitMustLook(rel + ".gitignore")  # what it ignored may belong in the commit now
+        return _Plan(sha, base, new)
+
+    def _settle(self, plan: _Plan, made: list, width: int) -> str | None:
+        """The id of the tree `plan` describes, its files stored; None: it is empty. A tree the last commit
+        does not hold is added to `made`, to be written."""
+        new = {}
+        for name, (mode, what) in plan.entries.items():
+            if isinstance(what, _Plan):
+                what = self._settle(what, made, width)
+                if what is None:
+                    continue
+            elif isinstance(what, _Due):
+                what = what.sha
+            new[name] = (mode, what)
+        if ".gitignore" in plan.entries and new.get(".gitignore") != plan.base.get(".gitignore"):
+            raise _GitMustLook(".gitignore")  # new ignore rules: what they leave out is git's to say
         if not new:
             return None
-        return sha if new == base else self._write(new)
+        return plan.sha if new == plan.base else self._made(new, made, width)
+
+    @staticmethod
+    def _made(entries: dict[str, tuple[str, str]], made: list, width: int) -> str:
+        sha = git_pipe.tree_id(entries, width)
+        made.append((sha, entries))
+        return sha
 
     def _left_out(self, rel: str, sha: str | None, others: set[str]) -> None:
         base = self._entries(sha) if sha else {}
@@ -126,36 +177,39 @@ class Snapshot:
             elif old is None:
                 self.ignored.add(path)
 
-    def _blob(self, path: str, st: os.stat_result) -> str:
-        key = stamps.key(st)
-        got = self.known.get(path)
-        if got is not None and got[0] == key:
-            return got[1]
-        sha = self._hash(path, st)
-        if stamps.settled(st):
-            self.known[path] = (key, sha)
-        else:
-            self.known.pop(path, None)
-        return sha
-
-    def _hash(self, path: str, st: os.stat_result) -> str:
-        """Store the file as a blob through a descriptor opened here without following a link, and only if
-        it is still the regular file that was stat'ed: hash-object reads what it is given by name, and a
-        name swapped for a link between the stat and the read (a worker without the sandbox can write
-        here) would store whatever the link names, or read a FIFO forever. `git add` stores a link as a
-        link; so does the walk, by leaving links to git."""
+    def _hash(self, due: list[_Due]) -> None:
+        """Store the files in `due` as blobs, in one request, each through a descriptor opened here without
+        following a link, and only if it is still the regular file that was stat'ed: hash-object reads what it
+        is given by name, and a name swapped for a link between the stat and the read (a worker without the
+        sandbox can write here) would store whatever the link names, or read a FIFO forever. `git add` stores
+        a link as a link; so does the walk, by leaving links to git."""
+        if not due:
+            return
+        fds: list[int] = []
         try:
-            fd, now = git_files.open_regular(self.ledger / path)
-        except OSError as exc:  # gone, a link now, or no longer a file
-            raise _GitMustLook(path) from exc
-        try:
-            if now.st_ino != st.st_ino:
-                raise _GitMustLook(path)
-            return self._store.blob(f"/proc/{os.getpid()}/fd/{fd}" if _PROC_FDS else self.ledger / path)
-        except GitError as exc:  # unreadable
-            raise _GitMustLook(path) from exc
+            for one in due:
+                try:
+                    fd, now = git_files.open_regular(self.ledger / one.path)
+                except OSError as exc:  # gone, a link now, or no longer a file
+                    raise _GitMustLook(one.path) from exc
+                fds.append(fd)
+                if now.st_ino != one.st.st_ino:
+                    raise _GitMustLook(one.path)
+            names = [f"/proc/{os.getpid()}/fd/{fd}" if _PROC_FDS else self.ledger / one.path
+                     for fd, one in zip(fds, due)]
+            try:
+                shas = self._store.blobs(names)
+            except GitError as exc:  # unreadable
+                raise _GitMustLook(due[0].path) from exc
         finally:
-            os.close(fd)
+            for fd in fds:
+                os.close(fd)
+        for one, sha in zip(due, shas):
+            one.sha = sha
+            if stamps.settled(one.st):
+                self.known[one.path] = (stamps.key(one.st), sha)
+            else:
+                self.known.pop(one.path, None)
 
     # ---- trees ------------------------------------------------------------------------------------
 
@@ -170,10 +224,15 @@ class Snapshot:
             self._remember(sha, _parse(got[2], len(sha) // 2))
         return self._trees[sha]
 
-    def _write(self, entries: dict[str, tuple[str, str]]) -> str:
-        sha = self._store.tree([(mode, oid, name) for name, (mode, oid) in entries.items()])
-        self._remember(sha, entries)
-        return sha
+    def _write(self, made: list[tuple[str, dict[str, tuple[str, str]]]]) -> None:
+        """Write the new trees in one request; an id git gives that is not the one worked out here leaves the
+        commit to git's own staging."""
+        written = self._store.trees([[(mode, oid, name) for name, (mode, oid) in entries.items()]
+                                     for _sha, entries in made])
+        if written != [sha for sha, _entries in made]:
+            raise _GitMustLook("a tree")
+        for sha, entries in made:
+            self._remember(sha, entries)
 
     def _remember(self, sha: str, entries: dict[str, tuple[str, str]]) -> None:
         if len(self._trees) > 4096:
