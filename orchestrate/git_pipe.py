@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -48,12 +49,26 @@ class _Writer:
     def ask(self, request: bytes, answers: int = 1) -> list[bytes] | None:
         """Send `request`, read `answers` lines (newline stripped); None when git ended instead of answering
         (it is gone then, and the next request starts it again). Call with the lock held."""
+        return self.receive(answers) if self.send(request) else None
+
+    def send(self, request: bytes) -> bool:
+        """Send `request` without waiting for its answer (`receive` reads it); False when git is gone."""
         if self._child is None:
             self._start()
+        try:
+            self._child.stdin.write(request)
+            self._child.stdin.flush()
+        except OSError:
+            self.stop()
+            return False
+        except BaseException:
+            self.stop()
+            raise
+        return True
+
+    def receive(self, answers: int) -> list[bytes] | None:
         child = self._child
         try:
-            child.stdin.write(request)
-            child.stdin.flush()
             got = [child.stdout.readline() for _ in range(answers)]
         except OSError:
             got = []
@@ -104,13 +119,14 @@ class Store:
         self.commit_writer = _Writer(repo, ("hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths"))
         self.ref_writer = _Writer(repo, ("update-ref", "--stdin"))
         self._file: str | None = None  # where a commit's text is written for hash-object to read
+        self._folder: str | None = None  # where blobs' contents are, for the same
 
     def blobs(self, paths: list[str | Path]) -> list[str]:
         """Store the files at `paths` (absolute, no newline in them) as blobs, in one request; their object ids."""
         if not paths:
             return []
         with self.blob_writer.lock:
-            got = _again(self.blob_writer, b"".join(os.fsencode(p) + b"\n" for p in paths), len(paths))
+            got = _again(self.blob_writer, _lines(paths), len(paths))
         if got is None:  # one unreadable file ends git: which one is not known
             _object(self.repo, None, "hash-object " + " ".join(map(str, paths)))
         return [_object(self.repo, line, f"hash-object {path}") for path, line in zip(paths, got)]
@@ -120,27 +136,59 @@ class Store:
         them; an empty list is the empty tree); their ids in order."""
         if not trees:
             return []
-        kinds = {"40000": "tree", "160000": "commit"}
-        body = b"".join(b"".join(f"{mode} {kinds.get(mode, 'blob')} {sha}\t".encode() + os.fsencode(name) + b"\0"
-                                 for mode, sha, name in entries) + b"\0" for entries in trees)
         with self.tree_writer.lock:
-            got = _again(self.tree_writer, body, len(trees))
+            got = _again(self.tree_writer, _mktree(trees), len(trees))
         return [_object(self.repo, line, "mktree") for line in (got or [None])]
 
     def commit(self, tree: str, parents: list[str], message: str, env: dict[str, str]) -> str:
         """A commit of `tree` on `parents` with `message` as `git commit-tree -m` stores it, by the identity
         git gives under `env` at this moment."""
+        with self.commit_writer.lock:
+            got = _again(self.commit_writer, self._commit_request(tree, parents, message, env))
+        return _object(self.repo, got[0] if got else None, "hash-object -t commit")
+
+    def objects(self, blobs: list[bytes], trees: list[list[tuple[str, str, str]]], commit: tuple) -> \
+            tuple[list[str], list[str], str]:
+        """Store `blobs` (contents), `trees` (as `trees` takes them) and a commit (`commit`: the arguments
+        `commit` takes), the three requests sent before any answer is read: the gits work at once, and a
+        recorder commit waits for one round trip, not three. None of the three checks that what an object
+        names exists (the ref's swap, after, does). Their ids; GitError when git gave none."""
+        with self.blob_writer.lock, self.tree_writer.lock, self.commit_writer.lock:
+            requests = [(self.blob_writer, _lines(self._blob_files(blobs)), len(blobs)),
+                        (self.tree_writer, _mktree(trees), len(trees)),
+                        (self.commit_writer, self._commit_request(*commit), 1)]
+            sent = [writer.send(request) if count else False for writer, request, count in requests]
+            got = [(writer.receive(count) if ok else None) if count else []
+                   for (writer, _request, count), ok in zip(requests, sent)]
+            got = [found if found is not None else _again(writer, request, count)
+                   for found, (writer, request, count) in zip(got, requests)]
+        what = ("hash-object", "mktree", "hash-object -t commit")
+        blob_ids, tree_ids, commit_ids = ([_object(self.repo, line, name) for line in (found or [None] * count)]
+                                          for found, name, (_w, _r, count) in zip(got, what, requests))
+        return blob_ids, tree_ids, commit_ids[0]
+
+    def _commit_request(self, tree: str, parents: list[str], message: str, env: dict[str, str]) -> bytes:
+        """The commit's text written to this store's own file, the line that names it. With the lock held."""
         author, committer = identity(self.repo, env)
         text = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents) + \
             f"author {author}\ncommitter {committer}\n\n{message}" + ("" if message.endswith("\n") else "\n")
-        with self.commit_writer.lock:
-            if self._file is None:
-                fd, self._file = tempfile.mkstemp(prefix="orchestrate-commit-")
-                os.close(fd)
-            with open(self._file, "wb") as fh:
-                fh.write(text.encode())
-            got = _again(self.commit_writer, os.fsencode(self._file) + b"\n")
-        return _object(self.repo, got[0] if got else None, "hash-object -t commit")
+        if self._file is None:
+            fd, self._file = tempfile.mkstemp(prefix="orchestrate-commit-")
+            os.close(fd)
+        with open(self._file, "wb") as fh:
+            fh.write(text.encode())
+        return os.fsencode(self._file) + b"\n"
+
+    def _blob_files(self, blobs: list[bytes]) -> list[str]:
+        """Each content written to a file of this store's own for hash-object to read: git stores what was
+        hashed here, whatever happens to the file it was read from. With the lock held."""
+        if blobs and self._folder is None:
+            self._folder = tempfile.mkdtemp(prefix="orchestrate-blobs-")
+        paths = [os.path.join(self._folder, str(i)) for i in range(len(blobs))]
+        for path, data in zip(paths, blobs):
+            with open(path, "wb") as fh:
+                fh.write(data)
+        return paths
 
     def swap(self, ref: str, new: str, old: str) -> bool:
         """Move `ref` from `old` (all zeros: it must not exist) to `new` in one transaction; False when git
@@ -156,6 +204,29 @@ class Store:
         if self._file is not None:
             Path(self._file).unlink(missing_ok=True)
             self._file = None
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+
+def _lines(paths: list[str | Path]) -> bytes:
+    return b"".join(os.fsencode(p) + b"\n" for p in paths)
+
+
+def _mktree(trees: list[list[tuple[str, str, str]]]) -> bytes:
+    """mktree's request for `trees`: each entry `<mode> <type> <id>\\t<name>` and each tree ended by NUL."""
+    kinds = {"40000": "tree", "160000": "commit"}
+    return b"".join(b"".join(f"{mode} {kinds.get(mode, 'blob')} {sha}\t".encode() + os.fsencode(name) + b"\0"
+                             for mode, sha, name in entries) + b"\0" for entries in trees)
+
+
+def blob_id(data: bytes | None, width: int) -> str | None:
+    """The id git gives `data` as a blob in a repository whose ids are `width` hex digits (40: SHA-1, 64:
+    SHA-256); None for None."""
+    if data is None:
+        return None
+    digest = hashlib.sha256 if width == 64 else hashlib.sha1
+    return digest(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def tree_id(entries: dict[str, tuple[str, str]], width: int = 40) -> str:
@@ -167,7 +238,7 @@ def tree_id(entries: dict[str, tuple[str, str]], width: int = 40) -> str:
         return os.fsencode(item[0]) + (b"/" if item[1][0] == "40000" else b"")
     body = b"".join(mode.encode() + b" " + os.fsencode(name) + b"\0" + bytes.fromhex(oid)
                     for name, (mode, oid) in sorted(entries.items(), key=order))
-    digest = hashlib.sha1 if width == 40 else hashlib.sha256
+    digest = hashlib.sha256 if width == 64 else hashlib.sha1
     return digest(b"tree %d\0" % len(body) + body).hexdigest()
 
 

@@ -74,6 +74,24 @@ def test_a_tree_id_worked_out_here_is_the_one_git_gives(tmp_path, object_format)
     assert git.out(repo, "ls-tree", "--name-only", ids[1]).splitlines() == ["B", "a-b", "a.b", "a", "a0", '"\\303\\251t\\303\\251"']
 
 
+def test_blobs_trees_and_a_commit_are_stored_in_one_round_trip_and_after_a_writer_ended(repo):
+    store = git_pipe.store(repo)
+    env = {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "C", "GIT_COMMITTER_EMAIL": "c@x"}
+    for round_ in range(2):
+        data = f"journal, round {round_}\n".encode()
+        blob = git_pipe.blob_id(data, 40)
+        sub = git_pipe.tree_id({"journal.jsonl": ("100644", blob)})
+        root = git_pipe.tree_id({"state": ("40000", sub)})
+        blobs, trees, sha = store.objects([data], [[("100644", blob, "journal.jsonl")], [("40000", sub, "state")]],
+                                          (root, [repo.head()], f"round {round_}", env))
+        assert (blobs, trees) == ([blob], [sub, root])
+        assert repo.git("show", f"{sha}:state/journal.jsonl") == data.decode().rstrip("\n")
+        assert repo.git("log", "-1", "--format=%T %P %s", sha) == f"{root} {repo.head()} round {round_}"
+        for writer in (store.blob_writer, store.tree_writer, store.commit_writer):
+            writer._child.kill()  # gone before the next round's requests: each started again
+            writer._child.wait()
+
+
 def test_a_commit_date_set_in_the_environment_is_kept(repo):
     store = git_pipe.store(repo)
     tree = repo.git("rev-parse", "HEAD^{tree}")

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from orchestrate import git_pipe, stamps
+from orchestrate import git_files, git_pipe, stamps
 from orchestrate.recorder.snapshot import Snapshot, others_pathspec
 from tests.helpers import make_repo
 
@@ -51,8 +51,12 @@ def test_changed_and_removed_files_make_the_tree_git_would(ledger):
     (ledger / "config.yaml").unlink()
     (ledger / "gates/README.md").unlink()  # its folder goes with it
     tree = snap.tree(base)
-    # written, every new tree of it (in one request, the parent's id worked out before git wrote the child's)
-    assert "state/t/journal.jsonl" in ledger.git("ls-tree", "-r", "--name-only", tree).splitlines()
+    assert subprocess.run(["git", "-C", str(ledger), "cat-file", "-e", tree]).returncode != 0  # not written yet
+    sha = snap.commit(tree, [ledger.head()], "step", {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x",
+                                                      "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"})
+    # written with the commit, every new tree and blob of it (in one round trip, ids worked out before git's)
+    assert ledger.git("rev-parse", f"{sha}^{{tree}}") == tree
+    assert ledger.git("show", f"{sha}:state/t/journal.jsonl") == "{}\n{}"
     assert tree == staged(ledger, base)
 
 
@@ -136,14 +140,18 @@ def test_a_settled_file_is_hashed_once(ledger, monkeypatch):
     snap.learn(base)  # as after the first commit of a process, which git stages
     snap.tree(base)
     asked = []
-    real = git_pipe.Store.blobs
-    monkeypatch.setattr(git_pipe.Store, "blobs", lambda self, paths: asked.append(paths) or real(self, paths))
+    real = git_files.open_regular
+    monkeypatch.setattr(git_files, "open_regular", lambda path: asked.append(path) or real(path))
     (ledger / "state/t/journal.jsonl").write_text("{}\n{}\n")
-    (ledger / "log/2026-01-01-t.md").write_text("# t, later\n")
     tree = snap.tree(base)
-    assert [len(paths) for paths in asked] == [2]  # the two changed, in one request (each read through a
-    # descriptor of its own: see _hash)
+    assert asked == [ledger / "state/t/journal.jsonl"]  # the journal alone (through a descriptor: see _hash)
     assert snap.blob_at(tree, "state/t/journal.jsonl") == ledger.git("hash-object", "state/t/journal.jsonl")
+    snap.tree(base)  # its blob not stored yet: its stat cannot stand for it
+    assert len(asked) == 2
+    snap.commit(snap.tree(base), [ledger.head()], "step", {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x",
+                                                           "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"})
+    snap.tree(base)
+    assert len(asked) == 3  # stored with the commit: its stat stands for it from then on
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -171,13 +179,27 @@ def test_random_edits_give_git_s_tree_or_leave_it_to_git(ledger, seed):
         ledger.git("commit", "-q", "--allow-empty", "-m", "step")
 
 
+def test_the_commit_stores_the_files_as_the_walk_read_them(ledger):
+    """A line appended between the walk and the commit is not in the commit, whose tree names the blob read."""
+    snap = Snapshot(ledger, "t")
+    base = base_of(ledger)
+    snap.learn(base)
+    journal = ledger / "state/t/journal.jsonl"
+    journal.write_text("{}\n{}\n")
+    tree = snap.tree(base)
+    journal.write_text("{}\n{}\n{\"late\": 1}\n")
+    sha = snap.commit(tree, [ledger.head()], "step", {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x",
+                                                      "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"})
+    assert ledger.git("show", f"{sha}:state/t/journal.jsonl") == "{}\n{}"
+    assert snap.tree(base) != tree  # and the late line is seen at the next look
+
+
 def test_a_file_swapped_for_a_link_after_its_stat_is_left_to_git_never_read_through(ledger, tmp_path):
     """A worker without the sandbox racing the walk: the journal's name made a link to a file outside after
     the walk stat'ed it. hash-object must not store what the link names (`git add` stores a link as a link)."""
     from orchestrate.recorder.snapshot import _Due, _GitMustLook
     snap = Snapshot(ledger, "t")
     snap.learn(base_of(ledger))
-    snap._store = git_pipe.store(ledger)
     journal = ledger / "state/t/journal.jsonl"
     st = journal.stat()
     secret = tmp_path / "secret.txt"
@@ -185,10 +207,10 @@ def test_a_file_swapped_for_a_link_after_its_stat_is_left_to_git_never_read_thro
     journal.unlink()
     journal.symlink_to(secret)
     with pytest.raises(_GitMustLook):
-        snap._hash([_Due("state/t/journal.jsonl", st)])
+        snap._hash([_Due("state/t/journal.jsonl", st)], 40)
     stored = subprocess.run(["git", "-C", str(ledger), "cat-file", "-e", ledger.git("hash-object", str(secret))])
     assert stored.returncode != 0  # hashed by the test, never written to the recorder
     journal.unlink()  # a FIFO in its place is not waited on
     os.mkfifo(journal)
     with pytest.raises(_GitMustLook):
-        snap._hash([_Due("state/t/journal.jsonl", journal.stat())])
+        snap._hash([_Due("state/t/journal.jsonl", journal.stat())], 40)

@@ -205,7 +205,7 @@ class Recorder:
             from orchestrate.recorder import upkeep
             store = git_pipe.store(self.ledger)
             for _ in range(3):  # each retry follows a commit of another topic made before this lock was taken
-                sha = store.commit(tree, [self.head] if self.head else [], message, self._env)
+                sha = self._snapshot.commit(tree, [self.head] if self.head else [], message, self._env)
                 faults.reach("commit")
                 # a Ctrl-C may land after git moved the ref and before the next line: the interrupt's own commit
                 # then finds this sha on the branch, and it is this runner's, not a foreign move
@@ -320,7 +320,8 @@ def _staged_wrong(staged: str | None, pinned: bytes | None, path: Path) -> bool:
     deleted would be."""
     if staged is None:
         return pinned is not None and not path.exists()
-    return staged != segments.blob_id(pinned, len(staged))
+    from orchestrate import git_pipe
+    return staged != git_pipe.blob_id(pinned, len(staged))
 
 
 def _gate_refs(entries: Iterable[dict[str, Any]]) -> dict[str, tuple]:

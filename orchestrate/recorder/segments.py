@@ -212,6 +212,7 @@ def unlike_head(journal: Path, committed: dict[str, str], seal: Path | None = No
     """How journal.d/ differs from the recorder's last commit (`committed`: segment name -> blob id), the
     crash's `seal` aside, as (name, what): a segment changed or removed ("restore"), anything the commit
     lacks ("remove"), or the folder not being one."""
+    from orchestrate import git_pipe
     if folder_stamp(journal) == ("not a folder",):
         return [(SEALED, "remove")]
     found = [(label, "restore") for label in committed if not _regular(journal.parent / label)]
@@ -222,7 +223,7 @@ def unlike_head(journal: Path, committed: dict[str, str], seal: Path | None = No
             continue
         if label not in committed:
             found.append((label, "remove"))
-        elif not _regular(path) or blob_id(content(path), len(committed[label])) != committed[label]:
+        elif not _regular(path) or git_pipe.blob_id(content(path), len(committed[label])) != committed[label]:
             found.append((label, "restore"))
     return sorted(set(found))
 
@@ -230,13 +231,3 @@ def unlike_head(journal: Path, committed: dict[str, str], seal: Path | None = No
 def write_atomic(path: Path, data: bytes) -> None:
     from orchestrate.atomic import write_atomic as write  # tempfile's import is a fifth of what `status` costs
     write(path, data)
-
-
-def blob_id(data: bytes | None, length: int) -> str | None:
-    """The object id git gives `data` as a blob (sha1, or sha256 in a repository of that format: `length` is
-    that of an id the repository gave)."""
-    if data is None:
-        return None
-    import hashlib
-    algo = hashlib.sha256 if length == 64 else hashlib.sha1
-    return algo(b"blob %d\0" % len(data) + data).hexdigest()
