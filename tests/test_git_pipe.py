@@ -92,6 +92,20 @@ def test_blobs_trees_and_a_commit_are_stored_in_one_round_trip_and_after_a_write
             writer._child.wait()
 
 
+@pytest.mark.parametrize("memfd", [True, False])
+def test_contents_reach_git_through_memory_or_through_files_where_memory_is_refused(repo, monkeypatch, memfd):
+    if not memfd:
+        def refused(*_args):
+            raise OSError(38, "Function not implemented")
+        monkeypatch.setattr(os, "memfd_create", refused)
+    store = git_pipe.store(repo)
+    big = b"x" * 300_000 + b"\n"  # more than a pipe or a single write holds
+    blobs, _trees, sha = store.objects([b"small\n", big], [], (repo.git("rev-parse", "HEAD^{tree}"), [], "m", {}))
+    assert blobs == [git_pipe.blob_id(b"small\n", 40), git_pipe.blob_id(big, 40)]
+    assert repo.git("cat-file", "-s", blobs[1]) == str(len(big)) and repo.git("cat-file", "-t", sha) == "commit"
+    assert bool(store._blob_contents._fds) == memfd and (store._blob_contents._folder is None) == memfd
+
+
 def test_a_commit_date_set_in_the_environment_is_kept(repo):
     store = git_pipe.store(repo)
     tree = repo.git("rev-parse", "HEAD^{tree}")
