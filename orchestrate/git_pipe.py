@@ -80,6 +80,26 @@ class _Writer:
             return None
         return [line[:-1] for line in got]
 
+    def receive_fields(self, count: int) -> list[bytes] | None:
+        """Read `count` NUL-terminated fields (an answer of a command given -z); None when git ended first."""
+        data = b""
+        try:
+            while data.count(b"\0") < count:
+                chunk = self._child.stdout.read1(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            data = b""
+        except BaseException:
+            self.stop()
+            raise
+        fields = data.split(b"\0")
+        if len(fields) != count + 1 or fields[-1]:  # ended early, or answered more than was asked
+            self.stop()
+            return None
+        return fields[:-1]
+
     def _start(self) -> None:
         from orchestrate import proc
         argv, env = git.command(self.repo, *self.args)
@@ -166,6 +186,10 @@ class Store:
         self.tree_writer = _Writer(repo, ("mktree", "-z", "--batch", "--missing"))
         self.commit_writer = _Writer(repo, ("hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths"))
         self.ref_writer = _Writer(repo, ("update-ref", "--stdin"))
+        # which new paths git's ignore rules leave out (of `git add -A`): the rules as they are on disk, not
+        # the index, read once per process (`rules_changed` starts another)
+        self.ignore_reader = _Writer(repo, ("check-ignore", "--stdin", "-z", "--non-matching", "--verbose",
+                                            "--no-index"))
         self._commit_text, self._blob_contents = _Scratch("commit"), _Scratch("blob")
 
     def blobs(self, paths: list[str | Path]) -> list[str]:
@@ -223,6 +247,25 @@ class Store:
             f"author {author}\ncommitter {committer}\n\n{message}" + ("" if message.endswith("\n") else "\n")
         return _lines(self._commit_text.names([text.encode()]))
 
+    def ignored(self, paths: list[str]) -> set[str]:
+        """Those of `paths` (relative to the repository, no NUL in them) that `git add -A` leaves out; GitError
+        when git could not say."""
+        if not paths:
+            return set()
+        request = b"".join(os.fsencode(p) + b"\0" for p in paths)
+        with self.ignore_reader.lock:
+            got = self.ignore_reader.receive_fields(4 * len(paths)) if self.ignore_reader.send(request) else None
+        if got is None:
+            raise GitError(git.command(self.repo, "check-ignore", "--stdin")[0], None,
+                           message=f"git check-ignore in {self.repo} gave no answer")
+        # each: source, line, pattern, path; a path no rule matches has no source, one a `!` rule matches is kept
+        return {os.fsdecode(got[i + 3]) for i in range(0, len(got), 4) if got[i] and not got[i + 2].startswith(b"!")}
+
+    def rules_changed(self) -> None:
+        """Ignore rules may have changed on disk: the next `ignored` reads them anew."""
+        with self.ignore_reader.lock:
+            self.ignore_reader.stop()
+
     def swap(self, ref: str, new: str, old: str) -> bool:
         """Move `ref` from `old` (all zeros: it must not exist) to `new` in one transaction; False when git
         refused (the ref is elsewhere, or locked)."""
@@ -231,7 +274,7 @@ class Store:
         return got == [b"start: ok", b"prepare: ok", b"commit: ok"]
 
     def close(self) -> None:
-        for one in (self.blob_writer, self.tree_writer, self.commit_writer, self.ref_writer):
+        for one in (self.blob_writer, self.tree_writer, self.commit_writer, self.ref_writer, self.ignore_reader):
             with one.lock:
                 one.stop()
         self._commit_text.close()

@@ -98,7 +98,7 @@ def test_a_crash_around_a_seal_resumes_to_the_same_campaign(tmp_path, fault):
     first = cli(repo, "run", fault=fault)
     assert first.returncode == -9, first.stdout + first.stderr
     fresh = [p for p in segments.sealed(live(repo))
-             if not recorder(repo).git("ls-files", f"state/{TOPIC}/{segments.name(p)}")]
+             if not recorder(repo).git("ls-tree", "--name-only", "HEAD", f"state/{TOPIC}/{segments.name(p)}")]
     assert len(fresh) == 1  # the crash left one seal that the recorder's last commit lacks
     done = cli(repo, "resume", "--topic", TOPIC)
     assert done.returncode == 75, done.stdout + done.stderr

@@ -79,7 +79,9 @@ def test_what_only_git_can_decide_is_left_to_git(ledger):
     assert snap.tree(base) is None  # before git has staged once, its ignore rules are unknown
     snap.learn(base)
     snap.learn(base)  # as after the first commit of a process, which git stages
-    (ledger / "state/t/new.json").write_text("{}\n")  # a new path: git's ignore rules decide
+    (ledger / "state/t/new.json").write_text("{}\n")  # a new path, which no ignore rule leaves out
+    assert snap.tree(base) == staged(ledger, base) != base
+    (ledger / "state/t/new.json").chmod(0o755)  # a new executable: git's core.fileMode decides
     assert snap.tree(base) is None
     (ledger / "state/t/new.json").unlink()
     (ledger / "config.yaml").chmod(0o755)  # a mode: git's core.fileMode decides
@@ -104,13 +106,57 @@ def test_files_git_left_out_are_learned_and_a_changed_ignore_file_asks_git_again
     tree = base_of(ledger)
     snap.learn(tree)
     (ledger / "state/t/x.tmp").write_text("scratch\n")
-    assert snap.tree(tree) is None
-    snap.learn(staged(ledger, tree))
+    assert snap.tree(tree) == staged(ledger, tree) == tree  # x.tmp left out, as git leaves it out
+    assert "state/t/x.tmp" in snap.ignored
     (ledger / "state/t/journal.jsonl").write_text("{}\n{}\n")
     assert snap.tree(tree) == staged(ledger, tree)  # x.tmp ignored, as git ignores it
     (ledger / ".gitignore").write_text("*.json\n")
     assert snap.tree(tree) is None  # the rules changed: x.tmp may belong in the commit now
+    tree = staged(ledger, tree)
+    snap.learn(tree)  # as after the commit git staged
+    (ledger / "state/t/y.json").write_text("{}\n")
+    (ledger / "state/t/z.tmp").write_text("now kept\n")
+    got = snap.tree(tree)  # the kept check-ignore reads the new rules, not those it read first
+    assert got == staged(ledger, tree) and "state/t/y.json" in snap.ignored and "state/t/z.tmp" not in snap.ignored
     assert base
+
+
+def test_new_files_are_added_or_left_out_as_git_s_ignore_rules_say(ledger, tmp_path, monkeypatch):
+    """Rules of a folder's .gitignore (a folder pattern, a negation), of info/exclude and of the user's own
+    excludes file; files in new folders. The walk's tree is git's, and git was asked once for all of them."""
+    user = tmp_path / "global-ignore"
+    user.write_text("*.swp\n")
+    ledger.git("config", "core.excludesFile", str(user))
+    (ledger / "state" / ".gitignore").write_text("scratch/\n*.tmp\n!keep.tmp\n")
+    (ledger / ".git/info/exclude").write_text("*.bak\n")
+    base = ledger.commit("rules")
+    snap = Snapshot(ledger, "t")
+    tree = base_of(ledger)
+    snap.learn(tree)
+    asked = []
+    real = git_pipe.Store.ignored
+    monkeypatch.setattr(git_pipe.Store, "ignored", lambda self, paths: asked.append(paths) or real(self, paths))
+    for rel in ("state/t/x.tmp", "state/t/keep.tmp", "state/t/scratch/deep/a.json", "state/t/c.bak",
+                "state/t/.j.swp", "state/t/checkpoints/c1.json", "log/new/folder/n.md", "state/t/\u00e9.json"):
+        (ledger / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ledger / rel).write_text(rel + "\n")
+    got = snap.tree(tree)
+    assert got == staged(ledger, tree) and got != tree
+    assert len(asked) == 1
+    assert {"state/t/x.tmp", "state/t/scratch/deep/a.json", "state/t/c.bak", "state/t/.j.swp"} <= snap.ignored
+    assert base
+
+
+def test_a_file_too_big_to_read_whole_is_left_to_git(ledger, monkeypatch):
+    from orchestrate.recorder import snapshot
+    monkeypatch.setattr(snapshot, "HELD", 100)
+    snap = Snapshot(ledger, "t")
+    base = base_of(ledger)
+    snap.learn(base)
+    (ledger / "state/t/big.bin").write_bytes(b"x" * 101)  # planted, say, by a worker without the sandbox
+    assert snap.tree(base) is None
+    (ledger / "state/t/big.bin").write_bytes(b"x" * 100)
+    assert snap.tree(base) == staged(ledger, base)
 
 
 def test_a_rewrite_of_the_same_size_is_seen_however_soon_it_comes(ledger, monkeypatch):
