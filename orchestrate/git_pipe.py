@@ -5,7 +5,7 @@ A recorder commit per transition cost four processes (`add`, `write-tree`, `comm
 the largest share of a node's overhead (benchmarks/README.md). Each repository gets here, on first use:
 
 - `git hash-object -w --no-filters --stdin-paths` for blobs: no filter or conversion program ever runs,
-  what is on disk is what is stored;
+  what orchestrate read is what is stored (written for it to a file of this process's own: memfiles.py);
 - `git mktree -z --batch --missing` for trees (every entry names an object just written or read: the check
   git would make looks only where objects were when it started, and a repack moves them);
 - `git hash-object -w -t commit --no-filters --stdin-paths` for commits (git checks the commit's format),
@@ -14,8 +14,12 @@ the largest share of a node's overhead (benchmarks/README.md). Each repository g
   `commit`): git refuses an update whose old value no longer holds and dies on it, which is the answer
   "someone moved it"; the next swap starts another.
 
-A round trip costs 0.3-0.7 ms, more than git's work on a small object: a commit's blobs go in one request,
-and its trees in another (their ids worked out here, `tree_id`), not one each.
+- `git check-ignore --stdin -z --no-index` for which new paths git's ignore rules leave out.
+
+A round trip costs 0.3-0.7 ms, more than git's work on a small object: a recorder commit's blobs, trees and
+commit go to their writers at once, their ids worked out beforehand (orchestrate.git_ids) and each answer
+checked against them. A request is never so big that git could be left waiting for its answers to be read
+while orchestrate waits for it to read the rest (`_in_parts`).
 
 None of these commands runs a program a config file could name (no filter: `--no-filters`; no hook: the
 inert environment's core.hooksPath, a command-line override, outranks every file), so a writer started once
@@ -25,10 +29,7 @@ never used by a forked child, and closed at exit.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import os
-import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -124,58 +125,14 @@ def _again(writer: _Writer, request: bytes, answers: int = 1) -> list[bytes] | N
     return got if got is not None else writer.ask(request, answers)
 
 
-class _Scratch:
-    """Files of this process's own whose contents a writer reads by name: in memory (a memfd, named through
-    /proc/<pid>/fd/) where the system has them, in a private temporary folder otherwise. Rewriting a file on
-    these disks took 0.2-0.5 ms (its truncation and write journalled by the file system), twice a commit."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self._fds: list[int] = []
-        self._folder: str | None = None
-
-    def names(self, contents: list[bytes]) -> list[str]:
-        """Each content written to a file of its own (reused from call to call); their names."""
-        if self._folder is None and _PROC_FDS:
-            try:
-                return [self._in_memory(i, data) for i, data in enumerate(contents)]
-            except OSError:  # no memfd here (a seccomp filter, an old kernel): files on disk from now on
-                self.close()
-                self._folder = tempfile.mkdtemp(prefix=f"orchestrate-{self.label}-")
-        if self._folder is None:
-            self._folder = tempfile.mkdtemp(prefix=f"orchestrate-{self.label}-")
-        paths = [os.path.join(self._folder, str(i)) for i in range(len(contents))]
-        for path, data in zip(paths, contents):
-            with open(path, "wb") as fh:
-                fh.write(data)
-        return paths
-
-    def _in_memory(self, i: int, data: bytes) -> str:
-        while len(self._fds) <= i:
-            self._fds.append(os.memfd_create(f"orchestrate-{self.label}", os.MFD_CLOEXEC))
-        fd = self._fds[i]
-        os.ftruncate(fd, 0)
-        view, done = memoryview(data), 0
-        while done < len(data):
-            done += os.pwrite(fd, view[done:], done)
-        return f"/proc/{os.getpid()}/fd/{fd}"
-
-    def close(self) -> None:
-        for fd in self._fds:
-            os.close(fd)
-        self._fds = []
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
-
-
-_PROC_FDS = hasattr(os, "memfd_create") and os.path.isdir(f"/proc/{os.getpid()}/fd")
+SAFE = 4096  # a pipe holds at least a page: a request no bigger is written whole before git answers any
 
 
 class Store:
     """The writers of one repository."""
 
     def __init__(self, repo: Path) -> None:
+        from orchestrate.memfiles import Scratch
         self.repo = repo
         self.pid = os.getpid()
         # Loose blobs are stored without compression: the journal, written whole at every commit, is most
@@ -190,76 +147,69 @@ class Store:
         # the index, read once per process (`rules_changed` starts another)
         self.ignore_reader = _Writer(repo, ("check-ignore", "--stdin", "-z", "--non-matching", "--verbose",
                                             "--no-index"))
-        self._commit_text, self._blob_contents = _Scratch("commit"), _Scratch("blob")
-
-    def blobs(self, paths: list[str | Path]) -> list[str]:
-        """Store the files at `paths` (absolute, no newline in them) as blobs, in one request; their object ids."""
-        if not paths:
-            return []
-        with self.blob_writer.lock:
-            got = _again(self.blob_writer, _lines(paths), len(paths))
-        if got is None:  # one unreadable file ends git: which one is not known
-            _object(self.repo, None, "hash-object " + " ".join(map(str, paths)))
-        return [_object(self.repo, line, f"hash-object {path}") for path, line in zip(paths, got)]
-
-    def trees(self, trees: list[list[tuple[str, str, str]]]) -> list[str]:
-        """Write `trees` in one request, each a list of entries (mode, object id, name) in any order (git sorts
-        them; an empty list is the empty tree); their ids in order."""
-        if not trees:
-            return []
-        with self.tree_writer.lock:
-            got = _again(self.tree_writer, _mktree(trees), len(trees))
-        return [_object(self.repo, line, "mktree") for line in (got or [None])]
+        # what the writers read: git stores what orchestrate hashed, whatever happens to the file it read
+        self._commit_text, self._blob_contents = Scratch("commit"), Scratch("blob")
 
     def commit(self, tree: str, parents: list[str], message: str, env: dict[str, str]) -> str:
         """A commit of `tree` on `parents` with `message` as `git commit-tree -m` stores it, by the identity
         git gives under `env` at this moment."""
         with self.commit_writer.lock:
-            got = _again(self.commit_writer, self._commit_request(tree, parents, message, env))
-        return _object(self.repo, got[0] if got else None, "hash-object -t commit")
+            request, expected = self._commit_request(tree, parents, message, env)
+            try:
+                got = _again(self.commit_writer, request)
+            finally:
+                self._commit_text.release()
+        return _checked(self.repo, [got[0] if got else None], [expected], "hash-object -t commit")[0]
 
-    def objects(self, blobs: list[bytes], trees: list[list[tuple[str, str, str]]], commit: tuple) -> \
-            tuple[list[str], list[str], str]:
-        """Store `blobs` (contents), `trees` (as `trees` takes them) and a commit (`commit`: the arguments
-        `commit` takes), the three requests sent before any answer is read: the gits work at once, and a
-        recorder commit waits for one round trip, not three. None of the three checks that what an object
-        names exists (the ref's swap, after, does). Their ids; GitError when git gave none."""
+    def objects(self, blobs: list[bytes], trees: list[list[tuple[str, str, str]]], commit: tuple) -> str:
+        """Store `blobs` (contents), `trees` (entries (mode, object id, name) each, in any order; an empty list is
+        the empty tree) and a commit (`commit`: the arguments `commit` takes), whose ids the caller worked out
+        (orchestrate.git_ids): the three requests are sent before any answer is read, so the gits work at once
+        and a recorder commit waits for one round trip, not three (none of the three checks that what an
+        object names exists; the ref's swap, after, does). The commit's id; GitError when git gave none, or
+        another id than the one worked out (what it read was rewritten after orchestrate wrote it)."""
+        from orchestrate import git_ids
+        width = len(commit[0])
         with self.blob_writer.lock, self.tree_writer.lock, self.commit_writer.lock:
-            # each content in a file of this store's own: git stores what was hashed, whatever happens to the
-            # file it was read from
-            requests = [(self.blob_writer, _lines(self._blob_contents.names(blobs)), len(blobs)),
-                        (self.tree_writer, _mktree(trees), len(trees)),
-                        (self.commit_writer, self._commit_request(*commit), 1)]
-            sent = [writer.send(request) if count else False for writer, request, count in requests]
-            got = [(writer.receive(count) if ok else None) if count else []
-                   for (writer, _request, count), ok in zip(requests, sent)]
-            got = [found if found is not None else _again(writer, request, count)
-                   for found, (writer, request, count) in zip(got, requests)]
-        what = ("hash-object", "mktree", "hash-object -t commit")
-        blob_ids, tree_ids, commit_ids = ([_object(self.repo, line, name) for line in (found or [None] * count)]
-                                          for found, name, (_w, _r, count) in zip(got, what, requests))
-        return blob_ids, tree_ids, commit_ids[0]
+            try:
+                blob_parts = [_line(name) for name in self._blob_contents.names(blobs)]
+                tree_parts = [_mktree(entries) for entries in trees]
+                request, expected = self._commit_request(*commit)
+                asked = [(self.blob_writer, blob_parts, "hash-object"), (self.tree_writer, tree_parts, "mktree"),
+                         (self.commit_writer, [request], "hash-object -t commit")]
+                if all(sum(map(len, parts)) <= SAFE for _w, parts, _what in asked):
+                    got = _at_once([(writer, b"".join(parts), len(parts)) for writer, parts, _what in asked])
+                else:  # too much to write before git answers: it would wait for its answers to be read, and we
+                    got = [_in_parts(writer, parts) for writer, parts, _what in asked]  # for it to read
+            finally:
+                self._blob_contents.release()
+                self._commit_text.release()
+        wanted = [[git_ids.blob_id(data, width) for data in blobs], [git_ids.tree_id(_entries(t), width) for t in trees],
+                  [expected]]
+        for found, ids, (_w, parts, what) in zip(got, wanted, asked):
+            _checked(self.repo, found or [None] * len(parts), ids, what)
+        return expected
 
-    def _commit_request(self, tree: str, parents: list[str], message: str, env: dict[str, str]) -> bytes:
-        """The line that names the commit's text, written for hash-object to read. With the lock held."""
+    def _commit_request(self, tree: str, parents: list[str], message: str, env: dict[str, str]) -> tuple[bytes, str]:
+        """The line that names the commit's text, written for hash-object to read, and the commit's id. With the
+        lock held."""
+        from orchestrate import git_ids
         author, committer = identity(self.repo, env)
-        text = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents) + \
-            f"author {author}\ncommitter {committer}\n\n{message}" + ("" if message.endswith("\n") else "\n")
-        return _lines(self._commit_text.names([text.encode()]))
+        text = (f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents) +
+                f"author {author}\ncommitter {committer}\n\n{message}" + ("" if message.endswith("\n") else "\n")).encode()
+        return _line(self._commit_text.names([text])[0]), git_ids.commit_id(text, len(tree))
 
     def ignored(self, paths: list[str]) -> set[str]:
         """Those of `paths` (relative to the repository, no NUL in them) that `git add -A` leaves out; GitError
-        when git could not say."""
-        if not paths:
-            return set()
-        request = b"".join(os.fsencode(p) + b"\0" for p in paths)
+        when git could not say. Each is asked as `./path`: a name starting with `:` is no pathspec magic."""
+        parts = [b"./" + os.fsencode(p) + b"\0" for p in paths]
         with self.ignore_reader.lock:
-            got = self.ignore_reader.receive_fields(4 * len(paths)) if self.ignore_reader.send(request) else None
+            got = _in_parts(self.ignore_reader, parts, fields=4)
         if got is None:
             raise GitError(git.command(self.repo, "check-ignore", "--stdin")[0], None,
                            message=f"git check-ignore in {self.repo} gave no answer")
         # each: source, line, pattern, path; a path no rule matches has no source, one a `!` rule matches is kept
-        return {os.fsdecode(got[i + 3]) for i in range(0, len(got), 4) if got[i] and not got[i + 2].startswith(b"!")}
+        return {path for i, path in enumerate(paths) if got[4 * i] and not got[4 * i + 2].startswith(b"!")}
 
     def rules_changed(self) -> None:
         """Ignore rules may have changed on disk: the next `ignored` reads them anew."""
@@ -281,46 +231,73 @@ class Store:
         self._blob_contents.close()
 
 
-def _lines(paths: list[str | Path]) -> bytes:
-    return b"".join(os.fsencode(p) + b"\n" for p in paths)
+def _at_once(asked: list[tuple[_Writer, bytes, int]]) -> list[list[bytes] | None]:
+    """Each request sent to its writer, then each answer read (a writer that ended is asked again alone). An
+    interrupt (Ctrl-C) stops every writer asked: an answer left unread would be taken for the next one's."""
+    try:
+        sent = [writer.send(request) if count else False for writer, request, count in asked]
+        got = [(writer.receive(count) if ok else None) if count else [] for (writer, _r, count), ok in zip(asked, sent)]
+    except BaseException:
+        for writer, _request, _count in asked:
+            writer.stop()
+        raise
+    return [found if found is not None else _again(writer, request, count)
+            for found, (writer, request, count) in zip(got, asked)]
 
 
-def _mktree(trees: list[list[tuple[str, str, str]]]) -> bytes:
-    """mktree's request for `trees`: each entry `<mode> <type> <id>\\t<name>` and each tree ended by NUL."""
+def _in_parts(writer: _Writer, parts: list[bytes], fields: int = 0) -> list[bytes] | None:
+    """The answers to `parts` (one item each; a line each, or `fields` NUL-ended fields each), asked a few at a
+    time: each request no bigger than SAFE (or of one item, whose answer git writes once it has read it all),
+    so that git never waits for its answers to be read while this waits for it to read the request. None
+    when git ended instead of answering."""
+    answers: list[bytes] = []
+    for chunk in _chunks(parts):
+        request = b"".join(chunk)
+        if fields:
+            got = writer.receive_fields(fields * len(chunk)) if writer.send(request) else None
+        else:
+            got = _again(writer, request, len(chunk))
+        if got is None:
+            return None
+        answers += got
+    return answers
+
+
+def _chunks(parts: list[bytes]) -> list[list[bytes]]:
+    chunks: list[list[bytes]] = []
+    size = SAFE + 1
+    for part in parts:
+        if size + len(part) > SAFE:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(part)
+        size += len(part)
+    return chunks
+
+
+def _line(path: str | Path) -> bytes:
+    return os.fsencode(path) + b"\n"
+
+
+def _mktree(entries: list[tuple[str, str, str]]) -> bytes:
+    """mktree's request for a tree: each entry `<mode> <type> <id>\\t<name>` ended by NUL, and a NUL after."""
     kinds = {"40000": "tree", "160000": "commit"}
-    return b"".join(b"".join(f"{mode} {kinds.get(mode, 'blob')} {sha}\t".encode() + os.fsencode(name) + b"\0"
-                             for mode, sha, name in entries) + b"\0" for entries in trees)
+    return b"".join(f"{mode} {kinds.get(mode, 'blob')} {sha}\t".encode() + os.fsencode(name) + b"\0"
+                    for mode, sha, name in entries) + b"\0"
 
 
-def blob_id(data: bytes | None, width: int) -> str | None:
-    """The id git gives `data` as a blob in a repository whose ids are `width` hex digits (40: SHA-1, 64:
-    SHA-256); None for None."""
-    if data is None:
-        return None
-    digest = hashlib.sha256 if width == 64 else hashlib.sha1
-    return digest(b"blob %d\0" % len(data) + data).hexdigest()
+def _entries(tree: list[tuple[str, str, str]]) -> dict[str, tuple[str, str]]:
+    return {name: (mode, oid) for mode, oid, name in tree}
 
 
-def tree_id(entries: dict[str, tuple[str, str]], width: int = 40) -> str:
-    """The id git gives a tree of `entries` (name -> (mode, object id)) in a repository whose ids are `width`
-    hex digits (40: SHA-1, 64: SHA-256), worked out without asking git: the trees of one commit go to
-    `Store.trees` in one request, a folder's tree naming its subfolders' before git has answered for them.
-    Git orders a tree's entries by name, a subtree's name as if it ended in "/"."""
-    def order(item: tuple[str, tuple[str, str]]) -> bytes:
-        return os.fsencode(item[0]) + (b"/" if item[1][0] == "40000" else b"")
-    body = b"".join(mode.encode() + b" " + os.fsencode(name) + b"\0" + bytes.fromhex(oid)
-                    for name, (mode, oid) in sorted(entries.items(), key=order))
-    digest = hashlib.sha256 if width == 64 else hashlib.sha1
-    return digest(b"tree %d\0" % len(body) + body).hexdigest()
-
-
-def _object(repo: Path, answer: bytes | None, what: str) -> str:
-    """The object id git answered `what` with (None: it ended instead), or GitError."""
-    sha = answer.decode() if answer else ""
-    if len(sha) not in (40, 64) or not all(c in "0123456789abcdef" for c in sha):
-        raise GitError(git.command(repo, *what.split())[0], None,
-                       message=f"git {what} in {repo} gave no object id ({sha or 'it ended'})")
-    return sha
+def _checked(repo: Path, answers: list[bytes | None], expected: list[str], what: str) -> list[str]:
+    """The ids git answered `what` with, each the one worked out here; GitError otherwise (None: git ended)."""
+    for answer, want in zip(answers, expected):
+        sha = answer.decode(errors="replace") if answer else ""
+        if sha != want:
+            said = "it ended" if not answer else f"{sha}, not {want}: what it read was not what orchestrate wrote"
+            raise GitError(git.command(repo, *what.split())[0], None, message=f"git {what} in {repo} gave {said}")
+    return expected
 
 
 MAX_STORES = 4  # repositories written at once (a runner writes one, its recorder); the oldest closed past it

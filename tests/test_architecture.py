@@ -11,8 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(p for pkg in ("gates", "orchestrate") for p in (ROOT / pkg).rglob("*.py"))
 # The doors every room goes through (the top-level modules of orchestrate/).
-DOORS = ("orchestrate.errors", "orchestrate.proc", "orchestrate.reaping", "orchestrate.git", "orchestrate.git_batch", "orchestrate.git_diffs", "orchestrate.git_files", "orchestrate.git_pipe", "orchestrate.git_config",
-         "orchestrate.stamps", "orchestrate.flock", "orchestrate.config", "orchestrate.atomic", "orchestrate.removal",
+DOORS = ("orchestrate.errors", "orchestrate.proc", "orchestrate.reaping", "orchestrate.git", "orchestrate.git_batch", "orchestrate.git_diffs", "orchestrate.git_files", "orchestrate.git_pipe", "orchestrate.git_ids", "orchestrate.git_config",
+         "orchestrate.memfiles", "orchestrate.stamps", "orchestrate.flock", "orchestrate.config", "orchestrate.atomic", "orchestrate.removal",
          "orchestrate.faults", "orchestrate.resources", "orchestrate.inert", "orchestrate.plugins")
 # The doors and the plan's model: what the gates may use.
 KERNEL = tuple(d for d in DOORS if d != "orchestrate.plugins") + ("orchestrate.dag",)

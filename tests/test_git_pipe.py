@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from orchestrate import git, git_pipe, proc
+from orchestrate import git, git_ids, git_pipe, proc
 from tests.helpers import make_repo
 
 
@@ -15,6 +15,15 @@ def repo(tmp_path):
     r = make_repo(tmp_path / "r", {"a.txt": "one\n", "dir/b.md": "# b\n"})
     yield r
     git_pipe.close_all()
+
+
+ENV = {"GIT_AUTHOR_NAME": "A U", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "C M", "GIT_COMMITTER_EMAIL": "c@x"}
+
+
+def stored(store, blobs: list[bytes], trees: list[dict], parents: list[str], message: str = "m", env=ENV) -> str:
+    """`Store.objects` of these contents and trees (name -> (mode, id)), the last tree the commit's."""
+    root = git_ids.tree_id(trees[-1]) if trees else git_ids.tree_id({})
+    return store.objects(blobs, [[(m, o, n) for n, (m, o) in t.items()] for t in trees], (root, parents, message, env))
 
 
 @pytest.fixture
@@ -30,31 +39,23 @@ def starts(monkeypatch):
     return seen
 
 
-def test_a_blob_is_what_hash_object_stores(repo):
-    (repo / "c.txt").write_bytes(b"crlf\r\nand bytes \xff\n")
-    [sha] = git_pipe.store(repo).blobs([repo / "c.txt"])
-    assert sha == repo.git("hash-object", "--no-filters", "c.txt")
-    assert repo.git("cat-file", "-t", sha) == "blob"  # written, not only hashed
-
-
-def test_a_tree_and_a_commit_read_back_as_git_wrote_them(repo):
+def test_blobs_trees_and_a_commit_read_back_as_git_wrote_them(repo):
     store = git_pipe.store(repo)
-    [blob] = store.blobs([repo / "a.txt"])
-    sub = git_pipe.tree_id({"run.sh": ("100755", blob)})
-    entries = {"z.txt": ("100644", blob), "bin": ("40000", sub), "a b.txt": ("100644", blob)}
-    root = git_pipe.tree_id(entries)  # the parent's id before git has written the subtree it names
-    assert store.trees([[("100755", blob, "run.sh")], [(mode, oid, name) for name, (mode, oid) in entries.items()]]) \
-        == [sub, root]
-    assert repo.git("ls-tree", "-r", root).splitlines() == [
-        f"100644 blob {blob}\ta b.txt", f"100755 blob {blob}\tbin/run.sh", f"100644 blob {blob}\tz.txt"]
-    assert store.trees([[]]) == [repo.git("hash-object", "-t", "tree", "/dev/null")] == [git_pipe.tree_id({})]
+    data = b"crlf\r\nand bytes \xff\n"
+    blob = git_ids.blob_id(data, 40)
+    sub = {"run.sh": ("100755", blob)}
+    root = {"z.txt": ("100644", blob), "bin": ("40000", git_ids.tree_id(sub)), "a b.txt": ("100644", blob)}
     head = repo.head()
-    env = {"GIT_AUTHOR_NAME": "A U", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "C M",
-           "GIT_COMMITTER_EMAIL": "c@x"}
-    sha = store.commit(root, [head], "subject\n\nbody line", env)
+    sha = stored(store, [data], [sub, root], [head], "subject\n\nbody line")  # the parent's id named before git
+    assert repo.git("ls-tree", "-r", sha).splitlines() == [  # wrote the subtree
+        f"100644 blob {blob}\ta b.txt", f"100755 blob {blob}\tbin/run.sh", f"100644 blob {blob}\tz.txt"]
+    (repo / "c.txt").write_bytes(data)
+    assert blob == repo.git("hash-object", "--no-filters", "c.txt")
     assert repo.git("log", "-1", "--format=%T %P%n%an <%ae>%n%cn <%ce>%n%B", sha).splitlines() == [
-        f"{root} {head}", "A U <a@x>", "C M <c@x>", "subject", "", "body line"]
+        f"{git_ids.tree_id(root)} {head}", "A U <a@x>", "C M <c@x>", "subject", "", "body line"]
     assert repo.git("cat-file", "commit", sha).endswith("body line")  # one newline at the end, as commit-tree -m
+    assert git_ids.tree_id({}) == repo.git("hash-object", "-t", "tree", "/dev/null")
+    assert repo.git("cat-file", "-t", stored(store, [], [{}], [])) == "commit"  # the empty tree written too
 
 
 @pytest.mark.parametrize("object_format", ["sha1", "sha256"])
@@ -63,30 +64,27 @@ def test_a_tree_id_worked_out_here_is_the_one_git_gives(tmp_path, object_format)
     repo = tmp_path / object_format
     git.git(tmp_path, "init", "-q", f"--object-format={object_format}", str(repo))
     (repo / "f").write_text("x\n")
-    store = git_pipe.store(repo)
-    [blob] = store.blobs([repo / "f"])
+    blob = git.out(repo, "hash-object", "-w", "f")
     width = len(blob)
-    sub = git_pipe.tree_id({"x": ("100644", blob)}, width)
+    sub = git_ids.tree_id({"x": ("100644", blob)}, width)
     entries = {"a": ("40000", sub), "a.b": ("100644", blob), "a-b": ("100755", blob), "a0": ("100644", blob),
                "\u00e9t\u00e9": ("100644", blob), "B": ("40000", sub)}
-    ids = [sub, git_pipe.tree_id(entries, width)]
-    assert store.trees([[("100644", blob, "x")], [(m, o, n) for n, (m, o) in entries.items()]]) == ids
-    assert git.out(repo, "ls-tree", "--name-only", ids[1]).splitlines() == ["B", "a-b", "a.b", "a", "a0", '"\\303\\251t\\303\\251"']
-
-
-def test_blobs_trees_and_a_commit_are_stored_in_one_round_trip_and_after_a_writer_ended(repo):
     store = git_pipe.store(repo)
-    env = {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "C", "GIT_COMMITTER_EMAIL": "c@x"}
+    sha = store.objects([], [[("100644", blob, "x")], [(m, o, n) for n, (m, o) in entries.items()]],
+                        (git_ids.tree_id(entries, width), [], "m", ENV))
+    assert git.out(repo, "rev-parse", f"{sha}^{{tree}}") == git_ids.tree_id(entries, width)
+    assert git.out(repo, "ls-tree", "--name-only", sha).splitlines() == ["B", "a-b", "a.b", "a", "a0", '"\\303\\251t\\303\\251"']
+    assert store.swap("refs/heads/first", sha, "0" * width)  # a branch made where ids are 64 digits too
+
+
+def test_objects_are_stored_after_a_writer_ended_between_commits(repo):
+    store = git_pipe.store(repo)
     for round_ in range(2):
         data = f"journal, round {round_}\n".encode()
-        blob = git_pipe.blob_id(data, 40)
-        sub = git_pipe.tree_id({"journal.jsonl": ("100644", blob)})
-        root = git_pipe.tree_id({"state": ("40000", sub)})
-        blobs, trees, sha = store.objects([data], [[("100644", blob, "journal.jsonl")], [("40000", sub, "state")]],
-                                          (root, [repo.head()], f"round {round_}", env))
-        assert (blobs, trees) == ([blob], [sub, root])
+        sub = {"journal.jsonl": ("100644", git_ids.blob_id(data, 40))}
+        sha = stored(store, [data], [sub, {"state": ("40000", git_ids.tree_id(sub))}], [repo.head()], f"round {round_}")
         assert repo.git("show", f"{sha}:state/journal.jsonl") == data.decode().rstrip("\n")
-        assert repo.git("log", "-1", "--format=%T %P %s", sha) == f"{root} {repo.head()} round {round_}"
+        assert repo.git("log", "-1", "--format=%P %s", sha) == f"{repo.head()} round {round_}"
         for writer in (store.blob_writer, store.tree_writer, store.commit_writer):
             writer._child.kill()  # gone before the next round's requests: each started again
             writer._child.wait()
@@ -100,10 +98,67 @@ def test_contents_reach_git_through_memory_or_through_files_where_memory_is_refu
         monkeypatch.setattr(os, "memfd_create", refused)
     store = git_pipe.store(repo)
     big = b"x" * 300_000 + b"\n"  # more than a pipe or a single write holds
-    blobs, _trees, sha = store.objects([b"small\n", big], [], (repo.git("rev-parse", "HEAD^{tree}"), [], "m", {}))
-    assert blobs == [git_pipe.blob_id(b"small\n", 40), git_pipe.blob_id(big, 40)]
-    assert repo.git("cat-file", "-s", blobs[1]) == str(len(big)) and repo.git("cat-file", "-t", sha) == "commit"
-    assert bool(store._blob_contents._fds) == memfd and (store._blob_contents._folder is None) == memfd
+    files = [b"small\n", big] + [b"%d\n" % i for i in range(8)]  # more memfds than are kept between commits
+    root = {str(i): ("100644", git_ids.blob_id(data, 40)) for i, data in enumerate(files)}
+    sha = stored(store, files, [root], [])
+    assert repo.git("cat-file", "-s", f"{sha}:1") == str(len(big))
+    assert (store._blob_contents._folder is None) == memfd
+    assert len(store._blob_contents._fds) == (4 if memfd else 0)  # emptied and kept, or closed
+
+
+def test_many_objects_at_once_never_leave_git_and_orchestrate_waiting_on_each_other(repo):
+    """A request bigger than a pipe holds, written before any answer is read, would stop both: git waiting for
+    its answers to be read, orchestrate for git to read the rest (rv41)."""
+    store = git_pipe.store(repo)
+    files = [b"file %d\n" % i for i in range(700)]
+    trees = [{f"f{i}": ("100644", git_ids.blob_id(data, 40))} for i, data in enumerate(files)]
+    trees.append({f"d{i}": ("40000", git_ids.tree_id(t)) for i, t in enumerate(trees)})
+    sha = stored(store, files, trees, [])
+    assert repo.git("show", f"{sha}:d699/f699") == "file 699"
+    names = [f"new/{'n' * 100}{i}.tmp" for i in range(600)] + [":foo", "keep.tmp"]
+    (repo / ".gitignore").write_text("*.tmp\nfoo\n!keep.tmp\n")
+    assert store.ignored(names) == set(names[:600])  # `:foo` is no pathspec, and `!keep.tmp` keeps it
+
+
+def test_an_interrupt_mid_commit_leaves_no_answer_for_the_next_one(repo, monkeypatch):
+    """Ctrl-C while one writer's answer is read: the others' answers, left in their pipes, were taken for the
+    next commit's (a branch moved to a commit whose tree was never written: rv41)."""
+    store = git_pipe.store(repo)
+    data = b"interrupted\n"
+    real = git_pipe._Writer.receive
+
+    def interrupted(self, answers):
+        if self is store.tree_writer:
+            raise KeyboardInterrupt
+        return real(self, answers)
+    monkeypatch.setattr(git_pipe._Writer, "receive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        stored(store, [data], [{"a": ("100644", git_ids.blob_id(data, 40))}], [], "interrupted")
+    monkeypatch.setattr(git_pipe._Writer, "receive", real)
+    later = b"the next commit\n"
+    tree = {"b": ("100644", git_ids.blob_id(later, 40))}
+    sha = stored(store, [later], [tree], [], "next")
+    assert repo.git("log", "-1", "--format=%T %s", sha) == f"{git_ids.tree_id(tree)} next"
+    assert repo.git("show", f"{sha}:b") == "the next commit"
+
+
+def test_a_commit_text_rewritten_before_git_reads_it_is_refused(repo, monkeypatch):
+    """A process of the user's (a worker without the sandbox) writing the runner's own file for the commit's
+    text would have had the branch moved to a tree of its choosing (rv41)."""
+    from orchestrate import memfiles
+    store = git_pipe.store(repo)
+    real = memfiles.Scratch.names
+
+    def rewritten(self, contents):
+        names = real(self, contents)
+        if self.label == "commit":
+            with open(names[0], "wb") as fh:
+                fh.write(contents[0].replace(b"tree ", b"tree 4b825dc642cb6eb9a060e67bf8d69288fbe2d5ec\nx", 1))
+        return names
+    monkeypatch.setattr(memfiles.Scratch, "names", rewritten)
+    tree = repo.git("rev-parse", "HEAD^{tree}")
+    with pytest.raises(git.GitError, match="not what orchestrate wrote"):
+        store.commit(tree, [], "m", ENV)
 
 
 def test_a_commit_date_set_in_the_environment_is_kept(repo):
@@ -132,55 +187,34 @@ def test_a_swap_moves_a_ref_only_from_the_value_given_and_the_next_swap_works(re
 def test_writers_start_once_for_many_objects(repo, starts):
     store = git_pipe.store(repo)
     for i in range(20):
-        (repo / "n.txt").write_text(f"{i}\n")
-        store.trees([[("100644", *store.blobs([repo / "n.txt"]), "n.txt")]])
+        data = b"%d\n" % i
+        stored(store, [data], [{"n.txt": ("100644", git_ids.blob_id(data, 40))}], [])
     assert sorted(next(a for a in argv[3:] if not a.startswith(("-c", "core."))) for argv in starts) \
-        == ["hash-object", "mktree"]
+        == ["hash-object", "hash-object", "mktree"]
 
 
 def test_loose_blobs_are_stored_uncompressed_and_read_back_whole(repo):
     """The recorder's blobs skip zlib until a repack (git_pipe.Store); git reads them as any other."""
     import zlib
-    store = git_pipe.store(repo)
-    (repo / "j.txt").write_text("a line of journal\n" * 500)
-    [sha] = store.blobs([repo / "j.txt"])
+    data = b"a line of journal\n" * 500
+    sha = git_ids.blob_id(data, 40)
+    stored(git_pipe.store(repo), [data], [{"j.txt": ("100644", sha)}], [])
     raw = (repo / ".git" / "objects" / sha[:2] / sha[2:]).read_bytes()
     assert len(raw) > 9000  # 9,000 bytes of text: stored, not compressed
     assert zlib.decompress(raw).startswith(b"blob 9000\0")
-    assert repo.git("cat-file", "-p", sha) == ("a line of journal\n" * 500).rstrip("\n")
-
-
-def test_a_file_git_cannot_read_is_an_error_and_the_writer_recovers(repo):
-    store = git_pipe.store(repo)
-    with pytest.raises(git.GitError):
-        store.blobs([repo / "a.txt", repo / "missing.txt"])
-    assert store.blobs([repo / "a.txt"]) == [repo.git("hash-object", "a.txt")]
+    assert repo.git("cat-file", "-p", sha) == data.decode().rstrip("\n")
 
 
 def test_a_forked_child_gets_writers_of_its_own(repo):
     parent = git_pipe.store(repo)
-    parent.blobs([repo / "a.txt"])
+    stored(parent, [], [{}], [])
     pid = os.fork()
     if pid == 0:  # the child must not write into the parent's pipes
         child = git_pipe.store(repo)
-        os._exit(0 if child is not parent and child.blobs([repo / "a.txt"]) else 1)
+        os._exit(0 if child is not parent and stored(child, [b"c\n"], [{}], []) else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert parent.blobs([repo / "a.txt"]) == [repo.git("hash-object", "a.txt")]
-
-
-def test_a_writer_that_ended_between_requests_is_started_again_without_a_failed_write(repo):
-    """A kept helper can end mid-campaign (killed, or gone under load): the next write starts it anew instead of
-    failing the recorder's commit."""
-    store = git_pipe.store(repo)
-    [tree] = store.trees([[("100644", *store.blobs([repo / "a.txt"]), "a.txt")]])
-    first = store.commit(tree, [], "before", {})
-    for writer in (store.blob_writer, store.tree_writer, store.commit_writer):
-        writer._child.kill()
-        writer._child.wait()
-    assert store.blobs([repo / "a.txt"]) == [repo.git("hash-object", "a.txt")]
-    assert store.trees([[("100644", *store.blobs([repo / "a.txt"]), "a.txt")]]) == [tree]
-    assert repo.git("cat-file", "-t", store.commit(tree, [first], "after a helper ended", {})) == "commit"
+    assert repo.git("cat-file", "-t", stored(parent, [b"p\n"], [{}], [])) == "commit"
 
 
 def test_the_identity_a_run_began_with_stands_while_a_worker_edits_the_user_config(tmp_path, home):

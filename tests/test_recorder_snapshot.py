@@ -84,6 +84,10 @@ def test_what_only_git_can_decide_is_left_to_git(ledger):
     (ledger / "state/t/new.json").chmod(0o755)  # a new executable: git's core.fileMode decides
     assert snap.tree(base) is None
     (ledger / "state/t/new.json").unlink()
+    for name in (".GIT", "git~1", "\u00e9.json", ".gitattributes"):  # names git's own checks may refuse, or
+        (ledger / "state/t" / name).write_text("x\n")  # that bring rules
+        assert snap.tree(base) is None, name
+        (ledger / "state/t" / name).unlink()
     (ledger / "config.yaml").chmod(0o755)  # a mode: git's core.fileMode decides
     assert snap.tree(base) is None
     (ledger / "config.yaml").chmod(0o644)
@@ -137,7 +141,7 @@ def test_new_files_are_added_or_left_out_as_git_s_ignore_rules_say(ledger, tmp_p
     real = git_pipe.Store.ignored
     monkeypatch.setattr(git_pipe.Store, "ignored", lambda self, paths: asked.append(paths) or real(self, paths))
     for rel in ("state/t/x.tmp", "state/t/keep.tmp", "state/t/scratch/deep/a.json", "state/t/c.bak",
-                "state/t/.j.swp", "state/t/checkpoints/c1.json", "log/new/folder/n.md", "state/t/\u00e9.json"):
+                "state/t/.j.swp", "state/t/checkpoints/c1.json", "log/new/folder/n.md", "state/t/:foo"):
         (ledger / rel).parent.mkdir(parents=True, exist_ok=True)
         (ledger / rel).write_text(rel + "\n")
     got = snap.tree(tree)
@@ -149,14 +153,31 @@ def test_new_files_are_added_or_left_out_as_git_s_ignore_rules_say(ledger, tmp_p
 
 def test_a_file_too_big_to_read_whole_is_left_to_git(ledger, monkeypatch):
     from orchestrate.recorder import snapshot
-    monkeypatch.setattr(snapshot, "HELD", 100)
+    monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: True)  # every file written long ago
     snap = Snapshot(ledger, "t")
     base = base_of(ledger)
     snap.learn(base)
+    assert snap.tree(base) == base  # each file read once: trusted from now on by its stat
+    monkeypatch.setattr(snapshot, "HELD", 100)
     (ledger / "state/t/big.bin").write_bytes(b"x" * 101)  # planted, say, by a worker without the sandbox
     assert snap.tree(base) is None
     (ledger / "state/t/big.bin").write_bytes(b"x" * 100)
     assert snap.tree(base) == staged(ledger, base)
+
+
+def test_a_stat_is_trusted_only_if_it_had_settled_when_the_file_was_read(ledger, monkeypatch):
+    """A write in the same tick just after the read could leave the stat as it was: whether it had settled is
+    told as the file is read, not once its blob is stored (rv41)."""
+    snap = Snapshot(ledger, "t")
+    base = base_of(ledger)
+    snap.learn(base)
+    (ledger / "state/t/journal.jsonl").write_text("{}\n{}\n")
+    monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: False)  # written within the tick of the read
+    tree = snap.tree(base)
+    monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: True)  # long ago by the time it is stored
+    snap.commit(tree, [ledger.head()], "step", {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x",
+                                                "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"})
+    assert "state/t/journal.jsonl" not in snap.known
 
 
 def test_a_rewrite_of_the_same_size_is_seen_however_soon_it_comes(ledger, monkeypatch):

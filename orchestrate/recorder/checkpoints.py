@@ -121,11 +121,11 @@ def _settle(ledger: Path, rel: str, held: dict[str, tuple[str, int]], warn: Call
 
 
 def _as_committed(path: Path, sha: str, size: int) -> bool:
-    from orchestrate import git_files, git_pipe
+    from orchestrate import git_files, git_ids
     try:
         st = os.lstat(path)
         return stat.S_ISREG(st.st_mode) and st.st_size == size and \
-            git_pipe.blob_id(git_files.small(path, size), len(sha)) == sha
+            git_ids.blob_id(git_files.small(path, size), len(sha)) == sha
     except OSError:
         return False
 

@@ -210,7 +210,7 @@ class Recorder:
                 # a Ctrl-C may land after git moved the ref and before the next line: the interrupt's own commit
                 # then finds this sha on the branch, and it is this runner's, not a foreign move
                 self._pending = (sha, tree)
-                if store.swap(self.ref, sha, self.head or "0" * 40):
+                if store.swap(self.ref, sha, self.head or "0" * len(sha)):
                     self.head, self._tree = sha, tree
                     self._pending = None
                     self._left_index(tree)
@@ -320,8 +320,8 @@ def _staged_wrong(staged: str | None, pinned: bytes | None, path: Path) -> bool:
     deleted would be."""
     if staged is None:
         return pinned is not None and not path.exists()
-    from orchestrate import git_pipe
-    return staged != git_pipe.blob_id(pinned, len(staged))
+    from orchestrate import git_ids
+    return staged != git_ids.blob_id(pinned, len(staged))
 
 
 def _gate_refs(entries: Iterable[dict[str, Any]]) -> dict[str, tuple]:

@@ -212,7 +212,7 @@ def unlike_head(journal: Path, committed: dict[str, str], seal: Path | None = No
     """How journal.d/ differs from the recorder's last commit (`committed`: segment name -> blob id), the
     crash's `seal` aside, as (name, what): a segment changed or removed ("restore"), anything the commit
     lacks ("remove"), or the folder not being one."""
-    from orchestrate import git_pipe
+    from orchestrate import git_ids
     if folder_stamp(journal) == ("not a folder",):
         return [(SEALED, "remove")]
     found = [(label, "restore") for label in committed if not _regular(journal.parent / label)]
@@ -223,7 +223,7 @@ def unlike_head(journal: Path, committed: dict[str, str], seal: Path | None = No
             continue
         if label not in committed:
             found.append((label, "remove"))
-        elif not _regular(path) or git_pipe.blob_id(content(path), len(committed[label])) != committed[label]:
+        elif not _regular(path) or git_ids.blob_id(content(path), len(committed[label])) != committed[label]:
             found.append((label, "restore"))
     return sorted(set(found))
 

@@ -25,11 +25,12 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from orchestrate import git_batch, git_files, git_pipe, stamps
+from orchestrate import git_batch, git_files, git_ids, git_pipe, stamps
 from orchestrate.errors import GitError
 
 _TREE = "40000"
-HELD = 16 * 1024 * 1024  # the most of a file read into memory for a commit (a journal segment is 256 KiB)
+HELD = 16 * 1024 * 1024  # the most read into memory for a commit (a journal segment is 256 KiB)
+MOST = 256  # the most files stored at once by a commit (kept open by their writer until it is made)
 _FILES = ("100644", "100755")
 
 
@@ -39,10 +40,10 @@ class _GitMustLook(Exception):
 
 class _Due:
     """A file whose stat changed since it was last stored: its content, as read, stored with the commit."""
-    __slots__ = ("path", "st", "old", "data", "sha")
+    __slots__ = ("path", "st", "old", "data", "sha", "settled")
 
     def __init__(self, path: str, st: os.stat_result, old: str = "") -> None:
-        self.path, self.st, self.old, self.data, self.sha = path, st, old, b"", ""
+        self.path, self.st, self.old, self.data, self.sha, self.settled = path, st, old, b"", "", False
 
 
 class _Plan(NamedTuple):
@@ -94,20 +95,16 @@ class Snapshot:
         if unwritten is None or unwritten[0] != tree:  # git staged it, and wrote its objects
             return store.commit(tree, parents, message, env)
         _root, due, made = unwritten
-        blobs, trees, sha = store.objects([one.data for one in due],
-                                          [[(mode, oid, name) for name, (mode, oid) in entries.items()]
-                                           for _sha, entries in made], (tree, parents, message, env))
-        if blobs != [one.sha for one in due] or trees != [sha for sha, _entries in made]:
-            raise GitError(["mktree"], None, message=f"git gave other ids than those worked out for {self.ledger}'s "
-                           "commit (a bug: please report it)")
-        self._trust(due)
+        sha = store.objects([one.data for one in due], [[(mode, oid, name) for name, (mode, oid) in entries.items()]
+                                                        for _sha, entries in made], (tree, parents, message, env))
+        self._trust(due)  # (git's ids were checked against those worked out here)
         return sha
 
     def _trust(self, stored: list[_Due]) -> None:
         """The stats of files whose blobs are in the store, trusted from now on when they have settled: a file
         not in the store must never be named by a later commit on its stat alone."""
         for one in stored:
-            if stamps.settled(one.st):
+            if one.settled:
                 self.known[one.path] = (stamps.key(one.st), one.sha)
             else:
                 self.known.pop(one.path, None)
@@ -150,6 +147,8 @@ class Snapshot:
             if (not rel and name == ".git") or _excluded(rel, name, others):
                 continue
             if (name == ".gitignore" and old is None) or "\n" in name:  # (a path is a line to hash-object)
+                raise _GitMustLook(path)
+            if old is None and _git_may_refuse(name):
                 raise _GitMustLook(path)
             if e.is_dir(follow_symlinks=False):
                 if os.path.lexists(os.path.join(e.path, ".git")) or (old and old[0] != _TREE):
@@ -218,7 +217,7 @@ class Snapshot:
 
     @staticmethod
     def _made(entries: dict[str, tuple[str, str]], made: list, width: int) -> str:
-        sha = git_pipe.tree_id(entries, width)
+        sha = git_ids.tree_id(entries, width)
         made.append((sha, entries))
         return sha
 
@@ -238,7 +237,11 @@ class Snapshot:
         a link, and only if it is still the regular file that was stat'ed: a name swapped for a link between
         the stat and the read (a worker without the sandbox can write here) would have whatever the link names
         stored, or a FIFO read forever. `git add` stores a link as a link; so does the walk, by leaving links
-        to git. What is read is what git stores (`commit`), whatever happens to the file after."""
+        to git. What is read is what git stores (`commit`), whatever happens to the file after. At most HELD
+        bytes in all are read (and MOST files): more is git's to stage."""
+        if len(due) > MOST:
+            raise _GitMustLook(due[0].path)
+        held = 0
         for one in due:
             try:
                 fd, now = git_files.open_regular(self.ledger / one.path)
@@ -249,13 +252,16 @@ class Snapshot:
                     raise _GitMustLook(one.path)
                 with os.fdopen(fd, "rb", closefd=False) as fh:
                     one.data = fh.read(HELD + 1)
-                if len(one.data) > HELD:  # grown since its stat
+                one.settled = stamps.settled(one.st)  # as the read began: a write in the same tick after it
+                # could leave the stat as it was
+                held += len(one.data)
+                if len(one.data) > HELD or held > HELD:  # grown since its stat; too much for one commit
                     raise _GitMustLook(one.path)
             except OSError as exc:  # unreadable
                 raise _GitMustLook(one.path) from exc
             finally:
                 os.close(fd)
-            one.sha = git_pipe.blob_id(one.data, width)
+            one.sha = git_ids.blob_id(one.data, width)
 
     # ---- trees ------------------------------------------------------------------------------------
 
@@ -298,6 +304,12 @@ def others_pathspec(others: set[str] | list[str]) -> list[str]:
     """The pathspecs that keep other campaigns' files out of `git add` (the same exclusion as the walk's)."""
     return [spec for o in sorted(others)
             for spec in (f":(exclude,literal)state/{o}", f":(exclude,glob)log/????-??-??-{o}.md")]
+
+
+def _git_may_refuse(name: str) -> bool:
+    """A new name git's own path checks may refuse (core.protectNTFS, protectHFS: `.GIT`, `git~1`, a backslash,
+    `.git` with characters HFS ignores) or read rules from (`.gitignore`, `.gitattributes`): git's to stage."""
+    return name.lower().rstrip(". ").startswith((".git", "git~")) or "\\" in name or not name.isascii()
 
 
 def _scan(folder: Path) -> list[os.DirEntry]:
