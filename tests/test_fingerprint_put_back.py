@@ -537,33 +537,3 @@ def test_a_folder_below_a_stow_folded_link_of_yours_is_put_back(tmp_path, monkey
     (home / ".config" / "git").chmod(0)
     assert fingerprint.restore(before) == ["the folder ~/.config/git"]
     assert (home / "dotfiles" / ".config" / "git").stat().st_mode & 0o777 == 0o700
-
-
-def test_a_settled_file_is_read_once_and_a_rewrite_that_keeps_size_and_mtime_is_still_seen(tmp_path, monkeypatch):
-    """The looks keep what each watched file held by its stat (watched._read): a file left alone is not read
-    again, and a write is seen by its ctime, which a worker cannot set back, whatever it does to the rest."""
-    from orchestrate import git_files, stamps
-    monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: True)  # every file written long ago
-    common, hook = _hook(tmp_path, "pre-commit", "#!/bin/sh\nexit 0\n", 0o755)
-    first = fingerprint.take_files(common)
-    opened = []
-    real = git_files.open_regular
-    monkeypatch.setattr(git_files, "open_regular", lambda path: opened.append(str(path)) or real(path))
-    assert fingerprint.take_files(common) == first and str(hook) not in opened
-    st = hook.stat()
-    hook.write_text("#!/bin/sh\nexit 1\n")  # the same size, the same mtime put back
-    os.utime(hook, ns=(st.st_atime_ns, st.st_mtime_ns))
-    again = fingerprint.take_files(common)
-    assert again["hooks/pre-commit"].endswith(b"exit 1\n") and str(hook) in opened
-
-
-def test_a_file_read_within_its_timestamp_tick_is_read_again_at_the_next_look(tmp_path, monkeypatch):
-    from orchestrate import git_files, stamps
-    monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: False)  # written just before it was read
-    common, hook = _hook(tmp_path, "pre-commit", "#!/bin/sh\nexit 0\n", 0o755)
-    fingerprint.take_files(common)
-    opened = []
-    real = git_files.open_regular
-    monkeypatch.setattr(git_files, "open_regular", lambda path: opened.append(str(path)) or real(path))
-    fingerprint.take_files(common)
-    assert str(hook) in opened

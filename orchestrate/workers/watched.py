@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 from pathlib import Path
 
 from orchestrate.git_config import MOST  # a bigger watched file (a worker's sparse one) is held by its identity
@@ -32,8 +31,6 @@ def read(path: Path | str, inside: tuple[str, ...] = ()) -> bytes | None:
     st = _lstat(path)
     if not isinstance(st, os.stat_result):
         return st
-    if stat.S_ISREG(st.st_mode) and (known := _read.get(os.fspath(path))) and known[0] == _stamp(st):
-        return known[1]
     if not stat.S_ISLNK(st.st_mode):
         return read_file(path)
     try:
@@ -55,21 +52,8 @@ def _lstat(path: Path | str) -> os.stat_result | bytes | None:
         return b"u"
 
 
-# What each watched file held when it was read, by the stat it had then (device, inode, size, mode, mtime and
-# ctime, which no one but the clock's owner can set back), for files left alone for longer than the
-# filesystem's timestamp tick as the read began (orchestrate.stamps): a look reads again only what changed
-# since. The looks around each node read some thirty files (the hooks git's templates put in .git/hooks, the
-# start-up files in $HOME): 1.2 ms of the 3.7 ms a look took.
-_read: dict[str, tuple[tuple, bytes]] = {}
-
-
-def _stamp(st: os.stat_result) -> tuple:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
-
-
 def read_file(path: Path | str) -> bytes | None:
-    from orchestrate import git_files, stamps
-    began = time.time_ns()
+    from orchestrate import git_files
     try:
         fd, st = git_files.open_regular(path)
     except (FileNotFoundError, NotADirectoryError, git_files.NotRegular):
@@ -81,12 +65,7 @@ def read_file(path: Path | str) -> bytes | None:
         return b"u%o\0" % stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
     with os.fdopen(fd, "rb") as fh:
         data = fh.read(MOST + 1) if st.st_size <= MOST else b""
-    record = _identity(st) if len(data) > MOST or st.st_size > MOST else b"f%o\0" % stat.S_IMODE(st.st_mode) + data
-    if stamps.settled(st, began):
-        if len(_read) > 4096:
-            _read.clear()
-        _read[os.fspath(path)] = (_stamp(st), record)
-    return record
+    return _identity(st) if len(data) > MOST or st.st_size > MOST else b"f%o\0" % stat.S_IMODE(st.st_mode) + data
 
 
 def _identity(st: os.stat_result) -> bytes:
