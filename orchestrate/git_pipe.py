@@ -50,7 +50,16 @@ class _Writer:
     def ask(self, request: bytes, answers: int = 1) -> list[bytes] | None:
         """Send `request`, read `answers` lines (newline stripped); None when git ended instead of answering
         (it is gone then, and the next request starts it again). Call with the lock held."""
-        return self.receive(answers) if self.send(request) else None
+        return self.exchange(request, lambda: self.receive(answers))
+
+    def exchange(self, request: bytes, answer):
+        """Send `request`, then `answer()` (which reads the answer); None when git is gone. An interrupt
+        anywhere between the two (a Ctrl-C) stops git: an answer left unread would be taken for the next one's."""
+        try:
+            return answer() if self.send(request) else None
+        except BaseException:
+            self.stop()
+            raise
 
     def send(self, request: bytes) -> bool:
         """Send `request` without waiting for its answer (`receive` reads it); False when git is gone."""
@@ -208,6 +217,9 @@ class Store:
         if got is None:
             raise GitError(git.command(self.repo, "check-ignore", "--stdin")[0], None,
                            message=f"git check-ignore in {self.repo} gave no answer")
+        if [got[4 * i + 3] for i in range(len(paths))] != [part[:-1] for part in parts]:
+            raise GitError(git.command(self.repo, "check-ignore", "--stdin")[0], None,
+                           message=f"git check-ignore in {self.repo} answered for other paths than it was asked")
         # each: source, line, pattern, path; a path no rule matches has no source, one a `!` rule matches is kept
         return {path for i, path in enumerate(paths) if got[4 * i] and not got[4 * i + 2].startswith(b"!")}
 
@@ -254,7 +266,7 @@ def _in_parts(writer: _Writer, parts: list[bytes], fields: int = 0) -> list[byte
     for chunk in _chunks(parts):
         request = b"".join(chunk)
         if fields:
-            got = writer.receive_fields(fields * len(chunk)) if writer.send(request) else None
+            got = writer.exchange(request, lambda n=fields * len(chunk): writer.receive_fields(n))
         else:
             got = _again(writer, request, len(chunk))
         if got is None:

@@ -1,5 +1,6 @@
-"""Files of this process's own whose contents another process (a kept git writer) reads by name: in memory
-(a memfd, named through /proc/<pid>/fd/) where the system has them, in a private temporary folder otherwise.
+"""Files of this process's own whose contents another process (a kept git writer) reads by name: without a
+name of their own (a memfd, or an O_TMPFILE where memfds are refused), named through /proc/<pid>/fd/; in a
+private temporary folder where there is no /proc.
 Rewriting a file on these disks took 0.2-0.5 ms (its truncation and write journalled by the file system),
 twice a recorder commit; a memfd's takes microseconds."""
 from __future__ import annotations
@@ -20,19 +21,24 @@ class Scratch:
 
     def names(self, contents: list[bytes]) -> list[str]:
         """Each content written to a file of its own; their names, valid until `release`."""
-        if self._folder is None and _PROC_FDS:
+        if _PROC_FDS:
             try:
-                return [self._in_memory(i, data) for i, data in enumerate(contents)]
-            except OSError:  # no memfd here (a seccomp filter, an old kernel): files on disk from now on
+                return [self._unnamed(i, data) for i, data in enumerate(contents)]
+            except OSError:  # neither a memfd nor an unnamed file: named files in a private folder
                 self.close()
-                self._folder = tempfile.mkdtemp(prefix=f"orchestrate-{self.label}-")
         if self._folder is None:
             self._folder = tempfile.mkdtemp(prefix=f"orchestrate-{self.label}-")
         return [self._on_disk(os.path.join(self._folder, str(i)), data) for i, data in enumerate(contents)]
 
-    def _in_memory(self, i: int, data: bytes) -> str:
+    def _unnamed(self, i: int, data: bytes) -> str:
+        """A file no one else can reach by a name to swap (a FIFO put there would stop git's read): a memfd, or
+        where they are refused (a seccomp filter, an old kernel) an O_TMPFILE in the temporary folder."""
         while len(self._fds) <= i:
-            self._fds.append(os.memfd_create(f"orchestrate-{self.label}", os.MFD_CLOEXEC))
+            try:
+                fd = os.memfd_create(f"orchestrate-{self.label}", os.MFD_CLOEXEC)
+            except OSError:
+                fd = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            self._fds.append(fd)
         fd = self._fds[i]
         os.ftruncate(fd, 0)
         _write_all(fd, data)
@@ -40,8 +46,8 @@ class Scratch:
 
     @staticmethod
     def _on_disk(path: str, data: bytes) -> str:
-        """Written anew, never through what was put at the name since (a link, a FIFO: the folder is private
-        to this user, not to this process)."""
+        """Without /proc: written anew, never through what was put at the name since (a link, a FIFO: the folder
+        is private to this user, not to this process)."""
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -78,4 +84,4 @@ def _write_all(fd: int, data: bytes) -> None:
         done += os.pwrite(fd, view[done:], done)
 
 
-_PROC_FDS = hasattr(os, "memfd_create") and os.path.isdir(f"/proc/{os.getpid()}/fd")
+_PROC_FDS = hasattr(os, "memfd_create") and hasattr(os, "O_TMPFILE") and os.path.isdir(f"/proc/{os.getpid()}/fd")

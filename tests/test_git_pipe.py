@@ -91,7 +91,7 @@ def test_objects_are_stored_after_a_writer_ended_between_commits(repo):
 
 
 @pytest.mark.parametrize("memfd", [True, False])
-def test_contents_reach_git_through_memory_or_through_files_where_memory_is_refused(repo, monkeypatch, memfd):
+def test_contents_reach_git_through_memory_or_through_unnamed_files_where_memory_is_refused(repo, monkeypatch, memfd):
     if not memfd:
         def refused(*_args):
             raise OSError(38, "Function not implemented")
@@ -102,8 +102,8 @@ def test_contents_reach_git_through_memory_or_through_files_where_memory_is_refu
     root = {str(i): ("100644", git_ids.blob_id(data, 40)) for i, data in enumerate(files)}
     sha = stored(store, files, [root], [])
     assert repo.git("cat-file", "-s", f"{sha}:1") == str(len(big))
-    assert (store._blob_contents._folder is None) == memfd
-    assert len(store._blob_contents._fds) == (4 if memfd else 0)  # emptied and kept, or closed
+    assert store._blob_contents._folder is None  # unnamed files: a memfd, or where refused an O_TMPFILE
+    assert len(store._blob_contents._fds) == 4  # emptied and kept, the others closed
 
 
 def test_many_objects_at_once_never_leave_git_and_orchestrate_waiting_on_each_other(repo):
@@ -140,6 +140,26 @@ def test_an_interrupt_mid_commit_leaves_no_answer_for_the_next_one(repo, monkeyp
     sha = stored(store, [later], [tree], [], "next")
     assert repo.git("log", "-1", "--format=%T %s", sha) == f"{git_ids.tree_id(tree)} next"
     assert repo.git("show", f"{sha}:b") == "the next commit"
+
+
+def test_an_interrupt_between_a_request_and_its_answer_leaves_nothing_for_the_next_request(repo, monkeypatch):
+    """A Ctrl-C as the answer is about to be read: a swap then took the interrupted one's `ok` for its own (a
+    ref git refused to move said moved), check-ignore stayed an answer behind (rv42)."""
+    store = git_pipe.store(repo)
+    head, second = repo.head(), repo.commit("second")
+    (repo / ".gitignore").write_text("*.tmp\n")
+    for name in ("receive", "receive_fields"):
+        real = getattr(git_pipe._Writer, name)
+
+        def interrupted(self, *args, real=real):
+            raise KeyboardInterrupt
+        monkeypatch.setattr(git_pipe._Writer, name, interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            store.swap("refs/heads/main", head, second) if name == "receive" else store.ignored(["a.tmp", "b.txt"])
+        monkeypatch.setattr(git_pipe._Writer, name, real)
+    assert not store.swap("refs/heads/main", second, head)  # main is at `second` still: refused
+    assert repo.head() == second
+    assert store.ignored(["keep.txt", "drop.tmp"]) == {"drop.tmp"}
 
 
 def test_a_commit_text_rewritten_before_git_reads_it_is_refused(repo, monkeypatch):

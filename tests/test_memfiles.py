@@ -1,5 +1,6 @@
-"""memfiles: contents a kept git writer reads by name, in memory where memfds work, in a private folder where
-they do not; never written through what was put at a name since (rv41)."""
+"""memfiles: contents a kept git writer reads by name: unnamed files (a memfd, an O_TMPFILE where memfds are
+refused) named through /proc; named files in a private folder without /proc, never written through what was
+put at a name since (rv41, rv42)."""
 from __future__ import annotations
 
 import os
@@ -10,23 +11,30 @@ import pytest
 from orchestrate import memfiles
 
 
+def refused(*_args):
+    raise OSError(38, "Function not implemented")
+
+
 @pytest.fixture
 def on_disk(monkeypatch):
-    def refused(*_args):
-        raise OSError(38, "Function not implemented")
-    monkeypatch.setattr(os, "memfd_create", refused)
+    monkeypatch.setattr(memfiles, "_PROC_FDS", False)  # no /proc to name an unnamed file by
     scratch = memfiles.Scratch("t")
     yield scratch
     scratch.close()
 
 
-def test_in_memory_each_content_is_read_back_by_name_and_given_back_after():
+@pytest.mark.parametrize("memfd", [True, False])
+def test_unnamed_files_are_read_back_by_name_and_given_back_after(monkeypatch, tmp_path, memfd):
+    if not memfd:  # refused (a seccomp filter): an O_TMPFILE, which nothing can put a FIFO in place of
+        monkeypatch.setattr(os, "memfd_create", refused)
+    monkeypatch.setattr(memfiles.tempfile, "tempdir", str(tmp_path))
     scratch = memfiles.Scratch("t")
     try:
         names = scratch.names([b"one\n", b"two\n" * 10000] + [b"x"] * 6)
         assert [Path(n).read_bytes() for n in names[:2]] == [b"one\n", b"two\n" * 10000]
         scratch.release()
         assert len(scratch._fds) == memfiles.KEPT and all(os.fstat(fd).st_size == 0 for fd in scratch._fds)
+        assert scratch._folder is None and list(tmp_path.iterdir()) == []  # nothing with a name
     finally:
         scratch.close()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import time
 
 import pytest
 
@@ -172,8 +173,11 @@ def test_a_stat_is_trusted_only_if_it_had_settled_when_the_file_was_read(ledger,
     base = base_of(ledger)
     snap.learn(base)
     (ledger / "state/t/journal.jsonl").write_text("{}\n{}\n")
-    monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: False)  # written within the tick of the read
+    asked_at = []
+    monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: asked_at.append(now_ns) and False)  # written
+    before = time.time_ns()  # within the tick of the read
     tree = snap.tree(base)
+    assert asked_at and all(t is not None and before <= t for t in asked_at)  # as each read began, not after
     monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: True)  # long ago by the time it is stored
     snap.commit(tree, [ledger.head()], "step", {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x",
                                                 "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"})

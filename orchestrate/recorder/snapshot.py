@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -243,6 +244,7 @@ class Snapshot:
             raise _GitMustLook(due[0].path)
         held = 0
         for one in due:
+            began = time.time_ns()
             try:
                 fd, now = git_files.open_regular(self.ledger / one.path)
             except OSError as exc:  # gone, a link now, or no longer a file
@@ -252,8 +254,8 @@ class Snapshot:
                     raise _GitMustLook(one.path)
                 with os.fdopen(fd, "rb", closefd=False) as fh:
                     one.data = fh.read(HELD + 1)
-                one.settled = stamps.settled(one.st)  # as the read began: a write in the same tick after it
-                # could leave the stat as it was
+                one.settled = stamps.settled(one.st, began)  # as the read began: a write in the same tick
+                # after it could leave the stat as it was
                 held += len(one.data)
                 if len(one.data) > HELD or held > HELD:  # grown since its stat; too much for one commit
                     raise _GitMustLook(one.path)
