@@ -122,6 +122,28 @@ def test_a_rewrite_of_the_runners_own_uncommitted_lines_is_refused_too(tmp_path)
     assert b"FORGE" not in RepoDir(ledger).git("log", "-p", "--format=").encode()
 
 
+def test_a_rewrite_through_a_shared_mapping_that_leaves_the_stat_alone_is_refused_at_the_commit(tmp_path):
+    """Only the first write through a mapping moves the file's ctime: a worker without the sandbox that wrote a
+    byte back to itself once (seen, and taken as touched, not changed) could rewrite the runner's lines after
+    it unseen by their stat, and the commit would have carried them."""
+    import mmap
+    repo, rec, own = uncommitted_transition(tmp_path)
+    fd = os.open(rec.journal, os.O_RDWR)
+    mapped = mmap.mmap(fd, 0)
+    os.close(fd)
+    mapped[0:1] = mapped[0:1]
+    rec.verify()  # the stat moved, the content did not: touched
+    before = os.stat(rec.journal)
+    mapped[:] = own.replace(b'"to":"READY"', b'"to":"FORGE"')
+    after = os.stat(rec.journal)
+    if (before.st_ctime_ns, before.st_mtime_ns) != (after.st_ctime_ns, after.st_mtime_ns):
+        pytest.skip("this kernel moved the file's times at the second write through the mapping")
+    with pytest.raises(ForeignWrite, match="rewritten in place"):
+        rec.commit("forge: one")
+    mapped.close()
+    assert b"FORGE" not in RepoDir(repo / ".ledger").git("log", "-p", "--format=").encode()
+
+
 @pytest.mark.parametrize("when", ["into the segment", "into the new live file"])
 def test_a_line_written_as_the_journal_is_sealed_is_refused_by_resume_until_the_hint_is_followed(
         tmp_path, monkeypatch, when):
