@@ -21,9 +21,12 @@ ENV = {"GIT_AUTHOR_NAME": "A U", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME"
 
 
 def stored(store, blobs: list[bytes], trees: list[dict], parents: list[str], message: str = "m", env=ENV) -> str:
-    """`Store.objects` of these contents and trees (name -> (mode, id)), the last tree the commit's."""
+    """`Store.objects` of these contents and trees (name -> (mode, id)), the last tree the commit's; each id
+    worked out by git_ids, and checked by `objects` against git's."""
     root = git_ids.tree_id(trees[-1]) if trees else git_ids.tree_id({})
-    return store.objects(blobs, [[(m, o, n) for n, (m, o) in t.items()] for t in trees], (root, parents, message, env))
+    return store.objects([(git_ids.blob_id(data, 40), data) for data in blobs],
+                         [(git_ids.tree_id(t), [(m, o, n) for n, (m, o) in t.items()]) for t in trees],
+                         (root, parents, message, env))
 
 
 @pytest.fixture
@@ -70,11 +73,20 @@ def test_a_tree_id_worked_out_here_is_the_one_git_gives(tmp_path, object_format)
     entries = {"a": ("40000", sub), "a.b": ("100644", blob), "a-b": ("100755", blob), "a0": ("100644", blob),
                "\u00e9t\u00e9": ("100644", blob), "B": ("40000", sub)}
     store = git_pipe.store(repo)
-    sha = store.objects([], [[("100644", blob, "x")], [(m, o, n) for n, (m, o) in entries.items()]],
-                        (git_ids.tree_id(entries, width), [], "m", ENV))
+    sha = store.objects([], [(sub, [("100644", blob, "x")]),
+                             (git_ids.tree_id(entries, width), [(m, o, n) for n, (m, o) in entries.items()])],
+                        (git_ids.tree_id(entries, width), [], "m", ENV))  # git's answers checked against these
     assert git.out(repo, "rev-parse", f"{sha}^{{tree}}") == git_ids.tree_id(entries, width)
     assert git.out(repo, "ls-tree", "--name-only", sha).splitlines() == ["B", "a-b", "a.b", "a", "a0", '"\\303\\251t\\303\\251"']
     assert store.swap("refs/heads/first", sha, "0" * width)  # a branch made where ids are 64 digits too
+
+
+def test_an_id_that_is_not_the_one_git_gives_is_refused(repo):
+    store = git_pipe.store(repo)
+    data = b"x\n"
+    wrong = git_ids.blob_id(b"y\n", 40)
+    with pytest.raises(git.GitError, match="not what orchestrate wrote"):
+        store.objects([(wrong, data)], [], (git_ids.tree_id({}), [], "m", ENV))
 
 
 def test_objects_are_stored_after_a_writer_ended_between_commits(repo):

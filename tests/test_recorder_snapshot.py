@@ -166,6 +166,21 @@ def test_a_file_too_big_to_read_whole_is_left_to_git(ledger, monkeypatch):
     assert snap.tree(base) == staged(ledger, base)
 
 
+def test_more_files_than_one_commit_reads_are_left_to_git(ledger, monkeypatch):
+    from orchestrate.recorder import snapshot
+    monkeypatch.setattr(stamps, "settled", lambda st, now_ns=None: True)
+    snap = Snapshot(ledger, "t")
+    base = base_of(ledger)
+    snap.learn(base)
+    assert snap.tree(base) == base  # each file read once: trusted from now on by its stat
+    monkeypatch.setattr(snapshot, "MOST", 2)
+    for rel in ("config.yaml", "state/t/dag.yaml"):
+        (ledger / rel).write_text("changed\n")
+    assert snap.tree(base) == staged(ledger, base)  # two: read here
+    (ledger / "gates/README.md").write_text("changed\n")
+    assert snap.tree(base) is None  # three: git's to stage
+
+
 def test_a_stat_is_trusted_only_if_it_had_settled_when_the_file_was_read(ledger, monkeypatch):
     """A write in the same tick just after the read could leave the stat as it was: whether it had settled is
     told as the file is read, not once its blob is stored (rv41)."""

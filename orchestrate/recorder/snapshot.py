@@ -6,14 +6,17 @@ Here the recorder's folders are walked (a few dozen stat calls), a file whose st
 hashed keeps its blob, the others are read and hashed, and only the folders on a changed path get new trees,
 their ids worked out here too. `commit` then has the kept git writers (orchestrate.git_pipe) store the
 files, the trees and the commit at once: one round trip, where one per object had cost a recorder commit
-5.9 ms, most of it waiting for git to be scheduled (benchmarks/README.md). The commit's files are what `git add -A` would stage:
-every file but other campaigns' (each runner commits its own), minus what git ignores.
+5.9 ms, most of it git writing loose objects one after another (benchmarks/README.md). The commit's files
+are what `git add -A` would stage: every file but other campaigns' (each runner commits its own), minus what
+git ignores.
 
 A file the last commit does not hold is added unless git's ignore rules leave it out, which a kept `git
 check-ignore` says (one round trip for all of a commit's, where staging them took three processes, 14 ms).
 What the walk cannot decide as git would is left to git: a symbolic link, a nested repository, a new
-executable, a changed mode, a new or changed ignore file. `tree` answers None, the caller stages with `git add -A` as before, and `learn` notes from git's tree which files
-on disk it left out (ignored), so that they do not send every later commit back to git.
+executable, a changed mode, a new or changed ignore or attributes file, a new name git may refuse, more than
+MOST files or HELD bytes. `tree` answers None, the caller stages with `git add -A` as before, and `learn`
+notes from git's tree which files on disk it left out (ignored), so that they do not send every later commit
+back to git.
 
 A stat is trusted only once the file has settled (orchestrate.stamps): a second write within the
 filesystem's timestamp tick could leave it unchanged (git's index has the same rule).
@@ -31,7 +34,7 @@ from orchestrate.errors import GitError
 
 _TREE = "40000"
 HELD = 16 * 1024 * 1024  # the most read into memory for a commit (a journal segment is 256 KiB)
-MOST = 256  # the most files stored at once by a commit (kept open by their writer until it is made)
+MOST = 256  # the most files read for one commit (each held in memory until it is made)
 _FILES = ("100644", "100755")
 
 
@@ -96,8 +99,9 @@ class Snapshot:
         if unwritten is None or unwritten[0] != tree:  # git staged it, and wrote its objects
             return store.commit(tree, parents, message, env)
         _root, due, made = unwritten
-        sha = store.objects([one.data for one in due], [[(mode, oid, name) for name, (mode, oid) in entries.items()]
-                                                        for _sha, entries in made], (tree, parents, message, env))
+        sha = store.objects([(one.sha, one.data) for one in due],
+                            [(tree_sha, [(mode, oid, name) for name, (mode, oid) in entries.items()])
+                             for tree_sha, entries in made], (tree, parents, message, env))
         self._trust(due)  # (git's ids were checked against those worked out here)
         return sha
 
@@ -147,9 +151,7 @@ class Snapshot:
             name, path, old = e.name, rel + e.name, base.get(e.name)
             if (not rel and name == ".git") or _excluded(rel, name, others):
                 continue
-            if (name == ".gitignore" and old is None) or "\n" in name:  # (a path is a line to hash-object)
-                raise _GitMustLook(path)
-            if old is None and _git_may_refuse(name):
+            if "\n" in name or (old is None and _git_may_refuse(name)):  # (a path is a line to hash-object)
                 raise _GitMustLook(path)
             if e.is_dir(follow_symlinks=False):
                 if os.path.lexists(os.path.join(e.path, ".git")) or (old and old[0] != _TREE):

@@ -15,7 +15,6 @@ from pathlib import Path
 from orchestrate import removal
 
 
-
 def take(common: Path, inside: tuple[str, ...]) -> dict[str, dict[str, bytes | None]]:
     """{a module's path below `modules/`: its watched files} for every module git dir there (at any depth: a
     name may hold slashes, and a submodule's own submodules are in its `modules/`)."""

@@ -124,19 +124,13 @@ def _tools(writable: list[Path]) -> list[str]:
                   *(os.path.dirname(os.path.realpath(p)) for p in programs if "/" in p)}
     found: list[Path] = []
     for real in sorted({Path(p).resolve() for p in candidates if p}, key=lambda p: len(p.parts)):
-        if not _folder(real) or real == Path("/tmp") or real in writable or any(real.is_relative_to(f) for f in found):
+        # (os.path.isdir: False, not an error, where a folder on the way cannot be searched: another user's)
+        if not os.path.isdir(real) or real == Path("/tmp") or real in writable or \
+                any(real.is_relative_to(f) for f in found):
             continue  # (one inside a folder bound read-only already is read-only: no bind of its own)
         if real.is_relative_to("/tmp") or any(real.is_relative_to(w) for w in writable):
             found.append(real)
     return sorted(str(p) for p in found)
-
-
-def _folder(path: Path) -> bool:
-    """Is `path` a folder (False where a folder on the way cannot be searched: a PATH entry of another user's)?"""
-    try:
-        return path.is_dir()
-    except OSError:
-        return False
 
 
 def _binds(writable: Iterable[str | Path], readable: Iterable[str | Path]) -> list[tuple[str, bool]]:
