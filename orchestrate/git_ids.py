@@ -20,14 +20,14 @@ def blob_id(data: bytes | None, width: int) -> str | None:
     return _digest(width)(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def tree_id(entries: dict[str, tuple[str, str]], width: int = 40) -> str:
-    """The id of a tree of `entries` (name -> (mode, object id)). Git orders a tree's entries by name, a
-    subtree's name as if it ended in "/"."""
+def tree(entries: dict[str, tuple[str, str]], width: int = 40) -> tuple[str, bytes]:
+    """The id and the content of a tree of `entries` (name -> (mode, object id)). Git orders a tree's entries
+    by name, a subtree's name as if it ended in "/"."""
     def order(item: tuple[str, tuple[str, str]]) -> bytes:
         return os.fsencode(item[0]) + (b"/" if item[1][0] == "40000" else b"")
     body = b"".join(mode.encode() + b" " + os.fsencode(name) + b"\0" + bytes.fromhex(oid)
                     for name, (mode, oid) in sorted(entries.items(), key=order))
-    return _digest(width)(b"tree %d\0" % len(body) + body).hexdigest()
+    return _digest(width)(b"tree %d\0" % len(body) + body).hexdigest(), body
 
 
 def commit_id(text: bytes, width: int) -> str:

@@ -9,7 +9,7 @@ import os
 import shutil
 import tempfile
 
-KEPT = 4  # memfds kept open between uses (emptied); more are closed after each use
+KEPT = 8  # memfds kept open between uses, emptied (a recorder commit's blobs and trees); more are closed after use
 
 
 class Scratch:

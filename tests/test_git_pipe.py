@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from orchestrate import git, git_ids, git_pipe, proc
+from orchestrate import git, git_ids, git_pipe, memfiles, proc
 from tests.helpers import make_repo
 
 
@@ -20,12 +20,16 @@ def repo(tmp_path):
 ENV = {"GIT_AUTHOR_NAME": "A U", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "C M", "GIT_COMMITTER_EMAIL": "c@x"}
 
 
+def tree_id(entries: dict, width: int = 40) -> str:
+    return git_ids.tree(entries, width)[0]
+
+
 def stored(store, blobs: list[bytes], trees: list[dict], parents: list[str], message: str = "m", env=ENV) -> str:
     """`Store.objects` of these contents and trees (name -> (mode, id)), the last tree the commit's; each id
     worked out by git_ids, and checked by `objects` against git's."""
-    root = git_ids.tree_id(trees[-1]) if trees else git_ids.tree_id({})
+    root = tree_id(trees[-1]) if trees else tree_id({})
     return store.objects([(git_ids.blob_id(data, 40), data) for data in blobs],
-                         [(git_ids.tree_id(t), [(m, o, n) for n, (m, o) in t.items()]) for t in trees],
+                         [git_ids.tree(t) for t in trees],
                          (root, parents, message, env))
 
 
@@ -47,7 +51,7 @@ def test_blobs_trees_and_a_commit_read_back_as_git_wrote_them(repo):
     data = b"crlf\r\nand bytes \xff\n"
     blob = git_ids.blob_id(data, 40)
     sub = {"run.sh": ("100755", blob)}
-    root = {"z.txt": ("100644", blob), "bin": ("40000", git_ids.tree_id(sub)), "a b.txt": ("100644", blob)}
+    root = {"z.txt": ("100644", blob), "bin": ("40000", tree_id(sub)), "a b.txt": ("100644", blob)}
     head = repo.head()
     sha = stored(store, [data], [sub, root], [head], "subject\n\nbody line")  # the parent's id named before git
     assert repo.git("ls-tree", "-r", sha).splitlines() == [  # wrote the subtree
@@ -55,9 +59,9 @@ def test_blobs_trees_and_a_commit_read_back_as_git_wrote_them(repo):
     (repo / "c.txt").write_bytes(data)
     assert blob == repo.git("hash-object", "--no-filters", "c.txt")
     assert repo.git("log", "-1", "--format=%T %P%n%an <%ae>%n%cn <%ce>%n%B", sha).splitlines() == [
-        f"{git_ids.tree_id(root)} {head}", "A U <a@x>", "C M <c@x>", "subject", "", "body line"]
+        f"{tree_id(root)} {head}", "A U <a@x>", "C M <c@x>", "subject", "", "body line"]
     assert repo.git("cat-file", "commit", sha).endswith("body line")  # one newline at the end, as commit-tree -m
-    assert git_ids.tree_id({}) == repo.git("hash-object", "-t", "tree", "/dev/null")
+    assert tree_id({}) == repo.git("hash-object", "-t", "tree", "/dev/null")
     assert repo.git("cat-file", "-t", stored(store, [], [{}], [])) == "commit"  # the empty tree written too
 
 
@@ -69,14 +73,13 @@ def test_a_tree_id_worked_out_here_is_the_one_git_gives(tmp_path, object_format)
     (repo / "f").write_text("x\n")
     blob = git.out(repo, "hash-object", "-w", "f")
     width = len(blob)
-    sub = git_ids.tree_id({"x": ("100644", blob)}, width)
+    sub = tree_id({"x": ("100644", blob)}, width)
     entries = {"a": ("40000", sub), "a.b": ("100644", blob), "a-b": ("100755", blob), "a0": ("100644", blob),
                "\u00e9t\u00e9": ("100644", blob), "B": ("40000", sub)}
     store = git_pipe.store(repo)
-    sha = store.objects([], [(sub, [("100644", blob, "x")]),
-                             (git_ids.tree_id(entries, width), [(m, o, n) for n, (m, o) in entries.items()])],
-                        (git_ids.tree_id(entries, width), [], "m", ENV))  # git's answers checked against these
-    assert git.out(repo, "rev-parse", f"{sha}^{{tree}}") == git_ids.tree_id(entries, width)
+    sha = store.objects([], [git_ids.tree({"x": ("100644", blob)}, width), git_ids.tree(entries, width)],
+                        (tree_id(entries, width), [], "m", ENV))  # git's answers checked against these
+    assert git.out(repo, "rev-parse", f"{sha}^{{tree}}") == tree_id(entries, width)
     assert git.out(repo, "ls-tree", "--name-only", sha).splitlines() == ["B", "a-b", "a.b", "a", "a0", '"\\303\\251t\\303\\251"']
     assert store.swap("refs/heads/first", sha, "0" * width)  # a branch made where ids are 64 digits too
 
@@ -86,7 +89,7 @@ def test_an_id_that_is_not_the_one_git_gives_is_refused(repo):
     data = b"x\n"
     wrong = git_ids.blob_id(b"y\n", 40)
     with pytest.raises(git.GitError, match="not what orchestrate wrote"):
-        store.objects([(wrong, data)], [], (git_ids.tree_id({}), [], "m", ENV))
+        store.objects([(wrong, data)], [], (tree_id({}), [], "m", ENV))
 
 
 def test_objects_are_stored_after_a_writer_ended_between_commits(repo):
@@ -94,7 +97,7 @@ def test_objects_are_stored_after_a_writer_ended_between_commits(repo):
     for round_ in range(2):
         data = f"journal, round {round_}\n".encode()
         sub = {"journal.jsonl": ("100644", git_ids.blob_id(data, 40))}
-        sha = stored(store, [data], [sub, {"state": ("40000", git_ids.tree_id(sub))}], [repo.head()], f"round {round_}")
+        sha = stored(store, [data], [sub, {"state": ("40000", tree_id(sub))}], [repo.head()], f"round {round_}")
         assert repo.git("show", f"{sha}:state/journal.jsonl") == data.decode().rstrip("\n")
         assert repo.git("log", "-1", "--format=%P %s", sha) == f"{repo.head()} round {round_}"
         for writer in (store.blob_writer, store.tree_writer, store.commit_writer):
@@ -110,12 +113,12 @@ def test_contents_reach_git_through_memory_or_through_unnamed_files_where_memory
         monkeypatch.setattr(os, "memfd_create", refused)
     store = git_pipe.store(repo)
     big = b"x" * 300_000 + b"\n"  # more than a pipe or a single write holds
-    files = [b"small\n", big] + [b"%d\n" % i for i in range(8)]  # more memfds than are kept between commits
+    files = [b"small\n", big] + [b"%d\n" % i for i in range(memfiles.KEPT)]  # more memfds than are kept
     root = {str(i): ("100644", git_ids.blob_id(data, 40)) for i, data in enumerate(files)}
     sha = stored(store, files, [root], [])
     assert repo.git("cat-file", "-s", f"{sha}:1") == str(len(big))
-    assert store._blob_contents._folder is None  # unnamed files: a memfd, or where refused an O_TMPFILE
-    assert len(store._blob_contents._fds) == 4  # emptied and kept, the others closed
+    assert store._contents._folder is None  # unnamed files: a memfd, or where refused an O_TMPFILE
+    assert len(store._contents._fds) == memfiles.KEPT  # emptied and kept, the others closed
 
 
 def test_many_objects_at_once_never_leave_git_and_orchestrate_waiting_on_each_other(repo):
@@ -124,7 +127,7 @@ def test_many_objects_at_once_never_leave_git_and_orchestrate_waiting_on_each_ot
     store = git_pipe.store(repo)
     files = [b"file %d\n" % i for i in range(700)]
     trees = [{f"f{i}": ("100644", git_ids.blob_id(data, 40))} for i, data in enumerate(files)]
-    trees.append({f"d{i}": ("40000", git_ids.tree_id(t)) for i, t in enumerate(trees)})
+    trees.append({f"d{i}": ("40000", tree_id(t)) for i, t in enumerate(trees)})
     sha = stored(store, files, trees, [])
     assert repo.git("show", f"{sha}:d699/f699") == "file 699"
     names = [f"new/{'n' * 100}{i}.tmp" for i in range(600)] + [":foo", "keep.tmp"]
@@ -150,7 +153,7 @@ def test_an_interrupt_mid_commit_leaves_no_answer_for_the_next_one(repo, monkeyp
     later = b"the next commit\n"
     tree = {"b": ("100644", git_ids.blob_id(later, 40))}
     sha = stored(store, [later], [tree], [], "next")
-    assert repo.git("log", "-1", "--format=%T %s", sha) == f"{git_ids.tree_id(tree)} next"
+    assert repo.git("log", "-1", "--format=%T %s", sha) == f"{tree_id(tree)} next"
     assert repo.git("show", f"{sha}:b") == "the next commit"
 
 
@@ -222,7 +225,7 @@ def test_writers_start_once_for_many_objects(repo, starts):
         data = b"%d\n" % i
         stored(store, [data], [{"n.txt": ("100644", git_ids.blob_id(data, 40))}], [])
     assert sorted(next(a for a in argv[3:] if not a.startswith(("-c", "core."))) for argv in starts) \
-        == ["hash-object", "hash-object", "mktree"]
+        == ["hash-object", "hash-object", "hash-object"]
 
 
 def test_loose_blobs_are_stored_uncompressed_and_read_back_whole(repo):
@@ -259,3 +262,23 @@ def test_the_identity_a_run_began_with_stands_while_a_worker_edits_the_user_conf
     assert git_pipe.identity(repo, git.identity_env(repo))[0].rsplit(" ", 2)[0] == before[0].rsplit(" ", 2)[0]
     (home / ".gitconfig").write_text("")
     assert git_pipe.identity(repo, git.identity_env(repo))[0].rsplit(" ", 2)[0] == before[0].rsplit(" ", 2)[0]
+
+
+def test_a_tree_git_could_not_write_is_refused_not_named(repo):
+    """`git mktree` answers a tree's id even when it could not write the tree (a full disk; a fan-out folder
+    removed by a background repack's prune-packed between git making it and writing in it): the commit then
+    named a tree that was never stored, and `git fsck` found it missing 1 run in 3 of a campaign packing as it
+    went. Each writer must end instead, and its request fail."""
+    store = git_pipe.store(repo)
+    blob = repo.git("rev-parse", "HEAD:a.txt")
+    for i in range(1000):  # a tree whose fan-out folder does not exist yet: a file is put in its place
+        tree = {f"t{i}": ("100644", blob)}
+        folder = repo / ".git" / "objects" / tree_id(tree)[:2]
+        if not folder.exists():
+            break
+    folder.write_text("not a folder\n")
+    with pytest.raises(git.GitError, match="ended"):
+        stored(store, [], [tree], [])
+    folder.unlink()
+    sha = stored(store, [], [tree], [])  # the same request once git can write: stored
+    assert repo.git("ls-tree", sha) == f"100644 blob {blob}\tt{i}"

@@ -81,11 +81,11 @@ class Snapshot:
             plan = self._dir("", base, self.others(), due, fresh)
             due = self._unignored(due, fresh)
             self._hash(due, len(base))
-            made: list[tuple[str, dict[str, tuple[str, str]]]] = []
+            made: list[tuple[str, dict[str, tuple[str, str]], bytes]] = []
             root = self._settle(plan, made, len(base)) or self._made({}, made, len(base))
         except _GitMustLook:
             return None
-        for sha, entries in made:
+        for sha, entries, _content in made:
             self._remember(sha, entries)  # read back before the commit (journal.py's check of pinned files)
         self._trust([one for one in due if one.sha == one.old])  # stored already: in the last commit
         self._unwritten = (root, [one for one in due if one.sha != one.old], made)
@@ -99,9 +99,8 @@ class Snapshot:
         if unwritten is None or unwritten[0] != tree:  # git staged it, and wrote its objects
             return store.commit(tree, parents, message, env)
         _root, due, made = unwritten
-        sha = store.objects([(one.sha, one.data) for one in due],
-                            [(tree_sha, [(mode, oid, name) for name, (mode, oid) in entries.items()])
-                             for tree_sha, entries in made], (tree, parents, message, env))
+        sha = store.objects([(one.sha, one.data) for one in due], [(tree_sha, content) for tree_sha, _e, content in made],
+                            (tree, parents, message, env))
         self._trust(due)  # (git's ids were checked against those worked out here)
         return sha
 
@@ -220,8 +219,8 @@ class Snapshot:
 
     @staticmethod
     def _made(entries: dict[str, tuple[str, str]], made: list, width: int) -> str:
-        sha = git_ids.tree_id(entries, width)
-        made.append((sha, entries))
+        sha, content = git_ids.tree(entries, width)
+        made.append((sha, entries, content))
         return sha
 
     def _left_out(self, rel: str, sha: str | None, others: set[str]) -> None:

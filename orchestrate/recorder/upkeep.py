@@ -7,17 +7,17 @@ boundary calls `finish`; the process's exit too) the index of every recorder it 
 branch, so that `git status` in .ledger shows only what changed since; after a crash, `resume` sets it.
 
 Packing. Every transition commits the live journal again (up to a segment, recorder/segments.py; before
-segments, the whole journal: 256 trivial nodes left 147 MB in 7,000 loose objects, 1.7 MB once packed, as
-the journal's versions delta-compress against each other). Each time the commits of this process have
-written about PACK_AFTER bytes of live journal (stored loose without compression, git_pipe.py: so that is
-about the most they take on disk between two packs; sealed segments and checkpoints are not counted), a
-`git repack -d -q -n` packs what is loose, in a
-thread, while the run goes on: git's object store takes writers and readers while it packs (that is how
-`git gc` runs behind other commands; the tree writer does not look objects up, see git_pipe). One pack
-thread and a delta window of 4 keep it light (pack-objects sorts the journal's versions next to each
-other, so each finds the one before it): 256 trivial nodes, 147 MB -> 13 MB, for about 2 s more of a 28 s
-run on 2 cores, against 4.5 s with git's defaults. Every CONSOLIDATE_EVERY-th repack merges the packs into
-one (`-a`). A command waits for its repacks to end before it returns.
+segments, the whole journal: 256 trivial nodes left 147 MB in 7,000 loose objects, 1.7 MB once packed, as the
+journal's versions delta-compress against each other). Each time the commits of this process have written about
+PACK_AFTER bytes of live journal (stored loose without compression, git_pipe.py: so that is about the most they
+take on disk between two packs; sealed segments and checkpoints are not counted), a `git repack -d -q -n` packs
+what is loose, in a thread, while the run goes on: git's object store takes writers and readers while it packs
+(that is how `git gc` runs behind other commands; no writer looks up what an object names, and one whose write
+fails ends and is asked again: see git_pipe). One pack thread and a delta window of 4 keep it light
+(pack-objects sorts the journal's versions next to each other, so each finds the one before it): 256 trivial
+nodes, 147 MB -> 13 MB, for about 2 s more of a 28 s run on 2 cores, against 4.5 s with git's defaults. Every
+CONSOLIDATE_EVERY-th repack merges the packs into one (`-a`). A command waits for its repacks to end before it
+returns.
 """
 from __future__ import annotations
 
