@@ -146,3 +146,21 @@ def test_a_merge_forged_on_the_campaign_branch_is_a_problem(tmp_path, orch):
     direct = repo.git("commit-tree", f"{tip}^{{tree}}", "-p", forged, "-m", "direct")
     repo.git("update-ref", "refs/heads/campaign/doc", direct, forged)
     assert f"DIRECT {direct[:12]}" in orch("doctor", "--topic", "doc", cwd=repo).out
+
+
+def test_an_object_missing_from_the_recorder_s_history_is_a_problem(repo, orch):
+    """A recorder commit naming a tree git never stored (git_pipe.py: `mktree` answered ids it had not
+    written) left the record unreadable from that commit on, and nothing said so until a read failed."""
+    ledger = repo / ".ledger"
+    trees = repo.git("-C", ".ledger", "log", "--format=%T").split()
+    loose = next(ledger / ".git" / "objects" / t[:2] / t[2:] for t in trees[1:]
+                 if (ledger / ".git" / "objects" / t[:2] / t[2:]).is_file())
+    aside = loose.with_name(loose.name + ".aside")
+    loose.rename(aside)
+    try:
+        result = orch("doctor", "--topic", "doc", cwd=repo)
+    finally:
+        aside.rename(loose)
+    assert result.rc == 1
+    assert f"the recorder's history is damaged: missing tree {loose.parent.name}{loose.name} (git fsck)" in result.out
+    assert orch("doctor", "--topic", "doc", cwd=repo).rc == 0  # put back: whole again

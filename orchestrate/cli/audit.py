@@ -73,7 +73,10 @@ def doctor(topic: str | None, as_json: bool) -> int:
     a human decision says who). Each problem is printed as `journal.jsonl:LINE: ...`.
 
     The recorder refuses to write such an entry, so a problem means the journal was edited by hand or
-    damaged. A torn last line (a crash mid-append; resume drops it) is a warning.
+    damaged. A torn last line (a crash mid-append; resume drops it) is a warning. Then campaign/<topic>
+    is audited for merges orchestrate did not make (FORGED) and commits made on it directly (DIRECT),
+    and the recorder's own history for objects missing from its store (`git fsck --connectivity-only`
+    in .ledger: an old commit of the record could not be read back).
 
     \b
     Examples:
@@ -82,7 +85,7 @@ def doctor(topic: str | None, as_json: bool) -> int:
 
     \b
     Exit codes:
-      0  the journal is clean
+      0  the journal, the branch and the recorder's history are sound
       1  a problem was found (each is printed)
       2  unknown campaign, no campaign started, or several in flight or paused and no --topic
          (listed, newest first)

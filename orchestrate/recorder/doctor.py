@@ -10,6 +10,10 @@ Then campaign/<topic> is audited against the journal by the adherence gate (gate
 its own command: the recorder does not import gates), given the merge commits and node heads the journal
 records: a merge on the branch that orchestrate did not record making (a worker's forgery) is FORGED, a
 commit made directly on it is DIRECT; each is a problem naming the commit.
+
+Last, the recorder's own history: every object its branches reach must be in its store (`git fsck
+--connectivity-only`), or an old commit of the record cannot be read back. A tree git said it wrote and did
+not (git_pipe.py) was found so.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from orchestrate import proc
+from orchestrate import git, proc
 from orchestrate.recorder import provenance, segments
 
 
@@ -71,7 +75,18 @@ def audit(journal: Path) -> Report:
         report.problems.append(f"{where(line_of[id(entry)])}: {problem}")
     if not report.problems:  # the merges are read from a sound journal only
         _audit_branch(journal, [e for _, e in kept], report)
+    _audit_history(journal.parents[2], report)
     return report
+
+
+def _audit_history(ledger: Path, report: Report) -> None:
+    """Every object the recorder's branches reach is in its store: each one missing is a problem."""
+    done = git.git(ledger, "fsck", "--connectivity-only", "--no-dangling", "--no-progress", check=False)
+    if done.rc == 0:
+        return
+    missing = [line for line in done.stdout.splitlines() if line.startswith("missing ")]
+    said = missing or (done.stderr.strip() or f"git fsck exited {done.rc}").splitlines()[-1:]
+    report.problems += [f"{ledger}: the recorder's history is damaged: {line} (git fsck)" for line in said]
 
 
 def _audit_branch(journal: Path, entries: list[dict], report: Report) -> None:
