@@ -154,3 +154,30 @@ def test_the_end_of_a_command_says_nothing_more_after_its_error(tmp_path, monkey
     monkeypatch.setattr(upkeep, "_loose_bytes", halts)
     monkeypatch.setattr(upkeep, "_written", {str(tmp_path): 1})
     upkeep.finish()
+
+
+def test_an_object_only_refreshed_in_a_pack_survives_the_consolidating_repack(tmp_path):
+    """rv43: git does not write an object it finds in a pack; it touches the pack and answers the id. A
+    consolidating repack (`-a -d`) drops what no ref reaches, so a tree packed once, no longer reached, and
+    named by a commit being made as the repack ran, was gone once the commit landed."""
+    from orchestrate import git_ids, git_pipe
+    from orchestrate.recorder import upkeep
+    from tests.helpers import make_repo
+    repo = make_repo(tmp_path / "r", {"a.txt": "one\n"})
+    blob = repo.git("rev-parse", "HEAD:a.txt")
+    tree, content = git_ids.tree({"a.txt": ("100644", blob), "kept.txt": ("100644", blob)})
+    (repo / "kept.txt").write_text("one\n")
+    repo.git("add", "kept.txt")
+    assert repo.git("write-tree") == tree  # (git's id for the same tree)
+    repo.git("branch", "once", repo.git("commit-tree", tree, "-m", "once"))
+    repo.git("rm", "-q", "--cached", "kept.txt")
+    repo.git("repack", "-a", "-d", "-q")
+    repo.git("branch", "-D", "once")
+    repo.git("reflog", "expire", "--expire=now", "--all")
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"}
+    store = git_pipe.store(repo)
+    sha = store.objects([], [(tree, content)], (tree, [repo.head()], "names the packed tree", env))
+    upkeep._repack(repo, whole=True)  # as it may run between a commit's objects and its swap
+    assert store.swap("refs/heads/main", sha, repo.head())
+    git_pipe.close_all()
+    assert _ledger_git(repo, "fsck", "--no-progress", "--no-dangling") == ""

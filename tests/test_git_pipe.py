@@ -282,3 +282,28 @@ def test_a_tree_git_could_not_write_is_refused_not_named(repo):
     folder.unlink()
     sha = stored(store, [], [tree], [])  # the same request once git can write: stored
     assert repo.git("ls-tree", sha) == f"100644 blob {blob}\tt{i}"
+
+
+def test_a_write_git_failed_once_is_asked_again_and_stored(repo, monkeypatch):
+    """A background repack's prune-packed removes a fan-out folder as git is about to write in it: the writer
+    ends, and the same request to a writer started anew stores the object (the obstacle gone by then)."""
+    store = git_pipe.store(repo)
+    blob = repo.git("rev-parse", "HEAD:a.txt")
+    for i in range(1000):
+        tree = {f"u{i}": ("100644", blob)}
+        folder = repo / ".git" / "objects" / tree_id(tree)[:2]
+        if not folder.exists():
+            break
+    folder.write_text("not a folder\n")
+    real, ended = git_pipe._Writer.receive, []
+
+    def receive(self, answers):
+        got = real(self, answers)
+        if got is None and folder.is_file():  # git ended on the write: the folder is free again for the retry
+            ended.append(self.args)
+            folder.unlink()
+        return got
+    monkeypatch.setattr(git_pipe._Writer, "receive", receive)
+    sha = stored(store, [], [tree], [])
+    assert ended in ([store.tree_writer.args], [store.commit_writer.args])  # (the commit's id may share the folder)
+    assert repo.git("ls-tree", sha) == f"100644 blob {blob}\tu{i}"

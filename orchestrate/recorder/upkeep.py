@@ -16,8 +16,8 @@ what is loose, in a thread, while the run goes on: git's object store takes writ
 fails ends and is asked again: see git_pipe). One pack thread and a delta window of 4 keep it light
 (pack-objects sorts the journal's versions next to each other, so each finds the one before it): 256 trivial
 nodes, 147 MB -> 13 MB, for about 2 s more of a 28 s run on 2 cores, against 4.5 s with git's defaults. Every
-CONSOLIDATE_EVERY-th repack merges the packs into one (`-a`). A command waits for its repacks to end before it
-returns.
+CONSOLIDATE_EVERY-th repack merges the packs into one (`-a -k`, keeping what no ref reaches). A command waits
+for its repacks to end before it returns.
 """
 from __future__ import annotations
 
@@ -63,8 +63,10 @@ def _loose_bytes(ledger: Path) -> int:
 
 
 def _repack(ledger: Path, whole: bool) -> None:
-    # -n: no update-server-info (info/refs is in the git dir the watch fingerprints, and nobody fetches over http)
-    git.git(ledger, "-c", "pack.threads=1", "repack", "-d", "-q", "-n", "--window=4", *(["-a"] if whole else []),
+    # -n: no update-server-info (info/refs is in the git dir the watch fingerprints, and nobody fetches over http).
+    # -k with -a: what no ref reaches is kept, not dropped: git does not write an object it finds in a pack (it
+    # touches the pack), so a commit being made names objects no ref reaches yet, and some may be only there (rv43)
+    git.git(ledger, "-c", "pack.threads=1", "repack", "-d", "-q", "-n", "--window=4", *(["-a", "-k"] if whole else []),
             check=False)
 
 
