@@ -181,3 +181,24 @@ def test_an_object_only_refreshed_in_a_pack_survives_the_consolidating_repack(tm
     assert store.swap("refs/heads/main", sha, repo.head())
     git_pipe.close_all()
     assert _ledger_git(repo, "fsck", "--no-progress", "--no-dangling") == ""
+
+
+def test_a_repack_that_fails_is_said_at_the_end_of_the_command(repo, monkeypatch, capsys):
+    """A recorder whose history git cannot read whole (a tree lost: the mktree failure) cannot be packed: every
+    journal then stays loose and uncompressed. The end of the command says so, and where to look."""
+    from orchestrate.recorder import upkeep
+    ledger = repo / ".ledger"
+    rec = Recorder(ledger, "lost").pin()
+    rec.event("note", {"i": 0})
+    rec.commit("lost: step 0")
+    tree = _ledger_git(ledger, "rev-parse", f"{rec.head}^{{tree}}").strip()
+    (ledger / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
+    monkeypatch.setattr(upkeep, "PACK_AFTER", 1)
+    rec.event("note", {"i": 1})
+    rec.commit("lost: step 1")  # built again by git's own staging: the last commit's tree cannot be read
+    upkeep.finish()
+    err = capsys.readouterr().err
+    assert f"warning: {ledger}: packing the recorder's loose objects failed (" in err
+    assert "`orchestrate doctor` checks its history" in err
+    upkeep.finish()
+    assert capsys.readouterr().err == ""  # said once

@@ -22,6 +22,7 @@ for its repacks to end before it returns.
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 from pathlib import Path
 
@@ -35,6 +36,7 @@ _left_behind: set[str] = set()  # recorders whose index this process's commits l
 _written: dict[str, int] = {}  # recorder -> journal bytes committed since its last repack began
 _repacks: dict[str, int] = {}  # recorder -> repacks started by this process
 _running: dict[str, threading.Thread] = {}
+_failed: dict[str, str] = {}  # recorder -> what git said when a repack of it failed
 
 
 def left_behind(ledger: Path) -> None:
@@ -66,15 +68,18 @@ def _repack(ledger: Path, whole: bool) -> None:
     # -n: no update-server-info (info/refs is in the git dir the watch fingerprints, and nobody fetches over http).
     # -k with -a: what no ref reaches is kept, not dropped: git does not write an object it finds in a pack (it
     # touches the pack), so a commit being made names objects no ref reaches yet, and some may be only there (rv43)
-    git.git(ledger, "-c", "pack.threads=1", "repack", "-d", "-q", "-n", "--window=4", *(["-a", "-k"] if whole else []),
-            check=False)
+    done = git.git(ledger, "-c", "pack.threads=1", "repack", "-d", "-q", "-n", "--window=4",
+                   *(["-a", "-k"] if whole else []), check=False)
+    if done.rc:  # kept for `finish` to say: a recorder that cannot be packed keeps every journal uncompressed
+        _failed[str(ledger)] = (done.stderr.strip() or f"exit {done.rc}").splitlines()[-1]
 
 
 def finish() -> None:
     """At the end of a command: its repacks waited for, the loose objects of a recorder it committed to
     packed if they reach PACK_AFTER on disk (short commands each write less than that, and their loose
-    blobs are uncompressed: a campaign driven by many of them would otherwise keep them all), every index
-    its commits left behind set to the branch (a recorder gone meanwhile is skipped)."""
+    blobs are uncompressed: a campaign driven by many of them would otherwise keep them all), a repack that
+    failed said on stderr (git cannot pack a history it cannot read whole), every index its commits left
+    behind set to the branch (a recorder gone meanwhile is skipped)."""
     while _running:
         _, thread = _running.popitem()
         try:
@@ -88,6 +93,10 @@ def finish() -> None:
                 _repack(Path(key), whole=False)
         except (OrchestrateError, OSError):
             continue
+    while _failed:
+        key, said = _failed.popitem()
+        print(f"orchestrate: warning: {key}: packing the recorder's loose objects failed ({said}); "
+              "`orchestrate doctor` checks its history", file=sys.stderr)
     while _left_behind:
         ledger = Path(_left_behind.pop())
         if not (ledger / ".git").is_dir():
