@@ -1,6 +1,7 @@
 """Several campaigns on one recorder: commits of other topics are built on, a move of one's own is refused."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -183,22 +184,79 @@ def test_an_object_only_refreshed_in_a_pack_survives_the_consolidating_repack(tm
     assert _ledger_git(repo, "fsck", "--no-progress", "--no-dangling") == ""
 
 
+def _lose_head_tree(ledger, rec) -> Path:
+    """The recorder's last commit's tree taken out of its store (as the mktree failure left it); where it was."""
+    tree = _ledger_git(ledger, "rev-parse", f"{rec.head}^{{tree}}").strip()
+    loose = ledger / ".git" / "objects" / tree[:2] / tree[2:]
+    loose.rename(loose.with_name("aside"))
+    return loose
+
+
 def test_a_repack_that_fails_is_said_at_the_end_of_the_command(repo, monkeypatch, capsys):
     """A recorder whose history git cannot read whole (a tree lost: the mktree failure) cannot be packed: every
-    journal then stays loose and uncompressed. The end of the command says so, and where to look."""
+    journal then stays loose and uncompressed. The end of the command says so, once, and where to look."""
     from orchestrate.recorder import upkeep
     ledger = repo / ".ledger"
     rec = Recorder(ledger, "lost").pin()
     rec.event("note", {"i": 0})
     rec.commit("lost: step 0")
-    tree = _ledger_git(ledger, "rev-parse", f"{rec.head}^{{tree}}").strip()
-    (ledger / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
+    _lose_head_tree(ledger, rec)
     monkeypatch.setattr(upkeep, "PACK_AFTER", 1)
     rec.event("note", {"i": 1})
     rec.commit("lost: step 1")  # built again by git's own staging: the last commit's tree cannot be read
     upkeep.finish()
     err = capsys.readouterr().err
-    assert f"warning: {ledger}: packing the recorder's loose objects failed (" in err
-    assert "`orchestrate doctor` checks its history" in err
+    assert f"warning: {ledger}: the recorder's loose objects could not be packed (" in err
+    assert "`orchestrate doctor` says whether its history is whole" in err
     upkeep.finish()
     assert capsys.readouterr().err == ""  # said once
+
+
+def test_a_failed_repack_followed_by_one_that_succeeds_or_by_the_recorder_s_removal_is_not_said(repo, monkeypatch,
+                                                                                                capsys):
+    """rv44: the warning stayed after a later pack of the same recorder succeeded, and named a recorder removed
+    since; and a stderr whose reader is gone made a command that did its work exit 1."""
+    import shutil
+
+    from orchestrate.recorder import upkeep
+    ledger = repo / ".ledger"
+    rec = Recorder(ledger, "healed").pin()
+    rec.event("note", {"i": 0})
+    rec.commit("healed: step 0")
+    loose = _lose_head_tree(ledger, rec)
+    upkeep._repack(ledger, whole=False)
+    assert str(ledger) in upkeep._failed
+    loose.with_name("aside").rename(loose)
+    upkeep._repack(ledger, whole=True)
+    upkeep.finish()
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(upkeep, "_failed", {str(ledger): "fatal: as git said it"})
+    closed = open(os.devnull, "w")
+    closed.close()
+    monkeypatch.setattr(sys, "stderr", closed)
+    upkeep.finish()  # nothing raised
+    monkeypatch.undo()
+    shutil.rmtree(ledger)
+    monkeypatch.setattr(upkeep, "_failed", {str(ledger): "fatal: cannot change to it"})
+    upkeep.finish()
+    assert capsys.readouterr().err == ""
+
+
+def test_a_repack_thread_that_cannot_run_git_leaves_it_to_the_command(repo, monkeypatch):
+    """rv44: a config git cannot be run with (past what orchestrate reads: a worker can pad it) raised in the
+    repack's thread: a traceback in the middle of the run. The command's own next git call says it."""
+    import threading
+
+    from orchestrate.errors import Halted
+    from orchestrate.recorder import upkeep
+    ledger = repo / ".ledger"
+    raised = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    with open(ledger / ".git" / "config", "ab") as fh:
+        fh.truncate(16 * 2**20 + 10)
+    monkeypatch.setattr(upkeep, "PACK_AFTER", 1)
+    upkeep.committed(ledger, 10)
+    upkeep.finish()
+    assert raised == [] and upkeep._failed == {}
+    with pytest.raises(Halted):
+        Recorder(ledger, "padded").pin().commit("padded: the command's own git call")

@@ -75,8 +75,9 @@ def doctor(topic: str | None, as_json: bool) -> int:
     The recorder refuses to write such an entry, so a problem means the journal was edited by hand or
     damaged. A torn last line (a crash mid-append; resume drops it) is a warning. Then campaign/<topic>
     is audited for merges orchestrate did not make (FORGED) and commits made on it directly (DIRECT),
-    and the recorder's own history for objects missing from its store (`git fsck --connectivity-only`
-    in .ledger: an old commit of the record could not be read back).
+    and the recorder's own history: an object its refs reach that is missing from its store, a ref that
+    names nothing, a .ledger/.git git cannot open (`git fsck --connectivity-only` from the refs' tips:
+    an old commit of the record could not be read back).
 
     \b
     Examples:

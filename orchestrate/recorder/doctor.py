@@ -11,7 +11,7 @@ its own command: the recorder does not import gates), given the merge commits an
 records: a merge on the branch that orchestrate did not record making (a worker's forgery) is FORGED, a
 commit made directly on it is DIRECT; each is a problem naming the commit.
 
-Last, the recorder's own history: every object its branches reach must be in its store (`git fsck
+Last, the recorder's own history: every object its refs reach must be in its store (`git fsck
 --connectivity-only`), or an old commit of the record cannot be read back. A tree git said it wrote and did
 not (git_pipe.py) was found so.
 """

@@ -68,18 +68,24 @@ def _repack(ledger: Path, whole: bool) -> None:
     # -n: no update-server-info (info/refs is in the git dir the watch fingerprints, and nobody fetches over http).
     # -k with -a: what no ref reaches is kept, not dropped: git does not write an object it finds in a pack (it
     # touches the pack), so a commit being made names objects no ref reaches yet, and some may be only there (rv43)
-    done = git.git(ledger, "-c", "pack.threads=1", "repack", "-d", "-q", "-n", "--window=4",
-                   *(["-a", "-k"] if whole else []), check=False)
-    if done.rc:  # kept for `finish` to say: a recorder that cannot be packed keeps every journal uncompressed
-        _failed[str(ledger)] = (done.stderr.strip() or f"exit {done.rc}").splitlines()[-1]
+    try:
+        done = git.git(ledger, "-c", "pack.threads=1", "repack", "-d", "-q", "-n", "--window=4",
+                       *(["-a", "-k"] if whole else []), check=False)
+    except (OrchestrateError, OSError):  # git cannot be run here (a config too big to read): the command's own
+        return  # next git call says so (rv44: in this thread it was a traceback)
+    if done.rc == 0:
+        _failed.pop(str(ledger), None)
+    elif (ledger / ".git").is_dir():  # kept for `finish` to say: a recorder that cannot be packed keeps every
+        _failed[str(ledger)] = (done.stderr.strip() or f"exit {done.rc}").splitlines()[-1]  # journal uncompressed
 
 
 def finish() -> None:
     """At the end of a command: its repacks waited for, the loose objects of a recorder it committed to
     packed if they reach PACK_AFTER on disk (short commands each write less than that, and their loose
     blobs are uncompressed: a campaign driven by many of them would otherwise keep them all), a repack that
-    failed said on stderr (git cannot pack a history it cannot read whole), every index its commits left
-    behind set to the branch (a recorder gone meanwhile is skipped)."""
+    failed and was not followed by one that succeeded said on stderr (git cannot pack a history it cannot read
+    whole, or a full disk), every index its commits left behind set to the branch (a recorder gone meanwhile is
+    skipped)."""
     while _running:
         _, thread = _running.popitem()
         try:
@@ -95,8 +101,14 @@ def finish() -> None:
             continue
     while _failed:
         key, said = _failed.popitem()
-        print(f"orchestrate: warning: {key}: packing the recorder's loose objects failed ({said}); "
-              "`orchestrate doctor` checks its history", file=sys.stderr)
+        if not (Path(key) / ".git").is_dir():  # removed since: nothing is left to pack
+            continue
+        try:  # (stderr's reader may be gone: a command that did its work must not fail on this line)
+            print(f"orchestrate: warning: {key}: the recorder's loose objects could not be packed ({said}); they "
+                  "stay uncompressed until a pack succeeds (`orchestrate doctor` says whether its history is whole)",
+                  file=sys.stderr)
+        except (OSError, ValueError):
+            pass
     while _left_behind:
         ledger = Path(_left_behind.pop())
         if not (ledger / ".git").is_dir():
