@@ -76,20 +76,24 @@ set -eu
   echo "worktree=$ORCH_WORKTREE pwd=$(pwd)"
   echo "base=$ORCH_BASE brief=$ORCH_BRIEF return=$ORCH_RETURN"
   echo "surface=$ORCH_SURFACE"
+  echo "gc.auto=$(git config gc.auto) maintenance.auto=$(git config maintenance.auto) mine=$(git config orch.mine)"
   if [ -t 0 ]; then echo "stdin=tty"; else echo "stdin=closed"; fi
   head -c 1 || true; } > n1.txt
 git add -A && git commit -qm "N1"
 """
 
 
-def test_the_worker_gets_the_documented_environment(tmp_path, orch):
+def test_the_worker_gets_the_documented_environment(tmp_path, orch, monkeypatch):
     repo = campaign_repo(tmp_path, DAG_ONE.format(topic="env", timeout=60, attempts=1), ENV)
+    for name, value in (("COUNT", "1"), ("KEY_0", "orch.mine"), ("VALUE_0", "kept")):  # the user's own setting
+        monkeypatch.setenv(f"GIT_CONFIG_{name}", value)
     assert orch("run", cwd=repo).rc == 75
     text = repo.git("show", "campaign/env:n1.txt")
     wt = repo / ".scratch" / "worktrees" / "env" / "N1"
     assert "topic=env node=N1 attempt=1 branch=node/env/N1" in text
     assert f"worktree={wt} pwd={wt}" in text
     assert "surface=n1.txt" in text and "stdin=closed" in text
+    assert "gc.auto=0 maintenance.auto=false mine=kept" in text  # its commits start no gc in the user's repository
     brief_line = next(ln for ln in text.splitlines() if ln.startswith("base="))
     brief_path = brief_line.split("brief=")[1].split(" ")[0]
     brief = Path(brief_path).read_text()

@@ -1,6 +1,7 @@
 """A node's brief and environment: the dispatch header, then the node's own brief text."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from orchestrate.dag.model import Node
@@ -77,7 +78,28 @@ def worker_env(node: Node, *, topic: str, attempt: int, worktree: Path, branch: 
         "ORCH_BRIEF": str(brief), "ORCH_SURFACE": "\n".join(node.file_surface), "ORCH_RETURN": str(return_file),
         "ORCH_OUTPUTS": str(outputs_path(return_file.parent, attempt)),
         "ORCH_USAGE": str(usage_path(return_file.parent, attempt)),
+        **_no_background_gc(),
     }
+
+
+# A worker's commit must not start `git gc --auto` (nor `git maintenance run --auto`) in the user's repository:
+# it prunes the user's unreachable objects and expires their reflogs, and its repack, running behind the
+# worker, makes orchestrate's own writes there fail (git_pipe.py).
+_GIT_SETTINGS = (("gc.auto", "0"), ("maintenance.auto", "false"))
+
+
+def _no_background_gc() -> dict[str, str]:
+    """_GIT_SETTINGS as git's command-line-strength settings (GIT_CONFIG_COUNT), after any the worker inherits
+    (the user's own are kept); none when the inherited count is not one git reads (git then refuses every
+    command, as it would without orchestrate)."""
+    inherited = os.environ.get("GIT_CONFIG_COUNT", "0") or "0"
+    if not inherited.isdigit():
+        return {}
+    n = int(inherited)
+    env = {"GIT_CONFIG_COUNT": str(n + len(_GIT_SETTINGS))}
+    for i, (key, value) in enumerate(_GIT_SETTINGS, n):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return env
 
 
 def usage_path(run_dir: Path, attempt: int) -> Path:
