@@ -306,3 +306,17 @@ def test_a_remote_worker_past_its_timeout_is_killed_and_its_work_kept(tmp_path, 
     assert "killed after 0.5s" in result["log"]
     assert not alive(int(pid_file.read_text()))
     assert RepoDir(remote).git("show", f"{result['head']}:f.txt") == "half"
+
+
+def test_a_remote_worker_gets_the_engine_s_git_settings_after_its_machine_s_own(tmp_path, monkeypatch):
+    """The settings that keep a worker's commits from starting `git gc --auto` (workers/brief.py) are counted
+    from the engine's environment; the machine a task runs on may set some of its own, which are kept."""
+    from orchestrate.workers import brief
+    from orchestrate.workers.remote import run_node
+    spec, remote, _ = published_spec(tmp_path, monkeypatch, "echo \"$(git config orch.mine) $(git config gc.auto) "
+                                     "$(git config maintenance.auto)\" > f.txt", 60)
+    spec["env"].update(brief.git_settings())  # as the engine's launch put them, counted from its own environment
+    for name, value in (("COUNT", "1"), ("KEY_0", "orch.mine"), ("VALUE_0", "kept")):  # the task machine's
+        monkeypatch.setenv(f"GIT_CONFIG_{name}", value)
+    done = run_node(spec)
+    assert RepoDir(remote).git("show", f"{done['head']}:f.txt") == "kept 0 false"

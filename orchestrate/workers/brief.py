@@ -78,7 +78,7 @@ def worker_env(node: Node, *, topic: str, attempt: int, worktree: Path, branch: 
         "ORCH_BRIEF": str(brief), "ORCH_SURFACE": "\n".join(node.file_surface), "ORCH_RETURN": str(return_file),
         "ORCH_OUTPUTS": str(outputs_path(return_file.parent, attempt)),
         "ORCH_USAGE": str(usage_path(return_file.parent, attempt)),
-        **_no_background_gc(),
+        **git_settings(),
     }
 
 
@@ -88,9 +88,9 @@ def worker_env(node: Node, *, topic: str, attempt: int, worktree: Path, branch: 
 _GIT_SETTINGS = (("gc.auto", "0"), ("maintenance.auto", "false"))
 
 
-def _no_background_gc() -> dict[str, str]:
+def git_settings() -> dict[str, str]:
     """_GIT_SETTINGS as git's command-line-strength settings (GIT_CONFIG_COUNT), after any the worker inherits
-    (the user's own are kept); none when the inherited count is not one git reads (git then refuses every
+    from this process (the user's own are kept; a remote machine makes its own: workers/remote.py); none when the inherited count is not one git reads (git then refuses every
     command, as it would without orchestrate)."""
     inherited = os.environ.get("GIT_CONFIG_COUNT", "0") or "0"
     if not inherited.isdigit():

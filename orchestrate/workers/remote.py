@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from orchestrate import git, proc
+from orchestrate.workers import brief
 from orchestrate.flock import FileLock
 
 # a task waits for another on the same machine to finish with the shared cache repository, however long its
@@ -50,8 +51,10 @@ def run_node(spec: dict) -> dict:
     return_path.unlink(missing_ok=True)
     outputs_path = task / "outputs.json"
     outputs_path.unlink(missing_ok=True)
-    env = dict(spec["env"], ORCH_WORKTREE=str(tree), ORCH_BRIEF=str(brief_path), ORCH_RETURN=str(return_path),
-               ORCH_OUTPUTS=str(outputs_path))
+    # the engine's git settings for the worker are made again after what this machine's environment sets
+    env = {k: v for k, v in spec["env"].items() if not k.startswith("GIT_CONFIG_")}
+    env.update(ORCH_WORKTREE=str(tree), ORCH_BRIEF=str(brief_path), ORCH_RETURN=str(return_path),
+               ORCH_OUTPUTS=str(outputs_path), **brief.git_settings())
     env.update(spec["identity"])
     rc, seconds, timed_out, cancelled = _run(spec, tree, env, log_path, task / "pid")
     identity = spec["identity"] or git.identity_env(tree)
