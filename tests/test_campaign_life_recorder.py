@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from tests.engine_helpers import campaign_repo
 
 COMMITTER = r"""
 import sys
+from pathlib import Path
 from pathlib import Path
 from orchestrate.recorder.journal import Recorder
 ledger, topic, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
@@ -260,3 +262,38 @@ def test_a_repack_thread_that_cannot_run_git_leaves_it_to_the_command(repo, monk
     assert raised == [] and upkeep._failed == {}
     with pytest.raises(Halted):
         Recorder(ledger, "padded").pin().commit("padded: the command's own git call")
+
+
+def test_a_tree_git_failed_to_write_while_staging_is_written_on_the_second_try(repo, monkeypatch):
+    """What the walk leaves to git's staging (a new .gitignore here) ends in `git write-tree`; a background
+    repack's prune-packed removing a fan-out folder as git writes in it fails it once (git_pipe.py)."""
+    from orchestrate import git
+    ledger = repo / ".ledger"
+    rec = Recorder(ledger, "staged").pin()
+    rec.event("note", {"i": 0})
+    rec.commit("staged: step 0")
+    (ledger / ".gitignore").write_text("*.tmp\n")
+    blob = _ledger_git(ledger, "hash-object", "-w", ".gitignore")  # stored: only trees are written below
+    objects = ledger / ".git" / "objects"
+    _ledger_git(ledger, "repack", "-a", "-d", "-q")
+    subprocess.run(["git", "-C", str(ledger), "pack-objects", "-q", str(objects / "pack" / "pack")], input=blob,
+                   text=True, check=True, capture_output=True)
+    _ledger_git(ledger, "prune-packed")  # every object packed, every fan-out folder removed
+    obstacles = [objects / f"{i:02x}" for i in range(256)]
+    assert not any(o.exists() for o in obstacles)
+    for o in obstacles:
+        o.write_text("not a folder\n")
+    real, failed = git.git, []
+
+    def watched(where, *args, **kw):
+        done = real(where, *args, **kw)
+        if "write-tree" in args and done.rc and not failed:
+            failed.append(done.stderr)
+            for o in obstacles:
+                o.unlink()
+        return done
+    monkeypatch.setattr(git, "git", watched)
+    rec.commit("staged: a .gitignore")
+    assert failed and "unable to create temporary file" in failed[0]
+    assert _ledger_git(ledger, "show", f"{rec.head}:.gitignore") == "*.tmp\n"
+    assert _ledger_git(ledger, "fsck", "--no-progress", "--no-dangling") == ""

@@ -281,7 +281,7 @@ class Recorder:
         """The tree git's own staging makes: the index set to the last commit (other runners' commits leave
         it behind), `git add -A` of all but other campaigns' files (each runner commits its own; one left
         half-written in another's commit would make that one's next commit look empty), `write-tree`. A file
-        vanishing under `add` (an editor's temp file) is retried, not fatal."""
+        vanishing under `add` (an editor's temp file) is retried, not fatal; so is a `write-tree` that failed."""
         if self.head:
             git.git(self.ledger, "reset", "--quiet", self.head, "--", ".")
         from orchestrate.recorder.snapshot import others_pathspec
@@ -293,7 +293,10 @@ class Recorder:
             time.sleep(0.05 * (attempt + 1))
         else:
             git.git(self.ledger, "add", "-A", "--", *spec, env=self._env)
-        tree = git.out(self.ledger, "write-tree")
+        done = git.git(self.ledger, "write-tree", check=False)
+        if done.rc:  # once more: a repack's prune-packed may have removed a folder as git wrote in it (git_pipe.py)
+            done = git.git(self.ledger, "write-tree")
+        tree = done.stdout.strip()
         self._snapshot.learn(tree)
         self._index = tree
         return tree
