@@ -1,8 +1,6 @@
-"""The only module that speaks git: typed verbs over the git CLI.
-
-Mutations always go through the CLI (complete worktree and merge semantics, thread-safe by being a
-process per call). Every failure becomes a GitError naming the command and git's own last line.
-"""
+"""The only module that speaks git: typed verbs over the git CLI. Mutations always go through the CLI
+(complete worktree and merge semantics, thread-safe by being a process per call). Every failure becomes a
+GitError naming the command and git's own last line."""
 from __future__ import annotations
 
 import os
@@ -318,12 +316,14 @@ def conflicted_paths(worktree: str | Path) -> list[str]:
 
 
 def merge_tree(repo: str | Path, onto: str, head: str) -> tuple[str, list[str]] | None:
-    """Merge `head` onto `onto` in the object store alone, as `git merge` would (the same machinery, rename
-    and directory-rename detection included, without an index or a working tree): (the merged tree, the
-    paths that conflict; [] when clean; a conflicted tree holds markers and is never committed). None when
-    this git cannot do it (`merge-tree --write-tree` came with git 2.38; older ones exit 129). The tree
-    stays in the object store for gc when no commit takes it."""
-    done = git(repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", onto, head, check=False)
+    """Merge `head` onto `onto` in the object store alone, as `git merge` would (rename and directory-rename
+    detection included, no index, no working tree): (the merged tree, the paths that conflict; [] when clean; a
+    conflicted tree holds markers and is never committed). None when this git cannot (`merge-tree --write-tree`
+    came with git 2.38; older ones exit 129). Asked twice when git failed: a `git gc --auto` of the user's may
+    have removed an object folder as git wrote in it (git_pipe.py)."""
+    args = ("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", onto, head)
+    if (done := git(repo, *args, check=False)).rc not in (0, 1, 129):
+        done = git(repo, *args, check=False)
     if done.rc == 129:
         return None
     fields = done.stdout.split("\0")

@@ -82,3 +82,26 @@ def as_nobody(script: str) -> subprocess.CompletedProcess:
                                                                              "HOME": str(top)})
     finally:
         subprocess.run(["rm", "-rf", str(top)], check=False)
+
+
+def object_folders_blocked_until_a_failure(git_dir: Path, monkeypatch, command: str) -> list[str]:
+    """A file put at each of the object store's 256 fan-out folders (there must be none: pack first), so that
+    every loose object git writes fails, as when a repack's prune-packed removes the folder git is writing in;
+    they are taken away as soon as a `command` run through orchestrate.git fails. What git said then is
+    appended to the list returned."""
+    from orchestrate import git
+    obstacles = [git_dir / "objects" / f"{i:02x}" for i in range(256)]
+    assert not any(o.exists() for o in obstacles), "pack the repository first"
+    for o in obstacles:
+        o.write_text("not a folder\n")
+    real, failed = git.git, []
+
+    def watched(where, *args, **kw):
+        done = real(where, *args, **kw)
+        if command in args and done.rc not in (0, 1) and not failed:
+            failed.append(done.stderr)
+            for o in obstacles:
+                o.unlink()
+        return done
+    monkeypatch.setattr(git, "git", watched)
+    return failed

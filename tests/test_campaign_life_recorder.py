@@ -11,6 +11,7 @@ import pytest
 from orchestrate.errors import Concurrency
 from orchestrate.recorder.journal import Recorder
 from tests.engine_helpers import campaign_repo
+from tests.helpers import object_folders_blocked_until_a_failure
 
 COMMITTER = r"""
 import sys
@@ -267,7 +268,6 @@ def test_a_repack_thread_that_cannot_run_git_leaves_it_to_the_command(repo, monk
 def test_a_tree_git_failed_to_write_while_staging_is_written_on_the_second_try(repo, monkeypatch):
     """What the walk leaves to git's staging (a new .gitignore here) ends in `git write-tree`; a background
     repack's prune-packed removing a fan-out folder as git writes in it fails it once (git_pipe.py)."""
-    from orchestrate import git
     ledger = repo / ".ledger"
     rec = Recorder(ledger, "staged").pin()
     rec.event("note", {"i": 0})
@@ -279,20 +279,7 @@ def test_a_tree_git_failed_to_write_while_staging_is_written_on_the_second_try(r
     subprocess.run(["git", "-C", str(ledger), "pack-objects", "-q", str(objects / "pack" / "pack")], input=blob,
                    text=True, check=True, capture_output=True)
     _ledger_git(ledger, "prune-packed")  # every object packed, every fan-out folder removed
-    obstacles = [objects / f"{i:02x}" for i in range(256)]
-    assert not any(o.exists() for o in obstacles)
-    for o in obstacles:
-        o.write_text("not a folder\n")
-    real, failed = git.git, []
-
-    def watched(where, *args, **kw):
-        done = real(where, *args, **kw)
-        if "write-tree" in args and done.rc and not failed:
-            failed.append(done.stderr)
-            for o in obstacles:
-                o.unlink()
-        return done
-    monkeypatch.setattr(git, "git", watched)
+    failed = object_folders_blocked_until_a_failure(ledger / ".git", monkeypatch, "write-tree")
     rec.commit("staged: a .gitignore")
     assert failed and "unable to create temporary file" in failed[0]
     assert _ledger_git(ledger, "show", f"{rec.head}:.gitignore") == "*.tmp\n"

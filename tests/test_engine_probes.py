@@ -17,7 +17,7 @@ import pytest
 from orchestrate import git
 from orchestrate.errors import GitError
 from tests.engine_helpers import campaign_repo, journal
-from tests.helpers import make_repo
+from tests.helpers import make_repo, object_folders_blocked_until_a_failure
 
 WORKER = r"""#!/bin/sh
 set -eu
@@ -175,6 +175,16 @@ def test_merge_tree_names_the_conflicting_paths_and_touches_no_checkout(moved):
 def test_merge_tree_raises_on_what_it_cannot_merge(moved):
     with pytest.raises(GitError):
         git.merge_tree(moved, "main", "0" * 40)
+
+
+def test_a_merged_tree_git_failed_to_write_is_written_on_the_second_try(moved, monkeypatch):
+    """A `git gc --auto` the user's own commit started removes an emptied fan-out folder of the object store
+    as merge-tree writes in it: the merge failed (exit 128), and the node with it."""
+    moved.git("repack", "-a", "-d", "-q")  # every object packed, every fan-out folder removed
+    failed = object_folders_blocked_until_a_failure(moved / ".git", monkeypatch, "merge-tree")
+    tree, conflicts = git.merge_tree(moved, "main", "other")
+    assert failed and "unable to create temporary file" in failed[0] and conflicts == []
+    assert "x.txt" in moved.git("ls-tree", "--name-only", tree).split()  # the merged tree, stored
 
 
 @pytest.fixture
