@@ -69,7 +69,7 @@ def env(repo: str | Path) -> dict[str, str]:
             pairs += [(f"diff.{name}.textconv", "cat"), (f"diff.{name}.command", TEXT_DIFF)]
         else:
             pairs.append((f"merge.{name}.driver", TEXT_MERGE))
-    out = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_PAGER": "cat", "GIT_EDITOR": "true", "GIT_ASKPASS": "",
+    out = {"GIT_PAGER": "cat", "GIT_EDITOR": "true", "GIT_ASKPASS": "",
            "SSH_ASKPASS": "", "GIT_TERMINAL_PROMPT": "0",
            # a ref under refs/replace/ (a worker can create one without the sandbox) swaps one object for
            # another in every read: what orchestrate checks out, diffs and merges is the objects themselves.
@@ -80,10 +80,24 @@ def env(repo: str | Path) -> dict[str, str]:
            # user can write (the checkout, read-only to workers); the variables outrank every config file, and
            # one the user set for the run is theirs
            **{name: "0" for name in ("GIT_TRACE2", "GIT_TRACE2_EVENT", "GIT_TRACE2_PERF") if name not in os.environ}}
-    for i, (key, value) in enumerate(pairs):
-        out[f"GIT_CONFIG_KEY_{i}"] = key
-        out[f"GIT_CONFIG_VALUE_{i}"] = value
+    return {**out, **settings(pairs)}
+
+
+def settings(pairs: list[tuple[str, str]] | tuple[tuple[str, str], ...], after: int = 0) -> dict[str, str]:
+    """`pairs` as git's command-line-strength settings: GIT_CONFIG_COUNT, and a GIT_CONFIG_KEY_n and VALUE_n each,
+    numbered from `after` (the settings before it are someone else's)."""
+    out = {"GIT_CONFIG_COUNT": str(after + len(pairs))}
+    for i, (key, value) in enumerate(pairs, after):
+        out[f"GIT_CONFIG_KEY_{i}"], out[f"GIT_CONFIG_VALUE_{i}"] = key, value
     return out
+
+
+def appended(pairs: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """`pairs` set after the GIT_CONFIG_* settings this process inherits, which are kept (a worker's, an agent's:
+    the user's own); none when the inherited count is not one git reads (git then refuses every command, as it
+    would without orchestrate)."""
+    inherited = os.environ.get("GIT_CONFIG_COUNT", "0") or "0"
+    return settings(pairs, int(inherited)) if inherited.isdigit() else {}
 
 
 def filters(repo: str | Path) -> set[str]:

@@ -75,8 +75,8 @@ def _repack(ledger: Path, whole: bool) -> None:
         return  # next git call says so (rv44: in this thread it was a traceback)
     if done.rc == 0:
         _failed.pop(str(ledger), None)
-    elif (ledger / ".git").is_dir():  # kept for `finish` to say: a recorder that cannot be packed keeps every
-        _failed[str(ledger)] = (done.stderr.strip() or f"exit {done.rc}").splitlines()[-1]  # journal uncompressed
+    else:  # kept for `finish` to say: a recorder that cannot be packed keeps every journal uncompressed
+        _failed[str(ledger)] = (done.stderr.strip() or f"exit {done.rc}").splitlines()[-1]
 
 
 def finish() -> None:

@@ -1,9 +1,9 @@
 """A node's brief and environment: the dispatch header, then the node's own brief text."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from orchestrate import inert
 from orchestrate.dag.model import Node
 from orchestrate.errors import UsageError
 
@@ -89,17 +89,9 @@ _GIT_SETTINGS = (("gc.auto", "0"), ("maintenance.auto", "false"))
 
 
 def git_settings() -> dict[str, str]:
-    """_GIT_SETTINGS as git's command-line-strength settings (GIT_CONFIG_COUNT), after any the worker inherits
-    from this process (the user's own are kept; a remote machine makes its own: workers/remote.py); none when the inherited count is not one git reads (git then refuses every
-    command, as it would without orchestrate)."""
-    inherited = os.environ.get("GIT_CONFIG_COUNT", "0") or "0"
-    if not inherited.isdigit():
-        return {}
-    n = int(inherited)
-    env = {"GIT_CONFIG_COUNT": str(n + len(_GIT_SETTINGS))}
-    for i, (key, value) in enumerate(_GIT_SETTINGS, n):
-        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
-    return env
+    """_GIT_SETTINGS after the git settings the worker inherits from this process (a remote machine makes its
+    own: workers/remote.py)."""
+    return inert.appended(_GIT_SETTINGS)
 
 
 def usage_path(run_dir: Path, attempt: int) -> Path:

@@ -56,8 +56,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 def agent_env() -> dict[str, str]:
     """What the agent gets on top of ours: pushing made impossible (the agent is never the one to publish)."""
-    n = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
-    return {"GIT_CONFIG_COUNT": str(n + 1), f"GIT_CONFIG_KEY_{n}": _NO_PUSH[0], f"GIT_CONFIG_VALUE_{n}": _NO_PUSH[1]}
+    from orchestrate import inert
+    return inert.appended((_NO_PUSH,))
 
 
 def write_usage(usage: dict | None) -> None:
