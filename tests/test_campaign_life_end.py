@@ -126,6 +126,21 @@ def test_a_closed_stdout_neither_breaks_the_run_nor_prints_a_traceback(life):
     assert shown.returncode == 0 and shown.stderr == ""
 
 
+def test_a_stdout_closed_from_the_start_or_full_is_no_bug(life):
+    """rv45: with descriptor 1 closed before the start (`>&-`) Python has no sys.stdout, and the flush at the end
+    raised (exit 1 for the run's 75); a full disk's write error was a bug's traceback (exit 70)."""
+    closed = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *ORCH, "run", "--no-interactive"], cwd=life,
+                            stderr=subprocess.PIPE, text=True)
+    assert closed.returncode == 75 and "Traceback" not in closed.stderr, closed.stderr
+    assert journal(life, "life")[-1]["kind"] in ("transition", "seam", "checkpoint")
+    with open("/dev/full", "w") as full:
+        shown = subprocess.run(ORCH + ["status", "--topic", "life"], cwd=life, stdout=full, stderr=subprocess.PIPE,
+                               text=True)
+    assert shown.returncode == 1 and "Traceback" not in shown.stderr, shown.stderr
+    assert shown.stderr == ("orchestrate: error: the output could not be written (No space left on device); "
+                            "what was printed is incomplete\n")
+
+
 @pytest.mark.parametrize("choice", ["rework", "skip", "halt"])
 def test_resume_after_each_realignment_answer_never_crashes(life, orch, choice):
     _paused_at_realignment(life, orch)

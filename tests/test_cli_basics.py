@@ -121,6 +121,53 @@ def test_a_bug_prints_a_traceback_and_exits_70(demo, orch, monkeypatch):
     assert result.rc == 70 and "Traceback" in result.err and "bug" in result.err
 
 
+@pytest.mark.parametrize("errno_, filename, rc", [(28, "/r/.ledger/state/t/journal.jsonl", 1),
+                                                   (30, "/r/.ledger/state/t", 2), (30, None, 70), (2, "/r/x", 70)])
+def test_a_file_system_that_refuses_a_write_is_one_line_not_a_bug(demo, orch, monkeypatch, errno_, filename, rc):
+    """rv45: a full disk or a read-only recorder is the environment's, said in one line naming the place (exit 1
+    for a full disk, which can stop a run midway; 2 for a place that cannot be written at all). Any other
+    OSError, or one naming no file, is still a bug."""
+    import orchestrate.dag.load as dagfile
+
+    def refused(*args, **kwargs):
+        raise OSError(errno_, os.strerror(errno_), *([filename] if filename else []))
+
+    monkeypatch.setattr(dagfile, "check_dag", refused)
+    result = orch("validate", "--dag", demo)
+    assert result.rc == rc, result.err
+    if rc != 70:
+        assert result.err.startswith(f"orchestrate: error: {filename}: {os.strerror(errno_)} (")
+        assert result.err.count("\n") == 1 and "Traceback" not in result.err
+    else:
+        assert "Traceback" in result.err
+
+
+def test_a_read_only_recorder_stops_run_in_one_line_and_changes_nothing(tmp_path):
+    """rv45: a read-only `.ledger/` (a mount, or modes) ended `run` in a traceback, exit 70. As root modes bind
+    nobody, so a read-only bind mount in a mount namespace of the test's own stands in."""
+    repo = make_repo(tmp_path / "repo")
+    cli = [sys.executable, "-c", "import sys; from orchestrate.cli.main import main; sys.exit(main())"]
+    subprocess.run(cli + ["init"], cwd=repo, check=True, capture_output=True)
+    ledger = repo / ".ledger"
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ledger, capture_output=True, text=True).stdout
+    if os.geteuid() == 0:
+        script = f'mount --bind {ledger} {ledger} && mount -o remount,ro,bind {ledger} && exec "$@"'
+        if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
+            pytest.skip("root without a mount namespace of its own: no read-only place to write to")
+        done = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", *cli, "run", "--no-interactive"],
+                              cwd=repo, capture_output=True, text=True)
+    else:
+        subprocess.run(["chmod", "-R", "a-w", str(ledger)], check=True)
+        try:
+            done = subprocess.run(cli + ["run", "--no-interactive"], cwd=repo, capture_output=True, text=True)
+        finally:
+            subprocess.run(["chmod", "-R", "u+w", str(ledger)], check=True)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"orchestrate: error: {ledger}") and done.stderr.count("\n") == 1, done.stderr
+    assert "make them writable" in done.stderr
+    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=ledger, capture_output=True, text=True).stdout == head
+
+
 def test_python_dash_m_runs_the_cli():
     done = subprocess.run([sys.executable, "-m", "orchestrate", "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "Exit codes" in done.stdout

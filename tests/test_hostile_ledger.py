@@ -83,3 +83,16 @@ def test_status_names_a_foreign_line_in_the_middle_of_the_journal(damaged, orch)
     status = orch("status", cwd=repo)
     assert "Traceback" not in status.out + status.err and status.rc != 70, status.out + status.err
     assert "damaged journal: journal.jsonl:3 (" in status.out
+
+
+def test_why_and_report_refuse_a_foreign_line_as_resume_does(damaged, orch):
+    """rv45: both read the campaign whole; a line that is not JSON ended them in a traceback (exit 70)."""
+    repo, path, _ = damaged
+    written = {p: p.stat().st_mtime_ns for p in (repo / ".ledger/log").glob("*.html")}  # CLOSE's
+    for args, undone in ((("why", "A", "--json"), "nothing was traced"), (("report",), "no report was written")):
+        said = orch(*args, cwd=repo)
+        assert said.rc == 1, said.out + said.err
+        assert said.err.startswith("orchestrate: error: journal.jsonl:3: ") and said.err.count("\n") == 1, said.err
+        assert undone in said.err and "Traceback" not in said.err
+    assert '"exit_code": 1' in orch("why", "A", "--json", cwd=repo).out  # a script reading stdout reads why
+    assert {p: p.stat().st_mtime_ns for p in (repo / ".ledger/log").glob("*.html")} == written

@@ -71,3 +71,20 @@ def test_a_ledger_that_is_a_file_or_a_dangling_link_is_refused_without_a_traceba
     made = orch("init", cwd=repo)
     assert made.rc == 2 and "exists (a link) and is not a recorder repository" in made.err
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_inside_the_recorder_every_command_acts_on_the_project(tmp_path, orch):
+    """rv45: from `.ledger/state` (where the DAG is edited) the recorder, a repository too, was taken for the
+    project: `init` made `.ledger/.ledger`, and `run` ran the campaign on the recorder's own history."""
+    repo = make_repo(tmp_path / "repo")
+    orch("init", cwd=repo)
+    ledger = RepoDir(repo / ".ledger")
+    head, inside = ledger.head(), repo / ".ledger" / "state"
+    again = orch("init", cwd=inside)
+    assert again.rc == 0 and f"already initialised: {repo / '.ledger'}" in again.out
+    assert not (inside.parent / ".ledger").exists() and ledger.head() == head
+    said = orch("validate", cwd=inside)
+    assert said.rc == 0 and str(repo / ".ledger" / "state" / "dag.yaml") in said.out, said.out + said.err
+    assert orch("run", "--no-interactive", "-q", cwd=inside).rc == 75
+    assert "campaign/starter" in repo.git("branch", "--list", "campaign/*")
+    assert ledger.git("branch", "--list", "campaign/*", "node/*") == ""

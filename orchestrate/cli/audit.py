@@ -31,19 +31,22 @@ def why(node: str, topic: str | None, as_json: bool) -> int:
     \b
     Exit codes:
       0  the lineage holds
-      1  a lineage rule is broken (each is printed)
+      1  a lineage rule is broken (each is printed), or the journal holds a line orchestrate did
+         not write (the first is named; `orchestrate doctor` lists them all)
       2  unknown campaign or node, no campaign started, or several in flight or paused and no
          --topic (listed, newest first)
     """
     import re
 
     from orchestrate import git
-    from orchestrate.recorder import provenance, topics
+    from orchestrate.recorder import damage, provenance, topics
     from orchestrate.recorder.journal import Recorder
     from orchestrate.recorder.locate import project
     layout = project(Path.cwd())
     name = topics.pick(layout.ledger, topic, newest_ended=True)
-    entries = Recorder(layout.ledger, name).read()
+    recorder = Recorder(layout.ledger, name)
+    damage.refuse(recorder.journal, "nothing was traced")
+    entries = recorder.read()
     if not entries:
         raise UsageError(f"no campaign `{name}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
     if not any(e["context"].get("node") == node for e in entries):

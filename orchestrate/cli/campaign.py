@@ -212,6 +212,7 @@ def approve(edge: str, topic: str | None, as_who: str | None, note: str, quiet: 
       0  recorded
       2  EDGE is not the edge waiting at the guardrail seam, or nobody can be named as the approver;
          nothing is written
+      4  a runner holds the campaign and takes no answer now (or one already waits for it)
     """
     from orchestrate.engine.runner import decide as decide_seam
     topic = _picked(topic)
@@ -235,6 +236,7 @@ def skip(edge: str, topic: str | None, as_who: str | None, note: str, quiet: boo
     Exit codes:
       0  recorded
       2  EDGE is not the edge waiting at the guardrail seam; nothing is written
+      4  a runner holds the campaign and takes no answer now (or one already waits for it)
     """
     from orchestrate.engine.runner import decide as decide_seam
     topic = _picked(topic)
@@ -266,6 +268,7 @@ def realign(node: str, topic: str | None, as_who: str | None, note: str, quiet: 
       0  recorded
       2  the node has no recorded resolution or was already dispatched, or no identity to record;
          nothing is written
+      4  a runner holds the campaign: realign once it has paused (exit 75) or ended
     """
     from orchestrate.engine.runner import rediscover
     return rediscover(Path.cwd(), node, topic=topic, as_who=as_who, note=note, quiet=quiet)

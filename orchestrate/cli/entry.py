@@ -36,9 +36,10 @@ def _status_args(rest: list[str]) -> tuple[str | None, bool] | None:
 
 
 def _status(topic: str | None, as_json: bool) -> int:
-    from orchestrate.cli.pipe import guarded
-    with guarded():  # `orchestrate status | head -1`: a reader gone is a normal end, as in the CLI
-        return _status_inside(topic, as_json)
+    from orchestrate.cli.pipe import guarded, settled
+    with guarded() as output:  # `orchestrate status | head -1`: a reader gone is a normal end, as in the CLI
+        rc = _status_inside(topic, as_json)
+    return settled(output, rc)
 
 
 def _status_inside(topic: str | None, as_json: bool) -> int:

@@ -4,6 +4,7 @@ goes away (`| head`) is a normal end of output, never an error: the command goes
 """
 from __future__ import annotations
 
+import errno
 import sys
 
 import click
@@ -30,8 +31,9 @@ def _report_bug(exc: BaseException) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """The one error boundary: expected failures print one line; a bug prints a traceback (70)."""
-    with pipe.guarded():
-        return _run(argv)
+    with pipe.guarded() as output:
+        rc = _run(argv)
+    return pipe.settled(output, rc)
 
 
 def _run(argv: list[str] | None) -> int:
@@ -54,6 +56,14 @@ def _run(argv: list[str] | None) -> int:
         return exc.exit_code
     except BrokenPipeError:  # a reader gone before `_Stdout` could see it (stderr, a child's pipe): not a bug
         return ExitCode.OK
+    except OSError as exc:  # a place orchestrate writes that cannot be written: the environment's, not a bug
+        if (code := _UNWRITABLE.get(exc.errno)) is None or not exc.filename:
+            _report_bug(exc)
+            return ExitCode.INTERNAL
+        refused = OrchestrateError(f"{exc.filename}: {exc.strerror}", hint=_UNWRITABLE_HINT[code])
+        refused.exit_code = code
+        _print_error(refused, as_json)
+        return code
     except Exception as exc:  # noqa: BLE001 - the boundary: anything else is a bug
         _report_bug(exc)
         return ExitCode.INTERNAL
@@ -66,6 +76,17 @@ def _run(argv: list[str] | None) -> int:
         except (BrokenPipeError, ValueError):
             pass
     return int(rc or 0)
+
+
+# What the file system refuses: a place made read-only, not ours, or full. Nothing of the first kind was written
+# (exit 2, as unusable input); a full disk can stop a run midway, at its last recorded state (exit 1, to fix).
+_UNWRITABLE = {errno.EROFS: ExitCode.USAGE, errno.EACCES: ExitCode.USAGE, errno.EPERM: ExitCode.USAGE,
+               errno.ENOSPC: ExitCode.FAILED, errno.EDQUOT: ExitCode.FAILED}
+_UNWRITABLE_HINT = {
+    ExitCode.USAGE: "orchestrate writes in the repository's .git, .ledger/ and .scratch/: make them writable by "
+                    "you, then run it again",
+    ExitCode.FAILED: "free space there, then run it again (a campaign continues from its last recorded state "
+                     "with `orchestrate resume`)"}
 
 
 def _print_error(exc: OrchestrateError, as_json: bool = False) -> None:

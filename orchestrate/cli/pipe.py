@@ -1,4 +1,6 @@
-"""stdout whose reader may go away (`orchestrate run | head -3`): a normal end of output, never an error.
+"""stdout whose reader may go away (`orchestrate run | head -3`): a normal end of output, never an error; stdout
+that cannot be written (a full disk, a descriptor closed before the start): output lost, the command goes on, and
+its exit code says so.
 
 Light on purpose: the console script's fast `status` path can use it without loading click.
 """
@@ -18,14 +20,15 @@ class _Stdout:
         self._stream = stream
         self.gone = False
         self.written = False  # anything yet: an error's JSON goes to stdout only as its whole output
+        self.failed: OSError | None = None  # a write that failed otherwise than by the reader going away
 
     def write(self, text: str) -> int:
         self.written = self.written or bool(text)
         if not self.gone:
             try:
                 return self._stream.write(text)
-            except BrokenPipeError:
-                self._lost()
+            except OSError as exc:
+                self._lost(exc)
         return len(text)
 
     def writelines(self, lines) -> None:
@@ -36,11 +39,13 @@ class _Stdout:
         if not self.gone:
             try:
                 self._stream.flush()
-            except BrokenPipeError:
-                self._lost()
+            except OSError as exc:
+                self._lost(exc)
 
-    def _lost(self) -> None:
+    def _lost(self, exc: OSError) -> None:
         self.gone = True
+        if not isinstance(exc, BrokenPipeError):
+            self.failed = exc
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, self._stream.fileno())
@@ -52,14 +57,48 @@ class _Stdout:
         return getattr(self._stream, name)
 
 
+def standard_descriptors() -> None:
+    """Descriptors 0, 1 and 2, when closed (`orchestrate run >&-`), opened on /dev/null: else the first file
+    orchestrate opens takes the number, and a child's or a stray write meant for the terminal lands in it."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
 @contextmanager
 def guarded():
-    """sys.stdout wrapped for the duration of one command, and put back after."""
-    real = sys.stdout
-    if real is not None and not isinstance(real, _Stdout):
-        sys.stdout = _Stdout(real)
+    """sys.stdout wrapped for the duration of one command, and put back after; yields the wrapper (None when an
+    outer command already wrapped it), for `settled`. A stdout or stderr Python found closed at start-up is
+    written to /dev/null."""
+    standard_descriptors()
+    real, errors = sys.stdout, sys.stderr
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the command's whole duration
+    wrapper = None
+    if not isinstance(real, _Stdout):
+        wrapper = sys.stdout = _Stdout(real if real is not None else open(os.devnull, "w"))  # noqa: SIM115
     try:
-        yield
+        yield wrapper
     finally:
         sys.stdout.flush()
-        sys.stdout = real
+        sys.stdout, sys.stderr = real, errors
+
+
+def settled(wrapper: _Stdout | None, rc: int) -> int:
+    """The command's exit code, once its output is known: a stdout that could not be written (not a reader gone)
+    is said on stderr in one line, and a command that otherwise succeeded exits 1, since what it printed is
+    incomplete."""
+    if wrapper is None or wrapper.failed is None:
+        return rc
+    said = wrapper.failed.strerror or str(wrapper.failed)
+    try:
+        print(f"orchestrate: error: the output could not be written ({said}); what was printed is incomplete",
+              file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+    return rc or 1

@@ -33,6 +33,8 @@ def report(topic: str | None, output: Path | None) -> int:
     \b
     Exit codes:
       0  written
+      1  the journal holds a line orchestrate did not write (the first is named; `orchestrate
+         doctor` lists them all)
       2  unknown campaign, none started, several in flight or paused and no --topic (listed,
          newest first), no recorder here, or -o names a file that cannot be written (a folder
          that does not exist is not created)

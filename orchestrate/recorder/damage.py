@@ -5,7 +5,8 @@ a string `kind`, an integer `seq` and an object `context` (recorder/journal.py).
 is not such an entry was written by something else (a worker without the sandbox, a person, another
 tool): folding it could crash or silently change the campaign, so `resume` stops on it before any
 repair, naming the line, and `status` says it is there. A torn last line (no newline: a crash
-mid-append) is not damage: resume drops it. `orchestrate doctor` lists every problem of every entry.
+mid-append) is not damage: resume drops it. `orchestrate doctor` lists every problem of every entry. The commands that read a campaign whole (`why`,
+`report`) refuse it as `resume` does.
 """
 from __future__ import annotations
 
@@ -52,8 +53,9 @@ def _problem(raw: bytes) -> str | None:
     return None
 
 
-def refuse(journal: Path) -> None:
-    """ForeignWrite (exit 1) naming the first damaged line, if any; nothing is read further or repaired."""
+def refuse(journal: Path, undone: str = "nothing was resumed or repaired") -> None:
+    """ForeignWrite (exit 1) naming the first damaged line, if any, and saying what was not done (`undone`);
+    nothing is read further or repaired."""
     found = damaged(journal)
     if not found:
         return
@@ -61,10 +63,9 @@ def refuse(journal: Path) -> None:
     more = f" (and {len(found) - 1} more line(s))" if len(found) > 1 else ""
     ledger = journal.parents[2]
     folder = journal.parent.relative_to(ledger)
-    raise ForeignWrite(f"{place}: {why}: a line orchestrate did not write{more}; "
-                       "nothing was resumed or repaired",
+    raise ForeignWrite(f"{place}: {why}: a line orchestrate did not write{more}; {undone}",
                        hint=f"`orchestrate doctor` lists every problem; restore the journal with `git -C {ledger} "
-                            f"checkout HEAD -- {folder / place.rsplit(':', 1)[0]}` (or delete the line), then resume")
+                            f"checkout HEAD -- {folder / place.rsplit(':', 1)[0]}` (or delete the line), then run it again")
 
 
 def describe(journal: Path) -> str | None:

@@ -48,11 +48,21 @@ def peek(layout: Layout, topic: str) -> Campaign:
 
 
 def checkout(cwd: Path) -> Path:
-    """The main checkout of the repository here; a bare repository is told apart from no repository."""
+    """The main checkout of the repository here; a bare repository is told apart from no repository. In the
+    recorder (`cd .ledger/state` to edit the DAG), the project's: the recorder is a repository too, and taken for
+    the project it would get a recorder of its own and campaigns run on it."""
     try:
-        return git.main_worktree(cwd)
+        top = git.main_worktree(cwd)
     except UsageError:
         if git.out(cwd, "rev-parse", "--is-bare-repository", check=False) == "true":
             raise UsageError(f"{Path(cwd).resolve()} is a bare repository: it has no checkout for workers to "
                              "branch from", hint="run from a clone with a working tree: `git clone BARE DIR`") from None
         raise
+    if top.name == ".ledger":
+        try:
+            outer = git.main_worktree(top.parent)
+        except UsageError:
+            return top
+        if outer / ".ledger" == top:
+            return outer
+    return top
