@@ -106,7 +106,7 @@ def test_a_recorder_moved_under_the_runner_is_refused_with_exit_4(paused):
 
 SLOW = r"""#!/bin/sh
 if [ "$ORCH_ATTEMPT" = 1 ] && [ ! -e "$ORCH_WORKTREE/../../../ctrl-c-done" ]; then
-  sleep 300 orchestrate-ctrlc-marker &
+  sh -c 'sleep 300; : orchestrate-ctrlc-marker' &  # the marker in a live process's command line (a child)
   sleep 300
 fi
 echo done > n1.txt && git add -A && git commit -qm N1
@@ -124,6 +124,8 @@ def test_ctrl_c_stops_the_workers_and_resume_continues(tmp_path):
         if subprocess.run(["pgrep", "-f", "orchestrate-ctrlc-marker"], capture_output=True).returncode == 0:
             break
         time.sleep(0.05)
+    else:
+        pytest.fail("the worker never started its child")
     runner.send_signal(signal.SIGINT)
     out, err = runner.communicate(timeout=60)
     assert runner.returncode == 130, out + err
@@ -154,3 +156,50 @@ def test_a_missing_worktree_of_a_landed_node_is_recreated_from_its_branch(tmp_pa
     assert resumed.returncode == 75, resumed.stdout + resumed.stderr
     assert "worktree .scratch/worktrees/gone/N1 was missing; recreated from node/gone/N1" in resumed.stdout
     assert "final-acceptance" in resumed.stdout
+
+
+HELD = r"""#!/bin/sh
+if [ "$ORCH_ATTEMPT" -lt 3 ]; then
+  sh -c "sleep 300; : orchestrate-held-marker-$ORCH_ATTEMPT" &
+  sleep 300
+fi
+echo done > n1.txt && git add -A && git commit -qm N1
+"""
+
+
+def test_an_attempt_resume_starts_again_is_recorded_before_it_runs(tmp_path):
+    """rv45: the repairs of a resume (an attempt cut off, started again) were held until the next transition:
+    `status` showed the attempt cut off as the one running, and a Ctrl-C then lost them, so each resume said
+    the first attempt was cut off again."""
+    dag = ('topic: held\nworkers: {sh: "./work.sh"}\nnodes:\n'
+           '  - {id: N1, title: one, depends_on: [], file_surface: [n1.txt], discipline: sh}\n')
+    repo = campaign_repo(tmp_path, dag, HELD)
+    env = dict(os.environ, CI="true")
+    said = []
+    for attempt, command in ((1, "run"), (2, "resume")):
+        runner = subprocess.Popen([sys.executable, "-m", "orchestrate", command], cwd=repo, env=env, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        marker = f"orchestrate-held-marker-{attempt}"
+        for _ in range(400):
+            if subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"attempt {attempt}'s worker never started")
+        for _ in range(100):  # the resume records its repairs as the attempt it started again runs
+            state = json.loads(subprocess.run([sys.executable, "-m", "orchestrate", "status", "--json"], cwd=repo,
+                                              env=env, capture_output=True, text=True).stdout)
+            if [n["attempt"] for n in state["nodes"] if n["id"] == "N1"] == [attempt]:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"status never showed attempt {attempt} while it ran: {state}")
+        runner.send_signal(signal.SIGINT)
+        out, err = runner.communicate(timeout=60)
+        assert runner.returncode == 130, out + err
+        said.append(out)
+    assert "repair: N1: attempt 1 was cut off" in said[1]
+    done = subprocess.run([sys.executable, "-m", "orchestrate", "resume"], cwd=repo, env=env, text=True,
+                          capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 75, done.stdout + done.stderr
+    assert "repair: N1: attempt 2 was cut off" in done.stdout and "attempt 1 was cut off" not in done.stdout
