@@ -261,7 +261,7 @@ def test_the_node_timeout_ends_the_agent_and_everything_it_started(tmp_path, orc
     """The agent runs in its own process group under the runner; the attempt's timeout still ends it."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    (bindir / "codex").write_text("#!/bin/sh\nsleep 300 orchestrate-agent-hang-marker &\nsleep 300\n")
+    (bindir / "codex").write_text("#!/bin/sh\nsh -c 'sleep 300; : orchestrate-agent-hang-marker' &\nsleep 300\n")
     (bindir / "codex").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     dag = DAG.format(topic="aghang", name="codex").replace("sandbox: none", "sandbox: none\n    timeout: 1\n"

@@ -9,7 +9,7 @@ from tests.engine_helpers import campaign_repo
 
 HANG = r"""#!/bin/sh
 # starts a child that would outlive it, then hangs
-sleep 300 orchestrate-hang-marker-$ORCH_TOPIC &
+sh -c "sleep 300; : orchestrate-hang-marker-$ORCH_TOPIC" &  # the marker in its command line, alive
 sleep 300
 """
 
