@@ -131,7 +131,8 @@ def test_a_typo_in_config_yaml_is_reported_by_validate_and_refused_by_run(tmp_pa
         assert RepoDir(repo / ".ledger").head() == recorded and repo.git("branch", "--list", "campaign/*") == ""
     (repo / ".ledger" / "config.yaml").write_text("notify: [\n")
     bad = orch("validate", cwd=repo)
-    assert bad.rc == 1 and bad.out.startswith(f"{conf}:2: malformed YAML: ")
+    assert bad.rc == 1 and bad.out.startswith(f"{conf}:1: malformed YAML: ")  # the last line, not the one after
+    assert "a `[` or `{` left open" in bad.out
 
 
 

@@ -185,3 +185,30 @@ def test_an_entry_of_file_surface_that_is_not_text_is_one_problem(tmp_path, orch
     r = orch("validate", "--dag", path)
     assert r.rc == 1 and r.out.splitlines() == [
         f"{path}:4: nodes.A.file_surface: every entry must be text; `{{'x': 1}}` is a mapping"]
+
+
+@pytest.mark.parametrize("text, line, said", [
+    ("topic: x\nnodes:\n\t- id: A\n", 3, "replace the tabs on this line"),
+    ('topic: x\nnodes:\n  - id: A\n    file_surface: ["a]\n    title: t\n', 4, "a quote opened there is never closed"),
+    ("topic: x\nnodes: [a, b\n", 2, "close the `[` list with `]`"),
+    ("topic: a: b\n", 1, "a value holding `: ` must be quoted"),
+])
+def test_a_yaml_syntax_error_names_a_line_of_the_file_and_what_to_change(tmp_path, text, line, said):
+    """rv45: the parser's words alone named no fix, and a quote left open pointed past the file's last line."""
+    path = tmp_path / "dag.yaml"
+    path.write_text(text)
+    problems = check_dag(path)[1]
+    assert [(p.line, p.code) for p in problems] == [(line, "yaml")] and said in problems[0].message, problems
+
+
+def test_aliases_that_stand_for_a_thousand_million_values_are_refused_before_they_are_built(tmp_path):
+    """rv45: ten lines of aliases of aliases made validation walk 10**9 values (55 s for 1 KB)."""
+    rows = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    rows += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    path = tmp_path / "dag.yaml"
+    path.write_text("\n".join(rows + ["topic: x", "nodes: []"]) + "\n")
+    problems = check_dag(path)[1]
+    assert len(problems) == 1 and "aliases stand for more than 5,000,000 values" in problems[0].message, problems
+    path.write_text("defaults: &d {timeout: 60}\ntopic: x\nworkers: {sh: 'true'}\nnodes:\n"
+                    "  - {id: A, file_surface: [a.txt], discipline: sh, <<: *d}\n")
+    assert check_dag(path)[1] == []  # an alias or two, as DAGs use them, is fine

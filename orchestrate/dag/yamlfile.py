@@ -14,6 +14,7 @@ import yaml
 
 _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~4x faster; fall back when absent
 _CONFLICT = re.compile(r"^(<{7}|={7}|>{7}|\|{7})(\s|$)")
+_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[^\s\[\]{},]")  # `*name` where YAML reads an alias, not a glob
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,17 @@ class _Loader(_Base):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.duplicates: list[tuple[int, str, int]] = []
+        self.aliased = _ALIAS.search(stream) is not None  # else no node is reached twice: nothing to count
+
+    def get_single_data(self):  # noqa: D401 - PyYAML hook: the document's size is known before it is built
+        node = self.get_single_node()
+        if node is None:
+            return None
+        if self.aliased and _expanded(node, {}, set()) > MOST_VALUES:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"its aliases stand for more than {MOST_VALUES:,} values; write the repeated parts "
+                            "out, or alias them less deeply", node.start_mark)
+        return self.construct_document(node)
 
     def _value(self, node):
         """`construct_object(node, deep=True)` for the three kinds a DAG is made of, without its dispatch:
@@ -132,12 +144,7 @@ def load(text: str, file: str, *, fast: bool = True) -> tuple[object, list[Probl
     try:
         data = loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 0
-        what = " ".join(str(exc.problem or exc.context or "malformed YAML").split())
-        if exc.context and exc.context_mark and exc.problem_mark and exc.context_mark.line != exc.problem_mark.line:
-            what += f" ({exc.context} at line {exc.context_mark.line + 1})"
-        return None, [Problem(file, line, "", "yaml", f"malformed YAML: {what}")]
+        return None, [_syntax(exc, text, file)]
     except yaml.YAMLError as exc:
         return None, [Problem(file, 0, "", "yaml", f"malformed YAML: {' '.join(str(exc).split())}")]
     finally:
@@ -146,6 +153,67 @@ def load(text: str, file: str, *, fast: bool = True) -> tuple[object, list[Probl
                         f"duplicate key `{key}` (first at line {first}); YAML would silently keep the last one")
                 for line, key, first in loader.duplicates]
     return data, problems
+
+
+# What a PyYAML complaint most often means, and what to change: the message alone names the parser's state.
+_FIXES = (
+    ("cannot start any token", "\t", "YAML indents with spaces only: replace the tabs on this line"),
+    ("cannot start any token", "", "a value starting with `@`, a backquote or `%` must be quoted"),
+    ("end of stream", "quoted", "a quote opened there is never closed: close it on the same value"),
+    ("mapping values are not allowed", "", "a value holding `: ` must be quoted, or this line indented as "
+                                           "the keys above it"),
+    ("expected <block end>", "", "this line's indentation matches no level above: align it with its siblings"),
+    ("could not find expected ':'", "", "a key without `: `, or a quote left open above"),
+    ("expected ',' or ']'", "", "close the `[` list with `]`, with a comma between its items"),
+    ("expected ',' or '}'", "", "close the `{` mapping with `}`, with a comma between its entries"),
+    ("found undefined alias", "", "an alias `*name` needs an anchor `&name` above it"),
+    ("did not find expected node content", "", "a value is missing: a `[` or `{` left open, or nothing after "
+                                              "a `- ` or a `key:` that needs a value"),
+    ("did not find expected '-' indicator", "", "this line's indentation matches no item above: line up its `- `"),
+    ("did not find expected key", "", "this line's indentation matches no key above: line it up, or quote a "
+                                      "value holding `: `"),
+)
+
+
+def _syntax(exc: yaml.MarkedYAMLError, text: str, file: str) -> Problem:
+    """One problem for a YAML syntax error: the line (where the unclosed thing opened, when the file ended
+    first), PyYAML's words, and what to change."""
+    mark = exc.problem_mark or exc.context_mark
+    what = " ".join(str(exc.problem or exc.context or "malformed YAML").split())
+    if "end of stream" in what and exc.context_mark is not None:
+        mark = exc.context_mark  # past the last line: where the quote or bracket opened says more
+        what += f" ({exc.context})" if exc.context else ""
+    elif exc.context and exc.context_mark and exc.problem_mark and exc.context_mark.line != exc.problem_mark.line:
+        what += f" ({exc.context} at line {exc.context_mark.line + 1})"
+    line = min(mark.line + 1, max(len(text.splitlines()), 1)) if mark else 0
+    source = text.splitlines()[line - 1] if 0 < line <= len(text.splitlines()) else ""
+    said = f"{what} {exc.context or ''}"
+    fix = next((f for words, clue, f in _FIXES if words in said and (clue in source or clue in said)), None)
+    return Problem(file, line, "", "yaml", f"malformed YAML: {what}" + (f"; {fix}" if fix else ""))
+
+
+# A document's values with every alias written out: a DAG of 100,000 nodes holds about 1,000,000. A few lines of
+# aliases of aliases can stand for a thousand million, which validation would then walk (rv45: 55 s for 1 KB).
+MOST_VALUES = 5_000_000
+
+
+def _expanded(node, known: dict[int, int], inside: set[int]) -> int:
+    """How many values `node` stands for with its aliases written out (each distinct node counted once)."""
+    key = id(node)
+    if key in known:
+        return known[key]
+    if key in inside:
+        return 1  # a node inside itself: the constructor refuses it by name
+    inside.add(key)
+    if isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded(k, known, inside) + _expanded(v, known, inside) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded(child, known, inside) for child in node.value)
+    else:
+        size = 1
+    inside.discard(key)
+    known[key] = min(size, MOST_VALUES + 1)  # no need to count further
+    return known[key]
 
 
 class _Duplicate(Exception):
