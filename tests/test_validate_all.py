@@ -212,3 +212,19 @@ def test_aliases_that_stand_for_a_thousand_million_values_are_refused_before_the
     path.write_text("defaults: &d {timeout: 60}\ntopic: x\nworkers: {sh: 'true'}\nnodes:\n"
                     "  - {id: A, file_surface: [a.txt], discipline: sh, <<: *d}\n")
     assert check_dag(path)[1] == []  # an alias or two, as DAGs use them, is fine
+
+
+def test_an_edge_with_one_problem_still_has_its_id_and_its_ends_checked(tmp_path):
+    """rv45: a duplicate id was reported only once the edge had no other problem, and an edge whose predicate
+    was misspelt had its ends unchecked: each fix showed the next problem."""
+    path = tmp_path / "dag.yaml"
+    path.write_text('topic: e\nworkers: {c: "true"}\nnodes:\n  - {id: A, file_surface: [a], discipline: c}\n'
+                    '  - {id: B, file_surface: [b], discipline: c}\nedges:\n'
+                    '  - {id: e3, from: A, to: B, predicate: TRIGGERS}\n'
+                    '  - {id: e3, from: A, to: B, predicate: PRODUCES}\n'
+                    '  - {id: e4, from: A, to: Z, predicate: BOGUS}\n'
+                    '  - {id: e5, from: A, to: "plugin:lint", predicate: EXTNDS}\n')
+    found = sorted((p.line, p.field, p.code) for p in check_dag(path)[1])
+    assert found == [(8, "edges[1]", "missing"), (8, "edges[1].id", "duplicate-id"),
+                     (9, "edges[2].predicate", "enum"), (9, "edges[2].to", "dangling"),
+                     (10, "edges[3].predicate", "enum")], found

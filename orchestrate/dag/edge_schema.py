@@ -56,15 +56,15 @@ def parse_all(rep: Report, raw_edges: object, line: int, by_id: dict[str, Node],
             rep.add(raw_edges.item_line(i), where, "type",
                     f"expected a mapping like {{id: e1, from: N1, to: N2, predicate: TRIGGERS}}, got {kind_of(raw)}")
             continue
-        edge = _parse(rep, raw, where, i, by_id, declared)
-        if edge is None:
-            continue
-        if edge.id in ids:
+        edge_id, again = raw.get("id"), False  # told apart whether or not the rest of either edge is right
+        if isinstance(edge_id, str) and (again := edge_id in ids):
             rep.add(raw.key_line("id"), f"{where}.id", "duplicate-id",
-                    f"duplicate edge id '{edge.id}' (first at line {ids[edge.id]}); edge ids must be unique")
-            continue
-        ids[edge.id] = raw.key_line("id")
-        out.append(edge)
+                    f"duplicate edge id '{edge_id}' (first at line {ids[edge_id]}); edge ids must be unique")
+        elif isinstance(edge_id, str):
+            ids[edge_id] = raw.key_line("id")
+        edge = _parse(rep, raw, where, i, by_id, declared)
+        if edge is not None and not again:
+            out.append(edge)
     return out
 
 
@@ -90,8 +90,7 @@ def _parse(rep: Report, raw: Mapping, where: str, index: int, by_id: dict[str, N
         etype = None
     if isinstance(predicate, str) and isinstance(etype, str):
         _scope(rep, raw, where, predicate, etype)
-    if isinstance(predicate, str):
-        _endpoints(rep, raw, where, predicate, by_id, declared)
+    _endpoints(rep, raw, where, predicate if isinstance(predicate, str) else None, by_id, declared)
     if raw.get("from") is not None and raw.get("from") == raw.get("to") and isinstance(raw.get("id"), str):
         rep.add(raw.line, where, "self-edge", f"edge {raw['id']} connects {raw['from']} to itself")
     # most edges have neither: skip the calls and the field names built for their messages
@@ -143,12 +142,15 @@ def _scope(rep: Report, raw: Mapping, where: str, predicate: str, etype: str) ->
         rep.add(raw.line, where, "missing", f"a {etype} edge needs {need}:")
 
 
-def _endpoints(rep: Report, raw: Mapping, where: str, predicate: str, by_id: dict, declared: set[str]) -> None:
+def _endpoints(rep: Report, raw: Mapping, where: str, predicate: str | None, by_id: dict,
+               declared: set[str]) -> None:
+    """What the edge joins, named by declared nodes; with no known predicate (none, or one misspelt) a target
+    written plugin:<name> is left be: an EXTENDS edge's would be right."""
     src, dst = raw.get("from"), raw.get("to")
     if isinstance(src, str) and src not in declared:
         rep.add(raw.key_line("from"), f"{where}.from", "dangling",
                 f"node '{src}' is not declared{did_you_mean(src, by_id)}")
-    if not isinstance(dst, str):
+    if not isinstance(dst, str) or (predicate is None and dst.startswith(PLUGIN_PREFIX)):
         return
     if predicate == "EXTENDS":
         name = dst[len(PLUGIN_PREFIX):] if dst.startswith(PLUGIN_PREFIX) else ""
