@@ -88,3 +88,15 @@ def test_inside_the_recorder_every_command_acts_on_the_project(tmp_path, orch):
     assert orch("run", "--no-interactive", "-q", cwd=inside).rc == 75
     assert "campaign/starter" in repo.git("branch", "--list", "campaign/*")
     assert ledger.git("branch", "--list", "campaign/*", "node/*") == ""
+
+
+def test_before_init_validate_and_run_say_to_run_it(tmp_path, orch):
+    """rv45: `validate` in a fresh repository said to create the DAG file, where `init` writes a starter one."""
+    repo = make_repo(tmp_path / "repo")
+    for command in ("validate", "run"):
+        said = orch(command, cwd=repo)
+        assert said.rc == 2 and "run `orchestrate init` first" in said.err, said.err
+    orch("init", cwd=repo)
+    (repo / ".ledger/state/dag.yaml").write_text("topic: one\nworkers: {c: 'true'}\n"
+                                                  "nodes:\n  - {id: A, file_surface: [a], discipline: c}\n")
+    assert "(1 node, 1 layer, topic one)" in orch("validate", cwd=repo).out

@@ -63,7 +63,8 @@ def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
             click.echo(printable(note), err=True)
     if dag is not None and not settings and not as_json:
         layers = dag.layers()
-        click.echo(f"valid: {path} ({len(dag.nodes)} nodes, {len(layers)} layers, topic {dag.topic})")
+        click.echo(f"valid: {path} ({len(dag.nodes)} node{'s' * (len(dag.nodes) != 1)}, {len(layers)} "
+                   f"layer{'s' * (len(layers) != 1)}, topic {dag.topic})")
     return ExitCode.OK if dag is not None and not settings else ExitCode.FAILED
 
 

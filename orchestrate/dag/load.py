@@ -13,12 +13,21 @@ from orchestrate.dag.yamlfile import Problem
 from orchestrate.errors import DagInvalid, UsageError
 
 
+def missing(path: Path) -> UsageError:
+    """The error for a DAG file that is not there: in a project without a recorder, `init` writes one."""
+    ledger = path.parent.parent
+    if path.parent.name == "state" and ledger.name == ".ledger" and not (ledger / ".git").exists():
+        return UsageError(f"{path}: no such DAG file", hint="run `orchestrate init` first: it writes a starter plan "
+                                                            "there")
+    return UsageError(f"{path}: no such DAG file", hint="create it, or pass --dag PATH")
+
+
 def read_text(path: str | Path) -> str:
     p = Path(path)
     try:
         return p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"{p}: no such DAG file", hint="create it, or pass --dag PATH") from None
+        raise missing(p) from None
     except IsADirectoryError:
         raise UsageError(f"{p}: is a directory, not a DAG file", hint="pass --dag PATH to a YAML file") from None
     except PermissionError:

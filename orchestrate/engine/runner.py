@@ -60,7 +60,8 @@ def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: s
     layout = project(cwd)
     dag_file = (dag_path or layout.default_dag).resolve()
     if not dag_file.exists():
-        raise UsageError(f"{dag_file}: no such DAG file", hint="create it, or pass --dag PATH")
+        from orchestrate.dag.load import missing
+        raise missing(dag_file)
     replies = read_answers(answers)
     name = _topic_of(dag_file, topic, layout.root)
     from orchestrate.engine import settings
