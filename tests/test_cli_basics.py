@@ -187,4 +187,4 @@ def test_a_bad_topic_option_is_blamed_on_the_option_not_the_dag(demo, orch):
         assert done.err.startswith("orchestrate: error: --topic: `Bad/Topic` is not a valid topic"), done.err
         assert "dag.yaml" not in done.err and "DERIVE" not in done.out
     listed = orch("validate", "--dag", demo, "--topic", "Bad/Topic", "--json", cwd=demo.parent)
-    assert listed.rc == 1 and [p["field"] for p in json.loads(listed.out)] == ["--topic"], listed.out + listed.err
+    assert listed.rc == 2 and [p["field"] for p in json.loads(listed.out)] == ["--topic"], listed.out + listed.err

@@ -64,6 +64,18 @@ def test_a_gates_usage_error_keeps_one_usage_line_and_exit_2(orch):
 
 
 @pytest.mark.parametrize("gate", sorted(GATES))
+def test_a_gates_usage_error_with_json_is_a_verdict_on_stdout(orch, gate):
+    """rv45: with --json, wrong arguments printed nothing on stdout: a script reading it had no verdict."""
+    import json
+    r = orch("gate", gate, "--json", "--bogus")
+    assert r.rc == 2 and r.err.startswith(f"usage: orchestrate gate {gate}"), r.err
+    verdict = json.loads(r.out)
+    said = r.err.strip().splitlines()[-1].split(": error: ", 1)[1]  # what argparse said on stderr
+    assert verdict["gate"] == gate and verdict["code"] == 2 and not verdict["ok"] and verdict["summary"] == f"ERROR: {said}"
+    assert orch("gate", gate, "--bogus").out == ""  # without --json, stdout stays empty
+
+
+@pytest.mark.parametrize("gate", sorted(GATES))
 def test_every_example_in_a_gates_help_parses(monkeypatch, gate):
     """Each example names its gate and gives it arguments its parser takes (what they name is not looked at)."""
     import shlex

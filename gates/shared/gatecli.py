@@ -20,7 +20,10 @@ class _Parser(argparse.ArgumentParser):
     def format_usage(self) -> str:  # the usage line of an error keeps argparse's form, as scripts expect
         return "usage: " + super().format_usage().removeprefix("Usage: ")
 
+    refusal = ""  # the last usage error: with --json it is the verdict too
+
     def error(self, message: str):  # one usage line, then the reason, exit 2
+        self.refusal = message
         self.print_usage(sys.stderr)
         self.exit(USAGE, f"{self.prog}: error: {message}\n")
 
@@ -83,6 +86,10 @@ def run_gate(p: argparse.ArgumentParser, argv: Sequence[str] | None,
     try:
         args = p.parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage line
+        words = sys.argv[1:] if argv is None else list(argv)
+        options = words[:words.index("--")] if "--" in words else words
+        if exc.code == USAGE and getattr(p, "refusal", "") and "--json" in options:  # a script reads why
+            emit(Verdict(p.prog.split()[-1], USAGE, f"ERROR: {p.refusal}"), as_json=True)
         return int(exc.code or 0)
     try:
         verdict = decide(args)

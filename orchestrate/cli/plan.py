@@ -31,10 +31,9 @@ def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
     \b
     Exit codes:
       0  valid
-      1  invalid (every problem is listed), or a named plugin is unusable; with --json, a --topic
-         that cannot name a branch too (listed as the problem of `--topic`)
-      2  the DAG file cannot be read, --topic cannot name a branch, or not in a git repository
-         without --dag
+      1  invalid (every problem is listed), or a named plugin is unusable
+      2  the DAG file cannot be read, --topic cannot name a branch (with --json listed as the
+         problem of `--topic`), or not in a git repository without --dag
     """
     from orchestrate.dag.load import check_dag
     if (refusal := topic_refusal(topic)) is not None:
@@ -42,7 +41,7 @@ def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
             raise refusal
         click.echo(_json().dumps([{"file": None, "line": None, "field": "--topic", "code": "topic",
                                    "message": refusal.message}], indent=2))
-        return ExitCode.FAILED
+        return ExitCode.USAGE  # as without --json: the output's form does not change what went wrong (§10)
     path = resolve_dag_path(dag_path)
     dag, problems = check_dag(path, topic=topic)
     settings = _config_problems()
