@@ -89,3 +89,18 @@ def test_every_example_in_a_gates_help_parses(monkeypatch, gate):
         words = shlex.split(example.split(" | ")[-1])
         assert words[:3] == ["orchestrate", "gate", gate], example
         made[0].parse_args(words[3:])  # argparse exits 2 on what it does not take
+
+
+def test_help_shows_the_same_help_as_the_help_option(orch):
+    """rv45: `orchestrate help` was no command, where git, pip and most tools take it."""
+    assert orch("help").out == orch("--help").out
+    for name in ("decide", "gate", "help"):
+        assert orch("help", name).out == orch(name, "--help").out, name
+    missing = orch("help", "nope")
+    assert missing.rc == 2 and "no command `nope`" in missing.err
+
+
+def test_the_command_list_gives_each_command_a_whole_summary(orch):
+    """rv45: click cut every summary mid-sentence (`End a campaign for good, as a recorded human decision: who...`)."""
+    listed = orch("--help").out.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(listed) == len(COMMANDS) and not [ln for ln in listed if ln.endswith("...")], listed

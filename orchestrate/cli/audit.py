@@ -10,7 +10,7 @@ from orchestrate.cli.app import _json, cli, json_option
 from orchestrate.errors import ExitCode, UsageError
 
 
-@cli.command()
+@cli.command(short_help="The lineage of a node's newest merge")
 @click.argument("node")
 @click.option("--topic", help="Campaign topic (default: as for `status`, the one in flight or paused; "
                                "when every one has ended, the newest; several: listed).")
@@ -64,7 +64,7 @@ def why(node: str, topic: str | None, as_json: bool) -> int:
     return ExitCode.FAILED if found.problems else ExitCode.OK
 
 
-@cli.command()
+@cli.command(short_help="Audit a campaign's journal, branch and recorder history")
 @click.option("--topic", help="Campaign topic (default: as for `status`, the one in flight or paused; "
                                "when every one has ended, the newest; several: listed).")
 @json_option

@@ -20,7 +20,7 @@ from orchestrate.cli.app import (
 from orchestrate.errors import ExitCode
 
 
-@cli.command()
+@cli.command(short_help="Create the recorder .ledger/ in this repository")
 def init() -> int:
     """Create the recorder .ledger/ (a nested git repository) in the current repository, and a
     starter plan .ledger/state/dag.yaml unless one exists.
@@ -49,7 +49,7 @@ def init() -> int:
     return ExitCode.OK
 
 
-@cli.command()
+@cli.command(short_help="Run a campaign to its end or to a human seam")
 @dag_option
 @new_topic_option
 @click.option("--mode", type=click.Choice(["interactive", "autonomous"]), help="Override the DAG's mode.")
@@ -103,7 +103,7 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
                         executor=executor, interactive=interactive, schedule=schedule)
 
 
-@cli.command()
+@cli.command(short_help="Continue a campaign from where it stopped")
 @click.option("--topic", help="Campaign topic (default: the one in flight or paused; several: listed).")
 @click.option("--from-log", is_flag=True, help="Ignore checkpoints and rebuild the state from the journal alone.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
@@ -141,7 +141,8 @@ def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, ans
                            executor=executor, interactive=interactive)
 
 
-@cli.command(epilog=seams_help)
+@cli.command(short_help="Answer an open human seam",
+             epilog=seams_help)
 @click.argument("seam")
 @click.argument("choice")
 @click.option("--topic", help="Campaign topic (default: the one in flight or paused; several: listed).")
@@ -194,7 +195,7 @@ def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: 
     return decide_seam(Path.cwd(), seam, choice, topic=topic, as_who=as_who, note=note, quiet=quiet)
 
 
-@cli.command()
+@cli.command(short_help="Let an edge a guardrail blocked through")
 @edge_answer_options
 def approve(edge: str, topic: str | None, as_who: str | None, note: str, quiet: bool) -> int:
     """Cross EDGE, which a `block` guardrail stopped: its target is dispatched on `orchestrate resume`.
@@ -220,7 +221,7 @@ def approve(edge: str, topic: str | None, as_who: str | None, note: str, quiet: 
                        edge=edge)
 
 
-@cli.command()
+@cli.command(short_help="Leave an edge a guardrail blocked untaken")
 @edge_answer_options
 def skip(edge: str, topic: str | None, as_who: str | None, note: str, quiet: bool) -> int:
     """Leave EDGE, which a `block` guardrail stopped, untaken: on `orchestrate resume` its target's
@@ -244,7 +245,7 @@ def skip(edge: str, topic: str | None, as_who: str | None, note: str, quiet: boo
                        edge=edge)
 
 
-@cli.command()
+@cli.command(short_help="Change a recorded decision (--rediscover NODE)")
 @click.option("--rediscover", "node", required=True, metavar="NODE",
               help="Set aside NODE's recorded worker resolution, so it is made again.")
 @click.option("--topic", help="Campaign topic (default: the one in flight).")
@@ -274,7 +275,7 @@ def realign(node: str, topic: str | None, as_who: str | None, note: str, quiet: 
     return rediscover(Path.cwd(), node, topic=topic, as_who=as_who, note=note, quiet=quiet)
 
 
-@cli.command()
+@cli.command(short_help="Where a campaign is, and why each node waits")
 @click.option("--topic", help="Campaign topic (default: the one in flight or paused; several: listed).")
 @json_option
 def status(topic: str | None, as_json: bool) -> int:
@@ -300,7 +301,7 @@ def status(topic: str | None, as_json: bool) -> int:
     return ExitCode.OK
 
 
-@cli.command()
+@cli.command(short_help="End a campaign for good, as a recorded human decision")
 @click.option("--topic", help="Campaign topic (default: the one in flight).")
 @click.option("--as", "as_who", metavar="WHO", help="Who decides (default: git config user.email).")
 @click.option("--note", required=True, help="Why the campaign ends here (recorded).")
@@ -324,7 +325,7 @@ def abandon(topic: str | None, as_who: str | None, note: str, quiet: bool) -> in
     return end(Path.cwd(), topic=topic, as_who=as_who, note=note, quiet=quiet)
 
 
-@cli.command()
+@cli.command(short_help="Remove the worktrees and merged branches of ended campaigns")
 @click.option("--topic", help="One ended campaign (default: every ended campaign).")
 @click.option("--dry-run", is_flag=True, help="List what would be removed, remove nothing.")
 @json_option

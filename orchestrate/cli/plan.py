@@ -10,7 +10,7 @@ from orchestrate.cli.app import TOPIC_HELP, _json, cli, dag_option, json_option,
 from orchestrate.errors import ExitCode, UsageError
 
 
-@cli.command()
+@cli.command(short_help="Check the DAG and config.yaml against every rule")
 @dag_option
 @json_option
 @click.option("--topic", help=TOPIC_HELP)
@@ -95,7 +95,7 @@ def _config_problems() -> list:
     return settings.problems(layout)
 
 
-@cli.command()
+@cli.command(short_help="Print the schedule: the DAG's layers")
 @dag_option
 @json_option
 def layers(dag_path: Path | None, as_json: bool) -> int:
@@ -129,7 +129,7 @@ def layers(dag_path: Path | None, as_json: bool) -> int:
     return ExitCode.OK
 
 
-@cli.command()
+@cli.command(short_help="What the DAG derives for one node")
 @click.argument("node")
 @dag_option
 @click.option("--gates", "only_gates", is_flag=True, help="Print only the gates, one per line.")
@@ -178,7 +178,7 @@ def show(node: str, dag_path: Path | None, only_gates: bool, only_group: bool, a
     return ExitCode.OK
 
 
-@cli.command()
+@cli.command(short_help="Print the engine's transition table")
 def table() -> int:
     """Print the engine's transition table (state, outcome, next state, note) as Markdown.
 

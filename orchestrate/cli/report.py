@@ -10,7 +10,7 @@ from orchestrate.cli.app import cli
 from orchestrate.errors import ExitCode, UsageError
 
 
-@cli.command()
+@cli.command(short_help="Write the campaign's HTML report")
 @click.option("--topic", help="Campaign topic (default: as for `status`, the one in flight or paused; "
                                "when every one has ended, the newest; several: listed).")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
@@ -60,7 +60,7 @@ def _check_output(output: Path) -> None:
         raise UsageError(f"{output}: {folder} is not a folder", hint="pass -o FILE in a folder")
 
 
-@cli.command()
+@cli.command(short_help="Print the DAG as text, Mermaid or DOT")
 @click.option("--dag", "dag_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Draw this DAG file (no statuses).")
 @click.option("--topic", help="Draw this campaign's DAG with its nodes' statuses (default: the DAG at "

@@ -1,4 +1,4 @@
-"""Commands beside a campaign: `gate` (one gate alone), `plugins`, `demo` and `replay`.
+"""Commands beside a campaign: `gate` (one gate alone), `plugins`, `demo`, `replay` and `help`.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from orchestrate.cli.app import _json, cli, json_option
 from orchestrate.errors import ExitCode, UsageError
 
 
-@cli.command()
+@cli.command(short_help="List the installed plugins")
 @json_option
 def plugins(as_json: bool) -> int:
     """List installed plugins (entry-point groups orchestrate.gates and orchestrate.workers) with their
@@ -33,7 +33,7 @@ def plugins(as_json: bool) -> int:
     return ExitCode.OK
 
 
-@cli.command()
+@cli.command(short_help="Build a demo repository and run its campaign")
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--red", is_flag=True, help="Run the red demo instead: a boundary that finds an orphaned link and halts.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
@@ -61,7 +61,7 @@ def demo(directory: Path | None, red: bool, jobs: int | None, quiet: bool) -> in
     return run_demo(directory, red=red, quiet=quiet, jobs=jobs)
 
 
-@cli.command()
+@cli.command(short_help="Replay transcripts, or a recorded campaign")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--update", is_flag=True, help="Rewrite each failing transcript to the actual output.")
 @click.option("--campaign", "topic", help="Replay the recorded campaign TOPIC instead of transcripts.")
@@ -106,7 +106,8 @@ def replay(paths: tuple[Path, ...], update: bool, topic: str | None, recorder: P
     return replay_transcripts(list(paths), update=update)
 
 
-@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+@cli.command(short_help="Run one gate by hand (orchestrate gate NAME --help)",
+             context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
              add_help_option=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def gate(args: tuple[str, ...]) -> int:
@@ -141,3 +142,33 @@ def gate(args: tuple[str, ...]) -> int:
         raise UsageError(f"no gate named `{name}`{did_you_mean(name, GATES)}",
                          hint="`orchestrate gate --help` lists them")
     return module(name).main(list(args[1:]), prog=f"orchestrate gate {name}")
+
+
+@cli.command(name="help", short_help="Show orchestrate's help, or one command's")
+@click.argument("command", required=False)
+@click.pass_context
+def help_command(ctx: click.Context, command: str | None) -> int:
+    """Show orchestrate's help, or COMMAND's: the same as `orchestrate --help` and `orchestrate COMMAND
+    --help` (`orchestrate help gate` lists the gates; `orchestrate gate NAME --help` shows one).
+
+    \b
+    Examples:
+      orchestrate help
+      orchestrate help decide
+
+    \b
+    Exit codes:
+      0  shown
+      2  no such command (the commands are listed by `orchestrate help`)
+    """
+    top = ctx.find_root()
+    if command is None:
+        click.echo(top.command.get_help(top))
+        return ExitCode.OK
+    found = cli.get_command(top, command)
+    if found is None:
+        raise UsageError(f"no command `{command}`", hint="`orchestrate help` lists them")
+    if found is gate:  # its help is its own (it takes no options of click's)
+        return gate.callback(("--help",))
+    click.echo(found.get_help(click.Context(found, info_name=command, parent=top)))
+    return ExitCode.OK
