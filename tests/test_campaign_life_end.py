@@ -141,6 +141,16 @@ def test_a_stdout_closed_from_the_start_or_full_is_no_bug(life):
                             "what was printed is incomplete\n")
 
 
+@pytest.mark.parametrize("who", ["", "  ", "alice\nSigned-off-by: mallory"])
+def test_an_empty_or_multi_line_as_is_refused_not_recorded(life, orch, who):
+    """rv45: `--as ""` (a variable left unset) was taken for no --as, and the decision recorded as git's user."""
+    _paused_at_realignment(life, orch)
+    before = journal(life, "life")
+    said = orch("decide", "realignment", "halt", "--as", who, "--note", "n", cwd=life)
+    assert said.rc == 2 and "not a name a decision can be recorded under" in said.err, said.err
+    assert journal(life, "life") == before
+
+
 @pytest.mark.parametrize("choice", ["rework", "skip", "halt"])
 def test_resume_after_each_realignment_answer_never_crashes(life, orch, choice):
     _paused_at_realignment(life, orch)

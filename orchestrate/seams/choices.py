@@ -26,7 +26,13 @@ SEAMS = tuple(CHOICES)
 
 
 def who(repo, as_who: str | None) -> str:
-    if as_who:
+    """Who a human decision is recorded as: --as, else git's user.email. An empty --as (a variable left unset)
+    is refused, not taken for no --as; so is one holding a control character (a line break in the recorder's
+    commit subject)."""
+    if as_who is not None:
+        if not as_who.strip() or any(ord(c) < 32 or ord(c) == 127 for c in as_who):
+            raise UsageError(f"--as {as_who!r}: not a name a decision can be recorded under",
+                             hint="pass a name or an email on one line, e.g. --as alice@example.com")
         return as_who
     email = git.config_get(repo, "user.email")
     if not email:
