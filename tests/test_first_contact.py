@@ -228,3 +228,17 @@ def test_an_answers_file_is_checked_whole_before_the_run_starts(tmp_path, orch, 
     r = orch("run", "--no-interactive", "--answers", answers, cwd=repo)
     assert r.rc == 2 and said in r.err and not (repo / ".ledger" / "state" / "ans").exists(), r.err
 
+
+
+def test_an_unknown_topic_is_one_error_for_every_command(tmp_path, orch):
+    """rv45: three phrasings, and a hint (`orchestrate status` lists topics) that listed none."""
+    repo = campaign_repo(tmp_path, DAG.format(topic="known"), WORKER)
+    for command in (("status",), ("resume",), ("report",), ("doctor",), ("why", "A"), ("clean",),
+                    ("decide", "final-acceptance", "accept"), ("abandon", "--note", "x")):
+        said = orch(*command, "--topic", "nope", cwd=repo)
+        assert said.rc == 2 and said.err.startswith("orchestrate: error: no campaign `nope`: none has been started "
+                                                    "here (`orchestrate run` starts one)"), (command, said.err)
+    assert orch("run", "--no-interactive", cwd=repo).rc in (0, 75)
+    for command in (("status",), ("resume",), ("report",), ("doctor",), ("why", "A"), ("clean",)):
+        said = orch(*command, "--topic", "nope", cwd=repo)
+        assert said.rc == 2 and "no campaign `nope` in " in said.err and "(its campaigns: known)" in said.err, command

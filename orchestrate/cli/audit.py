@@ -48,7 +48,7 @@ def why(node: str, topic: str | None, as_json: bool) -> int:
     damage.refuse(recorder.journal, "nothing was traced")
     entries = recorder.read()
     if not entries:
-        raise UsageError(f"no campaign `{name}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
+        raise topics.unknown(layout.ledger, name)
     if not any(e["context"].get("node") == node for e in entries):
         raise UsageError(f"campaign {name} has no entry for node `{node}`")
     found = provenance.chain(entries, node)
@@ -101,7 +101,7 @@ def doctor(topic: str | None, as_json: bool) -> int:
     name = topics.pick(layout.ledger, topic, newest_ended=True)
     journal = layout.ledger / "state" / name / "journal.jsonl"
     if not journal.is_file():
-        raise UsageError(f"no campaign `{name}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
+        raise topics.unknown(layout.ledger, name)
     report = audit.audit(journal)
     if as_json:
         click.echo(_json().dumps(report.to_json(), indent=2))

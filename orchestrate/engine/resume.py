@@ -37,7 +37,7 @@ def rebuild(layout: Layout, recorder: Recorder, *, from_log: bool, warn: Callabl
     settle_journal(layout, recorder, warn, crashed=crashed)
     lines = segments.read_bytes(recorder.journal).splitlines()
     if not lines:
-        raise UsageError(f"no journal for campaign `{recorder.topic}`", hint="`orchestrate status` lists topics")
+        raise topics.unknown(layout.ledger, recorder.topic)
 
     campaign, from_checkpoint = checkpoints.restore(layout.checkpoints(recorder.topic), recorder.topic, lines, warn,
                                                     from_log=from_log)  # settle_journal settled its checkpoints

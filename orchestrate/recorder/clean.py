@@ -38,8 +38,7 @@ def ended(layout: Layout, topic: str | None) -> list[str]:
                          "was cut off)", hint=f"run it again (`orchestrate abandon --topic {topic} --note WHY`), "
                                               f"or `orchestrate resume --topic {topic}` to go on")
     if marks.get(topic) is None:
-        known = ", ".join(sorted(marks)) or "none"
-        raise UsageError(f"campaign {topic} is not a campaign of this recorder", hint=f"its campaigns: {known}")
+        raise topics.unknown(layout.ledger, topic)
     if marks.get(topic) != "close":
         raise UsageError(f"campaign {topic} is still in flight: clean removes only what ended campaigns left",
                          hint=f"`orchestrate abandon --topic {topic} --note WHY` ends it first")

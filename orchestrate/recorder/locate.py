@@ -5,7 +5,7 @@ from pathlib import Path
 
 from orchestrate import git
 from orchestrate.errors import UsageError
-from orchestrate.recorder import segments
+from orchestrate.recorder import segments, topics
 from orchestrate.recorder.campaign import Campaign, apply
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.paths import Layout
@@ -23,8 +23,7 @@ def load(layout: Layout, topic: str) -> tuple[Campaign, Recorder]:
     recorder = Recorder(layout.ledger, topic)
     entries = recorder.read()
     if not entries:
-        raise UsageError(f"no campaign `{topic}` in {layout.ledger}",
-                         hint="`orchestrate status` lists the known topics")
+        raise topics.unknown(layout.ledger, topic)
     campaign = Campaign()
     for entry in entries:
         apply(campaign, entry)
@@ -43,7 +42,7 @@ def peek(layout: Layout, topic: str) -> Campaign:
     from orchestrate.recorder import damage
     lines = damage.sound(lines)  # a line orchestrate did not write is reported (damage.describe), not folded
     if not lines:
-        raise UsageError(f"no campaign `{topic}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
+        raise topics.unknown(layout.ledger, topic)
     return checkpoints.restore(layout.checkpoints(topic), topic, lines, lambda _message: None)[0]
 
 

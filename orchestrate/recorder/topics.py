@@ -82,6 +82,15 @@ def pick(ledger: Path, topic: str | None, *, newest_ended: bool = False) -> str:
                      f"(newest first):\n{listed}")
 
 
+def unknown(ledger: Path, topic: str):
+    """The one error for a topic the recorder has no campaign of: with the campaigns it has, or how to start one."""
+    from orchestrate.errors import UsageError
+    known = sorted(lifecycle(ledger))
+    if not known:
+        return UsageError(f"no campaign `{topic}`: none has been started here", hint="`orchestrate run` starts one")
+    return UsageError(f"no campaign `{topic}` in {ledger}", hint=f"its campaigns: {', '.join(known)}")
+
+
 def described(ledger: Path, names: list[str]) -> list[tuple[str, str, str]]:
     """(topic, state in words, when it was opened) for each, newest first."""
     from orchestrate.recorder.locate import peek

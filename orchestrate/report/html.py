@@ -52,14 +52,14 @@ def crossings(entries: list[dict]) -> dict[str, dict]:
 
 def collect(layout: Layout, topic: str) -> Data:
     from orchestrate.dag.load import load_dag
-    from orchestrate.errors import UsageError
     from orchestrate.recorder import damage
     from orchestrate.recorder.journal import Recorder
     recorder = Recorder(layout.ledger, topic)
     damage.refuse(recorder.journal, "no report was written")
     entries = recorder.read()
     if not entries:
-        raise UsageError(f"no campaign `{topic}` in {layout.ledger}", hint="`orchestrate status` lists the known topics")
+        from orchestrate.recorder import topics
+        raise topics.unknown(layout.ledger, topic)
     campaign = Campaign()
     for entry in entries:
         apply(campaign, entry)
