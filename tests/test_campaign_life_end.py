@@ -139,6 +139,15 @@ def test_a_stdout_closed_from_the_start_or_full_is_no_bug(life):
     assert shown.returncode == 1 and "Traceback" not in shown.stderr, shown.stderr
     assert shown.stderr == ("orchestrate: error: the output could not be written (No space left on device); "
                             "what was printed is incomplete\n")
+    for args in (["status", "--topic", "life"], ["--version"]):  # rv46: closed from the start, it exited 0
+        lost = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *ORCH, *args], cwd=life, stderr=subprocess.PIPE,
+                              text=True)
+        assert lost.returncode == 1 and "the output could not be written (Bad file descriptor)" in lost.stderr, args
+    console = os.path.join(os.path.dirname(sys.executable), "orchestrate")  # the console script's quick paths
+    for args in (["--version"], ["status"]):
+        with open("/dev/full", "w") as full:
+            quick = subprocess.run([console, *args], cwd=life, stdout=full, stderr=subprocess.PIPE, text=True)
+        assert quick.returncode == 1 and "Traceback" not in quick.stderr, (args, quick.stderr)
 
 
 @pytest.mark.parametrize("who", ["", "  ", "alice\nSigned-off-by: mallory"])

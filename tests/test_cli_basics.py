@@ -121,12 +121,12 @@ def test_a_bug_prints_a_traceback_and_exits_70(demo, orch, monkeypatch):
     assert result.rc == 70 and "Traceback" in result.err and "bug" in result.err
 
 
-@pytest.mark.parametrize("errno_, filename, rc", [(28, "/r/.ledger/state/t/journal.jsonl", 1),
+@pytest.mark.parametrize("errno_, filename, rc", [(28, "/r/.ledger/state/t/journal.jsonl", 2),
                                                    (30, "/r/.ledger/state/t", 2), (30, None, 70), (2, "/r/x", 70)])
 def test_a_file_system_that_refuses_a_write_is_one_line_not_a_bug(demo, orch, monkeypatch, errno_, filename, rc):
-    """rv45: a full disk or a read-only recorder is the environment's, said in one line naming the place (exit 1
-    for a full disk, which can stop a run midway; 2 for a place that cannot be written at all). Any other
-    OSError, or one naming no file, is still a bug."""
+    """rv45: a full disk or a read-only recorder is the environment's, said in one line naming the place: exit 2
+    when nothing was written yet (a run stopped midway is rv46's test). Any other OSError, or one naming no
+    file, is still a bug."""
     import orchestrate.dag.load as dagfile
 
     def refused(*args, **kwargs):
@@ -137,7 +137,7 @@ def test_a_file_system_that_refuses_a_write_is_one_line_not_a_bug(demo, orch, mo
     assert result.rc == rc, result.err
     if rc != 70:
         assert result.err.startswith(f"orchestrate: error: {filename}: {os.strerror(errno_)} (")
-        assert result.err.count("\n") == 1 and "Traceback" not in result.err
+        assert result.err.count("\n") == 1 and "Traceback" not in result.err and "nothing was changed" in result.err
     else:
         assert "Traceback" in result.err
 
@@ -164,8 +164,54 @@ def test_a_read_only_recorder_stops_run_in_one_line_and_changes_nothing(tmp_path
             subprocess.run(["chmod", "-R", "u+w", str(ledger)], check=True)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith(f"orchestrate: error: {ledger}") and done.stderr.count("\n") == 1, done.stderr
-    assert "make them writable" in done.stderr
+    assert "make it writable by you" in done.stderr and "nothing was changed" in done.stderr
     assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=ledger, capture_output=True, text=True).stdout == head
+
+
+def test_a_write_refused_once_the_run_has_recorded_is_exit_1_for_resume(tmp_path, orch, monkeypatch):
+    """rv46: after the campaign had recorded entries, a refused write still said exit 2, "nothing was changed"."""
+    import errno
+
+    from orchestrate.engine.handlers import dispatch  # imported here: else it would bind the stand-in for good
+    repo = make_repo(tmp_path / "repo")
+    assert orch("init", cwd=repo).rc == 0
+
+    def refused(*args, **kwargs):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(repo / ".scratch" / "runs"))
+
+    monkeypatch.setattr(dispatch, "start", refused)
+    said = orch("run", "--no-interactive", cwd=repo)
+    assert said.rc == 1 and said.err.count("\n") == 1, said.err
+    assert "then `orchestrate resume` continues from the last recorded state" in said.err
+    assert "nothing was changed" not in said.err
+
+
+def test_a_recorder_made_read_only_midway_stops_the_run_for_resume_not_as_unchanged(tmp_path):
+    """rv46: the one line said exit 2, "nothing was changed", once a node had merged and the recorder had
+    commits; following its hint (run again) then failed (the campaign branch exists). A worker of the second node
+    makes `.ledger/` read-only (a mount of the test's own namespace, which the run shares)."""
+    if os.geteuid() != 0 or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
+        pytest.skip("needs root and a mount namespace of its own: the recorder is made read-only by a mount")
+    repo = make_repo(tmp_path / "repo")
+    cli = [sys.executable, "-c", "import sys; from orchestrate.cli.main import main; sys.exit(main())"]
+    subprocess.run(cli + ["init"], cwd=repo, check=True, capture_output=True)
+    ledger = repo / ".ledger"
+    (ledger / "state" / "dag.yaml").write_text(
+        "topic: ro\nmode: autonomous\ndefaults: {sandbox: none}\n"
+        f"workers: {{w: 'echo x > \"$ORCH_NODE.txt\" && if [ \"$ORCH_NODE\" = B ] && mkdir {tmp_path}/once 2>/dev/null; "
+        f"then for i in $(seq 100); do mount -o remount,ro,bind {ledger} 2>/dev/null && exit 0; sleep 0.1; done; "
+        "exit 9; fi'}\n"
+        "nodes:\n  - {id: A, file_surface: [A.txt], discipline: w}\n"
+        "  - {id: B, depends_on: [A], file_surface: [B.txt], discipline: w}\n")
+    done = subprocess.run(["unshare", "-m", "sh", "-c", f'mount --bind {ledger} {ledger} && exec "$@"', "sh", *cli,
+                           "run"], cwd=repo, capture_output=True, text=True)
+    # where the write fails (the journal, a file, the branch's move, a kept git writer) depends on when the mount
+    # lands; whichever it is, one line, and never "nothing was changed" nor a move by another runner
+    assert done.returncode in (1, 2) and done.stderr.count("\n") == 1, done.stdout + done.stderr
+    assert "moved under this runner" not in done.stderr and "nothing was changed" not in done.stderr, done.stderr
+    again = subprocess.run(cli + ["resume"], cwd=repo, capture_output=True, text=True)  # writable again here
+    assert again.returncode == 75 and "final-acceptance" in again.stdout, again.stdout + again.stderr
+    assert subprocess.run(["git", "show", "campaign/ro:B.txt"], cwd=repo, capture_output=True, text=True).stdout == "x\n"
 
 
 def test_python_dash_m_runs_the_cli():

@@ -100,3 +100,13 @@ def test_before_init_validate_and_run_say_to_run_it(tmp_path, orch):
     (repo / ".ledger/state/dag.yaml").write_text("topic: one\nworkers: {c: 'true'}\n"
                                                   "nodes:\n  - {id: A, file_surface: [a], discipline: c}\n")
     assert "(1 node, 1 layer, topic one)" in orch("validate", cwd=repo).out
+
+
+def test_a_repository_of_the_users_own_called_ledger_is_not_taken_for_a_recorder(tmp_path, orch):
+    """rv46: a `~/.ledger` repository (the user's books) inside a dotfiles checkout was taken for orchestrate's
+    recorder: `init` and `run` wrote the campaign into the outer repository and its recorder into the books."""
+    outer = make_repo(tmp_path / "home")
+    books = make_repo(outer / ".ledger")
+    said = orch("init", cwd=books)
+    assert said.rc == 0 and f"created the recorder {books / '.ledger'}" in said.out, said.out
+    assert ".ledger/" not in (outer / ".git" / "info" / "exclude").read_text()

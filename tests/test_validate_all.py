@@ -192,6 +192,10 @@ def test_an_entry_of_file_surface_that_is_not_text_is_one_problem(tmp_path, orch
     ('topic: x\nnodes:\n  - id: A\n    file_surface: ["a]\n    title: t\n', 4, "a quote opened there is never closed"),
     ("topic: x\nnodes: [a, b\n", 2, "close the `[` list with `]`"),
     ("topic: a: b\n", 1, "a value holding `: ` must be quoted"),
+    ('topic: x\nnodes:\n  - id: A\n    title: "say "hi""\n', 4, "a quote inside a quoted value ends it"),
+    ("topic: x\nnodes:\n  - id: A\n    title: @home\t# note\n", 4, "`@`, a backquote or `%` must be quoted"),
+    ("topic: x\n\tnodes: []\n", 2, "replace the tabs on this line"),
+    ("topic: x\nx: " + "[" * 400 + "a" + "]" * 400 + "\nnodes: []\n", 0, "nested hundreds of levels deep"),
 ])
 def test_a_yaml_syntax_error_names_a_line_of_the_file_and_what_to_change(tmp_path, text, line, said):
     """rv45: the parser's words alone named no fix, and a quote left open pointed past the file's last line."""
@@ -207,6 +211,12 @@ def test_aliases_that_stand_for_a_thousand_million_values_are_refused_before_the
     rows += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
     path = tmp_path / "dag.yaml"
     path.write_text("\n".join(rows + ["topic: x", "nodes: []"]) + "\n")
+    problems = check_dag(path)[1]
+    assert len(problems) == 1 and "aliases stand for more than 5,000,000 values" in problems[0].message, problems
+    # rv46: flow style, an alias right after a quoted key's colon, a list of text that holds the expansion
+    rows = ['"a0": &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    rows += [f'"a{i}": &a{i} [{", ".join([f"{{{chr(34)}k{chr(34)}:*a{i - 1}}}"] * 10)}]' for i in range(1, 9)]
+    path.write_text("{" + ", ".join(rows) + ', "topic": "x", "nodes": [{"id": "A", "file_surface": [{"k":*a8}]}]}\n')
     problems = check_dag(path)[1]
     assert len(problems) == 1 and "aliases stand for more than 5,000,000 values" in problems[0].message, problems
     path.write_text("defaults: &d {timeout: 60}\ntopic: x\nworkers: {sh: 'true'}\nnodes:\n"

@@ -74,7 +74,7 @@ def parser(name: str, description: str, codes: dict[int, str], prog: str | None,
     shown = "".join(f"  {line}\n" for line in examples)
     p = _Parser(prog=prog or f"orchestrate gate {name}", description=description,
                 epilog=(f"\b\nExamples:\n{shown}\n" if shown else "") + f"\b\nExit codes:\n{table}",
-                formatter_class=_ClickLike, add_help=False)
+                formatter_class=_ClickLike, add_help=False, allow_abbrev=False)  # as click: options whole
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     p.add_argument("-h", "--help", action="help", help="show this message and exit")
     return p

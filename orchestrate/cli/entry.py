@@ -12,8 +12,10 @@ def main() -> int:
     args = sys.argv[1:]
     if args in (["--version"], ["-V"]):
         from orchestrate import __version__
-        print(f"orchestrate, version {__version__}")
-        return 0
+        from orchestrate.cli.pipe import guarded, settled
+        with guarded() as output:  # `orchestrate --version > /dev/full`: one line, not a traceback
+            print(f"orchestrate, version {__version__}")
+        return settled(output, 0)
     if args[:1] == ["status"] and (quick := _status_args(args[1:])) is not None:
         return _status(*quick)
     from orchestrate.cli.main import main as cli_main

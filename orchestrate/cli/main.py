@@ -31,6 +31,8 @@ def _report_bug(exc: BaseException) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """The one error boundary: expected failures print one line; a bug prints a traceback (70)."""
+    if (journal := sys.modules.get("orchestrate.recorder.journal")) is not None:
+        journal.WROTE.clear()  # an earlier command's in this process (tests call main() many times)
     with pipe.guarded() as output:
         rc = _run(argv)
     return pipe.settled(output, rc)
@@ -57,13 +59,12 @@ def _run(argv: list[str] | None) -> int:
     except BrokenPipeError:  # a reader gone before `_Stdout` could see it (stderr, a child's pipe): not a bug
         return ExitCode.OK
     except OSError as exc:  # a place orchestrate writes that cannot be written: the environment's, not a bug
-        if (code := _UNWRITABLE.get(exc.errno)) is None or not exc.filename:
+        if exc.errno not in _UNWRITABLE or not exc.filename:
             _report_bug(exc)
             return ExitCode.INTERNAL
-        refused = OrchestrateError(f"{exc.filename}: {exc.strerror}", hint=_UNWRITABLE_HINT[code])
-        refused.exit_code = code
+        refused = _unwritable(exc)
         _print_error(refused, as_json)
-        return code
+        return refused.exit_code
     except Exception as exc:  # noqa: BLE001 - the boundary: anything else is a bug
         _report_bug(exc)
         return ExitCode.INTERNAL
@@ -78,15 +79,23 @@ def _run(argv: list[str] | None) -> int:
     return int(rc or 0)
 
 
-# What the file system refuses: a place made read-only, not ours, or full. Nothing of the first kind was written
-# (exit 2, as unusable input); a full disk can stop a run midway, at its last recorded state (exit 1, to fix).
-_UNWRITABLE = {errno.EROFS: ExitCode.USAGE, errno.EACCES: ExitCode.USAGE, errno.EPERM: ExitCode.USAGE,
-               errno.ENOSPC: ExitCode.FAILED, errno.EDQUOT: ExitCode.FAILED}
-_UNWRITABLE_HINT = {
-    ExitCode.USAGE: "orchestrate writes in the repository's .git, .ledger/ and .scratch/: make them writable by "
-                    "you, then run it again",
-    ExitCode.FAILED: "free space there, then run it again (a campaign continues from its last recorded state "
-                     "with `orchestrate resume`)"}
+# What the file system refuses: a place made read-only or someone else's, or full.
+_UNWRITABLE = {errno.EROFS: "make it writable by you", errno.EACCES: "make it writable by you",
+               errno.EPERM: "make it writable by you", errno.ENOSPC: "free space there",
+               errno.EDQUOT: "free space there (a quota)"}
+
+
+def _unwritable(exc: OSError) -> OrchestrateError:
+    """One line for a write the file system refused. Exit 2 (nothing was changed) while this process has
+    written no journal; once it has, a campaign stopped midway at its last recorded state: exit 1, and `resume`
+    goes on once the place can be written."""
+    from orchestrate.recorder import journal
+    refused = OrchestrateError(f"{exc.filename}: {exc.strerror}", hint=(
+        f"{_UNWRITABLE[exc.errno]}, then `orchestrate resume` continues from the last recorded state" if journal.WROTE
+        else f"{_UNWRITABLE[exc.errno]} (orchestrate writes in the repository's .git, .ledger/ and .scratch/), then "
+             "run it again; nothing was changed"))
+    refused.exit_code = ExitCode.FAILED if journal.WROTE else ExitCode.USAGE
+    return refused
 
 
 def _print_error(exc: OrchestrateError, as_json: bool = False) -> None:

@@ -58,7 +58,21 @@ def is_str_list(v: object) -> str | None:
     if not isinstance(v, list):
         return f"expected a list, got {kind_of(v)}"
     bad = [x for x in v if not isinstance(x, str)]
-    return f"every entry must be text; `{bad[0]}` is {kind_of(bad[0])}" if bad else None
+    return f"every entry must be text; `{_short(bad[0])}` is {kind_of(bad[0])}" if bad else None
+
+
+def _short(v: object, depth: int = 2) -> str:
+    """A value as a message quotes it: four items a level, two levels (an aliased list written out whole was
+    600 MB), text cut at 60 characters."""
+    if isinstance(v, (list, dict)):
+        if depth == 0 or not v:
+            return ("[...]" if isinstance(v, list) else "{...}") if v else str(v)
+        shown = [f"{_short(k, 0)}: {_short(x, depth - 1)}" for k, x in list(v.items())[:4]] if isinstance(v, dict) \
+            else [_short(x, depth - 1) for x in v[:4]]
+        more = ", ..." if len(v) > 4 else ""
+        return ("[{}]" if isinstance(v, list) else "{{{}}}").format(", ".join(shown) + more)
+    text = repr(v[:60] if isinstance(v, str) else v)  # inside a list or mapping, as Python writes it
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def kind_of(v: object) -> str:

@@ -14,7 +14,10 @@ import yaml
 
 _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~4x faster; fall back when absent
 _CONFLICT = re.compile(r"^(<{7}|={7}|>{7}|\|{7})(\s|$)")
-_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[^\s\[\]{},]")  # `*name` where YAML reads an alias, not a glob
+# An anchor `&name` wherever libyaml reads one: after a space, a line's start, a flow indicator, or a flow `:`
+# (`{"k":&a [..]}`). A document without one has no alias (an alias names an anchor), so nothing to count; a `&&`
+# in a command counts, which only costs the walk.
+_ANCHOR = re.compile(r"(?:^|[\s\[{,:])&[^\s\[\]{},]", re.M)
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ class _Loader(_Base):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.duplicates: list[tuple[int, str, int]] = []
-        self.aliased = _ALIAS.search(stream) is not None  # else no node is reached twice: nothing to count
+        self.aliased = _ANCHOR.search(stream) is not None  # else no node is reached twice: nothing to count
 
     def get_single_data(self):  # noqa: D401 - PyYAML hook: the document's size is known before it is built
         node = self.get_single_node()
@@ -147,6 +150,9 @@ def load(text: str, file: str, *, fast: bool = True) -> tuple[object, list[Probl
         return None, [_syntax(exc, text, file)]
     except yaml.YAMLError as exc:
         return None, [Problem(file, 0, "", "yaml", f"malformed YAML: {' '.join(str(exc).split())}")]
+    except RecursionError:  # libyaml composes any depth; building it here recurses once a level
+        return None, [Problem(file, 0, "", "yaml", "nested hundreds of levels deep, more than can be read: a DAG's "
+                                                   "values are a few levels deep (look for a run of `[` or `{`)")]
     finally:
         loader.dispose()
     problems = [Problem(file, line, key, "duplicate-key",
@@ -155,23 +161,32 @@ def load(text: str, file: str, *, fast: bool = True) -> tuple[object, list[Probl
     return data, problems
 
 
-# What a PyYAML complaint most often means, and what to change: the message alone names the parser's state.
+# What a PyYAML complaint most often means, and what to change: its words, a clue (a pattern looked for in the
+# text from where the parser stopped, or in its whole line), and the fix. The first that fits is given.
+_QUOTED_THEN_MORE = r"""(["'])[^"']*\1[^\s,\]}#:]"""  # `"say "hi""`, `'it's`: a quote ends the value early
+_TABS = "YAML indents with spaces only: replace the tabs on this line"
 _FIXES = (
-    ("cannot start any token", "\t", "YAML indents with spaces only: replace the tabs on this line"),
-    ("cannot start any token", "", "a value starting with `@`, a backquote or `%` must be quoted"),
-    ("end of stream", "quoted", "a quote opened there is never closed: close it on the same value"),
-    ("mapping values are not allowed", "", "a value holding `: ` must be quoted, or this line indented as "
-                                           "the keys above it"),
-    ("expected <block end>", "", "this line's indentation matches no level above: align it with its siblings"),
-    ("could not find expected ':'", "", "a key without `: `, or a quote left open above"),
-    ("expected ',' or ']'", "", "close the `[` list with `]`, with a comma between its items"),
-    ("expected ',' or '}'", "", "close the `{` mapping with `}`, with a comma between its entries"),
-    ("found undefined alias", "", "an alias `*name` needs an anchor `&name` above it"),
-    ("did not find expected node content", "", "a value is missing: a `[` or `{` left open, or nothing after "
-                                              "a `- ` or a `key:` that needs a value"),
-    ("did not find expected '-' indicator", "", "this line's indentation matches no item above: line up its `- `"),
-    ("did not find expected key", "", "this line's indentation matches no key above: line it up, or quote a "
-                                      "value holding `: `"),
+    ("cannot start any token", "at", r"^\t", _TABS),
+    ("cannot start any token", "at", r"^[@`%]", "a value starting with `@`, a backquote or `%` must be quoted"),
+    ("tab character", "", "", _TABS),
+    ("end of stream", "said", "quoted", "a quote opened there is never closed: close it on the same value"),
+    ("mapping values are not allowed", "", "", "a value holding `: ` must be quoted, or this line indented as the "
+                                               "keys above it"),
+    ("expected <block end>", "line", _QUOTED_THEN_MORE, "a quote inside a quoted value ends it: write it twice "
+                                                        "inside '...', or as \\\" inside \"...\""),
+    ("expected <block end>", "", "", "this line's indentation matches no level above: align it with its siblings"),
+    ("could not find expected ':'", "", "", "a key without `: `, or a quote left open above"),
+    ("expected ',' or ']'", "", "", "close the `[` list with `]`, with a comma between its items"),
+    ("expected ',' or '}'", "", "", "close the `{` mapping with `}`, with a comma between its entries"),
+    ("found undefined alias", "", "", "an alias `*name` needs an anchor `&name` above it"),
+    ("did not find expected node content", "", "", "a value is missing: a `[` or `{` left open, or nothing after a "
+                                                   "`- ` or a `key:` that needs a value"),
+    ("did not find expected '-' indicator", "", "", "this line's indentation matches no item above: line up its "
+                                                    "`- `"),
+    ("did not find expected key", "line", _QUOTED_THEN_MORE, "a quote inside a quoted value ends it: write it "
+                                                             "twice inside '...', or as \\\" inside \"...\""),
+    ("did not find expected key", "", "", "this line's indentation matches no key above: line it up, or quote a "
+                                          "value holding `: `"),
 )
 
 
@@ -185,10 +200,13 @@ def _syntax(exc: yaml.MarkedYAMLError, text: str, file: str) -> Problem:
         what += f" ({exc.context})" if exc.context else ""
     elif exc.context and exc.context_mark and exc.problem_mark and exc.context_mark.line != exc.problem_mark.line:
         what += f" ({exc.context} at line {exc.context_mark.line + 1})"
-    line = min(mark.line + 1, max(len(text.splitlines()), 1)) if mark else 0
-    source = text.splitlines()[line - 1] if 0 < line <= len(text.splitlines()) else ""
-    said = f"{what} {exc.context or ''}"
-    fix = next((f for words, clue, f in _FIXES if words in said and (clue in source or clue in said)), None)
+    lines = text.splitlines()
+    line = min(mark.line + 1, max(len(lines), 1)) if mark else 0
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
+    looked = {"at": source[mark.column:] if mark and mark.line + 1 == line else "", "line": source,
+              "said": f"{what} {exc.context or ''}", "": ""}
+    fix = next((f for words, where, clue, f in _FIXES
+                if words in looked["said"] and re.search(clue, looked[where])), None)
     return Problem(file, line, "", "yaml", f"malformed YAML: {what}" + (f"; {fix}" if fix else ""))
 
 
@@ -245,7 +263,7 @@ def _load_json(text: str) -> "Mapping | None":
     import json
     try:
         data = json.loads(text, object_pairs_hook=_pairs)
-    except (ValueError, _Duplicate):
+    except (ValueError, _Duplicate, RecursionError):  # the YAML reader names each
         return None
     if data.__class__ is list:
         data = _sequence(data)

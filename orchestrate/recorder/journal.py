@@ -23,9 +23,10 @@ from typing import Any, Iterable
 from orchestrate import __version__, faults, git
 from orchestrate.recorder import segments
 from orchestrate.recorder.guard import Guard
-from orchestrate.errors import Concurrency, ForeignWrite, OrchestrateError
+from orchestrate.errors import Concurrency, ForeignWrite, Halted, OrchestrateError
 
 ENGINE = f"orchestrate@{__version__}"
+WROTE: list[Path] = []  # journals this process appended to: the CLI's boundary tells "nothing was changed" by it
 TOPIC_TRAILER = "Orchestrate-Topic"  # names the campaign of each recorder commit: other topics' are built on
 
 
@@ -168,6 +169,8 @@ class Recorder:
             if any(e["kind"] == "intent" or e["source_type"] != "engine" for e in entries):
                 os.fsync(fh.fileno())  # (and everything written before it, in order: one file)
         self.guard.wrote(payload)
+        if not WROTE:
+            WROTE.append(self.journal)
         if self._written is not None:
             self._written.extend(entries)
 
@@ -218,7 +221,7 @@ class Recorder:
                     self.guard.landed()
                     return sha
                 if not self._follow() and self._pending is not None:
-                    raise self._moved()  # the branch is where this runner left it, yet the swap failed
+                    raise self._refused(sha)  # the branch is where this runner left it, yet the swap failed
                 if self._pending is None:  # the swap reported failure, yet the branch holds this very commit
                     self.guard.landed()
                     return self.head
@@ -308,6 +311,18 @@ class Recorder:
         if tree != self._index:
             from orchestrate.recorder import upkeep
             upkeep.left_behind(self.ledger)
+
+    def _refused(self, sha: str) -> OrchestrateError:
+        """git refused to move the branch that no one moved: a lock of another git's (exit 4), or a recorder that
+        cannot be written (exit 1), which the message said was a move by another runner (rv46)."""
+        lock = self.ledger / ".git" / f"{self.ref}.lock"
+        if lock.exists():
+            return Concurrency(f"the recorder's branch could not be moved to {sha[:12]}: {lock} is there",
+                               hint="another git is writing the recorder, or one killed mid-write left the lock "
+                                    "(then remove it); `orchestrate resume` continues from the last recorded state")
+        return Halted(f"the recorder's branch could not be moved to {sha[:12]}: git refused the write, and no other "
+                      "runner moved it", hint="the recorder cannot be written (a read-only or full file system?); "
+                                              "once it can, `orchestrate resume` continues from the last recorded state")
 
     def _moved(self) -> Concurrency:
         actual = git.rev_parse(self.ledger, self.ref) or "nothing"

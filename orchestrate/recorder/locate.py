@@ -49,7 +49,8 @@ def peek(layout: Layout, topic: str) -> Campaign:
 def checkout(cwd: Path) -> Path:
     """The main checkout of the repository here; a bare repository is told apart from no repository. In the
     recorder (`cd .ledger/state` to edit the DAG), the project's: the recorder is a repository too, and taken for
-    the project it would get a recorder of its own and campaigns run on it."""
+    the project it would get a recorder of its own and campaigns run on it. A recorder is told by its files and
+    by the project's exclude, where `init` lists it."""
     try:
         top = git.main_worktree(cwd)
     except UsageError:
@@ -57,11 +58,22 @@ def checkout(cwd: Path) -> Path:
             raise UsageError(f"{Path(cwd).resolve()} is a bare repository: it has no checkout for workers to "
                              "branch from", hint="run from a clone with a working tree: `git clone BARE DIR`") from None
         raise
-    if top.name == ".ledger":
+    if top.name == ".ledger" and (top / "config.yaml").is_file() and (top / "state").is_dir():
         try:
             outer = git.main_worktree(top.parent)
         except UsageError:
             return top
-        if outer / ".ledger" == top:
+        if outer / ".ledger" == top and _excluded(outer):
             return outer
     return top
+
+
+def _excluded(root: Path) -> bool:
+    """Whether `init` excluded `.ledger/` in the repository at `root`: the mark a folder of that name is its
+    recorder, not a repository of the user's own that happens to be called so (a `~/.ledger` in a dotfiles
+    checkout)."""
+    try:
+        text = (git.git_common_dir(root) / "info" / "exclude").read_text(errors="replace")
+    except OSError:
+        return False
+    return any(line.strip() in (".ledger/", ".ledger") for line in text.splitlines())
