@@ -186,6 +186,26 @@ def test_a_write_refused_once_the_run_has_recorded_is_exit_1_for_resume(tmp_path
     assert "nothing was changed" not in said.err
 
 
+def test_a_git_that_fails_once_the_run_has_recorded_is_exit_1_for_resume(tmp_path, orch, monkeypatch):
+    """rv46: a git failing mid-run (a kept writer ended by a read-only recorder) was exit 2, "nothing was
+    changed", by its error's class; before anything is recorded it stays 2."""
+    from orchestrate.engine.handlers import dispatch  # imported here: else it would bind the stand-in for good
+    from orchestrate.errors import GitError
+    repo = make_repo(tmp_path / "repo")
+    assert orch("init", cwd=repo).rc == 0
+
+    def failed(*args, **kwargs):
+        raise GitError(["hash-object", "-t", "commit"], None, message="git hash-object -t commit gave it ended")
+
+    monkeypatch.setattr(dispatch, "start", failed)
+    said = orch("run", "--no-interactive", cwd=repo)
+    assert said.rc == 1 and said.err.count("\n") == 1, said.err
+    assert "gave it ended (fix that, then `orchestrate resume` continues" in said.err, said.err
+    import orchestrate.dag.load as dagfile
+    monkeypatch.setattr(dagfile, "check_dag", failed)
+    assert orch("validate", cwd=repo).rc == 2  # nothing recorded: still a usage or environment error
+
+
 def test_a_recorder_made_read_only_midway_stops_the_run_for_resume_not_as_unchanged(tmp_path):
     """rv46: the one line said exit 2, "nothing was changed", once a node had merged and the recorder had
     commits; following its hint (run again) then failed (the campaign branch exists). A worker of the second node

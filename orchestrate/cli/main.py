@@ -19,7 +19,7 @@ from orchestrate.cli import (  # noqa: F401  (each registers its commands)
     tools,
 )
 from orchestrate.cli.app import cli
-from orchestrate.errors import ExitCode, OrchestrateError
+from orchestrate.errors import ExitCode, OrchestrateError, ProcError
 
 
 def _report_bug(exc: BaseException) -> None:
@@ -54,6 +54,11 @@ def _run(argv: list[str] | None) -> int:
         _json_error(as_json, "interrupted", None, ExitCode.INTERRUPTED)
         return ExitCode.INTERRUPTED
     except OrchestrateError as exc:
+        if exc.exit_code == ExitCode.USAGE and isinstance(exc, ProcError) and _recorded():
+            # a git or a tool that failed once the campaign had recorded anything: something was changed, and
+            # the campaign stopped at its last recorded state (exit 2 says nothing was changed)
+            exc.exit_code = ExitCode.FAILED
+            exc.hint = exc.hint or "fix that, then `orchestrate resume` continues from the last recorded state"
         _print_error(exc, as_json)
         return exc.exit_code
     except BrokenPipeError:  # a reader gone before `_Stdout` could see it (stderr, a child's pipe): not a bug
@@ -85,16 +90,22 @@ _UNWRITABLE = {errno.EROFS: "make it writable by you", errno.EACCES: "make it wr
                errno.EDQUOT: "free space there (a quota)"}
 
 
+def _recorded() -> bool:
+    """Whether this command appended to a campaign's journal: from then on something was changed."""
+    journal = sys.modules.get("orchestrate.recorder.journal")
+    return journal is not None and bool(journal.WROTE)
+
+
 def _unwritable(exc: OSError) -> OrchestrateError:
     """One line for a write the file system refused. Exit 2 (nothing was changed) while this process has
     written no journal; once it has, a campaign stopped midway at its last recorded state: exit 1, and `resume`
     goes on once the place can be written."""
-    from orchestrate.recorder import journal
+    recorded = _recorded()
     refused = OrchestrateError(f"{exc.filename}: {exc.strerror}", hint=(
-        f"{_UNWRITABLE[exc.errno]}, then `orchestrate resume` continues from the last recorded state" if journal.WROTE
+        f"{_UNWRITABLE[exc.errno]}, then `orchestrate resume` continues from the last recorded state" if recorded
         else f"{_UNWRITABLE[exc.errno]} (orchestrate writes in the repository's .git, .ledger/ and .scratch/), then "
              "run it again; nothing was changed"))
-    refused.exit_code = ExitCode.FAILED if journal.WROTE else ExitCode.USAGE
+    refused.exit_code = ExitCode.FAILED if recorded else ExitCode.USAGE
     return refused
 
 
