@@ -47,6 +47,10 @@ def drive(ctx: Context) -> int:
 def _walk(ctx: Context) -> State:
     state = State(ctx.campaign.state)
     try:
+        if ctx.recorder is not None and ctx.recorder.held:  # only resume's repairs are held here (an attempt started
+            # again among them): recorded before the run goes on, else `status` shows the attempt cut off as the one
+            # running and an interrupt loses them (rv45); here, where an interrupt stops the workers it started
+            ctx.recorder.commit(f"{ctx.topic}: resume repaired what its runner left")
         while state not in TERMINAL:
             ctx.out.state(state.value, ctx.campaign, ctx.layout.runs(ctx.topic), _focus(ctx, state))
             if amend.edited(ctx):  # a person's edit of the plan is settled before anything uses it

@@ -124,9 +124,6 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
             watch.arm(ctx)
             resume.repair(ctx)
             siblings.unread_after_resume(ctx)
-            if recorder.held:  # the repairs, and an attempt started again, recorded before the run goes on: else
-                # `status` shows the attempt cut off as the one running, and an interrupt loses them (rv45)
-                recorder.commit(f"{name}: resume repaired what its runner left")
             if campaign.state in ("HALT", "PAUSE"):
                 campaign.state = _stopped_in(recorder, campaign.state)  # that state runs again: after a fix, or an answer
             if campaign.state == "SEAM" and campaign.seam is None and campaign.decision is None:
