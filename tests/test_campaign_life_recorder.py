@@ -284,3 +284,20 @@ def test_a_tree_git_failed_to_write_while_staging_is_written_on_the_second_try(r
     assert failed and "unable to create temporary file" in failed[0]
     assert _ledger_git(ledger, "show", f"{rec.head}:.gitignore") == "*.tmp\n"
     assert _ledger_git(ledger, "fsck", "--no-progress", "--no-dangling") == ""
+
+
+def test_a_branch_git_will_not_move_that_nobody_moved_is_not_called_a_move(repo):
+    """rv46: a ref lock (another git writing the recorder, or one killed mid-write) made the swap fail with the
+    branch where the runner left it, and the message said another runner had moved it (expected X, found X)."""
+    ledger = repo / ".ledger"
+    rec = Recorder(ledger, "ta").pin()
+    rec.event("note", {"x": 1})
+    first = rec.commit("ta: one")
+    lock = ledger / ".git" / f"{rec.ref}.lock"
+    lock.write_text("")
+    rec.event("note", {"x": 2})
+    with pytest.raises(Concurrency, match=r"could not be moved to \w+: .*\.lock is there") as refused:
+        rec.commit("ta: two")
+    assert "moved under this runner" not in str(refused.value) and refused.value.exit_code == 4
+    lock.unlink()
+    assert rec.commit("ta: two") != first  # once the lock is gone, the same runner goes on

@@ -54,11 +54,8 @@ def _run(argv: list[str] | None) -> int:
         _json_error(as_json, "interrupted", None, ExitCode.INTERRUPTED)
         return ExitCode.INTERRUPTED
     except OrchestrateError as exc:
-        if exc.exit_code == ExitCode.USAGE and isinstance(exc, ProcError) and _recorded():
-            # a git or a tool that failed once the campaign had recorded anything: something was changed, and
-            # the campaign stopped at its last recorded state (exit 2 says nothing was changed)
-            exc.exit_code = ExitCode.FAILED
-            exc.hint = exc.hint or "fix that, then `orchestrate resume` continues from the last recorded state"
+        if exc.exit_code == ExitCode.USAGE and isinstance(exc, ProcError):  # a git or a tool that failed
+            _midway(exc, exc.hint or "fix that")
         _print_error(exc, as_json)
         return exc.exit_code
     except BrokenPipeError:  # a reader gone before `_Stdout` could see it (stderr, a child's pipe): not a bug
@@ -90,22 +87,22 @@ _UNWRITABLE = {errno.EROFS: "make it writable by you", errno.EACCES: "make it wr
                errno.EDQUOT: "free space there (a quota)"}
 
 
-def _recorded() -> bool:
-    """Whether this command appended to a campaign's journal: from then on something was changed."""
+def _midway(exc: OrchestrateError, fix: str) -> None:
+    """An environment's failure (exit 2: nothing was changed) once this command appended to a campaign's journal
+    is a campaign stopped at its last recorded state: exit 1, and `resume` goes on after `fix`."""
     journal = sys.modules.get("orchestrate.recorder.journal")
-    return journal is not None and bool(journal.WROTE)
+    if journal is not None and journal.WROTE:
+        exc.exit_code = ExitCode.FAILED
+        exc.hint = f"{fix}, then `orchestrate resume` continues from the last recorded state"
 
 
 def _unwritable(exc: OSError) -> OrchestrateError:
-    """One line for a write the file system refused. Exit 2 (nothing was changed) while this process has
-    written no journal; once it has, a campaign stopped midway at its last recorded state: exit 1, and `resume`
-    goes on once the place can be written."""
-    recorded = _recorded()
-    refused = OrchestrateError(f"{exc.filename}: {exc.strerror}", hint=(
-        f"{_UNWRITABLE[exc.errno]}, then `orchestrate resume` continues from the last recorded state" if recorded
-        else f"{_UNWRITABLE[exc.errno]} (orchestrate writes in the repository's .git, .ledger/ and .scratch/), then "
-             "run it again; nothing was changed"))
-    refused.exit_code = ExitCode.FAILED if recorded else ExitCode.USAGE
+    """One line for a write the file system refused (exit 2, or 1 midway: `_midway`)."""
+    fix = _UNWRITABLE[exc.errno]
+    refused = OrchestrateError(f"{exc.filename}: {exc.strerror}", hint=f"{fix} (orchestrate writes in the "
+                               "repository's .git, .ledger/ and .scratch/), then run it again; nothing was changed")
+    refused.exit_code = ExitCode.USAGE
+    _midway(refused, fix)
     return refused
 
 

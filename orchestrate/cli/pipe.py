@@ -17,16 +17,16 @@ class _Stdout:
     every later write (ours, click's, rich's, the interpreter's final flush) quietly succeeds and a
     running campaign goes on to a recorded state instead of dying mid-state."""
 
-    def __init__(self, stream, *, closed: bool = False) -> None:
+    def __init__(self, stream, *, absent: bool = False) -> None:
         self._stream = stream
-        self.closed = closed  # no stdout from the start (`>&-`): what is written is lost, as on a full disk
+        self.absent = absent  # no stdout from the start (`>&-`): what is written is lost, as on a full disk
         self.gone = False
         self.written = False  # anything yet: an error's JSON goes to stdout only as its whole output
         self.failed: OSError | None = None  # a write that failed otherwise than by the reader going away
 
     def write(self, text: str) -> int:
         self.written = self.written or bool(text)
-        if self.closed and text and self.failed is None:
+        if self.absent and text and self.failed is None:
             self.failed = OSError(errno.EBADF, os.strerror(errno.EBADF))
         if not self.gone:
             try:
@@ -85,8 +85,8 @@ def guarded():
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the command's whole duration
     wrapper = None
     if not isinstance(real, _Stdout):
-        wrapper = sys.stdout = _Stdout(real, closed=False) if real is not None else \
-            _Stdout(open(os.devnull, "w"), closed=True)  # noqa: SIM115 - for the command's whole duration
+        wrapper = sys.stdout = _Stdout(real) if real is not None else \
+            _Stdout(open(os.devnull, "w"), absent=True)  # noqa: SIM115 - for the command's whole duration
     try:
         yield wrapper
     finally:

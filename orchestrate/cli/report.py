@@ -39,13 +39,15 @@ def report(topic: str | None, output: Path | None) -> int:
          newest first), no recorder here, or -o names a file that cannot be written (a folder
          that does not exist is not created)
     """
-    from orchestrate.recorder import topics
+    from orchestrate.recorder import damage, topics
     from orchestrate.recorder.locate import project
     from orchestrate.report import html
     if output is not None:
         _check_output(output)
     layout = project(Path.cwd())
-    path = html.write(layout, topics.pick(layout.ledger, topic, newest_ended=True), output)
+    name = topics.pick(layout.ledger, topic, newest_ended=True)
+    damage.refuse(layout.journal(name), "no report was written")  # a run's own (at CLOSE) is guarded as it goes
+    path = html.write(layout, name, output)
     click.echo(str(path))
     return ExitCode.OK
 

@@ -165,6 +165,7 @@ def load(text: str, file: str, *, fast: bool = True) -> tuple[object, list[Probl
 # text from where the parser stopped, or in its whole line), and the fix. The first that fits is given.
 _QUOTED_THEN_MORE = r"""(["'])[^"']*\1[^\s,\]}#:]"""  # `"say "hi""`, `'it's`: a quote ends the value early
 _TABS = "YAML indents with spaces only: replace the tabs on this line"
+_QUOTE_INSIDE = "a quote inside a quoted value ends it: write it twice inside '...', or as \\\" inside \"...\""
 _FIXES = (
     ("cannot start any token", "at", r"^\t", _TABS),
     ("cannot start any token", "at", r"^[@`%]", "a value starting with `@`, a backquote or `%` must be quoted"),
@@ -172,8 +173,7 @@ _FIXES = (
     ("end of stream", "said", "quoted", "a quote opened there is never closed: close it on the same value"),
     ("mapping values are not allowed", "", "", "a value holding `: ` must be quoted, or this line indented as the "
                                                "keys above it"),
-    ("expected <block end>", "line", _QUOTED_THEN_MORE, "a quote inside a quoted value ends it: write it twice "
-                                                        "inside '...', or as \\\" inside \"...\""),
+    ("expected <block end>", "line", _QUOTED_THEN_MORE, _QUOTE_INSIDE),
     ("expected <block end>", "", "", "this line's indentation matches no level above: align it with its siblings"),
     ("could not find expected ':'", "", "", "a key without `: `, or a quote left open above"),
     ("expected ',' or ']'", "", "", "close the `[` list with `]`, with a comma between its items"),
@@ -183,8 +183,7 @@ _FIXES = (
                                                    "`- ` or a `key:` that needs a value"),
     ("did not find expected '-' indicator", "", "", "this line's indentation matches no item above: line up its "
                                                     "`- `"),
-    ("did not find expected key", "line", _QUOTED_THEN_MORE, "a quote inside a quoted value ends it: write it "
-                                                             "twice inside '...', or as \\\" inside \"...\""),
+    ("did not find expected key", "line", _QUOTED_THEN_MORE, _QUOTE_INSIDE),
     ("did not find expected key", "", "", "this line's indentation matches no key above: line it up, or quote a "
                                           "value holding `: `"),
 )

@@ -52,12 +52,24 @@ def _first_commit(ledger: Path) -> None:
     git.commit_all(ledger, "log: init recorder", env=git.identity_env(ledger), allow_empty=True)
 
 
+def excluded(root: Path) -> set[str]:
+    """The entries of the repository at `root`'s .git/info/exclude, each without a trailing `/`."""
+    try:
+        return _entries((git.git_common_dir(root) / "info" / "exclude").read_text(errors="replace"))
+    except OSError:  # none (or none readable): nothing is excluded there
+        return set()
+
+
+def _entries(text: str) -> set[str]:
+    return {ln.strip().rstrip("/") for ln in text.splitlines()}
+
+
 def _exclude(root: Path) -> list[str]:
     exclude = git.git_common_dir(root) / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     text = exclude.read_text() if exclude.exists() else ""
-    present = {ln.strip() for ln in text.splitlines()}
-    missing = [e for e in EXCLUDES if e not in present and e.rstrip("/") not in present]
+    present = _entries(text)
+    missing = [e for e in EXCLUDES if e.rstrip("/") not in present]
     if missing:
         prefix = "" if not text or text.endswith("\n") else "\n"
         write_atomic(exclude, text + prefix + "".join(f"{m}\n" for m in missing))

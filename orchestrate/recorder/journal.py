@@ -26,7 +26,7 @@ from orchestrate.recorder.guard import Guard
 from orchestrate.errors import Concurrency, ForeignWrite, Halted, OrchestrateError
 
 ENGINE = f"orchestrate@{__version__}"
-WROTE: list[Path] = []  # journals this process appended to: the CLI's boundary tells "nothing was changed" by it
+WROTE: set[Path] = set()  # journals this process appended to: the CLI's boundary tells "nothing was changed" by it
 TOPIC_TRAILER = "Orchestrate-Topic"  # names the campaign of each recorder commit: other topics' are built on
 
 
@@ -169,8 +169,7 @@ class Recorder:
             if any(e["kind"] == "intent" or e["source_type"] != "engine" for e in entries):
                 os.fsync(fh.fileno())  # (and everything written before it, in order: one file)
         self.guard.wrote(payload)
-        if not WROTE:
-            WROTE.append(self.journal)
+        WROTE.add(self.journal)
         if self._written is not None:
             self._written.extend(entries)
 

@@ -63,17 +63,9 @@ def checkout(cwd: Path) -> Path:
             outer = git.main_worktree(top.parent)
         except UsageError:
             return top
-        if outer / ".ledger" == top and _excluded(outer):
+        # `init` excluded it there: its recorder, not a repository of the user's own that is called so (a
+        # ~/.ledger in a dotfiles checkout)
+        from orchestrate.recorder.init import excluded
+        if outer / ".ledger" == top and ".ledger" in excluded(outer):
             return outer
     return top
-
-
-def _excluded(root: Path) -> bool:
-    """Whether `init` excluded `.ledger/` in the repository at `root`: the mark a folder of that name is its
-    recorder, not a repository of the user's own that happens to be called so (a `~/.ledger` in a dotfiles
-    checkout)."""
-    try:
-        text = (git.git_common_dir(root) / "info" / "exclude").read_text(errors="replace")
-    except OSError:
-        return False
-    return any(line.strip() in (".ledger/", ".ledger") for line in text.splitlines())

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orchestrate.recorder import segments
+
+if TYPE_CHECKING:
+    from orchestrate.errors import UsageError
 
 _OPEN, _CLOSE = b'"kind":"open"', b'"kind":"close"'  # entries are written with sorted keys, no spaces
 
@@ -82,7 +86,7 @@ def pick(ledger: Path, topic: str | None, *, newest_ended: bool = False) -> str:
                      f"(newest first):\n{listed}")
 
 
-def unknown(ledger: Path, topic: str):
+def unknown(ledger: Path, topic: str) -> UsageError:
     """The one error for a topic the recorder has no campaign of: with the campaigns it has, or how to start one."""
     from orchestrate.errors import UsageError
     known = sorted(lifecycle(ledger))
