@@ -90,3 +90,42 @@ def test_sigterm_stops_the_workers_records_the_interruption_and_resume_goes_on(t
     assert resumed.rc == 75, resumed.err  # went on to the end: the final-acceptance seam
     assert "paused at seam final-acceptance" in resumed.out + resumed.err
     assert repo.git("show", "campaign/term:out/one.txt") == "done"
+
+
+def _tagged_alive(repo: Path) -> list[int]:
+    """Live processes whose environment names a folder of `repo` (a worker's ORCH_WORKTREE does)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                env = (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if f"ORCH_WORKTREE={repo}".encode() in env and _running(int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_sigterm_right_after_resume_started_an_attempt_again_stops_that_worker(tmp_path, orch):
+    # the window before the loop's own interrupt handling: resume's repair has started the cut-off attempt
+    # again, and the signal comes before the loop runs; the attempt it started must not outlive the runner
+    mark = tmp_path / "started"
+    repo = campaign_repo(tmp_path, DAG, WORKER.replace("{mark}", str(mark)))
+    _stopped_by_sigterm(repo, mark, ["run", "--no-interactive"])
+    mark.unlink()
+    at_repair = ("import os, signal, sys; from orchestrate.workers import siblings; "
+                 "siblings.unread_after_resume = lambda ctx: os.kill(os.getpid(), signal.SIGTERM); "
+                 "from orchestrate.cli.main import main; sys.exit(main())")
+    try:
+        done = subprocess.run([sys.executable, "-c", at_repair, "resume", "--no-interactive"], cwd=repo,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 130, (done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr, done.stderr
+        assert _tagged_alive(repo) == [], "the attempt resume started again outlived its runner"
+    finally:
+        for pid in _tagged_alive(repo):
+            os.kill(pid, signal.SIGKILL)
+    mark.write_text("0")  # the attempt stopped may not have got as far as its marker: the next one does its work
+    resumed = orch("resume", "--no-interactive", cwd=repo)  # the repairs were never recorded: made again
+    assert resumed.rc == 75, resumed.err
+    assert repo.git("show", "campaign/term:out/one.txt") == "done"

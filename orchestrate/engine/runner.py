@@ -292,11 +292,15 @@ def _paused_topic(layout: Layout) -> str:
 
 @contextmanager
 def _executor(layout: Layout, choice: Choice | None, jobs: int | None):
-    """The chosen executor, closed (its cluster connection dropped) however the run ends."""
+    """The chosen executor, closed (its cluster connection dropped) however the run ends; its workers stopped
+    when the run ends by an exception."""
     from orchestrate.workers import executors
     ex = executors.build(layout, choice or executors.choose(layout, kind=None, scheduler=None, remote=None), jobs)
     try:
         yield ex
+    except BaseException:  # a signal or an error before the loop's own handling (resume's repairs start
+        ex.cancel_all()  # cut-off attempts again): no worker it started outlives the runner
+        raise
     finally:
         ex.close()
 
