@@ -56,6 +56,14 @@ def test_unusable_input_exits_2_with_one_line(tmp_path, orch, make_bad):
     assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.err
 
 
+def test_a_dag_that_is_not_utf8_names_the_line_of_the_first_bad_byte(tmp_path, orch):
+    path = tmp_path / "dag.yaml"
+    path.write_bytes(b"topic: t\nnodes:\n  - {id: caf\xe9}\n")
+    result = orch("validate", "--dag", path)
+    assert result.rc == 2
+    assert f"{path}:3: not UTF-8 text (byte 28)" in result.err and "save the DAG as UTF-8" in result.err, result.err
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
 def test_an_unreadable_file_exits_2(tmp_path, orch):
     path = tmp_path / "dag.yaml"

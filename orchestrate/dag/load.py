@@ -37,7 +37,8 @@ def read_text(path: str | Path) -> str:
     except OSError as exc:
         raise UsageError(f"{p}: cannot read the DAG: {exc.strerror or exc}", hint="pass --dag PATH to a YAML file") from None
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{p}: not UTF-8 text (byte {exc.start})", hint="save the DAG as UTF-8") from None
+        line = exc.object[:exc.start].count(b"\n") + 1  # the line to open in an editor, as every other problem names
+        raise UsageError(f"{p}:{line}: not UTF-8 text (byte {exc.start})", hint="save the DAG as UTF-8") from None
 
 
 def check_dag(path: str | Path, *, topic: str | None = None,
