@@ -102,6 +102,20 @@ def test_with_json_an_error_is_json_on_stdout_too(tmp_path, orch):
     assert done.returncode == 2 and json.loads(done.stdout)["exit_code"] == 2, done.stdout + done.stderr
 
 
+def test_with_json_an_invalid_plan_lists_its_problems_in_the_error(tmp_path, orch):
+    """`layers --json` on a plan that does not validate: the JSON error carries every problem, each with
+    its file, line, field, code and message, so a script need not parse the stderr lines."""
+    import json
+    repo = make_repo(tmp_path / "repo")
+    bad = repo / "bad.yaml"
+    bad.write_text("topic: t\nnodes:\n  - {id: A, title: a, worker: 'true', depends_on: [B], file_surface: [x]}\n")
+    result = orch("layers", "--dag", bad, "--json", cwd=repo)
+    said = json.loads(result.out)
+    assert result.rc == 1 and said["exit_code"] == 1, result.out + result.err
+    assert said["problems"] == [{"file": str(bad), "line": 3, "field": "nodes.A.depends_on", "code": "dangling",
+                                 "message": "`B` is not a node of this DAG"}], said
+
+
 def test_a_json_error_never_follows_output_already_written(capsys):
     """Output a command printed before it failed is what its reader parses: no second object after it."""
     import click
