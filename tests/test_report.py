@@ -273,9 +273,13 @@ def test_the_report_shows_usage_per_attempt_per_node_and_in_total(tmp_path, orch
     assert "spread over 3 slot(s), the run's --jobs" in text  # as the journal's open entry recorded it
 
     from orchestrate.recorder.locate import project
-    from orchestrate.report import html
+    from orchestrate.report import html, timeline
     told = html.write(project(repo), "spend", tmp_path / "jobs.html", jobs=4).read_text()
     assert "spread over 4 slot(s), the run's --jobs" in told
+    unknown = html.collect(project(repo), "spend")
+    unknown.jobs = None  # a journal without --jobs (a Dask cluster's run): the most workers that ran at once
+    peak = timeline.peak_running(unknown.history)
+    assert peak >= 1 and f"spread over {peak} slot(s), the most workers that ran at once" in html.render(unknown, tmp_path)
 
 
 def test_refresh_rewrites_the_closed_report_after_final_acceptance(tmp_path, orch):
