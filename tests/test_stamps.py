@@ -47,3 +47,23 @@ def test_a_fresh_entry_gives_no_stamp_until_it_has_settled(tmp_path, monkeypatch
     assert stamps.tree(tmp_path) is not None
     st = (tmp_path / "f.txt").stat()
     assert stamps.settled(st) and not stamps.settled(st, st.st_ctime_ns)
+
+
+def _stat(mtime_ns: int, ctime_ns: int) -> os.stat_result:
+    """A stat result as a filesystem would give it (mode, ino, dev, nlink, uid, gid, size, then times)."""
+    seconds = (0, mtime_ns // 10**9, ctime_ns // 10**9)
+    return os.stat_result((0o100644, 1, 1, 1, 0, 0, 5, *seconds, 0.0, mtime_ns / 1e9, ctime_ns / 1e9,
+                           0, mtime_ns, ctime_ns))
+
+
+def test_a_stat_is_trusted_25_ms_after_the_last_write_and_2_s_on_a_whole_second_filesystem():
+    # the margins the README states: sub-second digits mean the kernel clock's few-millisecond tick; whole
+    # seconds in both times mean a coarse filesystem (FAT, some network ones), where a second write within
+    # the same second leaves the stat as it was
+    ms = 10**6
+    fine = 1_700_000_000 * 10**9 + 123_456_789
+    assert not stamps.settled(_stat(fine, fine), fine + 24 * ms) and stamps.settled(_stat(fine, fine), fine + 26 * ms)
+    coarse = 1_700_000_000 * 10**9
+    assert not stamps.settled(_stat(coarse, coarse), coarse + 1_990 * ms)
+    assert stamps.settled(_stat(coarse, coarse), coarse + 2_010 * ms)
+    assert stamps.settled(_stat(coarse, coarse + 7), coarse + 26 * ms)  # one time with digits: not coarse
