@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from orchestrate import faults
-from orchestrate.engine import answers, schedule, watch
+from orchestrate.engine import answers, evaluations, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.workers.launch import roll_back
 from orchestrate.workers.returns import environment_error, fail_attempt, returned
@@ -24,17 +24,20 @@ def collect(ctx: Context, *, until_all: bool) -> None:
         started = list(getattr(ex, "live", ()))  # the ones running now; queued ones have not run yet
         finished = ex.poll()
         running = ex.running()
-        if finished:  # suspects: what ran during the interval, not what poll() started just now
-            done = {o.node for o in finished}
-            watch.check(ctx, sorted(done), [n for n in started if n not in done])
+        if finished:  # suspects: what ran during the interval (evaluators running ahead too), not what poll()
+            done = {o.node for o in finished}  # started just now
+            watch.check(ctx, sorted(done), sorted({n for n in started if n not in done} | set(evaluations.in_flight(ctx))))
         for outcome in finished:
             returned(ctx, outcome)
             if outcome.node in ctx.blamed:
                 fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].head, ctx.blamed.pop(outcome.node))
             if environment_error(outcome.rc, outcome.log):  # the next ones would meet the same: keep them waiting
                 _unqueue(ctx, ex)
-        if not running or (not until_all and (finished or schedule.landed(ctx) or answers.left(ctx)
-                                              or schedule.frozen(ctx, "surface-exceed", "reserved-halt"))):
+        if not until_all:  # eager: what ended is taken in, and the evaluators of what just landed start
+            evaluations.tick(ctx)
+        if not (running or ctx.evaluating) or (not until_all and (
+                finished or schedule.landed(ctx) or answers.left(ctx)
+                or schedule.frozen(ctx, "surface-exceed", "reserved-halt"))):
             break
         ctx.out.running(running, queued=[r.node for r in getattr(ex, "queue", ())])
         faults.reach("poll")

@@ -9,7 +9,7 @@ continues from the journal.
 from __future__ import annotations
 
 from orchestrate import proc, reaping
-from orchestrate.engine import amend, schedule, watch
+from orchestrate.engine import amend, evaluations, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.handlers import HANDLERS
 from orchestrate.engine.states import TERMINAL, Outcome, State
@@ -42,6 +42,7 @@ def drive(ctx: Context) -> int:
         # the run rests, halts or is interrupted: nothing it started outlives it, whatever an evaluator, a
         # check or a tripwire left in a session of its own (a worker's leftovers went when it returned)
         reaping.kill_tagged(ctx.runner_tags())
+        evaluations.stop(ctx)  # their processes were just killed: the threads waiting on them end
 
 
 def _walk(ctx: Context) -> State:
@@ -52,6 +53,7 @@ def _walk(ctx: Context) -> State:
             # running and an interrupt loses them (rv45); here, where an interrupt stops the workers it started
             ctx.recorder.commit(f"{ctx.topic}: resume repaired what its runner left")
         while state not in TERMINAL:
+            evaluations.tick(ctx)  # eager: evaluators that ended are taken in, those of nodes that landed start
             ctx.out.state(state.value, ctx.campaign, ctx.layout.runs(ctx.topic), _focus(ctx, state))
             if amend.edited(ctx):  # a person's edit of the plan is settled before anything uses it
                 amend.open_seam(ctx)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from gates.shared.verdict import ALTERNATIVE, Item, Verdict
 from orchestrate import git
-from orchestrate.engine import judge
+from orchestrate.engine import evaluations, judge
 from orchestrate.errors import GitError
 from orchestrate.recorder.campaign import LANDED, REWORK
 
@@ -56,9 +56,11 @@ def after_merge(ctx) -> list[str]:
         if conflicts:
             found.append(entry)
     reworked: list[str] = []
+    judging = set(evaluations.in_flight(ctx))  # its worktree is in use: MERGE finds the conflict in its turn
     for entry in found:
-        if c.nodes[entry["context"]["node"]].status == LANDED:  # not already reworked with its group
-            reworked += _rework(ctx, entry)
+        node_id = entry["context"]["node"]
+        if c.nodes[node_id].status == LANDED and not judging & set(ctx.dag.group_of(node_id)):  # not already
+            reworked += _rework(ctx, entry)  # reworked with its group
     return reworked
 
 

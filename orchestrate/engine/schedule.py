@@ -13,6 +13,7 @@ due, and nothing else starts until it has run.
 """
 from __future__ import annotations
 
+from orchestrate.engine import evaluations
 from orchestrate.recorder.campaign import ABANDONED, ACCEPTED, DISPATCHED, INVALIDATED, LANDED, PENDING, REWORK, SKIPPED
 from orchestrate.workers import handwork
 from orchestrate.workers.launch import WAITING
@@ -206,9 +207,9 @@ def held(ctx) -> set[str]:
 
 
 def waiting_on_workers(ctx) -> bool:
-    """Nothing to judge, but workers run or a frozen return the engine settles itself (a surface-exceed
-    freeze) waits: AWAIT has the next move."""
-    return (running(ctx) or bool(frozen(ctx, "surface-exceed"))) and not landed(ctx)
+    """Nothing to judge, but workers run, evaluators run ahead (engine/evaluations.py) or a frozen return the
+    engine settles itself (a surface-exceed freeze) waits: AWAIT has the next move."""
+    return (running(ctx) or bool(ctx.evaluating) or bool(frozen(ctx, "surface-exceed"))) and not landed(ctx)
 
 
 def parked(ctx) -> list[str]:
@@ -244,13 +245,14 @@ def running(ctx) -> bool:
 
 def landed(ctx) -> list[str]:
     """Nodes ready to be judged. A LOOPS_WITH group is judged as one, so its members wait until every
-    member still in play has landed; the group then appears once, as its first member."""
+    member still in play has landed; the group then appears once, as its first member. A node whose
+    evaluators run ahead is ready once they are done (engine/evaluations.py)."""
     c, dag = ctx.campaign, ctx.dag
     ready, seen = [], set()
     for n in held(ctx) if (c.seam or c.queued) else ():  # a seam about a group holds all of it
         seen.update(dag.group_of(n))
     for n in c.with_status(LANDED):
-        if n in seen:
+        if n in seen or evaluations.pending(ctx, n):
             continue
         group = dag.group_of(n)
         seen.update(group)

@@ -120,8 +120,9 @@ def guard_recorder(ctx: Context) -> None:
 
 
 def _live(ctx: Context) -> list[str]:
-    """Workers running now; between layers a person may edit the DAG (the amendment seam's case)."""
-    return sorted(getattr(ctx.executor, "live", ()))
+    """Workers running now, and nodes whose evaluators run ahead (engine/evaluations.py: code of theirs runs);
+    between layers a person may edit the DAG (the amendment seam's case)."""
+    return sorted(set(getattr(ctx.executor, "live", ())) | {node for node, _ in ctx.evaluating})
 
 
 def check(ctx: Context, finished: list[str], running: list[str], *, during: str = "while it ran") -> None:

@@ -74,6 +74,7 @@ class _Reader:
         # RECONCILE judges one node (or group) per visit and records its gates with the verdict, so a
         # node's judging began when the engine last entered RECONCILE; before that it waited, landed.
         self.reconcile_at = 0.0
+        self.ahead: dict[str, float] = {}  # node -> when its evaluators started ahead of RECONCILE (eager)
 
     def at(self, entry: dict) -> float:
         return seconds(entry["created_at"]) - self.h.start
@@ -103,6 +104,8 @@ class _Reader:
             attempt = self.current[node]
             attempt.worker_rc, attempt.worker_seconds = cx.get("rc"), cx.get("seconds")
             self.enter(node, "landed" if cx.get("rc") == 0 else None, t)  # its result is being collected
+        elif kind == "result" and cx.get("effect") == "evaluators-start" and node in self.current:
+            self.ahead[node] = t
         elif kind == "intent" and cx.get("effect") == "worker-start" and node in self.current:
             log = cx.get("log")
             if log and log not in self.current[node].logs:
@@ -136,11 +139,13 @@ class _Reader:
             self.h.closed_at = t
 
     def judged(self, node: str) -> None:
-        """Split a landed span where RECONCILE began on this node: waiting before, judging after."""
+        """Split a landed span where its judging began (RECONCILE on this node, or its evaluators starting ahead
+        of it): waiting before, judging after."""
         attempt = self.current.get(node)
         last = attempt.spans[-1] if attempt and attempt.spans else None
+        ahead = self.ahead.pop(node, None)
         if last is not None and last.phase == "landed" and last.end is None:
-            began = max(self.reconcile_at, last.start)
+            began = max(self.reconcile_at if ahead is None else ahead, last.start)
             last.end = began
             attempt.spans.append(Span("judging", began))
 

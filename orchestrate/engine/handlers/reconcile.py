@@ -10,7 +10,7 @@ from __future__ import annotations
 from gates import adherence, coherence, evaluators, premise, reconcile_node
 from gates.shared.verdict import Verdict
 from orchestrate import git
-from orchestrate.engine import budget, judge, schedule, watch
+from orchestrate.engine import budget, evaluations, judge, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED, LANDED, PENDING, REWORK
@@ -55,7 +55,7 @@ def handle(ctx: Context) -> Outcome:
     if ns.rc not in (0, None):
         verdicts = [_worker_failed(ns)]
     else:
-        evaluated = ctx.evaluated.pop((node_id, ns.attempt), None) or _evaluate(ctx, node_id)
+        evaluated = ctx.evaluated.pop((node_id, ns.attempt), None) or evaluations.run(ctx, node_id)
         if why := judge.cannot_start(evaluated):
             judge.record(ctx, node_id, evaluated)
             judge.environment_stop(ctx, [node_id], why)
@@ -78,14 +78,6 @@ def handle(ctx: Context) -> Outcome:
     return _fail(ctx, node_id, failed, entries)
 
 
-def _evaluate(ctx: Context, node_id: str) -> Verdict:
-    ns = ctx.campaign.nodes[node_id]
-    log = ctx.layout.runs(ctx.campaign.topic) / node_id / f"evaluators-{ns.attempt}.log"
-    with containment.judging(ctx, ctx.root / ns.worktree, (node_id,)):
-        return evaluators.check(ctx.dag.effective_checks(node_id), ctx.root / ns.worktree, env=ctx.runner_tags(),
-                                log_path=log, default_timeout=ctx.dag.by_id[node_id].timeout)
-
-
 def _prefetch(ctx: Context) -> None:
     """Run the evaluators of every landed node at once, up to --jobs of them, before the first is judged:
     evaluators are the slow part of judging and each runs in its own node's worktree, so judging N landed
@@ -100,7 +92,7 @@ def _prefetch(ctx: Context) -> None:
     width = min(len(todo), getattr(ctx.executor, "jobs", None) or len(todo))
     pool, ran = ThreadPoolExecutor(max_workers=width, thread_name_prefix="evaluators"), ctx.judge_runs
     try:
-        futures = {n: pool.submit(_evaluate, ctx, n) for n in todo}
+        futures = {n: pool.submit(evaluations.run, ctx, n) for n in todo}
         for n, future in futures.items():
             ctx.evaluated[(n, c.nodes[n].attempt)] = future.result()
         watch.after_judging(ctx, todo, ran)  # each blamed node's verdict fails when it is judged
