@@ -203,3 +203,54 @@ def test_an_attempt_resume_starts_again_is_recorded_before_it_runs(tmp_path):
                           capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
     assert done.returncode == 75, done.stdout + done.stderr
     assert "repair: N1: attempt 2 was cut off" in done.stdout and "attempt 1 was cut off" not in done.stdout
+
+
+# A waits until B has its brief (or gives up): with -j 1, B can only start once a resumed run with more slots
+# starts it beside A's attempt that resume started again.
+BESIDE = """#!/bin/sh
+set -eu
+if [ "$ORCH_NODE" = A ]; then
+  echo $$ > "$ORCH_RUN_DIR_MARK"
+  n=0
+  while [ ! -f "$RUNS/B/brief-1.md" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done
+  test -f "$RUNS/B/brief-1.md"
+fi
+echo "$ORCH_NODE" > "$ORCH_NODE.txt"
+"""
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_a_resume_with_more_jobs_starts_the_nodes_waiting_for_a_slot_at_once(tmp_path, orch, schedule):
+    """rv47: `run -j 1` stopped while A ran, then `resume -j 3`: B and C waited until the attempt of A that resume
+    started again had returned, though two slots were free."""
+    runs = tmp_path / "repo" / ".scratch" / "runs" / "fill"
+    mark = tmp_path / "a-started"
+    worker = BESIDE.replace("$RUNS", str(runs)).replace("$ORCH_RUN_DIR_MARK", str(mark))
+    dag = (f'topic: fill\nschedule: {schedule}\nworkers: {{sh: "./work.sh"}}\ndefaults: {{sandbox: none, '
+           'unsandboxed: parallel}\nnodes:\n' + "".join(
+               f"  - {{id: {n}, title: {n}, depends_on: [], file_surface: [{n}.txt], discipline: sh}}\n" for n in "ABC"))
+    repo = campaign_repo(tmp_path, dag, worker)
+    env = dict(os.environ, CI="true")
+    runner = subprocess.Popen([sys.executable, "-m", "orchestrate", "run", "-j", "1"], cwd=repo, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    journal = repo / ".ledger" / "state" / "fill" / "journal.jsonl"
+    for _ in range(1200):  # A runs, and the run waits for it (B and C queued for the slot)
+        if mark.exists() and journal.exists() and '"to":"AWAIT"' in journal.read_text():
+            break
+        assert runner.poll() is None, runner.communicate()
+        time.sleep(0.05)
+    else:
+        pytest.fail("A never started")
+    runner.send_signal(signal.SIGTERM)
+    out, err = runner.communicate(timeout=60)
+    assert runner.returncode == 130, out + err
+    resumed = orch("resume", "-j", "3", cwd=repo)
+    assert resumed.rc == 75, resumed.out + resumed.err
+    assert "repair: A: attempt 1 was cut off" in resumed.out
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    b_started = next(i for i, e in enumerate(entries) if e["kind"] == "node" and e["context"].get("node") == "B"
+                     and e["context"].get("status") == "DISPATCHED")
+    a_returned = next(i for i, e in enumerate(entries) if e["kind"] == "result" and e["context"].get("node") == "A"
+                      and e["context"].get("effect") == "worker-start" and "rc" in e["context"])
+    assert b_started < a_returned
+    assert entries[a_returned]["context"] == {**entries[a_returned]["context"], "attempt": 2, "rc": 0}

@@ -130,6 +130,7 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
                 # an accepted amendment that proved invalid halted: the layer's routing runs again, and the
                 # (now fixed) DAG opens the dag-amendment seam first
                 campaign.state = "CHECKPOINT"
+            ctx.fill_slots = campaign.state == "AWAIT"
             out.line(f"resuming campaign {name} in {campaign.state}")
             return drive(ctx)
 

@@ -35,7 +35,8 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.DISPATCH, O.ABANDONED, S.CHECKPOINT, "(+) a node's attempts spent its `budget:` and it opted into `on_exhausted: continue`: ABANDONED"),
     Transition(S.AWAIT, O.RETURNED, S.RECONCILE, "every worker returned (eager: at least one); their nodes are LANDED"),
     Transition(S.AWAIT, O.NEXT, S.DISPATCH, "(+) the returned nodes wait for a LOOPS_WITH peer that has yet to start, "
-               "or (layered) the layer's next worker without the sandbox starts, alone"),
+               "or (layered) the layer's next worker without the sandbox starts, alone, or (resumed in AWAIT) "
+               "nodes that wait for a --jobs slot start"),
     Transition(S.AWAIT, O.SURFACE_EXCEED, S.SURFACE_EXCEED, "a worker froze asking for paths outside its surface"),
     Transition(S.AWAIT, O.REFUTED_PREMISE, S.REALIGN, "a worker froze reporting a refuted premise"),
     Transition(S.AWAIT, O.RESERVED_HALT, S.SEAM, "a worker froze on a reserved halt: seam reserved-halt"),

@@ -15,6 +15,10 @@ from orchestrate.seams.choices import CHOICES
 
 
 def handle(ctx: Context) -> Outcome:
+    if ctx.fill_slots:  # resumed here: the resumed run may have more --jobs than the one it resumes, and nodes
+        ctx.fill_slots = False  # that waited for a slot (or were never started) start now, not after a return
+        if schedule.to_dispatch(ctx) or (schedule.eager(ctx) and schedule.unrouted(ctx)):
+            return Outcome.NEXT
     collect.collect(ctx, until_all=not schedule.eager(ctx))
     return _after(ctx)
 
