@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import io
 from pathlib import Path
-from typing import IO, Mapping, Sequence
+from typing import IO, Callable, Mapping, Sequence
 
 from gates.shared import gatecli
 from gates.shared.verdict import FAIL, PASS, USAGE, Item, Verdict
@@ -22,8 +22,11 @@ TAIL_CHARS = 200
 
 
 def check(evaluators: Sequence[Check], worktree: Path, *, log_path: Path | None = None,
-          default_timeout: float = 600, env: Mapping[str, str] | None = None) -> Verdict:
-    """Run every evaluator (even after a failure, so the log is complete); 0 all pass, 1 fail/timeout, 2 cannot start."""
+          default_timeout: float = 600, env: Mapping[str, str] | None = None,
+          stop: Callable[[], bool] | None = None) -> Verdict:
+    """Run every evaluator (even after a failure, so the log is complete); 0 all pass, 1 fail/timeout, 2 cannot start.
+    `stop`: asked before each evaluator; once true, none more starts (the caller has stopped the run and will
+    not use the verdict)."""
     if not evaluators:
         return Verdict(NAME, PASS, "PASS: no evaluators declared", (), {"log": None, "results": []})
     worktree = Path(worktree)
@@ -33,6 +36,8 @@ def check(evaluators: Sequence[Check], worktree: Path, *, log_path: Path | None 
     try:
         missing = not worktree.is_dir()
         for ev in evaluators:
+            if stop is not None and stop():
+                break
             timeout = ev.timeout or default_timeout
             if missing:
                 item, result = _not_started(ev, f"worktree {worktree} does not exist")

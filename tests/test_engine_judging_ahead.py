@@ -82,3 +82,142 @@ def test_a_workers_timeout_is_enforced_while_a_landed_nodes_evaluators_run(tmp_p
     timed_out = _first(entries, lambda e: e["kind"] == "result" and e["context"].get("node") == "B"
                        and e["context"].get("rc") == 124)
     assert timed_out < _first(entries, _verdict("A"))
+
+
+QUICK = """\
+topic: back
+workers: {sh: "./work.sh"}
+defaults: {timeout: 120, sandbox: bwrap}
+nodes:
+  - {id: A, title: judged ahead, file_surface: [a/], discipline: sh, evaluators: [{name: ok, run: "test -f a/one.txt"}]}
+"""
+
+
+def test_a_resume_that_comes_back_in_reconcile_waits_for_the_evaluators_it_starts_again(tmp_path):
+    """rv51: killed once RECONCILE was recorded, the resume started A's evaluators ahead again, found nothing ready
+    to judge and raised IndexError (exit 70), at every resume."""
+    from tests.engine_helpers import cli, recorder_subjects
+    reference = campaign_repo(tmp_path / "ref", QUICK, WORKER)
+    assert cli(reference, "run").returncode == 75
+    flushes = recorder_subjects(reference)[1:]  # the run's commits, each a flush first (init's is not the run's)
+    at = next(i for i, s in enumerate(flushes) if s.endswith("-> RECONCILE"))
+    repo = campaign_repo(tmp_path / "cut", QUICK, WORKER)
+    assert cli(repo, "run", fault=f"flush:{at + 1}").returncode == -9
+    assert journal(repo, "back")[-1]["context"].get("to") == "RECONCILE"  # killed just there
+    resumed = cli(repo, "resume")
+    assert resumed.returncode == 75, resumed.stdout + resumed.stderr
+    assert "A: evaluators started" in resumed.stdout
+    assert [e["context"]["verdict"] for e in journal(repo, "back") if e["kind"] == "verdict"] == ["accept"]
+
+
+AMENDED = """\
+topic: amend
+workers: {sh: "./work.sh"}
+defaults: {timeout: 120, max_attempts: 1, sandbox: bwrap}
+nodes:
+  - {id: A, title: judged ahead, file_surface: [a/], discipline: sh,
+     evaluators: [{name: gate, run: 'n=0; while [ ! -f "ROOT/release" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done'}]}
+"""
+
+
+def test_evaluators_run_ahead_under_a_dag_since_amended_are_run_again(tmp_path):
+    """rv51: a person amended A's evaluators (and accepted the amendment) while the old ones ran ahead; A was
+    accepted on the old ones' verdict."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+    repo = campaign_repo(tmp_path, AMENDED.replace("ROOT", str(tmp_path / "repo")), WORKER)
+    (tmp_path / "answers.yaml").write_text("dag-amendment: accept\n")
+    runner = subprocess.Popen([sys.executable, "-m", "orchestrate", "run", "--answers", str(tmp_path / "answers.yaml")],
+                              cwd=repo, env=dict(os.environ, CI="true"), text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    live = repo / ".ledger" / "state" / "amend" / "journal.jsonl"
+    try:
+        for _ in range(1200):
+            if live.exists() and '"effect":"evaluators-start"' in live.read_text():
+                break
+            assert runner.poll() is None, runner.communicate()
+            time.sleep(0.05)
+        else:
+            pytest.fail("A's evaluators never started ahead")
+        copy = repo / ".ledger" / "state" / "amend" / "dag.yaml"  # the campaign's DAG, as a person edits it
+        copy.write_text(copy.read_text().replace("run: 'n=0;", "run: 'exit 1; n=0;"))
+        (repo / "release").write_text("")  # the old evaluator passes now
+        out, err = runner.communicate(timeout=180)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+    assert runner.returncode == 75, out + err  # at A's realignment: the amended evaluator failed
+    entries = [json.loads(line) for line in live.read_text().splitlines()]
+    assert [e["context"]["choice"] for e in entries if e["kind"] == "decision"] == ["accept"]  # the amendment
+    assert [e["context"]["verdict"] for e in entries if e["kind"] == "verdict"] == ["escalate"], out
+
+
+WITH_A_PERSON = """\
+topic: hand
+workers: {sh: "./work.sh"}
+defaults: {timeout: 120, sandbox: bwrap}
+nodes:
+  - {id: A, title: judged ahead, file_surface: [a/], discipline: sh, evaluators: [{name: slow, run: "sleep 1"}]}
+  - {id: H, title: a person's, file_surface: [h.txt], worker: {kind: human}}
+"""
+
+
+def test_a_persons_node_waits_until_what_is_judged_ahead_has_been_judged(tmp_path, orch):
+    """rv51: H was handed to its person while A's evaluators ran ahead; the run paused there and A's judging
+    was thrown away, to run again on resume. A person works alone, once nothing waits to be judged."""
+    repo = campaign_repo(tmp_path, WITH_A_PERSON, WORKER)
+    result = orch("run", "--jobs", "2", cwd=repo)
+    assert result.rc == 75, result.out + result.err  # H's handwork seam
+    entries = journal(repo, "hand")
+    assert _first(entries, _verdict("A")) < _first(entries, _dispatched("H"))
+    assert statuses(repo, orch, "hand")["A"] == "ACCEPTED"
+
+
+PLANTING = """\
+topic: plant
+workers: {sh: "./work.sh"}
+defaults: {timeout: 120, sandbox: bwrap}
+nodes:
+  - {id: A, title: judged ahead, file_surface: [a/], discipline: sh, evaluators: [
+      {name: plants, run: 'echo PLANTED >> "$HOME/.bashrc"; n=0; while [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done'},
+      {name: late, run: 'echo LATE >> "$HOME/.bashrc"'}]}
+"""
+
+
+def test_a_sigterm_stops_evaluators_run_ahead_and_puts_back_what_they_planted(tmp_path):
+    """rv51: stopped while A's first evaluator ran ahead, the runner killed it, then waited for the next one,
+    which started after the kill; and what either wrote in $HOME (a start-up file: code the user's next shell
+    runs) stayed, unblamed, for the resume to take in as the state to guard."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("# mine\n")
+    repo = campaign_repo(tmp_path, PLANTING, WORKER)
+    runner = subprocess.Popen([sys.executable, "-m", "orchestrate", "run"], cwd=repo, text=True,
+                              env=dict(os.environ, CI="true", HOME=str(home)), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        for _ in range(1200):
+            if "PLANTED" in (home / ".bashrc").read_text():
+                break
+            assert runner.poll() is None, runner.communicate()
+            time.sleep(0.05)
+        else:
+            pytest.fail("A's first evaluator never ran")
+        runner.send_signal(signal.SIGTERM)
+        out, err = runner.communicate(timeout=120)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+    assert runner.returncode == 130, out + err
+    assert (home / ".bashrc").read_text() == "# mine\n", out + err  # put back; the second evaluator never ran
+    assert "A: changed what no worker may change" in out + err

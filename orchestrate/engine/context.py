@@ -43,6 +43,7 @@ class Context:
     evaluated: dict = field(default_factory=dict)  # (node, attempt) -> its evaluators' verdict, run ahead
     evaluating: dict = field(default_factory=dict)  # (node, attempt) -> (future, judge_runs then): engine/evaluations.py
     judge_pool: object = None  # the threads evaluators run ahead in (eager)
+    judge_stop: object = None  # threading.Event: set, no evaluator run ahead starts any more
     judge_runs: int = 0  # processes judging started (workers/containment.judging): the watch looks after them
     judged: Callable[[list, int], None] | None = None  # the watch's look after judging (engine/loop.py sets it)
     unread: dict = field(default_factory=dict)  # (node, head) -> workers that returned while its files went

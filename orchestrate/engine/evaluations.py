@@ -10,28 +10,41 @@ a worktree being judged; there evaluators run as before, in RECONCILE, while the
 together still runs at once: reconcile._prefetch). A group (LOOPS_WITH), a worker that failed and a node with
 a budget are judged in RECONCILE as before.
 
-What the evaluators' code changed of what is watched is looked at when each finishes (watch.after_judging),
-and a worker's return is compared with the nodes being judged among the suspects (watch._live). The threads'
-processes carry the runner's tags: an interrupt or the run's end kills them (loop.drive), and `stop` joins
-the threads.
+A verdict stands for the evaluators it ran: after a DAG amendment changed a node's evaluators, it is run
+again. What the evaluators' code changed of what is watched is looked at when each run ends
+(watch.after_judging), and a worker's return is compared with the nodes being judged among the suspects
+(watch._live). When the run stops (a pause waits for them; a halt, an interrupt or an error stops them: none
+more starts, the running ones are killed), the watch looks as well, before the run's last commit.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 
 from gates import evaluators
 from gates.shared.verdict import Verdict
 from orchestrate.recorder.campaign import LANDED
 
+AHEAD_TAG = "ORCH_AHEAD"  # node+attempt, in the environment of what its evaluators run ahead start
 
-def run(ctx, node_id: str) -> Verdict:
-    """The node's evaluators, in its worktree (in the sandbox when judging is sandboxed)."""
+
+def run(ctx, node_id: str, stop: threading.Event | None = None) -> tuple[tuple, Verdict]:
+    """The node's evaluators, in its worktree (in the sandbox when judging is sandboxed): (the checks, verdict)."""
     from orchestrate.workers import containment
     ns = ctx.campaign.nodes[node_id]
+    checks = ctx.dag.effective_checks(node_id)
     log = ctx.layout.runs(ctx.campaign.topic) / node_id / f"evaluators-{ns.attempt}.log"
+    env = {**ctx.runner_tags(), **({AHEAD_TAG: f"{node_id}+{ns.attempt}"} if stop is not None else {})}
     with containment.judging(ctx, ctx.root / ns.worktree, (node_id,)):
-        return evaluators.check(ctx.dag.effective_checks(node_id), ctx.root / ns.worktree, env=ctx.runner_tags(),
-                                log_path=log, default_timeout=ctx.dag.by_id[node_id].timeout)
+        return checks, evaluators.check(checks, ctx.root / ns.worktree, env=env, log_path=log,
+                                        default_timeout=ctx.dag.by_id[node_id].timeout,
+                                        stop=stop.is_set if stop is not None else None)
+
+
+def taken(ctx, node_id: str) -> Verdict | None:
+    """The verdict of the node's evaluators run ahead of its judging, if they were the ones in force now."""
+    got = ctx.evaluated.pop((node_id, ctx.campaign.nodes[node_id].attempt), None)
+    return got[1] if got is not None and got[0] == ctx.dag.effective_checks(node_id) else None
 
 
 def ahead(ctx) -> bool:
@@ -53,12 +66,14 @@ def _eligible(ctx, node_id: str) -> bool:
 
 
 def pending(ctx, node_id: str) -> bool:
-    """Is the landed node waiting for evaluators that run ahead (running, or not started yet)? Not one a seam
-    holds (a review divergence asks a person about evaluators that already ran)."""
+    """Is the landed node waiting for evaluators that run ahead (running, not started yet, or to run again
+    because the DAG's were amended)? Not one a seam holds (a review divergence asks a person about evaluators
+    that already ran)."""
     if not ahead(ctx) or not _eligible(ctx, node_id):
         return False
     from orchestrate.engine import schedule
-    return (node_id, ctx.campaign.nodes[node_id].attempt) not in ctx.evaluated and node_id not in schedule.held(ctx)
+    got = ctx.evaluated.get((node_id, ctx.campaign.nodes[node_id].attempt))
+    return (got is None or got[0] != ctx.dag.effective_checks(node_id)) and node_id not in schedule.held(ctx)
 
 
 def in_flight(ctx) -> list[str]:
@@ -73,14 +88,7 @@ def finished(ctx) -> bool:
 
 def tick(ctx) -> None:
     """Take in the evaluator runs that ended, then start those of nodes that landed since."""
-    done = [key for key, (future, _) in ctx.evaluating.items() if future.done()]
-    if done:
-        ran = min(ctx.evaluating[key][1] for key in done)
-        for key in done:
-            future, _ = ctx.evaluating.pop(key)
-            ctx.evaluated[key] = future.result()  # a bug in a thread is raised here, in the loop's
-        from orchestrate.engine import watch
-        watch.after_judging(ctx, [node for node, _ in done], ran)  # each blamed node's verdict fails when judged
+    _take_in(ctx, [key for key, (future, _) in ctx.evaluating.items() if future.done()])
     if not ahead(ctx):
         return
     c = ctx.campaign
@@ -89,18 +97,51 @@ def tick(ctx) -> None:
         if key in ctx.evaluating or not pending(ctx, node_id):
             continue
         if ctx.judge_pool is None:
-            width = getattr(ctx.executor, "jobs", None) or 4
-            ctx.judge_pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="evaluators")
-        ctx.evaluating[key] = (ctx.judge_pool.submit(run, ctx, node_id), ctx.judge_runs)
+            ctx.judge_pool = ThreadPoolExecutor(max_workers=getattr(ctx.executor, "jobs", None) or 4,
+                                                thread_name_prefix="evaluators")
+            ctx.judge_stop = threading.Event()
+        ctx.evaluating[key] = (ctx.judge_pool.submit(run, ctx, node_id, ctx.judge_stop), ctx.judge_runs)
         if ctx.recorder is not None:  # where its judging began, for the report's timeline and for status
             ctx.emit("result", {"effect": "evaluators-start", "node": node_id, "attempt": key[1]})
         ctx.out.line(f"{node_id}: evaluators started (attempt {key[1]})")
 
 
+def _take_in(ctx, done: list, keep: bool = True) -> None:
+    """The verdicts of ended runs (kept unless the run is stopping), then the watch's look after their code."""
+    if not done:
+        return
+    ran = min(ctx.evaluating[key][1] for key in done)
+    for key in done:
+        future, _ = ctx.evaluating.pop(key)
+        if keep:
+            ctx.evaluated[key] = future.result()  # a bug in a thread is raised here, in the loop's
+    from orchestrate.engine import watch
+    watch.after_judging(ctx, sorted({node for node, _ in done}), ran)  # a blamed node's verdict fails when judged
+
+
+def settle(ctx, *, wait_for_them: bool) -> None:
+    """The run stops with evaluators in flight. A pause waits for them; a halt, an interrupt or an error stops
+    them (none more starts; the running ones are killed). Either way what their code changed of what is watched
+    is put back and blamed, and their verdicts are not kept: a resume runs them again."""
+    if not ctx.evaluating:
+        return
+    futures = [future for future, _ in ctx.evaluating.values()]
+    if not wait_for_them:
+        ctx.judge_stop.set()
+        from orchestrate import reaping
+        for node, attempt in list(ctx.evaluating):
+            reaping.kill_tagged({**ctx.runner_tags(), AHEAD_TAG: f"{node}+{attempt}"}, orphans=False)
+    else:
+        ctx.out.always(f"waiting for the evaluators of {', '.join(in_flight(ctx))} to end before stopping")
+    wait(futures)
+    _take_in(ctx, list(ctx.evaluating), keep=False)
+
+
 def stop(ctx) -> None:
-    """After the run's processes were killed (loop.drive): the threads end, nothing they found is used."""
+    """After the run's processes were killed (loop.drive): the threads end."""
     pool, ctx.judge_pool = ctx.judge_pool, None
+    if ctx.judge_stop is not None:
+        ctx.judge_stop.set()
     ctx.evaluating.clear()
     if pool is not None:
         pool.shutdown(wait=True, cancel_futures=True)
-

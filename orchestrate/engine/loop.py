@@ -61,8 +61,10 @@ def _walk(ctx: Context) -> State:
             else:
                 outcome = HANDLERS[state](ctx)
             nxt = next_state(state, outcome)
-            if nxt in (State.PAUSE, State.HALT) and ctx.recorder is not None and ctx.executor.running():
-                _settle_workers(ctx, nxt)
+            if nxt in (State.PAUSE, State.HALT) and ctx.recorder is not None:
+                if ctx.executor.running():
+                    _settle_workers(ctx, nxt)
+                evaluations.settle(ctx, wait_for_them=nxt is State.PAUSE)  # what their code changed is put back
             detail, ctx.subject = ctx.subject, ""
             verdicts = [e["context"] for e in ctx.recorder.held if e["kind"] == "verdict"] if ctx.recorder else []
             if ctx.recorder is not None:
@@ -94,12 +96,17 @@ def _walk(ctx: Context) -> State:
             for node in queued:  # never started (or, in DISPATCH, never recorded): not an attempt
                 if launch.never_ran(ctx.campaign.nodes[node]) or state is State.DISPATCH:
                     launch.roll_back(ctx, node)
+            evaluations.settle(ctx, wait_for_them=False)  # stopped; what their code changed is put back
             ctx.emit("interrupt", {"state": state.value})
             ctx.recorder.commit(f"{ctx.topic}: interrupted in {state.value}")
         raise Interrupted(f"interrupted in {state.value}; workers stopped",
                           hint="`orchestrate resume` continues from here") from None
     except Exception as exc:  # a halt raised mid-state (a foreign write, a bug): no worker outlives the runner
         ctx.executor.cancel_all()
+        try:
+            evaluations.settle(ctx, wait_for_them=False)
+        except Exception:  # noqa: BLE001 - the first error is the one to report; drive kills what is left
+            pass
         if isinstance(exc, OrchestrateError) and ctx.recorder is not None:
             ctx.out.notify("halt", ctx.topic, message=f"{ctx.topic}: halted in {state.value}: {exc}")
         raise

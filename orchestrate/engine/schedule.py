@@ -167,7 +167,8 @@ def _eager(ctx) -> list[str]:
     # a person's node: once no worker runs and nothing waits to be judged, so the person works alone
     # (a landed node waiting for this very person, its LOOPS_WITH peer, does not count)
     people = [n for n in candidates if n not in machine]
-    busy = any(c.nodes[n].status == DISPATCHED for n in window) or landed(ctx)
+    busy = any(c.nodes[n].status == DISPATCHED for n in window) or landed(ctx) \
+        or any(evaluations.pending(ctx, n) for n in c.with_status(LANDED))  # being judged ahead
     return [] if busy or not people else people[:1]
 
 

@@ -43,6 +43,8 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.SURFACE_EXCEED, O.WIDEN, S.AWAIT, "collision-check 0: surface widened in the DAG, worker resumed"),
     Transition(S.SURFACE_EXCEED, O.SERIALIZE, S.RUN_LAYER, "collision-check 3: node marked serialize, rescheduled"),
     Transition(S.RECONCILE, O.ACCEPT, S.MERGE, "evaluators, surface honesty and coherence all pass"),
+    Transition(S.RECONCILE, O.RUNNING, S.AWAIT, "(+) eager: every landed node's evaluators still run ahead (started "
+               "as a resume came back here, or again after an amendment): wait for them and for the workers"),
     Transition(S.RECONCILE, O.REWORK, S.DISPATCH, "a gate failed: new attempt from the current tip, failure in the brief"),
     Transition(S.RECONCILE, O.ESCALATE, S.REALIGN, "attempts spent: realign or ask"),
     Transition(S.RECONCILE, O.ABANDONED, S.CHECKPOINT, "(+) attempts spent on an `on_exhausted: continue` node: ABANDONED, the campaign goes on"),

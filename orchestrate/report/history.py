@@ -152,6 +152,7 @@ class _Reader:
     def status(self, node: str, cx: dict, t: float) -> None:
         status = cx.get("status")
         if status == "DISPATCHED":
+            self.ahead.pop(node, None)  # an earlier attempt's evaluators that ran ahead: not this one's judging
             number = int(cx.get("attempt") or 1)
             attempt = self.current.get(node)
             if attempt is None or attempt.number != number:  # a resumed worker (WIDEN) keeps its attempt

@@ -40,6 +40,8 @@ def handle(ctx: Context) -> Outcome:
         return Outcome.ESCALATE
     siblings.before_reading(ctx)  # files that went uncompared, now to be read: compared first
     _prefetch(ctx)
+    if not schedule.landed(ctx):  # eager: their evaluators run ahead (started as the run resumed here, or run
+        return Outcome.RUNNING  # again after an amendment): judged once they are done
     node_id = schedule.landed(ctx)[0]
     ctx.subject = node_id
     group = [m for m in ctx.dag.group_of(node_id) if c.nodes[m].status == LANDED]
@@ -55,7 +57,7 @@ def handle(ctx: Context) -> Outcome:
     if ns.rc not in (0, None):
         verdicts = [_worker_failed(ns)]
     else:
-        evaluated = ctx.evaluated.pop((node_id, ns.attempt), None) or evaluations.run(ctx, node_id)
+        evaluated = evaluations.taken(ctx, node_id) or evaluations.run(ctx, node_id)[1]
         if why := judge.cannot_start(evaluated):
             judge.record(ctx, node_id, evaluated)
             judge.environment_stop(ctx, [node_id], why)
