@@ -33,6 +33,7 @@ class Outcome(str, Enum):
     RESERVED_HALT = "reserved-halt"
     WIDEN = "widen"
     SERIALIZE = "serialize"
+    REFUSED = "refused"
     ACCEPT = "accept"
     REWORK = "rework"
     ESCALATE = "escalate"

@@ -42,6 +42,8 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.AWAIT, O.RESERVED_HALT, S.SEAM, "a worker froze on a reserved halt: seam reserved-halt"),
     Transition(S.SURFACE_EXCEED, O.WIDEN, S.AWAIT, "collision-check 0: surface widened in the DAG, worker resumed"),
     Transition(S.SURFACE_EXCEED, O.SERIALIZE, S.RUN_LAYER, "collision-check 3: node marked serialize, rescheduled"),
+    Transition(S.SURFACE_EXCEED, O.REFUSED, S.AWAIT, "(+) the request names only paths the surface covers, or the "
+               "node's widenings are spent: not granted, a failed attempt, judged as one"),
     Transition(S.RECONCILE, O.ACCEPT, S.MERGE, "evaluators, surface honesty and coherence all pass"),
     Transition(S.RECONCILE, O.RUNNING, S.AWAIT, "(+) eager: every landed node's evaluators still run ahead (started "
                "as a resume came back here, or again after an amendment): wait for them and for the workers"),

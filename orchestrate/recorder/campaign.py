@@ -30,6 +30,7 @@ class NodeState:
     rc: int | None = None  # the worker's exit code for its last attempt (124: timed out)
     log: str = ""
     widened: list[str] = field(default_factory=list)
+    widens: int = 0  # surface-exceed requests granted (engine/handlers/surface_exceed.py bounds them)
     outputs: dict = field(default_factory=dict)  # what the accepted attempt reported (outputs-present)
     gate_rcs: dict = field(default_factory=dict)  # gate name -> exit code of its latest run
     accept_entry: str = ""  # the accept verdict its merge cites

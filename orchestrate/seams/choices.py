@@ -118,6 +118,7 @@ def skip_with_dependents(ctx, node_id: str) -> list[str]:
 
 def rework(ctx, node_id: str, note: str, who_: str) -> None:
     ctx.emit("node", {"node": node_id, "status": REWORK, "failures": 0, "freeze": None, "verdict": "", "env_error": "",
+                      "widens": 0,  # a person's answer is the authority the widening limit defers to
                       "feedback": f"{who_} asked for another attempt: {note or '(no note)'}"})
 
 

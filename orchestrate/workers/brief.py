@@ -6,6 +6,7 @@ from pathlib import Path
 from orchestrate import inert
 from orchestrate.dag.model import Node
 from orchestrate.errors import UsageError
+from orchestrate.workers.local import WIDEN_LIMIT
 
 
 def brief_text(node: Node, *, topic: str, attempt: int, worktree: Path, branch: str, base: str,
@@ -42,6 +43,8 @@ def brief_text(node: Node, *, topic: str, attempt: int, worktree: Path, branch: 
         "",
         f"Write one JSON object to {return_file} and exit 0 when you must stop:",
         '- a path outside your surface is needed: {"freeze": "surface-exceed", "paths": ["path", ...]}',
+        f"  (ask for every path at once: a node's surface is widened at most {WIDEN_LIMIT} times, and a request "
+        "naming nothing outside it fails the attempt)",
         '- a premise above is false: {"freeze": "refuted-premise", "premise": "...", "evidence": "..."}',
         '- a decision belongs to a human: {"freeze": "reserved-halt", "reason": "..."}',
         "Do not touch a path outside your surface before you freeze for it.",

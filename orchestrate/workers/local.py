@@ -20,6 +20,9 @@ FREEZE_KINDS = {
     "refuted-premise": {"premise", "evidence"},
     "reserved-halt": {"reason"},
 }
+# Surface-exceed requests granted to one node (widened or serialized; engine/handlers/surface_exceed.py): a
+# grant spends no attempt, so only a bound of its own stops a worker that freezes on every run.
+WIDEN_LIMIT = 3
 
 
 @dataclass(frozen=True)
