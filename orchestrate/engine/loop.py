@@ -63,7 +63,7 @@ def _walk(ctx: Context) -> State:
             nxt = next_state(state, outcome)
             if nxt in (State.PAUSE, State.HALT) and ctx.recorder is not None:
                 if ctx.executor.running():
-                    _settle_workers(ctx, nxt)
+                    _settle_workers(ctx, nxt, state)
                 evaluations.settle(ctx, wait_for_them=nxt is State.PAUSE)  # what their code changed is put back
             detail, ctx.subject = ctx.subject, ""
             verdicts = [e["context"] for e in ctx.recorder.held if e["kind"] == "verdict"] if ctx.recorder else []
@@ -115,10 +115,11 @@ def _walk(ctx: Context) -> State:
     return state
 
 
-def _settle_workers(ctx: Context, end: State) -> None:
+def _settle_workers(ctx: Context, end: State, state: State) -> None:
     """Workers still running when the run stops (the eager schedule lets a seam or a halt come while some
     run). A pause waits for them and keeps what they made: it is judged on resume. A halt stops them:
-    their attempts do not count, and they start again from the campaign head on resume."""
+    their attempts do not count, and they start again from the campaign head on resume, but for a halt a
+    person chose at a seam, which resume refuses (runner._refuse_answered_halt): that message says so."""
     names = ", ".join(sorted(n for n, _ in ctx.executor.running()))
     if end is State.PAUSE:
         ctx.out.always(f"waiting for {names} to return before pausing (what they make is judged on resume)")
@@ -129,7 +130,20 @@ def _settle_workers(ctx: Context, end: State) -> None:
     ctx.executor.cancel_all()
     for node in nodes:
         launch.roll_back(ctx, node)
+    if state is State.SEAM and seams.halt_stands(ctx.campaign, _last_decision(ctx)):
+        ctx.out.always(f"stopped {names}: their attempts do not count; a halt chosen at a seam is not resumed: "
+                       f"`orchestrate abandon --topic {ctx.topic} --note WHY` ends the campaign (its branches are "
+                       f"kept), `orchestrate run --topic NEW` starts again")
+        return
     ctx.out.always(f"stopped {names}: their attempts do not count; they start again on resume")
+
+
+def _last_decision(ctx: Context) -> dict:
+    """The latest decision, recorded this step (held) or before."""
+    for entry in reversed([*ctx.recorder.written(), *ctx.recorder.held]):
+        if entry["kind"] == "decision":
+            return entry["context"]
+    return {}
 
 
 def _focus(ctx: Context, state: State) -> list[str]:

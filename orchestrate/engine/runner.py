@@ -169,11 +169,12 @@ def _has_result(ctx: Context, ns) -> bool:
 def _refuse_answered_halt(recorder: Recorder, campaign: Campaign) -> None:
     """A halt a person chose at a seam (or a refused final acceptance) stands: running its state again
     would find no seam to settle. Say so, and how to end the campaign; nothing is written."""
-    if _stopped_in(recorder, "HALT") != "SEAM" or campaign.seam is not None or campaign.decision is not None:
+    from orchestrate.seams import choices as seams
+    if _stopped_in(recorder, "HALT") != "SEAM":
         return
     last = next((e["context"] for e in reversed(recorder.read()) if e["kind"] == "decision"), {})
-    if last.get("seam") == "dag-amendment" and last.get("choice") == "accept":
-        return  # not a person's halt: the DAG they accepted was invalid, and they may fix it
+    if not seams.halt_stands(campaign, last):
+        return
     name = recorder.topic
     raise Halted(f"campaign {name} is halted: {campaign.halt or 'a seam was answered halt'}",
                  hint=f"that was a person's answer, which resume does not undo: `orchestrate abandon --topic {name} "

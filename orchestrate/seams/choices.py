@@ -65,6 +65,15 @@ def record(ctx, seam: dict, choice: str, note: str, who_: str, source_type: str)
                     derived_from=[seam["id"]] + list(seam.get("gates", [])))
 
 
+def halt_stands(campaign, decision: dict) -> bool:
+    """Is a halt reached at a seam, after `decision`, one that resume refuses? A person's `halt` (or a refused
+    final acceptance) stands; not an accepted amendment whose DAG proved invalid (the person may fix the DAG),
+    nor a halt behind which a seam or an answer still waits. The runner's message and resume both ask this."""
+    if campaign.seam is not None or campaign.decision is not None:
+        return False
+    return not (decision.get("seam") == "dag-amendment" and decision.get("choice") == "accept")
+
+
 def limit_note(cost_usd: float | None, tokens: int | None, note: str) -> str:
     """The note of a `budget raise`: the new limit first (`cost_usd=X tokens=N`), then the person's words."""
     said = [f"{k}={v}" for k, v in (("cost_usd", cost_usd), ("tokens", tokens)) if v is not None]
