@@ -1,4 +1,5 @@
-"""Whether a running campaign takes the answers `decide` leaves for it (seams/inbox.py), and whether one waits.
+"""Whether a running campaign takes the answers `decide` leaves for it (seams/inbox.py), and whether an
+answer waits to be applied.
 
 Only a campaign whose machine workers all run in the sandbox takes them: a worker without it can write
 anything its user can, including an answer to its own seam.
@@ -17,7 +18,12 @@ def taken(ctx) -> bool:
 
 
 def left(ctx) -> bool:
-    """An answer to the open seam waits, and this campaign takes it."""
+    """An answer waits to be applied: one the journal holds already, or one left for the open seam that this
+    campaign takes. The journal holds one when `decide` recorded it after an eager runner stopped mid-run
+    with a node seam open: the resume enters wherever that runner stopped, not at SEAM, and the answer
+    must be applied before anything asks that node's question again."""
+    if ctx.campaign.decision is not None:
+        return True
     seam = ctx.campaign.seam
     return seam is not None and inbox.path(ctx.layout, ctx.topic).exists() and taken(ctx) \
         and inbox.has_answer(ctx.layout, ctx.topic, seam)

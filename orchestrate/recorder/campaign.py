@@ -223,6 +223,12 @@ NODE_SEAMS = ("realignment", "review-divergence", "reserved-halt")
 
 
 def _open_seam(c: Campaign, seam: dict) -> None:
+    waiting = c.decision
+    if waiting is not None and waiting.get("seam") in NODE_SEAMS and seam["seam"] in NODE_SEAMS \
+            and seam.get("node") and seam.get("node") == waiting.get("node"):
+        # asked again while its answer waited to be applied (a resume before the fix that applies it first
+        # wrote such journals): that answer settles it, else the node would wait for a second one forever
+        return
     if c.seam is None and c.decision is None:
         c.seam = seam
     elif seam["seam"] not in NODE_SEAMS and c.seam is not None and c.seam["seam"] in NODE_SEAMS:

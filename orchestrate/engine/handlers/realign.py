@@ -21,10 +21,13 @@ def handle(ctx: Context) -> Outcome:
 
 
 def _why(ctx: Context) -> tuple[str, str, str]:
-    """The first node that needs realigning and that no seam asks about yet (under the eager schedule the
-    run goes on past a node's seam, so another node may come to need one meanwhile)."""
+    """The first node that needs realigning and that no seam asks about yet, nor an answer waiting to be
+    applied (under the eager schedule the run goes on past a node's seam, so another node may come to need
+    one meanwhile)."""
     c = ctx.campaign
     asked = schedule.held(ctx)
+    if c.decision is not None and c.decision.get("node"):  # answered already, the answer not yet applied
+        asked = asked | {c.decision["node"]}
     order = [n for n in c.layer() + [x for x in c.nodes if x not in c.layer()] if n not in asked]
     for n in order:
         s = c.nodes[n]
