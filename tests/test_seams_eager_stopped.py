@@ -3,13 +3,15 @@ left to a dead pid) must be the one the campaign applies: neither asked again no
 real processes; every wait is on a journal entry, with a deadline that only bounds a failure."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 
+from orchestrate.recorder.lock import CampaignLock
 from tests.engine_helpers import campaign_repo, journal, statuses
-from tests.test_seams_eager import LIVE, LIVE_DAG, _until, needs_bwrap
+from tests.test_seams_eager import LIVE, LIVE_DAG, _paused_at_f, _until, needs_bwrap
 
 
 @needs_bwrap
@@ -37,6 +39,27 @@ def test_an_answer_recorded_after_the_runner_was_killed_at_an_open_node_seam_is_
     assert statuses(repo, orch, "live") == {"F": "ACCEPTED", "W": "ACCEPTED"}
     seams_for_f = [e for e in journal(repo, "live") if e["kind"] == "seam" and e["context"].get("node") == "F"]
     assert len(seams_for_f) == 1, [e["id"] for e in seams_for_f]
+
+
+@needs_bwrap
+def test_an_answer_left_for_a_runner_that_died_is_not_replaced_by_a_later_one(tmp_path, orch):
+    repo = _paused_at_f(tmp_path, orch, "auto")
+    with CampaignLock(repo / ".scratch" / "locks", "live"):  # as a running runner holds it
+        left = orch("decide", "realignment", "rework", "--note", "NOTE-FIX", cwd=repo)
+        assert left.rc == 0 and "left for the running campaign" in left.out, left.out + left.err
+    # the runner is gone (its lock free) before it took the answer: a second person's answer is refused as
+    # it was while the runner lived, naming the one that waits, and nothing is recorded for it
+    second = orch("decide", "realignment", "halt", "--note", "second-person", cwd=repo)
+    assert second.rc == 4, second.out + second.err
+    assert "already waits" in second.err and "rework by test@example.com" in second.err, second.err
+    assert "orchestrate resume --topic live" in second.err
+    assert not [e for e in journal(repo, "live") if e["kind"] == "decision"]
+    assert json.loads((repo / ".scratch" / "answers" / "live.json").read_text())["choice"] == "rework"
+    done = orch("resume", "--topic", "live", cwd=repo)  # the first answer is the one applied
+    assert done.rc == 75 and "final-acceptance" in done.out, done.out + done.err
+    decisions = [e["context"] for e in journal(repo, "live") if e["kind"] == "decision"]
+    assert [(d["choice"], d["note"]) for d in decisions[:1]] == [("rework", "NOTE-FIX")]
+    assert statuses(repo, orch, "live")["F"] == "ACCEPTED"
 
 
 def test_the_fold_lets_an_answer_waiting_to_be_applied_settle_its_node_asked_again_meanwhile():

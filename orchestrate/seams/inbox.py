@@ -2,8 +2,9 @@
 
 The runner owns the journal, so `decide` does not write it: it leaves one answer, bound to the id of the
 seam it answers, in `.scratch/answers/<topic>.json`, and the runner records it as the person's decision
-at its next step (or `orchestrate resume` does, if the runner has stopped). An answer to a seam that has
-since been answered another way is stale and is dropped unread.
+at its next step (or `orchestrate resume` does, if the runner has stopped; until then a `decide` finding
+the campaign free is refused, as it is while the runner runs). An answer to a seam that has since been
+answered another way is stale and is dropped unread.
 
 A worker in the sandbox cannot write here (the project is read-only to it). A worker without the sandbox
 can write anything its user can, so a campaign that runs one takes no answer this way: `decide` waits
@@ -50,6 +51,17 @@ def waiting(layout, topic: str, seam: dict | None) -> dict | None:
                 target.unlink(missing_ok=True)
         return None
     return answer
+
+
+def stands(layout, topic: str, seam: dict | None) -> None:
+    """`decide` finding the campaign free: an answer left for a runner that stopped before taking it still
+    stands (`resume` applies it, as its person was told), so a second answer is refused as it was while that
+    runner lived, never recorded in its place."""
+    answer = waiting(layout, topic, seam)
+    if answer is not None:
+        raise Concurrency(f"an answer to seam {answer['seam']} already waits ({answer['choice']} by {answer['who']}), "
+                          "left for a runner that stopped before applying it",
+                          hint=f"`orchestrate resume --topic {topic}` applies it")
 
 
 TURN_WAIT = 10.0  # seconds: a turn takes milliseconds; this is reached only when a holder is wedged
