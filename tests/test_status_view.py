@@ -42,7 +42,7 @@ def test_layers_are_counted_from_0_in_the_header_rows_reasons_and_json(tmp_path,
     assert ", layer 0 (layers 0-1), " in header
     rows = {n["id"]: n["layer"] for n in data["nodes"]}
     assert rows == {"A": 0, "B": 1}
-    why = "layer 1 starts after layer 0 is merged" if schedule == "layered" else "starts once what it depends on has merged"
+    why = "layer 1 starts after layer 0 is merged" if schedule == "layered" else "starts once A has merged"
     assert re.search(r"^  L0 A ", text, re.M) and re.search(rf"^  L1 B .*{why}$", text, re.M)
     assert not re.search(r"layer 2\b", text)  # nothing counts from 1
 

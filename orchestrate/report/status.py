@@ -21,13 +21,16 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
     layout = project(cwd)
     known = campaigns(layout.ledger)
     chosen = topics.pick(layout.ledger, topic, newest_ended=True)
-    data = summary(peek(layout, chosen))
+    campaign = peek(layout, chosen)
+    data = summary(campaign, plan=planner(campaign))
     data["runner"] = runner(layout.scratch / "locks", chosen, data["state"], data["closed"])
     if not data["runner"]["alive"]:  # what the journal says runs was cut off with its runner
         for row in data["nodes"]:
             if row["waiting"] in ("worker running", "queued for a --jobs slot"):
                 row["waiting"] = f"{row['waiting'].replace('worker running', 'was running')} when its runner " \
                                  "stopped: `orchestrate resume` picks it up"
+            elif row["waiting"] == READY:  # no runner hands out slots now
+                row["waiting"] = "its inputs have settled: it starts when `orchestrate resume` runs the campaign"
     data["last_entry"] = _last_entry_time(layout.journal(chosen))
     data["others"] = [c for c in known if c["topic"] != chosen]
     data["usage"] = usage(layout.journal(chosen))
@@ -118,13 +121,31 @@ def runner(locks: Path, topic: str, state: str, closed: bool) -> dict:
             "resume": state not in RESTING and not (closed and state == "DONE")}
 
 
-def summary(c: Campaign) -> dict:
+def planner(c: Campaign):
+    """The campaign's DAG, read at most once and only when a row needs it (why an eager PENDING node waits
+    names its inputs): reading a 10,000-node plan costs about half a second, which the status of a campaign
+    with no such node never pays. None when it cannot be read (a person mid-edit): the row says less."""
+    read: list = []
+
+    def plan():
+        if not read:
+            from orchestrate.dag.load import load_dag
+            from orchestrate.errors import OrchestrateError
+            try:
+                read.append(load_dag(c.dag_path, topic=c.topic, brief_dir=Path(c.brief_dir) if c.brief_dir else None))
+            except (OrchestrateError, OSError):
+                read.append(None)
+        return read[0]
+    return plan
+
+
+def summary(c: Campaign, plan=None) -> dict:
     nodes = []
     for k, layer in enumerate(c.layers):
         for n in layer:
             s = c.nodes[n]
             nodes.append({"id": n, "layer": k, "status": s.status, "attempt": s.attempt, "branch": s.branch,
-                          "merge": s.merge, "waiting": waiting_reason(c, n, k)})
+                          "merge": s.merge, "waiting": waiting_reason(c, n, k, plan)})
     return {"topic": c.topic, "state": c.state, "layer": c.k, "layer_count": len(c.layers), "tip": c.tip,
             "baseline": c.baseline, "branch": c.branch, "mode": c.mode, "closed": c.closed,
             "accepted": c.accepted_by is not None, "abandoned": c.abandoned, "halt": c.halt or None,
@@ -142,8 +163,13 @@ def pending_conflicts(c: Campaign) -> dict:
                 "entry": p["entry"]} for n, p in c.conflicts.items()}
 
 
-def waiting_reason(c: Campaign, node: str, k: int) -> str:
-    """One line for the node's row; a seam's whole reason is printed by its `open seam` line."""
+READY = "its inputs have settled: waiting for a --jobs slot"
+SETTLED = ("ACCEPTED", "SKIPPED", "ABANDONED")  # what a node's dependents wait for (engine/schedule.py)
+
+
+def waiting_reason(c: Campaign, node: str, k: int, plan=None) -> str:
+    """One line for the node's row; a seam's whole reason is printed by its `open seam` line. `plan` gives
+    the DAG, which only an eager PENDING node's reason reads (its inputs)."""
     s = c.nodes[node]
     if s.status == "ACCEPTED":
         return c.enabled.get(node, "")
@@ -169,10 +195,27 @@ def waiting_reason(c: Campaign, node: str, k: int) -> str:
         conflict = "; its merge will conflict (see below)" if c.probes.get(node, {}).get("clean") is False else ""
         judged = s.accepted_at and s.accepted_at == s.head
         return ("accepted, waiting to be merged" if judged else "waiting to be judged") + conflict
+    if s.status == "PENDING" and c.schedule == "eager" and plan is not None and (dag := plan()) is not None \
+            and node in dag.by_id:
+        return _eager_pending(c, node, dag)
     if k > c.k:  # under eager, a node starts once its own sources settle, whatever layer the rest is in
         return (f"layer {k} starts after layer {c.k} is merged" if c.schedule == "layered"
                 else "starts once what it depends on has merged")
     return ""
+
+
+def _eager_pending(c: Campaign, node: str, dag) -> str:
+    """Eager: a PENDING node starts once its inputs settle and a slot is free (engine/schedule.py), except a
+    serialized node, which waits to run alone, and a person's node, which waits until no worker runs."""
+    inputs = [d for d in dag.layer_deps().get(node, ()) if d in c.nodes and c.nodes[d].status not in SETTLED]
+    if inputs:
+        shown = ", ".join(inputs[:3]) + (f" and {len(inputs) - 3} more" if len(inputs) > 3 else "")
+        return f"starts once {shown} {'has' if len(inputs) == 1 else 'have'} merged"
+    if node in c.serial or any(dag.by_id[m].serialize for m in dag.group_of(node)):
+        return "serialized: runs alone once the rest of its layer and the layers before it have settled"
+    if (dag.by_id[node].worker_spec or {}).get("kind") == "human":
+        return "a person's node: starts once no worker runs"
+    return READY
 
 
 def layer_text(k: int, count: int) -> str:
