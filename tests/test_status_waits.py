@@ -1,5 +1,5 @@
 """Why `status` says a node waits under the eager schedule: a PENDING node names the inputs it waits for,
-or, its inputs settled, the --jobs slot.
+or, its inputs settled, the --jobs slot; a skipped node says who skipped it, not the failure before.
 The runner is a real process; waits are on journal entries, with a deadline that only bounds a failure."""
 from __future__ import annotations
 
@@ -50,3 +50,25 @@ def test_eager_status_says_a_pending_node_waits_for_its_inputs_or_for_a_slot(tmp
     assert "L0 B            PENDING     attempt 0  <- its inputs have settled: waiting for a --jobs slot" in text
     assert runner.returncode == 75 and "final-acceptance" in out, out
 
+
+SKIP_DAG = """\
+topic: skip
+workers: {sh: "./work.sh"}
+defaults: {max_attempts: 1}
+nodes:
+  - {id: E, title: e, file_surface: [e/], discipline: sh, evaluators: [{name: never, run: "false"}]}
+  - {id: F, title: f, depends_on: [E], file_surface: [f/], discipline: sh}
+"""
+MAKE = "#!/bin/sh\nd=$(echo \"$ORCH_NODE\" | tr EF ef); mkdir -p \"$d\" && echo x > \"$d/x.txt\"\n"
+
+
+def test_a_skipped_node_says_who_skipped_it_not_the_failure_before(tmp_path, orch):
+    repo = campaign_repo(tmp_path, SKIP_DAG, MAKE)
+    assert orch("run", "--quiet", "--no-interactive", cwd=repo).rc == 75
+    assert orch("decide", "realignment", "skip", "--note", "not needed now", cwd=repo).rc == 0
+    done = orch("resume", "--no-interactive", cwd=repo)
+    assert done.rc == 75 and "final-acceptance" in done.out, done.out + done.err
+    rows = {n["id"]: n["waiting"] for n in json.loads(orch("status", "--json", cwd=repo).out)["nodes"]}
+    assert rows == {"E": "skipped by test@example.com at the realignment seam: not needed now",
+                    "F": "skipped by test@example.com at the realignment seam, along with E, which it needs: "
+                         "not needed now"}

@@ -104,8 +104,13 @@ def details(seam: dict) -> list[str]:
     return lines
 
 
-def skip_with_dependents(ctx, node_id: str) -> list[str]:
-    """A skipped node's dependents cannot run without it: they are skipped too."""
+def skip_with_dependents(ctx, node_id: str, decision: dict | None = None) -> list[str]:
+    """A skipped node's dependents cannot run without it: they are skipped too. Each says who skipped it
+    where (`decision`), in place of the failure its last attempt left, which no longer holds it up."""
+    said = note = ""
+    if decision is not None:
+        note = f": {decision['note']}" if decision.get("note") else ""
+        said = f"skipped by {decision.get('who')} at the {decision.get('seam')} seam"
     dag = ctx.dag
     after: dict[str, list[str]] = {}  # every ordering edge counts, not only depends_on
     for e in dag.edges:
@@ -119,7 +124,8 @@ def skip_with_dependents(ctx, node_id: str) -> list[str]:
             continue
         seen.add(n)
         if ctx.campaign.nodes.get(n) and ctx.campaign.nodes[n].status != ACCEPTED:
-            ctx.emit("node", {"node": n, "status": SKIPPED})
+            along = "" if n == node_id else f", along with {node_id}, which it needs"
+            ctx.emit("node", {"node": n, "status": SKIPPED, **({"feedback": said + along + note} if said else {})})
             skipped.append(n)
         todo.extend(after.get(n, ()))
     return skipped

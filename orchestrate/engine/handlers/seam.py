@@ -153,7 +153,7 @@ def _apply(ctx: Context, d: dict) -> Outcome:
         ctx.emit("crossing", {"edge": d["edge"], "answer": choice, "who": d["who"]}, derived_from=[d["id"]])
         return Outcome.CROSSING
     if choice == "skip":
-        skipped = seams.skip_with_dependents(ctx, node)
+        skipped = seams.skip_with_dependents(ctx, node, d)
         ctx.out.line(f"skipped {', '.join(skipped)}")
         return Outcome.SKIP
     if seam == "dag-amendment":
