@@ -205,16 +205,17 @@ def test_an_attempt_resume_starts_again_is_recorded_before_it_runs(tmp_path):
     assert "repair: N1: attempt 2 was cut off" in done.stdout and "attempt 1 was cut off" not in done.stdout
 
 
-# A waits until B has its brief (or gives up): with -j 1, B can only start once a resumed run with more slots
-# starts it beside A's attempt that resume started again.
+# A waits until B's worker has started (or gives up): with -j 1, B can only start once a resumed run with more
+# slots starts it beside A's attempt that resume started again.
 BESIDE = """#!/bin/sh
 set -eu
 if [ "$ORCH_NODE" = A ]; then
   echo $$ > "$ORCH_RUN_DIR_MARK"
   n=0
-  while [ ! -f "$RUNS/B/brief-1.md" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done
-  test -f "$RUNS/B/brief-1.md"
+  while [ ! -f "$ORCH_RUN_DIR_MARK-B" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done
+  test -f "$ORCH_RUN_DIR_MARK-B"
 fi
+if [ "$ORCH_NODE" = B ]; then touch "$ORCH_RUN_DIR_MARK-B"; fi
 echo "$ORCH_NODE" > "$ORCH_NODE.txt"
 """
 
@@ -223,9 +224,8 @@ echo "$ORCH_NODE" > "$ORCH_NODE.txt"
 def test_a_resume_with_more_jobs_starts_the_nodes_waiting_for_a_slot_at_once(tmp_path, orch, schedule):
     """rv47: `run -j 1` stopped while A ran, then `resume -j 3`: B and C waited until the attempt of A that resume
     started again had returned, though two slots were free."""
-    runs = tmp_path / "repo" / ".scratch" / "runs" / "fill"
     mark = tmp_path / "a-started"
-    worker = BESIDE.replace("$RUNS", str(runs)).replace("$ORCH_RUN_DIR_MARK", str(mark))
+    worker = BESIDE.replace("$ORCH_RUN_DIR_MARK", str(mark))
     dag = (f'topic: fill\nschedule: {schedule}\nworkers: {{sh: "./work.sh"}}\ndefaults: {{sandbox: none, '
            'unsandboxed: parallel}\nnodes:\n' + "".join(
                f"  - {{id: {n}, title: {n}, depends_on: [], file_surface: [{n}.txt], discipline: sh}}\n" for n in "ABC"))
