@@ -4,6 +4,13 @@ Read from the journal's order; each evaluator waits for an event the loop must m
 if it never comes (the loop waiting on it would never make it)."""
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 
 from tests.engine_helpers import campaign_repo, journal, statuses
@@ -110,6 +117,16 @@ def test_a_resume_that_comes_back_in_reconcile_waits_for_the_evaluators_it_start
     assert [e["context"]["verdict"] for e in journal(repo, "back") if e["kind"] == "verdict"] == ["accept"]
 
 
+def _until_started_ahead(runner, journal) -> None:
+    """Until the journal says A's evaluators started ahead (an event, not a delay); a runner that ends first fails."""
+    for _ in range(1200):
+        if journal.exists() and '"effect":"evaluators-start"' in journal.read_text():
+            return
+        assert runner.poll() is None, runner.communicate()
+        time.sleep(0.05)
+    pytest.fail("A's evaluators never started ahead")
+
+
 AMENDED = """\
 topic: amend
 workers: {sh: "./work.sh"}
@@ -123,11 +140,6 @@ nodes:
 def test_evaluators_run_ahead_under_a_dag_since_amended_are_run_again(tmp_path):
     """rv51: a person amended A's evaluators (and accepted the amendment) while the old ones ran ahead; A was
     accepted on the old ones' verdict."""
-    import json
-    import os
-    import subprocess
-    import sys
-    import time
     repo = campaign_repo(tmp_path, AMENDED.replace("ROOT", str(tmp_path / "repo")), WORKER)
     (tmp_path / "answers.yaml").write_text("dag-amendment: accept\n")
     runner = subprocess.Popen([sys.executable, "-m", "orchestrate", "run", "--answers", str(tmp_path / "answers.yaml")],
@@ -135,13 +147,7 @@ def test_evaluators_run_ahead_under_a_dag_since_amended_are_run_again(tmp_path):
                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     live = repo / ".ledger" / "state" / "amend" / "journal.jsonl"
     try:
-        for _ in range(1200):
-            if live.exists() and '"effect":"evaluators-start"' in live.read_text():
-                break
-            assert runner.poll() is None, runner.communicate()
-            time.sleep(0.05)
-        else:
-            pytest.fail("A's evaluators never started ahead")
+        _until_started_ahead(runner, live)
         copy = repo / ".ledger" / "state" / "amend" / "dag.yaml"  # the campaign's DAG, as a person edits it
         copy.write_text(copy.read_text().replace("run: 'n=0;", "run: 'exit 1; n=0;"))
         (repo / "release").write_text("")  # the old evaluator passes now
@@ -192,11 +198,6 @@ def test_a_sigterm_stops_evaluators_run_ahead_and_puts_back_what_they_planted(tm
     """rv51: stopped while A's first evaluator ran ahead, the runner killed it, then waited for the next one,
     which started after the kill; and what either wrote in $HOME (a start-up file: code the user's next shell
     runs) stayed, unblamed, for the resume to take in as the state to guard."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
     home = tmp_path / "home"
     home.mkdir()
     (home / ".bashrc").write_text("# mine\n")
@@ -221,3 +222,25 @@ def test_a_sigterm_stops_evaluators_run_ahead_and_puts_back_what_they_planted(tm
     assert runner.returncode == 130, out + err
     assert (home / ".bashrc").read_text() == "# mine\n", out + err  # put back; the second evaluator never ran
     assert "A: changed what no worker may change" in out + err
+
+
+def test_status_says_a_node_is_being_judged_while_its_evaluators_run_ahead(tmp_path):
+    """rv47/rv51: status said "waiting to be judged" while the evaluators ran."""
+    dag = AMENDED.replace("ROOT", str(tmp_path / "repo")).replace("topic: amend", "topic: busy")
+    repo = campaign_repo(tmp_path, dag, WORKER)
+    runner = subprocess.Popen([sys.executable, "-m", "orchestrate", "run"], cwd=repo, env=dict(os.environ, CI="true"),
+                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    live = repo / ".ledger" / "state" / "busy" / "journal.jsonl"
+    try:
+        _until_started_ahead(runner, live)
+        said = subprocess.run([sys.executable, "-m", "orchestrate", "status", "--json"], cwd=repo, capture_output=True,
+                              text=True, timeout=60)
+        (repo / "release").write_text("")
+        out, err = runner.communicate(timeout=180)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+    rows = {row["id"]: row for row in json.loads(said.stdout)["nodes"]}
+    assert rows["A"]["status"] == "LANDED" and rows["A"]["waiting"] == "being judged: its evaluators run", rows
+    assert runner.returncode == 75, out + err

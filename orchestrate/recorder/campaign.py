@@ -38,6 +38,7 @@ class NodeState:
     settled_entry: str = ""  # the entry that made it ACCEPTED or ABANDONED, which edge decisions cite
     objects: str = ""  # a sandboxed attempt's private object store (empty: not sandboxed)
     spawned: int = 0  # the attempt whose process last started; below `attempt`, that attempt is only queued
+    judging: int = 0  # the attempt whose evaluators last started ahead of its judging (status says so)
     prior: dict = field(default_factory=dict)  # the node as it was before this attempt, to go back to if it never ran
     env_error: str = ""  # why the environment stopped its last attempt (not counted as one); a person decides
 
@@ -210,6 +211,8 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         # written ahead while the node's own DISPATCHED entry is still held: keyed by attempt, so order is moot
         ns = c.node(ctx["node"])
         ns.spawned = max(ns.spawned, ctx["attempt"])
+    elif kind == "result" and ctx.get("effect") == "evaluators-start":  # run ahead (engine/evaluations.py)
+        c.node(ctx["node"]).judging = ctx["attempt"]
     elif kind == "gate" and ctx.get("node"):
         ns = c.node(ctx["node"])
         ns.gate_rcs[ctx["gate"]] = ctx["code"]

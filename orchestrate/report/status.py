@@ -11,6 +11,7 @@ from pathlib import Path
 from orchestrate.recorder import segments
 from orchestrate.recorder.campaign import Campaign
 
+JUDGED_AHEAD = "being judged: its evaluators run"
 RESTING = ("PAUSE", "HALT", "DONE")  # states a runner leaves the campaign in when it exits on purpose
 
 
@@ -29,6 +30,8 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
             if row["waiting"] in ("worker running", "queued for a --jobs slot"):
                 row["waiting"] = f"{row['waiting'].replace('worker running', 'was running')} when its runner " \
                                  "stopped: `orchestrate resume` picks it up"
+            elif row["waiting"].startswith(JUDGED_AHEAD):  # they ended with it: resume runs them again
+                row["waiting"] = row["waiting"].replace(JUDGED_AHEAD, "waiting to be judged")
             elif row["waiting"] == READY:  # no runner hands out slots now
                 row["waiting"] = "its inputs have settled: it starts when `orchestrate resume` runs the campaign"
     data["last_entry"] = _last_entry_time(layout.journal(chosen))
@@ -194,7 +197,9 @@ def waiting_reason(c: Campaign, node: str, k: int, plan=None) -> str:
     if s.status == "LANDED":
         conflict = "; its merge will conflict (see below)" if c.probes.get(node, {}).get("clean") is False else ""
         judged = s.accepted_at and s.accepted_at == s.head
-        return ("accepted, waiting to be merged" if judged else "waiting to be judged") + conflict
+        if judged:
+            return "accepted, waiting to be merged" + conflict
+        return (JUDGED_AHEAD if s.judging == s.attempt else "waiting to be judged") + conflict
     if s.status == "PENDING" and c.schedule == "eager" and plan is not None and (dag := plan()) is not None \
             and node in dag.by_id:
         return _eager_pending(c, node, dag)
