@@ -62,13 +62,14 @@ nodes:
 MAKE = "#!/bin/sh\nd=$(echo \"$ORCH_NODE\" | tr EF ef); mkdir -p \"$d\" && echo x > \"$d/x.txt\"\n"
 
 
-def test_a_skipped_node_says_who_skipped_it_not_the_failure_before(tmp_path, orch):
+def test_a_skipped_node_says_who_skipped_it_before_the_failure_that_asked(tmp_path, orch):
     repo = campaign_repo(tmp_path, SKIP_DAG, MAKE)
     assert orch("run", "--quiet", "--no-interactive", cwd=repo).rc == 75
     assert orch("decide", "realignment", "skip", "--note", "not needed now", cwd=repo).rc == 0
     done = orch("resume", "--no-interactive", cwd=repo)
     assert done.rc == 75 and "final-acceptance" in done.out, done.out + done.err
     rows = {n["id"]: n["waiting"] for n in json.loads(orch("status", "--json", cwd=repo).out)["nodes"]}
-    assert rows == {"E": "skipped by test@example.com at the realignment seam: not needed now",
-                    "F": "skipped by test@example.com at the realignment seam, along with E, which it needs: "
-                         "not needed now"}
+    assert rows["E"].startswith("skipped by test@example.com at the realignment seam: not needed now; "
+                                "its last attempt: - evaluators: FAIL: 1 of 1 evaluator(s) failed"), rows
+    assert rows["F"] == "skipped by test@example.com at the realignment seam, along with E, which it needs: " \
+                        "not needed now"

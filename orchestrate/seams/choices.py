@@ -125,7 +125,10 @@ def skip_with_dependents(ctx, node_id: str, decision: dict | None = None) -> lis
         seen.add(n)
         if ctx.campaign.nodes.get(n) and ctx.campaign.nodes[n].status != ACCEPTED:
             along = "" if n == node_id else f", along with {node_id}, which it needs"
-            ctx.emit("node", {"node": n, "status": SKIPPED, **({"feedback": said + along + note} if said else {})})
+            failed = ctx.campaign.nodes[n].feedback.strip().splitlines()  # why it was asked about: kept, after who
+            before = f"; its last attempt: {failed[0]}" if failed and n == node_id else ""  # skipped it
+            ctx.emit("node", {"node": n, "status": SKIPPED,
+                              **({"feedback": said + along + note + before} if said else {})})
             skipped.append(n)
         todo.extend(after.get(n, ()))
     return skipped
