@@ -5,7 +5,10 @@ Run by hand: .venv/bin/python benchmarks/makespan.py [--jobs 4] [--nodes 40] [--
 Two DAGs, each node's worker sleeping a fixed time before its commit:
 - `random`: --nodes nodes, each depending on 1-3 earlier ones, durations 1-5 s drawn with --seed;
 - `chains`: two independent chains whose steps take 4-1-4 s and 1-4-1 s (a barrier per layer costs
-  the most here: the critical path is 9 s, a layered schedule needs 4+4+4 = 12 s plus overhead).
+  the most here: the critical path is 9 s, a layered schedule needs 4+4+4 = 12 s plus overhead);
+- `judged`: the same chains with the time spent in each node's evaluator instead of its worker, every
+  worker in the sandbox (bubblewrap): evaluators run ahead while the rest goes on (engine/evaluations.py);
+  skipped where the sandbox cannot run.
 Durations are multiplied by --scale (0.25 for a quick look). The campaign's fixed cost (validation,
 working copies, gates, merges, recorder) is measured in the same run on the same DAG with workers that
 do not sleep, and added to the bound, so the ratio shows what scheduling loses, not what the engine
@@ -26,7 +29,7 @@ from pathlib import Path
 from bytecode import compiled
 
 WORKER = """#!/bin/sh
-sleep "$(sed -n "s/^$ORCH_NODE //p" durations.txt)"
+[ -f judged ] || sleep "$(sed -n "s/^$ORCH_NODE //p" durations.txt)"
 echo "$ORCH_NODE" > "$ORCH_NODE.txt" && git add "$ORCH_NODE.txt" && git commit -qm "$ORCH_NODE"
 """
 ORCH = str(Path(sys.executable).parent / "orchestrate")
@@ -53,7 +56,7 @@ def critical_path(deps: dict[str, list[str]], cost: dict[str, float]) -> float:
     return max(finish.values())
 
 
-def campaign(root: Path, name: str, deps: dict[str, list[str]], cost: dict[str, float]) -> Path:
+def campaign(root: Path, name: str, deps: dict[str, list[str]], cost: dict[str, float], judged: bool = False) -> Path:
     repo = root / name
     repo.mkdir()
     env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
@@ -63,13 +66,17 @@ def campaign(root: Path, name: str, deps: dict[str, list[str]], cost: dict[str, 
     (repo / "work.sh").write_text(WORKER)
     (repo / "work.sh").chmod(0o755)
     (repo / "durations.txt").write_text("".join(f"{n} {c:g}\n" for n, c in cost.items()))
+    if judged:  # the worker only commits; its node's evaluator takes the time
+        (repo / "judged").write_text("")
     run("git", "add", "-A")
     run("git", "commit", "-qm", "base")
     run(ORCH, "init")
     # the schedule is measured, not containment: workers without the sandbox would otherwise run one at a time
-    lines = ["topic: span", "workers: {sh: ./work.sh}", "defaults: {sandbox: none, unsandboxed: parallel}", "nodes:"]
-    lines += [f"  - {{id: {n}, depends_on: [{', '.join(ds)}], file_surface: [{n}.txt], discipline: sh}}"
-              for n, ds in deps.items()]
+    sandbox = "bwrap" if judged else "none, unsandboxed: parallel"
+    lines = ["topic: span", "workers: {sh: ./work.sh}", f"defaults: {{sandbox: {sandbox}}}", "nodes:"]
+    slow = 'evaluators: [{{name: slow, run: \'sleep "$(sed -n "s/^{} //p" durations.txt)"\'}}], '
+    lines += [f"  - {{id: {n}, depends_on: [{', '.join(ds)}], file_surface: [{n}.txt], "
+              f"{slow.format(n) if judged else ''}discipline: sh}}" for n, ds in deps.items()]
     (repo / ".ledger" / "state" / "dag.yaml").write_text("\n".join(lines) + "\n")
     return repo
 
@@ -92,16 +99,20 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     a = ap.parse_args()
     compiled()
-    shapes = {"random": random_dag(a.nodes, a.seed), "chains": chains()}
+    shapes = {"random": random_dag(a.nodes, a.seed), "chains": chains(), "judged": chains()}
+    if subprocess.run(["sh", "-c", "command -v bwrap && bwrap --ro-bind / / true"], capture_output=True).returncode:
+        print("judged: skipped (no bubblewrap that runs here; evaluators run ahead only in the sandbox)")
+        del shapes["judged"]
     print(f"{'dag':>7} {'nodes':>5} {'critical':>9} {'work/jobs':>9} {'fixed':>7} {'wall':>7} {'ratio':>6}  schedule")
     with tempfile.TemporaryDirectory() as tmp:
         for name, (deps, cost) in shapes.items():
             cost = {n: c * a.scale for n, c in cost.items()}
             cp, spread = critical_path(deps, cost), sum(cost.values()) / a.jobs
             for schedule in ("eager", "layered"):
-                fixed = wall(campaign(Path(tmp), f"{name}-{schedule}-fixed", deps, {n: 0.0 for n in deps}),
+                judged = name == "judged"
+                fixed = wall(campaign(Path(tmp), f"{name}-{schedule}-fixed", deps, {n: 0.0 for n in deps}, judged),
                              a.jobs, schedule)
-                took = wall(campaign(Path(tmp), f"{name}-{schedule}", deps, cost), a.jobs, schedule)
+                took = wall(campaign(Path(tmp), f"{name}-{schedule}", deps, cost, judged), a.jobs, schedule)
                 bound = max(cp, spread) + fixed
                 target = "  (target <= 1.15)" if schedule == "eager" else ""
                 print(f"{name:>7} {len(deps):>5} {cp:>8.1f}s {spread:>8.1f}s {fixed:>6.1f}s {took:>6.1f}s "
