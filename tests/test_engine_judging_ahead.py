@@ -117,14 +117,19 @@ def test_a_resume_that_comes_back_in_reconcile_waits_for_the_evaluators_it_start
     assert [e["context"]["verdict"] for e in journal(repo, "back") if e["kind"] == "verdict"] == ["accept"]
 
 
-def _until_started_ahead(runner, journal) -> None:
-    """Until the journal says A's evaluators started ahead (an event, not a delay); a runner that ends first fails."""
-    for _ in range(1200):
-        if journal.exists() and '"effect":"evaluators-start"' in journal.read_text():
+def _until(holds, runner, what: str) -> None:
+    """Until `holds()` (an event, not a delay); a runner that ends first fails, and so does a minute and a half."""
+    for _ in range(1800):
+        if holds():
             return
-        assert runner.poll() is None, runner.communicate()
+        assert runner.poll() is None, f"the runner ended before {what}"
         time.sleep(0.05)
-    pytest.fail("A's evaluators never started ahead")
+    pytest.fail(f"never {what}")
+
+
+def _until_started_ahead(runner, journal) -> None:
+    _until(lambda: journal.exists() and '"effect":"evaluators-start"' in journal.read_text(), runner,
+           "A's evaluators started ahead")
 
 
 AMENDED = """\
@@ -244,3 +249,99 @@ def test_status_says_a_node_is_being_judged_while_its_evaluators_run_ahead(tmp_p
     rows = {row["id"]: row for row in json.loads(said.stdout)["nodes"]}
     assert rows["A"]["status"] == "LANDED" and rows["A"]["waiting"] == "being judged: its evaluators run", rows
     assert runner.returncode == 75, out + err
+
+
+DIVERGES = """\
+topic: rd
+workers: {sh: "./work.sh"}
+defaults: {timeout: 120, max_attempts: 3, sandbox: bwrap}
+nodes:
+  - {id: A, title: reviewed, file_surface: [a/], discipline: sh, evaluators: [
+      {name: r1, run: "true", review: true}, {name: r2, run: "false", review: true}]}
+  - {id: W, title: waits, file_surface: [w/], discipline: sh}
+"""
+WAITS = r"""#!/bin/sh
+if [ "$ORCH_NODE" = W ] && [ "$ORCH_ATTEMPT" = 1 ]; then
+  n=0; while [ ! -f "RELEASE" ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done
+fi
+d=$(echo "$ORCH_NODE" | tr A-Z a-z)
+mkdir -p "$d" && echo "$ORCH_NODE" > "$d/one.txt"
+"""
+
+
+def test_a_node_whose_answer_waits_to_be_applied_is_not_judged_again_first(tmp_path, orch):
+    """rv52: A's review-divergence seam was open while W ran; the runner died; `decide accept` was recorded; the
+    resume started A's attempt-1 evaluators again (ahead) before applying the answer, rewriting the log the person
+    answered on (and, answered rework, judging a head the person had sent back)."""
+    release = tmp_path / "release"
+    repo = campaign_repo(tmp_path, DIVERGES, WAITS.replace("RELEASE", str(release)))
+    runner = subprocess.Popen([sys.executable, "-m", "orchestrate", "run", "--jobs", "2"], cwd=repo, text=True,
+                              env=dict(os.environ, CI="true"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL)
+    live = repo / ".ledger" / "state" / "rd" / "journal.jsonl"
+    try:  # A's seam is open and the run goes on past it (W runs on): the runner dies there
+        _until(lambda: live.exists() and '"outcome":"deferred"' in live.read_text(), runner, "the run went on past A's seam")
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(timeout=60)
+    finally:
+        release.write_text("")  # W's worker, left by the dead runner, ends whatever happens
+        if runner.poll() is None:
+            runner.kill()
+        runner.communicate()
+    log = repo / ".scratch" / "runs" / "rd" / "A" / "evaluators-1.log"
+    answered_on = log.read_text()
+    assert orch("decide", "review-divergence", "accept", "--note", "both fine", cwd=repo).rc == 0
+    done = orch("resume", cwd=repo)
+    assert done.rc == 75 and "final-acceptance" in done.out, done.out + done.err
+    starts = [e for e in journal(repo, "rd") if e["kind"] == "result" and e["context"].get("effect") == "evaluators-start"
+              and e["context"]["node"] == "A"]
+    assert len(starts) == 1, starts  # judged once, ahead, before the seam: not again on resume
+    assert log.read_text() == answered_on
+    assert statuses(repo, orch, "rd") == {"A": "ACCEPTED", "W": "ACCEPTED"}
+
+
+PAUSING = """\
+topic: pz
+workers: {sh: "./work.sh"}
+defaults: {timeout: 120, sandbox: bwrap}
+nodes:
+  - {id: A, title: judged ahead, file_surface: [a/], discipline: sh, evaluators: [{name: gate, run: 'WAIT'}]}
+  - {id: B, title: b, file_surface: [b/], discipline: sh}
+  - {id: C, title: c, file_surface: [c/], discipline: sh}
+"""
+HELD = r"""#!/bin/sh
+case "$ORCH_NODE" in B|C) n=0; while [ ! -f "MARKS-$ORCH_NODE" ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done ;; esac
+d=$(echo "$ORCH_NODE" | tr A-Z a-z)
+mkdir -p "$d" && echo "$ORCH_NODE" > "$d/one.txt"
+"""
+
+
+def test_a_pause_while_workers_run_and_evaluators_run_ahead_ends(tmp_path):
+    """rv52: a pause (an edited DAG) came while C ran and A's evaluators ran ahead: the runner waited for C,
+    then for evaluators it never took in, for ever."""
+    marks = tmp_path / "repo" / ".scratch" / "mark"  # where the sandboxed workers and evaluators can see it
+    wait = f'n=0; while [ ! -f "{marks}-A" ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done'
+    repo = campaign_repo(tmp_path, PAUSING.replace("WAIT", wait), HELD.replace("MARKS", str(marks)))
+    said = tmp_path / "run.out"
+    with said.open("w") as out:
+        runner = subprocess.Popen([sys.executable, "-m", "orchestrate", "run", "--jobs", "3"], cwd=repo, text=True,
+                                  env=dict(os.environ, CI="true"), stdout=out, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL)
+    try:
+        _until_started_ahead(runner, repo / ".ledger" / "state" / "pz" / "journal.jsonl")
+        plan = repo / ".ledger" / "state" / "pz" / "dag.yaml"
+        plan.write_text(plan.read_text().replace("title: b,", "title: b edited,"))  # a person edits the plan
+        marks.parent.mkdir(exist_ok=True)
+        (marks.parent / "mark-B").write_text("")  # B returns: the edit is seen, and the run pauses while C runs
+        _until(lambda: "to return before pausing" in said.read_text(), runner, "the run waited for its workers to pause")
+        (marks.parent / "mark-C").write_text("")
+        (marks.parent / "mark-A").write_text("")
+        runner.wait(timeout=90)
+    finally:
+        for name in ("mark-A", "mark-B", "mark-C"):
+            (marks.parent / name).write_text("")
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    text = said.read_text()
+    assert runner.returncode == 75 and "paused at seam dag-amendment" in text, text

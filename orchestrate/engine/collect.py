@@ -35,7 +35,7 @@ def collect(ctx: Context, *, until_all: bool) -> None:
                 _unqueue(ctx, ex)
         if not until_all:  # eager: what ended is taken in, and the evaluators of what just landed start
             evaluations.tick(ctx)
-        if not (running or ctx.evaluating) or (not until_all and (
+        if not (running or (not until_all and ctx.evaluating)) or (not until_all and (
                 finished or schedule.landed(ctx) or answers.left(ctx)
                 or schedule.frozen(ctx, "surface-exceed", "reserved-halt"))):
             break

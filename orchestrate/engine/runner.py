@@ -220,7 +220,7 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
         from orchestrate.engine import answers
         if answers.taken(ctx):  # an answer left for a runner that died first is the one that stands
             from orchestrate.seams import inbox
-            inbox.stands(layout, name, campaign.seam)
+            inbox.stands(layout, name, campaign.seam, campaign.queued)
         entry = seams.record(ctx, campaign.seam, choice, note, who, "human")
         recorder.commit(f"{name}: decide {seam} {choice} ({who})")
         out.always(f"recorded: {seam} {choice} by {who}, bound to {str(entry['context']['bound_to'])[:12]}")

@@ -198,10 +198,14 @@ def frozen(ctx, *kinds: str) -> list[str]:
 
 def held(ctx) -> set[str]:
     """Nodes a seam (open, or queued behind the open one) asks about: they wait for its answer, and the rest
-    goes on. An environment seam holds every node the environment stopped: one fix answers them all."""
+    goes on; and the node of an answer recorded but not yet applied (`decide` after an eager runner died):
+    nothing judges, starts or merges it before SEAM applies it. An environment seam holds every node the
+    environment stopped: one fix answers them all."""
     c = ctx.campaign
     seams = ([c.seam] if c.seam else []) + c.queued
     out = {s["node"] for s in seams if s.get("node")}
+    if c.decision is not None and c.decision.get("node"):
+        out.add(c.decision["node"])
     if any(s.get("case") == "environment" for s in seams):
         out.update(n for n in c.window() if c.nodes[n].env_error)
     return out
@@ -250,7 +254,7 @@ def landed(ctx) -> list[str]:
     evaluators run ahead is ready once they are done (engine/evaluations.py)."""
     c, dag = ctx.campaign, ctx.dag
     ready, seen = [], set()
-    for n in held(ctx) if (c.seam or c.queued) else ():  # a seam about a group holds all of it
+    for n in held(ctx) if (c.seam or c.queued or c.decision) else ():  # a seam about a group holds all of it
         seen.update(dag.group_of(n))
     for n in c.with_status(LANDED):
         if n in seen or evaluations.pending(ctx, n):

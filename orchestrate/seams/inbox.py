@@ -39,11 +39,15 @@ def leave(layout, topic: str, seam: dict, choice: str, note: str, who: str) -> N
                                          "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
 
 
-def waiting(layout, topic: str, seam: dict | None) -> dict | None:
-    """The answer left for the open `seam`, if any; a stale one (another seam's) is removed."""
+def waiting(layout, topic: str, seam: dict | None, queued: list[dict] = ()) -> dict | None:
+    """The answer left for the open `seam`, if any; a stale one (no seam's that is open or `queued` behind it)
+    is removed. One left for a queued seam stays: a campaign-wide seam (a budget) that came first put the
+    seam it answers in the queue, and it is asked (and the answer applied) once it opens again."""
     target = path(layout, topic)
     answer = _read(target)
     if answer is None:
+        return None
+    if any(answer.get("seam_id") == q.get("id") for q in queued if seam is None or q.get("id") != seam.get("id")):
         return None
     if seam is None or answer.get("seam_id") != seam.get("id") or answer.get("choice") not in seam["choices"]:
         with _turn(target):  # read again in turn: a `decide` may have just left a fresh answer in its place
@@ -53,11 +57,11 @@ def waiting(layout, topic: str, seam: dict | None) -> dict | None:
     return answer
 
 
-def stands(layout, topic: str, seam: dict | None) -> None:
+def stands(layout, topic: str, seam: dict | None, queued: list[dict] = ()) -> None:
     """`decide` finding the campaign free: an answer left for a runner that stopped before taking it still
     stands (`resume` applies it, as its person was told), so a second answer is refused as it was while that
     runner lived, never recorded in its place."""
-    answer = waiting(layout, topic, seam)
+    answer = waiting(layout, topic, seam, queued)
     if answer is not None:
         raise Concurrency(f"an answer to seam {answer['seam']} already waits ({answer['choice']} by {answer['who']}), "
                           "left for a runner that stopped before applying it",

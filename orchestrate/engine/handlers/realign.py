@@ -25,9 +25,7 @@ def _why(ctx: Context) -> tuple[str, str, str]:
     applied (under the eager schedule the run goes on past a node's seam, so another node may come to need
     one meanwhile)."""
     c = ctx.campaign
-    asked = schedule.held(ctx)
-    if c.decision is not None and c.decision.get("node"):  # answered already, the answer not yet applied
-        asked = asked | {c.decision["node"]}
+    asked = schedule.held(ctx)  # (with the node of an answer recorded but not yet applied)
     order = [n for n in c.layer() + [x for x in c.nodes if x not in c.layer()] if n not in asked]
     for n in order:
         s = c.nodes[n]

@@ -75,7 +75,7 @@ def _unattended(ctx: Context) -> tuple[str, str, str, str] | None:
     """An answer that needs nobody at this terminal: left by `decide`, in the answers file, or the policy."""
     seam = ctx.campaign.seam
     name = seam["seam"]
-    left = inbox.waiting(ctx.layout, ctx.topic, seam) if answers.taken(ctx) else None
+    left = inbox.waiting(ctx.layout, ctx.topic, seam, ctx.campaign.queued) if answers.taken(ctx) else None
     if left is not None:
         ctx.out.always(f"seam {name}: {left['who']} answered {left['choice']} (orchestrate decide)")
         return left["choice"], left.get("note") or "", left["who"], "human"
