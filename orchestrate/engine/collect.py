@@ -33,8 +33,8 @@ def collect(ctx: Context, *, until_all: bool) -> None:
                 fail_attempt(ctx, outcome, ctx.campaign.nodes[outcome.node].head, ctx.blamed.pop(outcome.node))
             if environment_error(outcome.rc, outcome.log):  # the next ones would meet the same: keep them waiting
                 _unqueue(ctx, ex)
-        if not until_all:  # eager: what ended is taken in, and the evaluators of what just landed start
-            evaluations.tick(ctx)
+        if not until_all and (finished or evaluations.finished(ctx)):  # eager: an evaluator run that ended is
+            evaluations.tick(ctx)  # taken in, and those of what just landed start (only a return lands a node)
         if not (running or (not until_all and ctx.evaluating)) or (not until_all and (
                 finished or schedule.landed(ctx) or answers.left(ctx)
                 or schedule.frozen(ctx, "surface-exceed", "reserved-halt"))):
