@@ -4,7 +4,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from tests.helpers import RepoDir, make_repo
 
@@ -95,3 +98,13 @@ def cli(repo, *args: str, fault: str | None = None, quiet: bool = False, timeout
         full["ORCHESTRATE_FAULT"] = fault
     return subprocess.run([sys.executable, "-m", "orchestrate", *args, *(["--quiet"] if quiet else [])], cwd=repo,
                           env=full, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout)
+
+
+def until(holds, runner, what: str) -> None:
+    """Until `holds()` (an event, not a delay); a runner that ends first fails, and so does a minute and a half."""
+    for _ in range(1800):
+        if holds():
+            return
+        assert runner.poll() is None, f"the runner ended before {what}"
+        time.sleep(0.05)
+    pytest.fail(f"never {what}")

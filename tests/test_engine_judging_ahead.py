@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.engine_helpers import campaign_repo, journal, statuses
+from tests.engine_helpers import campaign_repo, journal, statuses, until
 
 # A's evaluator passes once C (which depends on B alone) has its brief, i.e. once B was judged and merged and
 # C dispatched while A was being judged; B's second attempt comes only after its first timed out.
@@ -117,18 +117,8 @@ def test_a_resume_that_comes_back_in_reconcile_waits_for_the_evaluators_it_start
     assert [e["context"]["verdict"] for e in journal(repo, "back") if e["kind"] == "verdict"] == ["accept"]
 
 
-def _until(holds, runner, what: str) -> None:
-    """Until `holds()` (an event, not a delay); a runner that ends first fails, and so does a minute and a half."""
-    for _ in range(1800):
-        if holds():
-            return
-        assert runner.poll() is None, f"the runner ended before {what}"
-        time.sleep(0.05)
-    pytest.fail(f"never {what}")
-
-
 def _until_started_ahead(runner, journal) -> None:
-    _until(lambda: journal.exists() and '"effect":"evaluators-start"' in journal.read_text(), runner,
+    until(lambda: journal.exists() and '"effect":"evaluators-start"' in journal.read_text(), runner,
            "A's evaluators started ahead")
 
 
@@ -280,7 +270,7 @@ def test_a_node_whose_answer_waits_to_be_applied_is_not_judged_again_first(tmp_p
                               stdin=subprocess.DEVNULL)
     live = repo / ".ledger" / "state" / "rd" / "journal.jsonl"
     try:  # A's seam is open and the run goes on past it (W runs on): the runner dies there
-        _until(lambda: live.exists() and '"outcome":"deferred"' in live.read_text(), runner, "the run went on past A's seam")
+        until(lambda: live.exists() and '"outcome":"deferred"' in live.read_text(), runner, "the run went on past A's seam")
         runner.send_signal(signal.SIGKILL)
         runner.wait(timeout=60)
     finally:
@@ -333,7 +323,7 @@ def test_a_pause_while_workers_run_and_evaluators_run_ahead_ends(tmp_path):
         plan.write_text(plan.read_text().replace("title: b,", "title: b edited,"))  # a person edits the plan
         marks.parent.mkdir(exist_ok=True)
         (marks.parent / "mark-B").write_text("")  # B returns: the edit is seen, and the run pauses while C runs
-        _until(lambda: "to return before pausing" in said.read_text(), runner, "the run waited for its workers to pause")
+        until(lambda: "to return before pausing" in said.read_text(), runner, "the run waited for its workers to pause")
         (marks.parent / "mark-C").write_text("")
         (marks.parent / "mark-A").write_text("")
         runner.wait(timeout=90)

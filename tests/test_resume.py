@@ -15,7 +15,7 @@ from orchestrate.engine.resume import rebuild
 from orchestrate.recorder import checkpoints
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.paths import Layout
-from tests.engine_helpers import campaign_repo
+from tests.engine_helpers import campaign_repo, until
 from tests.helpers import RepoDir
 from tests.test_engine_e2e import DAG, WORKER
 
@@ -234,13 +234,8 @@ def test_a_resume_with_more_jobs_starts_the_nodes_waiting_for_a_slot_at_once(tmp
     runner = subprocess.Popen([sys.executable, "-m", "orchestrate", "run", "-j", "1"], cwd=repo, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     journal = repo / ".ledger" / "state" / "fill" / "journal.jsonl"
-    for _ in range(1200):  # A runs, and the run waits for it (B and C queued for the slot)
-        if mark.exists() and journal.exists() and '"to":"AWAIT"' in journal.read_text():
-            break
-        assert runner.poll() is None, runner.communicate()
-        time.sleep(0.05)
-    else:
-        pytest.fail("A never started")
+    until(lambda: mark.exists() and journal.exists() and '"to":"AWAIT"' in journal.read_text(), runner,
+          "A ran and the run waited for it (B and C queued for the slot)")
     runner.send_signal(signal.SIGTERM)
     out, err = runner.communicate(timeout=60)
     assert runner.returncode == 130, out + err
