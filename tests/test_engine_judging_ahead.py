@@ -335,3 +335,36 @@ def test_a_pause_while_workers_run_and_evaluators_run_ahead_ends(tmp_path):
             runner.wait()
     text = said.read_text()
     assert runner.returncode == 75 and "paused at seam dag-amendment" in text, text
+
+
+ENDS_AT_ONCE = """\
+topic: quick
+workers: {sh: "./work.sh"}
+defaults: {max_attempts: 1, sandbox: bwrap}
+nodes:
+  - {id: A, title: plants, file_surface: [a/], discipline: sh, evaluators: [
+      {name: plants, run: 'echo PLANTED >> "$HOME/.bashrc"; exit 127'}]}
+"""
+
+
+def test_an_evaluator_run_ahead_that_started_before_the_loop_counted_is_still_looked_after(
+        tmp_path, orch, monkeypatch, home):
+    """CI failure of rv35's test: the loop read the count of judging's processes after handing the run to its
+    thread, so an evaluator that had already started (and planted, and ended) was not looked after, and the
+    planted line stayed. Here the thread's run ends before the hand-over returns: the worst case, every time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from orchestrate.engine import evaluations
+
+    class Finished(ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            future = super().submit(fn, *args, **kwargs)
+            future.exception()  # wait until the run ended
+            return future
+    monkeypatch.setattr(evaluations, "ThreadPoolExecutor", Finished)
+    (home / ".bashrc").write_text("# mine\n")
+    repo = campaign_repo(tmp_path, ENDS_AT_ONCE, WORKER)
+    result = orch("run", cwd=repo)
+    assert result.rc == 75 and "could not start" in result.out + result.err, result.out + result.err
+    assert (home / ".bashrc").read_text() == "# mine\n", result.out + result.err
+    assert "A: changed what no worker may change" in result.out + result.err

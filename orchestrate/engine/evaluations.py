@@ -100,7 +100,8 @@ def tick(ctx) -> None:
             ctx.judge_pool = ThreadPoolExecutor(max_workers=getattr(ctx.executor, "jobs", None) or 4,
                                                 thread_name_prefix="evaluators")
             ctx.judge_stop = threading.Event()
-        ctx.evaluating[key] = (ctx.judge_pool.submit(run, ctx, node_id, ctx.judge_stop), ctx.judge_runs)
+        ran = ctx.judge_runs  # read before the thread can start a process: after, its run could go unlooked-at
+        ctx.evaluating[key] = (ctx.judge_pool.submit(run, ctx, node_id, ctx.judge_stop), ran)
         if ctx.recorder is not None:  # where its judging began, for the report's timeline and for status
             ctx.emit("result", {"effect": "evaluators-start", "node": node_id, "attempt": key[1]})
         ctx.out.line(f"{node_id}: evaluators started (attempt {key[1]})")
