@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +115,28 @@ class _Running:
     started: float
     log_handle: object
     exited: int | None = None  # proc.exit_fd: readable once the worker's process has ended
+    # The timeout is enforced by a timer of its own, not by the loop's next poll: the loop may be busy
+    # for minutes (evaluators run where the loop waits for them, campaign checks at a merge) meanwhile.
+    timer: threading.Timer | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)  # the timer never signals a reaped pid
+    expired: bool = False
+    reaped: bool = False
+
+    def arm(self) -> None:
+        self.timer = threading.Timer(self.request.timeout, self._expire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _expire(self) -> None:
+        with self.lock:
+            if not self.reaped:
+                self.expired = True
+                proc.kill_group(self.popen.pid, grace=0.2)
+                self.said_killed()
+
+    def said_killed(self) -> None:
+        self.log_handle.write(f"\n# orchestrate: killed after {self.request.timeout:g}s\n".encode())
+        self.log_handle.flush()
 
 
 @dataclass
@@ -155,7 +178,8 @@ class LocalExecutor:
             except Exception:
                 handle.close()
                 raise
-            self.live[req.node] = _Running(req, popen, time.monotonic(), handle, proc.exit_fd(popen.pid))
+            self.live[req.node] = run = _Running(req, popen, time.monotonic(), handle, proc.exit_fd(popen.pid))
+            run.arm()
             if self.on_spawn is not None:
                 self.on_spawn(req, popen.pid)
 
@@ -171,16 +195,19 @@ class LocalExecutor:
         now = time.monotonic()
         held = False
         for node, run in list(self.live.items()):
-            rc = run.popen.poll()
-            timed_out = rc is None and now - run.started > run.request.timeout
-            if rc is None and not timed_out:
-                continue
-            if timed_out:
-                proc.kill_group(run.popen.pid, grace=0.2)
-                run.popen.wait()
-                run.log_handle.write(f"\n# orchestrate: killed after {run.request.timeout:g}s\n".encode())
-            else:
-                proc.kill_group(run.popen.pid)  # stray children of a finished worker die with it
+            with run.lock:
+                rc = run.popen.poll()
+                timed_out = run.expired or (rc is None and now - run.started > run.request.timeout)
+                if rc is None and not timed_out:
+                    continue
+                if timed_out and not run.expired:
+                    proc.kill_group(run.popen.pid, grace=0.2)
+                    run.said_killed()
+                elif not timed_out:
+                    proc.kill_group(run.popen.pid)  # stray children of a finished worker die with it
+                if timed_out:
+                    run.popen.wait()
+                run.reaped = True
             reaping.kill_tagged(_tags(run.request))  # and those that left its process group (setsid)
             _let_go(run)
             freeze, error = read_freeze(run.request.return_file)
@@ -209,12 +236,14 @@ class LocalExecutor:
         self.queue.clear()
         self.unstarted.clear()
         for run in self.live.values():
-            proc.kill_group(run.popen.pid)
-            reaping.kill_tagged(_tags(run.request))
-            try:
-                run.popen.wait(timeout=5)
-            except Exception:  # noqa: BLE001 - best effort while stopping
-                pass
+            with run.lock:
+                proc.kill_group(run.popen.pid)
+                reaping.kill_tagged(_tags(run.request))
+                try:
+                    run.popen.wait(timeout=5)
+                except Exception:  # noqa: BLE001 - best effort while stopping
+                    pass
+                run.reaped = True
             _let_go(run)
         self.live.clear()
 
@@ -223,6 +252,8 @@ class LocalExecutor:
 
 
 def _let_go(run: _Running) -> None:
+    if run.timer is not None:
+        run.timer.cancel()
     try:
         run.log_handle.close()
     finally:

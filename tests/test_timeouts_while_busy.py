@@ -1,0 +1,50 @@
+"""A worker's timeout holds while the loop is busy with something else: the campaign checks of another node's
+merge, or evaluators run where the loop waits for them (without the sandbox). The loop took in timeouts only
+when it polled its workers, so a 2 s timeout fired when the checks or the evaluators ended, minutes later on a
+real project. Each waits for the hung worker to be killed, and fails if that never comes while it runs."""
+from __future__ import annotations
+
+from tests.engine_helpers import campaign_repo, statuses
+
+WORKER = """#!/bin/sh
+if [ "$ORCH_NODE" = B ] && [ "$ORCH_ATTEMPT" = 1 ]; then exec sleep 300; fi
+d=$(echo "$ORCH_NODE" | tr A-Z a-z)
+mkdir -p "$d" && echo "$ORCH_NODE" > "$d/one.txt"
+"""
+# passes once B's first attempt was killed; gives up (fails) after about a minute
+KILLED = ('n=0; while ! grep -q "killed after" "{log}" 2>/dev/null && [ $n -lt 1200 ]; do sleep 0.05; '
+          'n=$((n + 1)); done; grep -q "killed after" "{log}"')
+DAG = """\
+topic: busy
+workers: {{sh: "./work.sh"}}
+defaults: {{timeout: 120, max_attempts: 2, sandbox: {sandbox}, unsandboxed: parallel}}
+{checks}nodes:
+  - {{id: A, title: judged while B hangs, file_surface: [a/], discipline: sh{evaluators}}}
+  - {{id: B, title: hangs, file_surface: [b/], discipline: sh, timeout: 2}}
+"""
+
+
+def _log(tmp_path):
+    return tmp_path / "repo" / ".scratch" / "runs" / "busy" / "B" / "attempt-1.log"
+
+
+def test_a_workers_timeout_fires_while_another_nodes_campaign_checks_run(tmp_path, orch):
+    checks = "checks: [{name: waits, run: '" + KILLED.format(log=_log(tmp_path)) + "'}]\n"
+    repo = campaign_repo(tmp_path, DAG.format(sandbox="auto", checks=checks, evaluators=""), WORKER)
+    result = orch("run", "--jobs", "2", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert "B: worker timed out" in result.out
+    assert "A: ACCEPT (attempt 1)" in result.out  # its evaluator saw B killed while it ran
+    assert statuses(repo, orch, "busy") == {"A": "ACCEPTED", "B": "ACCEPTED"}
+    said = (repo / ".scratch" / "runs" / "busy" / "A" / "checks-1.log").read_text()
+    assert "rc 0," in said, said  # the check saw B killed while it ran (not a failure found on the head too)
+
+
+def test_a_workers_timeout_fires_while_evaluators_the_loop_waits_for_run(tmp_path, orch):
+    evaluators = ", evaluators: [{name: waits, run: '" + KILLED.format(log=_log(tmp_path)) + "'}]"
+    repo = campaign_repo(tmp_path, DAG.format(sandbox="none", checks="", evaluators=evaluators), WORKER)
+    result = orch("run", "--jobs", "2", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert "B: worker timed out" in result.out
+    assert "A: ACCEPT (attempt 1)" in result.out  # its evaluator saw B killed while it ran
+    assert statuses(repo, orch, "busy") == {"A": "ACCEPTED", "B": "ACCEPTED"}
