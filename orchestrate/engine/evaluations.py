@@ -129,13 +129,25 @@ def settle(ctx, *, wait_for_them: bool) -> None:
     futures = [future for future, _ in ctx.evaluating.values()]
     if not wait_for_them:
         ctx.judge_stop.set()
-        from orchestrate import reaping
-        for node, attempt in list(ctx.evaluating):
-            reaping.kill_tagged({**ctx.runner_tags(), AHEAD_TAG: f"{node}+{attempt}"}, orphans=False)
+        kill_until_done(futures, [{**ctx.runner_tags(), AHEAD_TAG: f"{node}+{attempt}"} for node, attempt in ctx.evaluating])
     else:
         ctx.out.always(f"waiting for the evaluators of {', '.join(in_flight(ctx))} to end before stopping")
     wait(futures)
     _take_in(ctx, list(ctx.evaluating), keep=False)
+
+
+KILL_AGAIN = 0.2  # seconds between kills of what stopped runs start
+
+
+def kill_until_done(futures, tags: list[dict]) -> None:
+    """Kill what carries one of `tags` until every run has ended, not once: a thread that asked `stop()` just before
+    it was set starts its process after the first kill (rv53); each thread starts at most that one, killed here."""
+    from orchestrate import reaping
+    while True:
+        for each in tags:
+            reaping.kill_tagged(each, orphans=False)
+        if not wait(futures, timeout=KILL_AGAIN).not_done:
+            return
 
 
 def stop(ctx) -> None:
@@ -143,6 +155,8 @@ def stop(ctx) -> None:
     pool, ctx.judge_pool = ctx.judge_pool, None
     if ctx.judge_stop is not None:
         ctx.judge_stop.set()
+    if ctx.evaluating:  # one may have started after drive's kill, before the stop was set
+        kill_until_done([future for future, _ in ctx.evaluating.values()], [ctx.runner_tags()])
     ctx.evaluating.clear()
     if pool is not None:
         pool.shutdown(wait=True, cancel_futures=True)

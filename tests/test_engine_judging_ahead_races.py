@@ -1,0 +1,73 @@
+"""Races between the loop's thread and the threads evaluators run in (engine/evaluations.py, reconcile._prefetch),
+each made to happen every time: a stand-in holds one thread at the point where the other must overtake it."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tests.engine_helpers import campaign_repo
+
+WORKER = r"""#!/bin/sh
+set -eu
+d=$(echo "$ORCH_NODE" | tr A-Z a-z)
+mkdir -p "$d" && echo "$ORCH_NODE" > "$d/one.txt"
+"""
+
+
+@pytest.fixture(autouse=True)
+def _sandbox():
+    from orchestrate.workers import sandbox
+    if (why := sandbox.probe()) is not None:
+        pytest.skip(f"evaluators run ahead only where every worker runs in the sandbox; no sandbox here: {why}")
+
+
+def _in_evaluator_thread() -> bool:
+    return threading.current_thread().name.startswith("evaluators")
+
+
+OUTLIVES = """\
+topic: window
+workers: {sh: "./work.sh"}
+defaults: {timeout: 120, sandbox: bwrap}
+nodes:
+  - {id: A, title: judged ahead, file_surface: [a/], discipline: sh, evaluators: [
+      {name: long, run: 'n=0; while [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done; echo LIVED > "$HOME/lived"'}]}
+"""
+
+
+def test_an_evaluator_that_starts_between_the_stop_check_and_the_kill_is_stopped_too(tmp_path, orch, monkeypatch, home):
+    """Interrupted while an evaluator thread had asked `stop()` (not yet set) and not yet started its process: the
+    loop set the stop and killed what carried the run's tag (nothing yet), then the thread started the evaluator,
+    which nothing killed: the interrupt waited for it to end (up to its timeout) and it ran to the end."""
+    from orchestrate import faults, proc, reaping
+    from orchestrate.engine import evaluations
+
+    at_start, killed = threading.Event(), threading.Event()
+    real_shell, real_kill, real_reach = proc.run_shell, reaping.kill_tagged, faults.reach
+
+    def shell(*args, **kwargs):  # the evaluator thread, past `stop()`, about to start its process
+        if _in_evaluator_thread() and not at_start.is_set():
+            at_start.set()
+            killed.wait(60)
+        return real_shell(*args, **kwargs)
+
+    def kill(tags, **kwargs):
+        got = real_kill(tags, **kwargs)
+        if evaluations.AHEAD_TAG in tags:
+            killed.set()
+        return got
+
+    def reach(point):  # Ctrl-C, in the loop's thread, while the evaluator thread is there
+        if point == "poll" and at_start.is_set() and not killed.is_set():
+            raise KeyboardInterrupt
+        real_reach(point)
+    monkeypatch.setattr(proc, "run_shell", shell)
+    monkeypatch.setattr(reaping, "kill_tagged", kill)
+    monkeypatch.setattr(faults, "reach", reach)
+    repo = campaign_repo(tmp_path, OUTLIVES, WORKER)
+    result = orch("run", cwd=repo)
+    assert result.rc == 130, result.out + result.err
+    assert killed.is_set()
+    assert not (home / "lived").exists(), "the evaluator started after the kill ran to its end"
+
