@@ -3,6 +3,7 @@ each made to happen every time: a stand-in holds one thread at the point where t
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -71,3 +72,43 @@ def test_an_evaluator_that_starts_between_the_stop_check_and_the_kill_is_stopped
     assert killed.is_set()
     assert not (home / "lived").exists(), "the evaluator started after the kill ran to its end"
 
+
+TOGETHER = """\
+topic: together
+schedule: layered
+workers: {sh: "./work.sh"}
+defaults: {timeout: 120, sandbox: bwrap}
+nodes:
+  - {id: A, title: plants, file_surface: [a/], discipline: sh, evaluators: [
+      {name: plants, run: 'echo PLANTED >> "$HOME/.bashrc"; n=0; while [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done'},
+      {name: late, run: 'echo LATE >> "$HOME/.bashrc"'}]}
+  - {id: B, title: quick, file_surface: [b/], discipline: sh, evaluators: [{name: ok, run: "true"}]}
+"""
+
+
+def test_an_interrupt_while_landed_nodes_evaluators_run_together_stops_them_and_puts_back_what_they_planted(
+        tmp_path, orch, monkeypatch, home):
+    """reconcile._prefetch, interrupted (Ctrl-C in the loop's thread, waiting on the threads): it killed what ran,
+    but its threads had no stop, so A's next evaluator started after the kill; and no look followed, so what
+    either planted in $HOME (a start-up file) stayed, unblamed, for the resume to take in as the state to guard."""
+    import concurrent.futures
+
+    class Interrupted(concurrent.futures.ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            future = super().submit(fn, *args, **kwargs)
+
+            def result(timeout=None):  # Ctrl-C once A's first evaluator has planted, while it runs
+                for _ in range(1200):
+                    if "PLANTED" in (home / ".bashrc").read_text():
+                        raise KeyboardInterrupt
+                    time.sleep(0.05)
+                pytest.fail("A's first evaluator never planted")
+            future.result = result
+            return future
+    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", Interrupted)
+    (home / ".bashrc").write_text("# mine\n")
+    repo = campaign_repo(tmp_path, TOGETHER, WORKER)
+    result = orch("run", "--jobs", "2", cwd=repo)
+    assert result.rc == 130, result.out + result.err
+    assert (home / ".bashrc").read_text() == "# mine\n", result.out + result.err  # put back; `late` never ran
+    assert "changed what no worker may change" in result.out + result.err

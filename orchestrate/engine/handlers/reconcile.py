@@ -90,17 +90,23 @@ def _prefetch(ctx: Context) -> None:
             and not ctx.dag.by_id[n].budget]  # a budget may stop the node before its evaluators run
     if len(todo) < 2:
         return
+    import threading
     from concurrent.futures import ThreadPoolExecutor
     width = min(len(todo), getattr(ctx.executor, "jobs", None) or len(todo))
     pool, ran = ThreadPoolExecutor(max_workers=width, thread_name_prefix="evaluators"), ctx.judge_runs
+    stop, futures = threading.Event(), {}
     try:
-        futures = {n: pool.submit(evaluations.run, ctx, n) for n in todo}
+        for n in todo:
+            futures[n] = pool.submit(evaluations.run, ctx, n, stop)
         for n, future in futures.items():
             ctx.evaluated[(n, c.nodes[n].attempt)] = future.result()
         watch.after_judging(ctx, todo, ran)  # each blamed node's verdict fails when it is judged
-    except BaseException:  # Ctrl-C or a crash: the evaluators still running must not outlive the runner
-        from orchestrate import reaping
+    except BaseException:  # Ctrl-C or a crash: the evaluators still running must not outlive the runner, none
+        from orchestrate import reaping  # more starts (rv53: a thread went on to its node's next evaluator), and
+        stop.set()  # what their code changed is put back and blamed, as for evaluators run ahead (settle)
         reaping.kill_tagged(ctx.runner_tags())
+        evaluations.kill_until_done(list(futures.values()), [ctx.runner_tags()])
+        watch.after_judging(ctx, todo, ran)
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
