@@ -112,3 +112,64 @@ def test_an_interrupt_while_landed_nodes_evaluators_run_together_stops_them_and_
     assert result.rc == 130, result.out + result.err
     assert (home / ".bashrc").read_text() == "# mine\n", result.out + result.err  # put back; `late` never ran
     assert "changed what no worker may change" in result.out + result.err
+
+
+TURNED = """\
+topic: turned
+workers: {sh: "./work.sh"}
+defaults: {timeout: 120, sandbox: bwrap}
+nodes:
+  - {id: A, title: judged ahead, file_surface: [a/], discipline: sh, evaluators: [{name: ok, run: "true"}]}
+  - {id: B, title: returns later, file_surface: [b/], discipline: sh}
+  - {id: C, title: after A, depends_on: [A], file_surface: [c/], discipline: sh}
+"""
+RETURNS_LATER = r"""#!/bin/sh
+set -eu
+if [ "$ORCH_NODE" = B ]; then n=0; while [ ! -f "MARK" ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done; fi
+d=$(echo "$ORCH_NODE" | tr A-Z a-z)
+mkdir -p "$d" && echo "$ORCH_NODE" > "$d/one.txt"
+"""
+
+
+def test_a_node_whose_evaluators_run_ahead_is_not_judged_again_while_they_run_once_ahead_is_turned_off(
+        tmp_path, orch, monkeypatch):
+    """A's evaluators ran ahead (their thread not done) when an amendment, accepted while B ran, let C run without
+    the sandbox: evaluators no longer run ahead, so `pending` said A waited for nothing, and RECONCILE ran A's
+    evaluators again in the loop's thread, in the same worktree, while the first run went on (the same happens
+    when an amendment drops A's evaluators, gives it a budget or a LOOPS_WITH peer: A was judged, merged, its
+    worktree handed on, with the old run still writing there)."""
+    from orchestrate import faults
+    from orchestrate.engine import evaluations
+
+    started, release, overlapped, edited = threading.Event(), threading.Event(), [], []
+    real_run, real_finished, real_reach = evaluations.run, evaluations.finished, faults.reach
+
+    def run(ctx, node_id, stop=None):
+        if _in_evaluator_thread():  # the run ahead: held until the loop either waits for it or overtakes it
+            started.set()
+            release.wait(60)
+        elif any(node == node_id and not future.done() for (node, _), (future, _) in ctx.evaluating.items()):
+            overlapped.append(node_id)  # the loop's thread runs the node's evaluators while its run ahead goes on
+            release.set()
+        return real_run(ctx, node_id, stop)
+
+    def finished(ctx):  # the loop waits for evaluators that run: once the amendment is in, the run ahead may end
+        if not evaluations.ahead(ctx):
+            release.set()
+        return real_finished(ctx)
+
+    def reach(point):  # while A's evaluators run ahead and B runs, a person lets C run without the sandbox
+        if point == "poll" and started.is_set() and not edited:
+            plan = repo / ".ledger" / "state" / "turned" / "dag.yaml"
+            plan.write_text(plan.read_text().replace("title: after A,", "title: after A, sandbox: none,"))
+            (repo / ".scratch" / "MARK").write_text("")  # B returns: the edit is seen, and accepted
+            edited.append(True)
+        real_reach(point)
+    monkeypatch.setattr(evaluations, "run", run)
+    monkeypatch.setattr(evaluations, "finished", finished)
+    monkeypatch.setattr(faults, "reach", reach)
+    repo = campaign_repo(tmp_path, TURNED, RETURNS_LATER.replace("MARK", str(tmp_path / "repo" / ".scratch" / "MARK")))
+    (tmp_path / "answers.yaml").write_text("dag-amendment: accept\n")
+    result = orch("run", "--jobs", "2", "--answers", tmp_path / "answers.yaml", cwd=repo)
+    assert edited and result.rc == 75, result.out + result.err  # at final acceptance
+    assert overlapped == [], result.out + result.err

@@ -68,7 +68,11 @@ def _eligible(ctx, node_id: str) -> bool:
 def pending(ctx, node_id: str) -> bool:
     """Is the landed node waiting for evaluators that run ahead (running, not started yet, or to run again
     because the DAG's were amended)? Not one a seam holds (a review divergence asks a person about evaluators
-    that already ran)."""
+    that already ran). A run in flight is waited for whatever holds now: an amendment that turned running ahead
+    off, or made the node ineligible, would have it judged, merged and its worktree handed on while the run went
+    on writing there (rv53)."""
+    if (node_id, ctx.campaign.nodes[node_id].attempt) in ctx.evaluating:
+        return True
     if not ahead(ctx) or not _eligible(ctx, node_id):
         return False
     from orchestrate.engine import schedule
