@@ -173,3 +173,118 @@ def test_a_node_whose_evaluators_run_ahead_is_not_judged_again_while_they_run_on
     result = orch("run", "--jobs", "2", "--answers", tmp_path / "answers.yaml", cwd=repo)
     assert edited and result.rc == 75, result.out + result.err  # at final acceptance
     assert overlapped == [], result.out + result.err
+
+
+def _sandboxed_by_config(tmp_path, dag: str):
+    """A campaign whose sandbox is the config's (B returns once MARK exists)."""
+    repo = campaign_repo(tmp_path, dag, RETURNS_LATER.replace("MARK", str(tmp_path / "repo" / ".scratch" / "MARK")))
+    config = repo / ".ledger" / "config.yaml"
+    config.write_text((config.read_text() if config.exists() else "") + "sandbox: bwrap\n")
+    return repo
+
+
+def _off_at_a_poll(monkeypatch, repo, started: threading.Event, edited: list) -> None:
+    """Once A's evaluators run ahead (`started`), while B runs in the sandbox, a person edits the config to
+    `sandbox: none`; then B returns: the edit is seen, and kept (only sandboxed code ran)."""
+    from orchestrate import faults
+    real_reach = faults.reach
+
+    def reach(point):
+        if point == "poll" and started.is_set() and not edited:
+            config = repo / ".ledger" / "config.yaml"
+            config.write_text(config.read_text().replace("sandbox: bwrap", "sandbox: none"))
+            (repo / ".scratch" / "MARK").write_text("")
+            edited.append(True)
+        real_reach(point)
+    monkeypatch.setattr(faults, "reach", reach)
+
+
+SETTLED_BY_CONFIG = """\
+topic: cfg
+workers: {sh: "./work.sh"}
+defaults: {timeout: 120}
+nodes:
+  - {id: A, title: judged ahead, file_surface: [a/], discipline: sh, evaluators: [{name: ok, run: "true"}]}
+  - {id: B, title: returns later, file_surface: [b/], discipline: sh}
+  - {id: C, title: after B, depends_on: [B], file_surface: [c/], discipline: sh}
+"""
+
+
+def test_no_worker_starts_without_the_sandbox_while_evaluators_run_ahead_after_the_config_turned_it_off(
+        tmp_path, orch, monkeypatch):
+    """Evaluators run ahead only while every worker runs in the sandbox (nothing else can write the worktree being
+    judged). `ahead` is decided once per DAG; a person's edit of config.yaml to `sandbox: none`, kept while A's
+    evaluators ran ahead (the run reads it from then on), had C start without the sandbox while they still ran."""
+    from orchestrate.engine import evaluations
+    from orchestrate.engine.handlers import dispatch
+    from orchestrate.workers import containment
+
+    started, release, unboxed, edited = threading.Event(), threading.Event(), [], []
+    real_run, real_finished, real_start = evaluations.run, evaluations.finished, dispatch.start
+
+    def run(ctx, node_id, stop=None):
+        if _in_evaluator_thread():
+            started.set()
+            release.wait(60)
+        return real_run(ctx, node_id, stop)
+
+    def finished(ctx):
+        if edited and not ctx.executor.running():
+            release.set()
+        return real_finished(ctx)
+
+    def start(ctx, node_id, base, **kwargs):
+        if not containment.enabled(ctx, ctx.dag.by_id[node_id]) and any(not f.done() for f, _ in ctx.evaluating.values()):
+            unboxed.append(node_id)
+        real_start(ctx, node_id, base, **kwargs)
+        if unboxed:
+            release.set()
+
+    monkeypatch.setattr(evaluations, "run", run)
+    monkeypatch.setattr(evaluations, "finished", finished)
+    monkeypatch.setattr(dispatch, "start", start)
+    _off_at_a_poll(monkeypatch, tmp_path / "repo", started, edited)
+    repo = _sandboxed_by_config(tmp_path, SETTLED_BY_CONFIG)
+    result = orch("run", "--jobs", "2", cwd=repo)
+    assert edited and result.rc == 75, result.out + result.err
+    assert unboxed == [], result.out + result.err
+    assert "kept" in result.out, result.out
+
+
+TURNED_OFF_LATER = """\
+topic: later
+workers: {sh: "./work.sh"}
+defaults: {timeout: 120}
+nodes:
+  - {id: A, title: judged ahead, file_surface: [a/], discipline: sh, evaluators: [{name: ok, run: "true"}]}
+  - {id: B, title: lands after the edit, file_surface: [b/], discipline: sh, evaluators: [{name: ok, run: "true"}]}
+"""
+
+
+def test_no_evaluators_start_ahead_once_a_config_edit_turned_the_sandbox_off(tmp_path, orch, monkeypatch):
+    """`ahead` was decided once per DAG: after a person's kept edit of config.yaml to `sandbox: none`, B, landing
+    later, still had its evaluators run ahead, beside workers that would now start without the sandbox."""
+    from orchestrate.engine import evaluations
+
+    started, release, edited = threading.Event(), threading.Event(), []
+    real_run, real_finished = evaluations.run, evaluations.finished
+
+    def run(ctx, node_id, stop=None):
+        if _in_evaluator_thread() and node_id == "A":  # held until the edit has been taken in
+            started.set()
+            release.wait(60)
+        return real_run(ctx, node_id, stop)
+
+    def finished(ctx):
+        if edited and not evaluations.ahead(ctx):
+            release.set()
+        return real_finished(ctx)
+
+    monkeypatch.setattr(evaluations, "run", run)
+    monkeypatch.setattr(evaluations, "finished", finished)
+    _off_at_a_poll(monkeypatch, tmp_path / "repo", started, edited)
+    repo = _sandboxed_by_config(tmp_path, TURNED_OFF_LATER)
+    result = orch("run", "--jobs", "2", cwd=repo)
+    assert edited and result.rc == 75, result.out + result.err
+    assert "kept" in result.out + result.err
+    assert "A: evaluators started" in result.out and "B: evaluators started" not in result.out, result.out

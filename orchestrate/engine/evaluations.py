@@ -48,15 +48,19 @@ def taken(ctx, node_id: str) -> Verdict | None:
 
 
 def ahead(ctx) -> bool:
-    """Do evaluators run ahead in this campaign: eager, and every machine node in the sandbox?"""
+    """Do evaluators run ahead now: eager, and every machine node in the sandbox as the DAG and the config say
+    now (a person may edit either while the run goes on)? An edit that turns it off stops new runs ahead, and
+    schedule._eager starts no worker without the sandbox while one is in flight. One that turns it on is
+    adopted only while no worker without it runs or waits (engine/watch.py), so none does when runs start."""
     if ctx.campaign.schedule != "eager" or ctx.dag is None:
         return False
-    key = id(ctx.dag)
-    if getattr(ctx, "_ahead", (None, False))[0] != key:
-        from orchestrate.workers import containment, handwork
-        ctx._ahead = (key, all(containment.enabled(ctx, n) for n in ctx.dag.nodes
-                               if not handwork.is_human(ctx.dag, n.id)))
-    return ctx._ahead[1]
+    from orchestrate.workers import containment, handwork
+    mode = containment.campaign_mode(ctx)
+    cached = getattr(ctx, "_ahead", None)
+    if cached is None or cached[0] is not ctx.dag or cached[1] != mode:  # the DAG itself: an id can be reused
+        ctx._ahead = (ctx.dag, mode, all(containment.enabled(ctx, n) for n in ctx.dag.nodes
+                                         if not handwork.is_human(ctx.dag, n.id)))
+    return ctx._ahead[2]
 
 
 def _eligible(ctx, node_id: str) -> bool:

@@ -112,20 +112,24 @@ def free_slots(ctx) -> int | None:
 
 
 def _alone_test(ctx):
-    """A test of whether a node's worker would run alone (no sandbox, `unsandboxed: serial`), reading the
-    settings once per setting a node can have: a layer of hundreds of ready nodes asks it of each."""
+    """A test of whether a node's worker would run alone (no sandbox, `unsandboxed: serial`)."""
     from orchestrate.workers import containment
-    if not containment.runs_alone(ctx):
-        return lambda node_id: False
+    return _unboxed_test(ctx) if containment.runs_alone(ctx) else lambda node_id: False
+
+
+def _unboxed_test(ctx):
+    """A test of whether a node's worker would run without the sandbox, reading the settings once per
+    setting a node can have: a layer of hundreds of ready nodes asks it of each."""
+    from orchestrate.workers import containment
     unboxed: dict[str | None, bool] = {}  # a node's own `sandbox:` (None: the campaign's) -> runs without it
 
-    def alone(node_id: str) -> bool:
+    def without(node_id: str) -> bool:
         node = ctx.dag.by_id[node_id]
         own = getattr(node, "sandbox", None)
         if own not in unboxed:
             unboxed[own] = not containment.enabled(ctx, node)
         return unboxed[own]
-    return alone
+    return without
 
 
 def _eager(ctx) -> list[str]:
@@ -147,7 +151,7 @@ def _eager(ctx) -> list[str]:
     machine = [n for n in candidates if not handwork.is_human(dag, n)]
     slots = free_slots(ctx)
     chosen: list[str] = []
-    alone = _alone_test(ctx)
+    alone, unboxed = _alone_test(ctx), _unboxed_test(ctx)
     for n in machine:
         if n in chosen:
             continue
@@ -155,6 +159,8 @@ def _eager(ctx) -> list[str]:
         if any(m not in ready and c.nodes[m].status not in IN_FLIGHT for m in group):
             continue  # a LOOPS_WITH group starts together, once all of it can (its people's nodes after)
         unit = [m for m in group if m in machine]
+        if ctx.evaluating and any(unboxed(m) for m in unit):
+            continue  # it could write a worktree whose evaluators run ahead (evaluations.ahead): once they end
         if slots is not None and (slots == 0 or (chosen and len(chosen) + len(unit) > slots)):
             break
         if any(alone(m) for m in unit):  # it starts when nothing runs, and nothing with it

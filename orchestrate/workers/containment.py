@@ -40,6 +40,11 @@ def mode(ctx, node) -> str:
     """auto, bwrap or none, for this node."""
     if getattr(node, "sandbox", None):
         return node.sandbox
+    return campaign_mode(ctx)
+
+
+def campaign_mode(ctx) -> str:
+    """The config's mode, for nodes without a `sandbox:` of their own (read anew: a person may edit it)."""
     return _configured(ctx.layout.ledger)[0]
 
 
@@ -101,16 +106,19 @@ def judging(ctx, worktree: Path, nodes: tuple[str, ...] = ()):
 def _judging(ctx, worktree: Path):
     """What judging runs in `worktree` (evaluators, campaign checks, tripwires, coherence's project evaluators,
     guardrail commands: code a worker may have written) runs in the sandbox whenever any node of the campaign
-    does: a worktree can hold a sandboxed node's code whoever's judging runs there (a pending node's
+    does or did: a worktree can hold a sandboxed node's code whoever's judging runs there (a pending node's
     tripwires in a landed one's, the campaign head in the integration worktree). It may write that worktree,
     its own admin dir (the index `git status` refreshes) and the configured caches; not the object store (a
     `git add`, `git stash`, `git commit` there fails), not another node's
     worktree, not the user's checkout; and nothing it starts outlives it (the PID namespace)."""
     from orchestrate import proc
-    key = id(ctx.dag)
-    if getattr(ctx, "_judging_sandboxed", (None, False))[0] != key:
-        ctx._judging_sandboxed = (key, any(enabled(ctx, n) for n in ctx.dag.nodes))
-    if not ctx._judging_sandboxed[1]:
+    key, cached = campaign_mode(ctx), getattr(ctx, "_judging_sandboxed", None)
+    if cached is None or cached[0] is not ctx.dag or cached[1] != key:  # the DAG itself: an id can be reused
+        # also once a node's worker ran in the sandbox (it had a private object store, `objects`): an edit of the
+        # plan or the config that turns it off leaves code sandboxed workers wrote in worktrees and the head
+        ctx._judging_sandboxed = (ctx.dag, key, any(enabled(ctx, n) for n in ctx.dag.nodes)
+                                  or any(ns.objects for ns in ctx.campaign.nodes.values()))
+    if not ctx._judging_sandboxed[2]:
         return _tagged_judging(ctx)
     common = git.git_common_dir(ctx.root)  # read from the checkout: no git process per evaluator run
     # its admin dir (index, HEAD), as its worker had; not the integration worktree's, whose HEAD orchestrate reads
