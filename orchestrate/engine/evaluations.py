@@ -137,7 +137,8 @@ def settle(ctx, *, wait_for_them: bool) -> None:
     futures = [future for future, _ in ctx.evaluating.values()]
     if not wait_for_them:
         ctx.judge_stop.set()
-        kill_until_done(futures, [{**ctx.runner_tags(), AHEAD_TAG: f"{node}+{attempt}"} for node, attempt in ctx.evaluating])
+        tags = ctx.runner_tags()
+        kill_until_done(futures, [{**tags, AHEAD_TAG: f"{node}+{attempt}"} for node, attempt in ctx.evaluating])
     else:
         ctx.out.always(f"waiting for the evaluators of {', '.join(in_flight(ctx))} to end before stopping")
     wait(futures)

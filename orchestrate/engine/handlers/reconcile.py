@@ -101,10 +101,10 @@ def _prefetch(ctx: Context) -> None:
         for n, future in futures.items():
             ctx.evaluated[(n, c.nodes[n].attempt)] = future.result()
         watch.after_judging(ctx, todo, ran)  # each blamed node's verdict fails when it is judged
-    except BaseException:  # Ctrl-C or a crash: the evaluators still running must not outlive the runner, none
-        from orchestrate import reaping  # more starts (rv53: a thread went on to its node's next evaluator), and
-        stop.set()  # what their code changed is put back and blamed, as for evaluators run ahead (settle)
-        reaping.kill_tagged(ctx.runner_tags())
+    except BaseException:  # Ctrl-C or a crash: none more starts (rv53: a thread went on to its node's next
+        # evaluator), those running must not outlive the runner, and what their code changed is put back and
+        # blamed, as for evaluators run ahead (evaluations.settle)
+        stop.set()
         evaluations.kill_until_done(list(futures.values()), [ctx.runner_tags()])
         watch.after_judging(ctx, todo, ran)
         raise
