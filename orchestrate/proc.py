@@ -270,17 +270,19 @@ def exit_fd(pid: int) -> int | None:
         return None
 
 
-def wait_exit(fds: Sequence[int], timeout: float) -> None:
-    """Sleep until one of the processes behind `fds` (from `exit_fd`) exits, or `timeout` seconds."""
+def wait_exit(fds: Sequence[int], timeout: float) -> bool:
+    """Sleep until a process behind `fds` (from `exit_fd`) exits (True; none is reaped) or `timeout` passes."""
     if not fds:
         time.sleep(timeout)
-        return
+        return False
     import select
     waiter = select.poll()  # not select(): a descriptor past 1023 is out of its range
     for fd in fds:
         waiter.register(fd, select.POLLIN)
-    if any(events & select.POLLNVAL for _, events in waiter.poll(timeout * 1000)):
+    ready = waiter.poll(max(0.0, timeout) * 1000)
+    if any(events & select.POLLNVAL for _, events in ready):
         time.sleep(timeout)  # a descriptor closed under us: sleep rather than spin; the next poll sees why
+    return bool(ready)
 
 
 def start_pipe(cmd: Sequence[str], *, env: Mapping[str, str] | None = None) -> subprocess.Popen:

@@ -1,8 +1,13 @@
 """A worker's timeout holds while the loop is busy with something else: the campaign checks of another node's
 merge, or evaluators run where the loop waits for them (without the sandbox). The loop took in timeouts only
 when it polled its workers, so a 2 s timeout fired when the checks or the evaluators ended, minutes later on a
-real project. Each waits for the hung worker to be killed, and fails if that never comes while it runs."""
+real project. Each waits for the hung worker to be killed, and fails if that never comes while it runs. And a
+worker's time ends when it exits, not when the loop next looks."""
 from __future__ import annotations
+
+import os
+
+import pytest
 
 from tests.engine_helpers import campaign_repo, statuses
 
@@ -48,3 +53,24 @@ def test_a_workers_timeout_fires_while_evaluators_the_loop_waits_for_run(tmp_pat
     assert "B: worker timed out" in result.out
     assert "A: ACCEPT (attempt 1)" in result.out  # its evaluator saw B killed while it ran
     assert statuses(repo, orch, "busy") == {"A": "ACCEPTED", "B": "ACCEPTED"}
+
+
+def test_a_workers_seconds_end_when_it_exits_not_when_the_loop_next_looks(tmp_path, monkeypatch):
+    """The loop took in a return after another node's merge or evaluators, and counted the time in between as
+    the worker's: in `worker exited 0 after Ns`, the report and the retrospective's seconds a node. Here the
+    clock jumps an hour between the exit and the poll."""
+    import time
+
+    from orchestrate import proc
+    from orchestrate.workers import local
+    if (fd := proc.exit_fd(os.getpid())) is None:
+        pytest.skip("no pidfd here: a worker's end is seen at the next poll")
+    os.close(fd)
+    ex = local.LocalExecutor(1)
+    ex.start(local.WorkRequest("A", 1, "true", tmp_path, dict(os.environ), tmp_path / "runs" / "attempt-1.log",
+                               tmp_path / "runs" / "r.json", 7200.0))
+    ex.live["A"].watcher.join(60)  # it saw the exit
+    real = time.monotonic
+    monkeypatch.setattr(local.time, "monotonic", lambda: real() + 3600)
+    [outcome] = ex.poll()
+    assert outcome.rc == 0 and outcome.seconds < 3600, outcome

@@ -115,24 +115,35 @@ class _Running:
     started: float
     log_handle: object
     exited: int | None = None  # proc.exit_fd: readable once the worker's process has ended
-    # The timeout is enforced by a timer of its own, not by the loop's next poll: the loop may be busy
-    # for minutes (evaluators run where the loop waits for them, campaign checks at a merge) meanwhile.
-    timer: threading.Timer | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)  # the timer never signals a reaped pid
+    # A thread of its own per worker sees the moment it exits (its `seconds`: the loop may notice much later)
+    # and enforces its timeout: the loop may be busy for minutes meanwhile
+    # (evaluators run where it waits for them, another node's campaign checks at its merge).
+    watcher: threading.Thread | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)  # the watcher never signals a reaped pid
+    done: threading.Event = field(default_factory=threading.Event)  # let go of: the watcher has nothing to do
+    ended: float | None = None
     expired: bool = False
     reaped: bool = False
 
-    def arm(self) -> None:
-        self.timer = threading.Timer(self.request.timeout, self._expire)
-        self.timer.daemon = True
-        self.timer.start()
+    def watch(self) -> None:
+        self.watcher = threading.Thread(target=self._watch, name=f"worker-{self.request.node}", daemon=True)
+        self.watcher.start()
 
-    def _expire(self) -> None:
+    def _watch(self) -> None:
+        left = self.started + self.request.timeout - time.monotonic()
+        if self.exited is not None and proc.wait_exit([self.exited], left):
+            self.ended = time.monotonic()
+            return
+        if self.exited is None and self.done.wait(left):
+            return
         with self.lock:
             if not self.reaped:
                 self.expired = True
                 proc.kill_group(self.popen.pid, grace=0.2)
                 self.said_killed()
+
+    def seconds(self) -> float:
+        return (self.ended or time.monotonic()) - self.started
 
     def said_killed(self) -> None:
         self.log_handle.write(f"\n# orchestrate: killed after {self.request.timeout:g}s\n".encode())
@@ -179,7 +190,7 @@ class LocalExecutor:
                 handle.close()
                 raise
             self.live[req.node] = run = _Running(req, popen, time.monotonic(), handle, proc.exit_fd(popen.pid))
-            run.arm()
+            run.watch()
             if self.on_spawn is not None:
                 self.on_spawn(req, popen.pid)
 
@@ -211,9 +222,8 @@ class LocalExecutor:
             reaping.kill_tagged(_tags(run.request))  # and those that left its process group (setsid)
             _let_go(run)
             freeze, error = read_freeze(run.request.return_file)
-            done.append(WorkOutcome(node, run.request.attempt, 124 if timed_out else rc,
-                                    time.monotonic() - run.started, timed_out, str(run.request.log),
-                                    freeze, error))
+            done.append(WorkOutcome(node, run.request.attempt, 124 if timed_out else rc, run.seconds(), timed_out,
+                                    str(run.request.log), freeze, error))
             del self.live[node]
             held = held or run.request.alone
         if not held:  # else its return is settled (and its siblings checked) before anything else starts
@@ -252,13 +262,14 @@ class LocalExecutor:
 
 
 def _let_go(run: _Running) -> None:
-    if run.timer is not None:
-        run.timer.cancel()
+    run.done.set()
+    if run.watcher is not None:  # it has seen the exit (or ends now): only then is its descriptor closed
+        run.watcher.join(timeout=5)
     try:
         run.log_handle.close()
     finally:
-        if run.exited is not None:
-            os.close(run.exited)
+        if run.exited is not None and not (run.watcher and run.watcher.is_alive()):  # else left open: a
+            os.close(run.exited)  # process that outlived SIGKILL (disk sleep) is still being watched
             run.exited = None
 
 
