@@ -1,5 +1,7 @@
 """A halt while workers run (eager) stops them; what it then says about resuming must be what resume does
-(rv47: after `halt` at a seam it promised "they start again on resume", and resume refused)."""
+(rv47: after `halt` at a seam it promised "they start again on resume", and resume refused).
+Both runs say `--jobs 2`: S must run beside the others. Left to the default (the machine's CPU count), a CI
+machine with one CPU ran N1 alone, and the halt came with nothing running (rv54)."""
 from __future__ import annotations
 
 from tests.engine_helpers import campaign_repo
@@ -42,7 +44,7 @@ def test_a_halt_chosen_at_a_seam_does_not_promise_a_resume(tmp_path, orch):
     repo = campaign_repo(tmp_path, SEAM_DAG, WORKER)
     answers = tmp_path / "answers.yaml"
     answers.write_text("realignment: {choice: halt, note: stop}\n")
-    result = orch("run", "--no-interactive", "--answers", answers, cwd=repo)
+    result = orch("run", "--jobs", "2", "--no-interactive", "--answers", answers, cwd=repo)
     out = result.out + result.err
     assert result.rc == 1, out
     assert "stopped S: their attempts do not count; a halt chosen at a seam is not resumed: " \
@@ -54,7 +56,7 @@ def test_a_halt_chosen_at_a_seam_does_not_promise_a_resume(tmp_path, orch):
 
 def test_a_halt_resume_continues_still_says_they_start_again(tmp_path, orch):
     repo = campaign_repo(tmp_path, EDGE_DAG, WORKER)
-    result = orch("run", "--no-interactive", cwd=repo)
+    result = orch("run", "--jobs", "2", "--no-interactive", cwd=repo)
     out = result.out + result.err
     assert result.rc == 1, out
     assert "edge e4 (N1 -> N4): cannot compare str 'big' with int 10" in out
