@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from orchestrate.report.live import Reporter
 from orchestrate.workers.local import Executor
 
 WRITE_AHEAD = frozenset({"intent", "result"})
+_COUNTING = threading.Lock()
 
 
 @dataclass
@@ -79,6 +81,13 @@ class Context:
                                     derived_from=derived_from, hold=kind not in WRITE_AHEAD)
         apply(self.campaign, entry)
         return entry
+
+    def judging_ran(self) -> None:
+        """Count a process judging started (`judge_runs`), from whichever thread started it: evaluators run
+        ahead in threads while the loop's thread judges too, and a count that lost one of two increments
+        made at once could equal a baseline taken between them, and a run would go unlooked-at."""
+        with _COUNTING:
+            self.judge_runs += 1
 
     def runner_tags(self) -> dict[str, str]:
         """What every process this runner starts for the campaign carries in its environment (workers,

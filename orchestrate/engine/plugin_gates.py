@@ -65,7 +65,7 @@ def run(ctx, gate: PluginGate, cwd, env: dict[str, str]) -> tuple[Verdict, str]:
     what it starts itself (the node's code, say) is neither sandboxed nor counted by `proc`, so without it
     the watch would not look after it (workers/containment.judging)."""
     plugin = ctx.gate_plugins[gate.plugin]
-    ctx.judge_runs += 1
+    ctx.judging_ran()
     entity = f"plugin:{plugin.name}@{plugin.shown_version}"
     try:
         answer = plugin.obj.check(dict(gate.config), str(cwd), dict(env))

@@ -127,7 +127,7 @@ def _judging(ctx, worktree: Path):
     readable = (str(ctx.root), str(common))
 
     def wrap(argv, cwd):
-        ctx.judge_runs += 1
+        ctx.judging_ran()
         return sandbox.wrap(argv, cwd=cwd or worktree, writable=writable, readable=readable)
     return proc.confining(wrap)
 
@@ -147,7 +147,7 @@ def _tagged_judging(ctx):
             yield
         finally:
             if proc.unconfined() != started:  # something ran (here, or in other judging): look
-                ctx.judge_runs += 1
+                ctx.judging_ran()
                 reaping.kill_tagged({"ORCH_JUDGING": tag}, orphans=False)
 
 
