@@ -489,7 +489,7 @@ def merged_alone(repo, orch, result, baseline, hostile: str, innocent: str, mode
 INTO_SIBLING = """#!/bin/sh
 case "$ORCH_NODE" in
   A) echo a > a.txt; n=0
-     while [ ! -d ../B ] && [ $n -lt 100 ]; do sleep 0.01; n=$((n + 1)); done
+     while [ ! -d ../B ] && [ $n -lt BOUND ]; do sleep 0.01; n=$((n + 1)); done
      [ -d ../B ] && echo planted > ../B/planted.txt; exit 0 ;;
   B) echo b > b.txt ;;
 esac
@@ -500,7 +500,10 @@ def test_a_write_into_a_running_siblings_worktree_is_refused_and_without_the_san
                                                                                                   mode):
     # With the sandbox both run at once and the write is refused. Without it A runs alone, and B's worktree
     # is made only once A's return is settled: while A runs there is no sibling worktree to write into.
-    repo = campaign_repo(tmp_path, siblings(mode, hostile="A"), INTO_SIBLING)
+    # without the sandbox B's worktree cannot appear while A runs: A gives up at once; with it, A waits for it
+    # as long as it takes (rv54: a 1 s wait could end before it, and the test passed with nothing attempted)
+    repo = campaign_repo(tmp_path, siblings(mode, hostile="A"), INTO_SIBLING.replace("BOUND", "1" if mode == "none"
+                                                                                       else "6000"))
     text = both_merged(repo, orch, "2")
     events = journal(repo, "hostile")
     order = [(e["context"]["effect"], e["context"]["node"]) for e in events
@@ -512,6 +515,8 @@ def test_a_write_into_a_running_siblings_worktree_is_refused_and_without_the_san
         assert judged and min(judged) > order_index(events, ("worker-start", "B")), order
     else:
         assert order.index(("worker-spawn", "B")) < order.index(("worker-start", "A")), order
+        said = (repo / ".scratch" / "runs" / "hostile" / "A" / "attempt-1.log").read_text()
+        assert "B/planted.txt: Read-only file system" in said, said  # the write was tried, and refused
 
 
 def both_merged(repo, orch, jobs: str) -> str:
