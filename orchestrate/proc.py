@@ -270,6 +270,14 @@ def exit_fd(pid: int) -> int | None:
         return None
 
 
+def has_exited(pid: int) -> bool:
+    """Whether child `pid` has ended, without reaping it: its pid (and group id) stay ours until it is waited for."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # waited for already
+        return True
+
+
 def wait_exit(fds: Sequence[int], timeout: float) -> bool:
     """Sleep until a process behind `fds` (from `exit_fd`) exits (True; none is reaped) or `timeout` passes."""
     if not fds:

@@ -74,3 +74,42 @@ def test_a_workers_seconds_end_when_it_exits_not_when_the_loop_next_looks(tmp_pa
     monkeypatch.setattr(local.time, "monotonic", lambda: real() + 3600)
     [outcome] = ex.poll()
     assert outcome.rc == 0 and outcome.seconds < 3600, outcome
+
+
+def _request(tmp_path, command, timeout):
+    from orchestrate.workers import local
+    return local.WorkRequest("A", 1, command, tmp_path, dict(os.environ), tmp_path / "runs" / "attempt-1.log",
+                             tmp_path / "runs" / "r.json", timeout)
+
+
+def test_without_an_exit_descriptor_a_worker_that_exited_in_time_is_not_called_timed_out(tmp_path, monkeypatch):
+    """Where there is no pidfd (an old kernel, a seccomp filter, no descriptor left), the watcher only sleeps out
+    the timeout. A worker that had exited by then (its return not yet taken in: the loop busy elsewhere) was
+    'killed', said so in its log, and reported as timed out (124) instead of its exit status."""
+    import threading
+
+    from orchestrate import proc
+    from orchestrate.workers import local
+    monkeypatch.setattr(proc, "exit_fd", lambda pid: None)
+
+    class Late(threading.Event):  # the timeout passes after the worker exited, before the loop looks
+        def __init__(self, pid):
+            super().__init__()
+            self.pid = pid
+
+        def wait(self, timeout=None):
+            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)  # it has exited (not reaped)
+            return False
+
+    watch = local._Running.watch
+
+    def late(run):
+        run.done = Late(run.popen.pid)
+        watch(run)
+    monkeypatch.setattr(local._Running, "watch", late)
+    ex = local.LocalExecutor(1)
+    ex.start(_request(tmp_path, "true", 7200.0))
+    ex.live["A"].watcher.join(60)
+    [outcome] = ex.poll()
+    assert (outcome.rc, outcome.timed_out) == (0, False), outcome
+    assert "killed after" not in (tmp_path / "runs" / "attempt-1.log").read_text()

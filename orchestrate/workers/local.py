@@ -136,8 +136,8 @@ class _Running:
             return
         if self.exited is None and self.done.wait(left):
             return
-        with self.lock:
-            if not self.reaped:
+        with self.lock:  # without a pidfd, a worker may have exited in time: its status stands, not a timeout
+            if not self.reaped and not proc.has_exited(self.popen.pid):
                 self.expired = True
                 proc.kill_group(self.popen.pid, grace=0.2)
                 self.said_killed()
