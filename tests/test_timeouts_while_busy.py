@@ -113,3 +113,20 @@ def test_without_an_exit_descriptor_a_worker_that_exited_in_time_is_not_called_t
     [outcome] = ex.poll()
     assert (outcome.rc, outcome.timed_out) == (0, False), outcome
     assert "killed after" not in (tmp_path / "runs" / "attempt-1.log").read_text()
+
+
+def test_a_worker_killed_at_its_timeout_is_counted_until_it_was_killed_not_until_the_loop_next_looks(tmp_path,
+                                                                                                    monkeypatch):
+    """The watcher kills a hung worker on time, but its `seconds` ran on to the loop's next poll: an hour later
+    here, where the clock jumps between the kill and the poll."""
+    import time
+
+    from orchestrate.workers import local
+    ex = local.LocalExecutor(1)
+    ex.start(_request(tmp_path, "exec sleep 300", 0.5))
+    ex.live["A"].watcher.join(60)  # it killed the worker
+    real = time.monotonic
+    monkeypatch.setattr(local.time, "monotonic", lambda: real() + 3600)
+    [outcome] = ex.poll()
+    assert (outcome.rc, outcome.timed_out) == (124, True), outcome
+    assert outcome.seconds < 3600, outcome

@@ -140,6 +140,7 @@ class _Running:
             if not self.reaped and not proc.has_exited(self.popen.pid):
                 self.expired = True
                 proc.kill_group(self.popen.pid, grace=0.2)
+                self.ended = time.monotonic()  # its time ends here, not when the loop next looks
                 self.said_killed()
 
     def seconds(self) -> float:
