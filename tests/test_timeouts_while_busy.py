@@ -130,3 +130,28 @@ def test_a_worker_killed_at_its_timeout_is_counted_until_it_was_killed_not_until
     [outcome] = ex.poll()
     assert (outcome.rc, outcome.timed_out) == (124, True), outcome
     assert outcome.seconds < 3600, outcome
+
+
+def test_a_ctrl_c_just_after_a_worker_was_reaped_sends_its_group_no_signal(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM, raised as KeyboardInterrupt) lands in poll after the worker was reaped but before it
+    left `live` (here in kill_tagged, which reads every process's environment): cancel_all then signalled its
+    process group though its pid was free to be reused."""
+    from orchestrate import proc, reaping
+    from orchestrate.workers import local
+    ex = local.LocalExecutor(1)
+    ex.start(_request(tmp_path, "true", 7200.0))
+    pid = ex.live["A"].popen.pid
+    ex.live["A"].watcher.join(60)  # it exited
+
+    def interrupted(tags, **kw):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(reaping, "kill_tagged", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ex.poll()
+    assert ex.live["A"].popen.returncode == 0  # reaped: its pid may be another process's now
+    monkeypatch.setattr(reaping, "kill_tagged", lambda tags, **kw: [])
+    signalled = []
+    monkeypatch.setattr(proc, "kill_group", lambda pid, grace=0.0: signalled.append(pid))
+    ex.cancel_all()
+    assert pid not in signalled
+    assert not ex.live

@@ -248,7 +248,8 @@ class LocalExecutor:
         self.unstarted.clear()
         for run in self.live.values():
             with run.lock:
-                proc.kill_group(run.popen.pid)
+                if not run.reaped:  # reaped by a poll a Ctrl-C cut short: its pid may be another's now
+                    proc.kill_group(run.popen.pid)
                 reaping.kill_tagged(_tags(run.request))
                 try:
                     run.popen.wait(timeout=5)
