@@ -155,3 +155,31 @@ def test_a_ctrl_c_just_after_a_worker_was_reaped_sends_its_group_no_signal(tmp_p
     ex.cancel_all()
     assert pid not in signalled
     assert not ex.live
+
+
+def test_a_watcher_that_cannot_start_leaves_the_worker_to_the_loop_and_cancel_all_stops_it(tmp_path, monkeypatch):
+    """One thread per worker: where none can be had (a container's pids limit, reached by the workers' own
+    processes), watch() raised after the worker had started: its pid was never journalled (on_spawn comes
+    after), and cancel_all, joining a thread never started, raised before it stopped it or any other."""
+    import threading
+
+    from orchestrate.workers import local
+    start = threading.Thread.start
+
+    def refused(thread):
+        if thread.name.startswith("worker-"):
+            raise RuntimeError("can't start new thread")
+        start(thread)
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    spawned = []
+    ex = local.LocalExecutor(2, on_spawn=lambda request, pid: spawned.append(pid))
+    try:
+        ex.start(_request(tmp_path, "exec sleep 300", 7200.0))
+        assert len(spawned) == 1  # journalled
+        popen = ex.live["A"].popen
+        ex.cancel_all()
+        assert popen.returncode is not None and not ex.live
+    finally:  # a failure here leaves no sleep behind
+        for run in ex.live.values():
+            run.popen.kill()
+            run.popen.wait()

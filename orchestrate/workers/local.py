@@ -127,7 +127,10 @@ class _Running:
 
     def watch(self) -> None:
         self.watcher = threading.Thread(target=self._watch, name=f"worker-{self.request.node}", daemon=True)
-        self.watcher.start()
+        try:
+            self.watcher.start()
+        except RuntimeError:  # no thread to be had (a pids limit): the loop's polls keep its timeout, as before
+            self.watcher = None
 
     def _watch(self) -> None:
         left = self.started + self.request.timeout - time.monotonic()
