@@ -260,39 +260,6 @@ def spawn(cmd: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log: I
         raise ProcError(argv, None, message=f"cannot start `{argv[0]}`: {exc.strerror or exc}") from exc
 
 
-def exit_fd(pid: int) -> int | None:
-    """A descriptor that becomes readable when process `pid` (a child not yet reaped) exits: a pidfd
-    (Linux 5.3+), so a waiter wakes the moment a worker ends instead of at its next poll. None where the
-    kernel has none; the caller then sleeps between polls."""
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
-
-
-def has_exited(pid: int) -> bool:
-    """Whether child `pid` has ended, without reaping it: its pid (and group id) stay ours until it is waited for."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:  # waited for already
-        return True
-
-
-def wait_exit(fds: Sequence[int], timeout: float) -> bool:
-    """Sleep until a process behind `fds` (from `exit_fd`) exits (True; none is reaped) or `timeout` passes."""
-    if not fds:
-        time.sleep(timeout)
-        return False
-    import select
-    waiter = select.poll()  # not select(): a descriptor past 1023 is out of its range
-    for fd in fds:
-        waiter.register(fd, select.POLLIN)
-    ready = waiter.poll(max(0.0, timeout) * 1000)
-    if any(events & select.POLLNVAL for _, events in ready):
-        time.sleep(timeout)  # a descriptor closed under us: sleep rather than spin; the next poll sees why
-    return bool(ready)
-
-
 def start_pipe(cmd: Sequence[str], *, env: Mapping[str, str] | None = None) -> subprocess.Popen:
     """Start a long-running helper that answers on stdout (bytes) what it is sent on stdin, stderr discarded,
     in a session of its own (a Ctrl-C at the terminal is the caller's to handle, not the helper's).

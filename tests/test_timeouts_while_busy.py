@@ -61,9 +61,8 @@ def test_a_workers_seconds_end_when_it_exits_not_when_the_loop_next_looks(tmp_pa
     clock jumps an hour between the exit and the poll."""
     import time
 
-    from orchestrate import proc
-    from orchestrate.workers import local
-    if (fd := proc.exit_fd(os.getpid())) is None:
+    from orchestrate.workers import exits, local
+    if (fd := exits.exit_fd(os.getpid())) is None:
         pytest.skip("no pidfd here: a worker's end is seen at the next poll")
     os.close(fd)
     ex = local.LocalExecutor(1)
@@ -88,9 +87,8 @@ def test_without_an_exit_descriptor_a_worker_that_exited_in_time_is_not_called_t
     'killed', said so in its log, and reported as timed out (124) instead of its exit status."""
     import threading
 
-    from orchestrate import proc
-    from orchestrate.workers import local
-    monkeypatch.setattr(proc, "exit_fd", lambda pid: None)
+    from orchestrate.workers import exits, local
+    monkeypatch.setattr(exits, "exit_fd", lambda pid: None)
 
     class Late(threading.Event):  # the timeout passes after the worker exited, before the loop looks
         def __init__(self, pid):

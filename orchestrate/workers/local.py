@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from orchestrate import atomic, proc, reaping
+from orchestrate.workers import exits
 from orchestrate.errors import ProcError
 
 FREEZE_KINDS = {
@@ -114,7 +115,7 @@ class _Running:
     popen: object
     started: float
     log_handle: object
-    exited: int | None = None  # proc.exit_fd: readable once the worker's process has ended
+    exited: int | None = None  # exits.exit_fd: readable once the worker's process has ended
     # A thread of its own per worker sees the moment it exits (its `seconds`: the loop may notice much later)
     # and enforces its timeout: the loop may be busy for minutes meanwhile
     # (evaluators run where it waits for them, another node's campaign checks at its merge).
@@ -134,13 +135,13 @@ class _Running:
 
     def _watch(self) -> None:
         left = self.started + self.request.timeout - time.monotonic()
-        if self.exited is not None and proc.wait_exit([self.exited], left):
+        if self.exited is not None and exits.wait_exit([self.exited], left):
             self.ended = time.monotonic()
             return
         if self.exited is None and self.done.wait(left):
             return
         with self.lock:  # without a pidfd, a worker may have exited in time: its status stands, not a timeout
-            if not self.reaped and not proc.has_exited(self.popen.pid):
+            if not self.reaped and not exits.has_exited(self.popen.pid):
                 self.expired = True
                 proc.kill_group(self.popen.pid, grace=0.2)
                 self.ended = time.monotonic()  # its time ends here, not when the loop next looks
@@ -193,7 +194,7 @@ class LocalExecutor:
             except Exception:
                 handle.close()
                 raise
-            self.live[req.node] = run = _Running(req, popen, time.monotonic(), handle, proc.exit_fd(popen.pid))
+            self.live[req.node] = run = _Running(req, popen, time.monotonic(), handle, exits.exit_fd(popen.pid))
             run.watch()
             if self.on_spawn is not None:
                 self.on_spawn(req, popen.pid)
@@ -239,7 +240,7 @@ class LocalExecutor:
     def wait(self, timeout: float) -> None:
         """Sleep until a running worker exits or `timeout` passes, whichever comes first."""
         fds = [run.exited for run in self.live.values() if run.exited is not None]
-        proc.wait_exit(fds if len(fds) == len(self.live) else [], timeout)
+        exits.wait_exit(fds if len(fds) == len(self.live) else [], timeout)
 
     def running(self) -> list[tuple[str, float]]:
         now = time.monotonic()
