@@ -117,10 +117,16 @@ nodes:
 
 
 def test_a_check_failing_on_the_merged_tree_names_the_check_its_log_and_what_merged_since(tmp_path, orch):
+    # Two slots: A and B both branch from the base, so the one merged second has the other merged since its
+    # base (left to the default, one CPU ran them one after the other and B's base already held A). Which
+    # returns first is a race: the other is the one refused.
     repo = campaign_repo(tmp_path, CHECKED, TOOL)
-    r = orch("run", "--no-interactive", cwd=repo)
+    r = orch("run", "--no-interactive", "--jobs", "2", cwd=repo)
     assert r.rc == 75, r.err
     line = next(ln for ln in r.out.splitlines() if "merge refused" in ln)
+    refused = line.split()[1].rstrip(":")
+    first = {"A": "B", "B": "A"}[refused]
+    assert f"{first}: merged into campaign/merged" in r.out, r.out
     assert "campaign check(s) failed on the merged tree" in line and "not-both (rc 1)" in line
-    assert "checks-1.log" in line and "merged since its base: A" in line
+    assert "checks-1.log" in line and f"merged since its base: {first}" in line
     assert "ESCALATE (attempt 1 of 1)" in line
