@@ -4,6 +4,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.engine_helpers import journal_text
 from tests.helpers import RepoDir
 
@@ -28,6 +30,16 @@ def test_the_red_demo_halts_at_its_boundary_naming_the_orphan(tmp_path, orch):
     result = orch("demo", tmp_path / "r", "--red", "--quiet")
     assert result.rc == 0, result.out + result.err
     assert "layer 0 is incoherent" in result.out
+    assert "BROKEN     docs/guide.md:3: [the old notes](old.md)  <- no such file" in result.out
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_red_demo_ends_as_designed_whatever_the_jobs(tmp_path, orch, jobs):
+    """R1 and R2 must branch from the same base, each fine alone: under the eager schedule one slot (the
+    default on a one-CPU machine) ran R1 first, merged it, and R2 branched from a tree without docs/ and
+    failed its two attempts ('the demo did not end as designed (exit 75)'). The red DAG says layered."""
+    result = orch("demo", tmp_path / "r", "--red", "--quiet", "--jobs", jobs)
+    assert result.rc == 0, result.out + result.err
     assert "BROKEN     docs/guide.md:3: [the old notes](old.md)  <- no such file" in result.out
 
 
