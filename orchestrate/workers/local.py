@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Protocol
 
 from orchestrate import atomic, proc, reaping
-from orchestrate.workers import exits
 from orchestrate.errors import ProcError
+from orchestrate.workers import exits
 
 FREEZE_KINDS = {
     "surface-exceed": {"paths"},
@@ -116,9 +116,8 @@ class _Running:
     started: float
     log_handle: object
     exited: int | None = None  # exits.exit_fd: readable once the worker's process has ended
-    # A thread of its own per worker sees the moment it exits (its `seconds`: the loop may notice much later)
-    # and enforces its timeout: the loop may be busy for minutes meanwhile
-    # (evaluators run where it waits for them, another node's campaign checks at its merge).
+    # A thread of its own per worker sees the moment it exits (its `seconds`) and enforces its timeout: the
+    # loop may be busy for minutes (evaluators it waits for, another node's campaign checks at its merge).
     watcher: threading.Thread | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)  # the watcher never signals a reaped pid
     done: threading.Event = field(default_factory=threading.Event)  # let go of: the watcher has nothing to do
@@ -142,17 +141,18 @@ class _Running:
             return
         with self.lock:  # without a pidfd, a worker may have exited in time: its status stands, not a timeout
             if not self.reaped and not exits.has_exited(self.popen.pid):
-                self.expired = True
-                proc.kill_group(self.popen.pid, grace=0.2)
-                self.ended = time.monotonic()  # its time ends here, not when the loop next looks
-                self.said_killed()
+                self.expire()
+
+    def expire(self) -> None:
+        """Kill it at its timeout (the caller holds `lock`); its time ends here, and its log says so."""
+        self.expired = True
+        proc.kill_group(self.popen.pid, grace=0.2)
+        self.ended = time.monotonic()
+        self.log_handle.write(f"\n# orchestrate: killed after {self.request.timeout:g}s\n".encode())
+        self.log_handle.flush()
 
     def seconds(self) -> float:
         return (self.ended or time.monotonic()) - self.started
-
-    def said_killed(self) -> None:
-        self.log_handle.write(f"\n# orchestrate: killed after {self.request.timeout:g}s\n".encode())
-        self.log_handle.flush()
 
 
 @dataclass
@@ -216,9 +216,8 @@ class LocalExecutor:
                 timed_out = run.expired or (rc is None and now - run.started > run.request.timeout)
                 if rc is None and not timed_out:
                     continue
-                if timed_out and not run.expired:
-                    proc.kill_group(run.popen.pid, grace=0.2)
-                    run.said_killed()
+                if timed_out and not run.expired:  # no watcher (no thread to be had), or the loop came first
+                    run.expire()
                 elif not timed_out:
                     proc.kill_group(run.popen.pid)  # stray children of a finished worker die with it
                 if timed_out:
