@@ -111,10 +111,11 @@ def free_slots(ctx) -> int | None:
     return max(0, jobs - len(ctx.executor.running()))
 
 
-def _alone_test(ctx):
-    """A test of whether a node's worker would run alone (no sandbox, `unsandboxed: serial`)."""
+def _alone_test(ctx, unboxed=None):
+    """A test of whether a node's worker would run alone (no sandbox, `unsandboxed: serial`); `unboxed`: the
+    caller's `_unboxed_test`, whose answers it shares."""
     from orchestrate.workers import containment
-    return _unboxed_test(ctx) if containment.runs_alone(ctx) else lambda node_id: False
+    return (unboxed or _unboxed_test(ctx)) if containment.runs_alone(ctx) else lambda node_id: False
 
 
 def _unboxed_test(ctx):
@@ -151,7 +152,8 @@ def _eager(ctx) -> list[str]:
     machine = [n for n in candidates if not handwork.is_human(dag, n)]
     slots = free_slots(ctx)
     chosen: list[str] = []
-    alone, unboxed = _alone_test(ctx), _unboxed_test(ctx)
+    unboxed = _unboxed_test(ctx)
+    alone = _alone_test(ctx, unboxed)
     for n in machine:
         if n in chosen:
             continue
