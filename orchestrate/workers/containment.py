@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrate import config, git
+from orchestrate import config, git, git_files
 from orchestrate.dag.model import UNSANDBOXED
 from orchestrate.workers import private_objects, sandbox
 from orchestrate.workers.local import LocalExecutor
@@ -121,8 +121,11 @@ def _judging(ctx, worktree: Path):
     if not ctx._judging_sandboxed[2]:
         return _tagged_judging(ctx)
     common = git.git_common_dir(ctx.root)  # read from the checkout: no git process per evaluator run
-    # its admin dir (index, HEAD), as its worker had; not the integration worktree's, whose HEAD orchestrate reads
-    own = git.admin_dir(worktree) if Path(worktree).resolve() != ctx.layout.integration(ctx.topic).resolve() else None
+    # its admin dir (index, HEAD), as its worker had; not the integration worktree's, whose HEAD orchestrate reads;
+    # none once the worktree's `.git` no longer names it (judging before rewrote the link: it would name the user's
+    # git dir, to be bound writable here, rv57)
+    own = git.admin_dir(worktree) if Path(worktree).resolve() != ctx.layout.integration(ctx.topic).resolve() \
+        and git_files.linked(Path(worktree), common) else None
     writable = tuple(dict.fromkeys([str(worktree), *([str(own)] if own else []), *_configured(ctx.layout.ledger)[1]]))
     readable = (str(ctx.root), str(common))
 

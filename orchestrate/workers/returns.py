@@ -200,6 +200,10 @@ def _cleared(ctx, path: Path, base: str, head: str, owned: bool = False) -> str:
     __pycache__/ is loaded in place of the committed source; an ignored conftest.py is read by pytest), unless
     `keep_ignored` trusts workers with ignored files, and what a conversion hid written anew (converted.py). `owned`:
     the first look made the index so already. Why it could not be ('' when it was)."""
+    if not git_files.linked(path, git.git_common_dir(ctx.root)):  # code judging ran rewrote it (rv57): every git
+        # call below would act where it names now (the user's index, a `core.worktree` anywhere on disk)
+        return ("its worktree's .git link was rewritten (it no longer names this repository's admin dir for it); "
+                "nothing was read or written through it")
     try:
         if not owned:
             pool.own_index(path, base, head)
