@@ -788,7 +788,7 @@ def test_without_orchestrate_s_index_copy_a_folder_git_cannot_open_still_fails_t
                                                                                            monkeypatch):
     """A worktree an earlier runner made has no index copy of this runner's: the worker's own index is read."""
     from orchestrate.workers import pool
-    monkeypatch.setattr(pool, "record", lambda path, worktrees: None)
+    monkeypatch.setattr(pool, "record", lambda path, worktrees, base="": None)
     _deep(monkeypatch)
     worker = "echo a > a.txt\ngit add a.txt\ngit commit -qm a\n" + DEEP
     repo, baseline, result = run(tmp_path, orch, worker, "none", READS_DEEP)

@@ -54,7 +54,7 @@ def remove_changed(path: Path, data: bytes, hash_size: int, root: Path, *, like:
     top = os.fsencode(os.path.join(path, ""))
     stale, sparse, gone, last, wrong = [], [], [], b"", None
     folders: dict[bytes, bytes | None] = {}
-    model = None if like is None else (stat.S_IMODE(os.stat(like).st_mode), set(_xattrs(os.fsencode(like))))
+    model = None if like is None else model_of(like)
     _wrong_folder(top, b"", folders, model)
     lstat, recorded, billion, cut = os.lstat, index_file.STAT.unpack_from, 1_000_000_000, index_file.CUT
     for name, at, skipped in index_file.records(data, hash_size):  # inline: a call an entry costs 10 ms on 20,000
@@ -103,14 +103,24 @@ def _wrong_folder(top: bytes, folder: bytes, known: dict[bytes, bytes | None],
                 if not stat.S_ISDIR(st.st_mode):
                     known[folder] = folder
                 elif model is not None:
-                    if stat.S_IMODE(st.st_mode) != model[0]:  # by a descriptor: lchmod is missing before glibc 2.32
-                        watched.chmod_folder(place, model[0])
-                    for attribute in _xattrs(place):
-                        if attribute.startswith(_CLEARED) and attribute not in model[1]:
-                            os.removexattr(place, attribute, follow_symlinks=False)
+                    make_like(place, st, model)
             except FileNotFoundError:
                 pass  # nothing there: the checkout makes it
     return known[folder]
+
+
+def model_of(folder: Path | str) -> tuple[int, set[str]]:
+    """What `make_like` gives a folder: `folder`'s mode and the xattrs it has."""
+    return stat.S_IMODE(os.stat(folder).st_mode), set(_xattrs(os.fsencode(folder)))
+
+
+def make_like(place: bytes, st: os.stat_result, model: tuple[int, set[str]]) -> None:
+    """The folder at `place` (lstat `st`) given `model`'s mode, and cleared of the `_CLEARED` xattrs it lacks."""
+    if stat.S_IMODE(st.st_mode) != model[0]:  # by a descriptor: lchmod is missing before glibc 2.32
+        watched.chmod_folder(place, model[0])
+    for attribute in _xattrs(place):
+        if attribute.startswith(_CLEARED) and attribute not in model[1]:
+            os.removexattr(place, attribute, follow_symlinks=False)
 
 
 def _xattrs(folder: bytes) -> list[str]:

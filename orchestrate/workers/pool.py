@@ -35,7 +35,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrate import atomic, git, git_files, inert, reaping, removal
+from orchestrate import atomic, git, git_batch, git_files, inert, reaping, removal
 from orchestrate.workers import converted, index_file, unread, untracked, watched
 from orchestrate.errors import GitError
 
@@ -49,6 +49,7 @@ class Made:
     admin: Path
     snapshot: Path
     digest: str
+    base: str  # the commit checked out
 
 
 _made: dict[str, Made] = {}  # worktree path -> its record, for worktrees this process made or re-based
@@ -63,18 +64,21 @@ def folder(worktrees: Path) -> Path:
     return worktrees / ".pool"
 
 
-def record(path: Path, worktrees: Path) -> None:
-    """Remember a worktree orchestrate has just checked out, before any worker runs in it."""
+def record(path: Path, worktrees: Path, base: str = "") -> None:
+    """Remember a worktree orchestrate has just checked out (at `base`: its HEAD when not given), before any
+    worker runs in it."""
     admin = git.admin_dir(path)
     if admin is None or not (admin / "index").is_file():
         return
+    if not git_batch._FULL.fullmatch(base):  # the re-base's diff from it is asked of the kept differ: full ids only
+        base = git.git(path, "rev-parse", "--verify", f"{base or 'HEAD'}^{{commit}}").stdout.strip()
     snapshot = folder(worktrees) / f"{path.name}.index"
     snapshot.parent.mkdir(parents=True, exist_ok=True)
     fd, st = git_files.open_regular(admin / "index")
     with os.fdopen(fd, "rb") as fh:
         data = fh.read()
     _copy(snapshot, data, st)
-    _made[str(path)] = Made(admin, snapshot, hashlib.sha256(data).hexdigest())
+    _made[str(path)] = Made(admin, snapshot, hashlib.sha256(data).hexdigest(), base)
     global _peak
     _peak = max(_peak, len(_made))
 
@@ -87,7 +91,7 @@ def keep(root: Path, path: Path, worktrees: Path) -> bool:
         return False
     spare = pool / f"spare-{path.name}"
     # scrubbed first: a `locked` mark or a half-done merge the worker left would refuse the move
-    if spare.exists() or not _trusted(path, made) or not _reset_admin(made) or not _move(root, made, path, spare):
+    if spare.exists() or not _trusted(path, made) or not _reset_admin(made, path) or not _move(root, made, path, spare):
         return False
     try:  # the branch let go of, so that it can be checked out elsewhere (a rework's fresh worktree)
         git_files.detach(made.admin, git_files.worktree_head(root, spare))
@@ -108,7 +112,7 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
             continue
         reaping.kill_inside(spare, made.admin)  # a leftover of the last node (no sandbox) would write the next one's
         # the admin dir cleared first: what was planted there since (a FIFO at the index) would hang git's move
-        if _trusted(spare, made) and _reset_admin(made) and _move(root, made, spare, path):
+        if _trusted(spare, made) and _reset_admin(made, spare) and _move(root, made, spare, path):
             if _undone(root, path, made, base) and rebase(path, base, branch, keep_ignored):
                 made.snapshot.unlink(missing_ok=True)
                 return True
@@ -136,9 +140,40 @@ def _undone(root: Path, path: Path, made: Made, base: str) -> bool:
         if found is None or snapshot is None:
             return False
         converted.remove_changed(path, snapshot[0], len(found[0]) // 2, root, like=path.parent)
+        if (new := _new_folders(root, made.base, found[0])) is None:
+            return False
+        for name in new:
+            removal.remove_below(path, name)
     except (OSError, git_batch.Unusable):
         return False
     return True
+
+
+def _new_folders(root: Path, old: str, new: str) -> list[str] | None:
+    """The outermost folders commit `new` tracks and `old` does not. A spare holds them when the node that had
+    it made them (then merged): the checkout would write into them as they are, with the mode, `user.` xattrs
+    and default ACL that node gave them (the ACL decides the modes of what the next node makes there, rv57);
+    removed, they are made anew, as a fresh checkout makes them (ignored files in them go, `keep_ignored` or
+    not). O(the diff): one read of the kept reader for each folder on the way. None when git cannot say."""
+    from orchestrate import git_batch, git_diffs
+    changed = git_diffs.changed(root, old, new)
+    if changed is None:
+        return None
+    known: dict[str, bool] = {}
+    found: list[str] = []
+    for code, name in changed:
+        if code != "A":  # a path `old` holds: its folders were there
+            continue
+        parts = name.split("/")[:-1]
+        for cut in range(1, len(parts) + 1):
+            folder = "/".join(parts[:cut])
+            if folder not in known:
+                held = git_batch.read(root, f"{old}:{folder}")
+                known[folder] = held is not None and held[1] == "tree"
+            if not known[folder]:
+                found += [] if folder in found else [folder]
+                break
+    return found
 
 
 def unseen(path: Path, base: str, head: str, *, pass_converted: bool = True, install: bool = False) -> list[str] | None:
@@ -260,10 +295,19 @@ def _move(root: Path, made: Made, src: Path, dst: Path) -> bool:
     return git_files.move_worktree(src, dst, made.admin) or git.worktree_move(root, src, dst)
 
 
-def _reset_admin(made: Made) -> bool:
+def _reset_admin(made: Made, tree: Path) -> bool:
+    """The admin dir of worktree `tree` cleared to what git needs, its index the snapshot; the admin dir given
+    the mode and xattrs of the folder git made it in, and its files and `tree`'s `.git` written anew (their
+    modes kept): the worker could write all of them (a default ACL on the admin dir would decide the mode of
+    every index written there, a `user.` xattr or a hard link is a note to the next node, rv57). False (the
+    spare is then removed) when it cannot."""
     try:
         if _scrub(made.admin) or (snapshot := _snapshot(made)) is None:  # a link or a FIFO at HEAD or the index
             return False                                                 # (the spare is removed), or no snapshot
+        converted.make_like(os.fsencode(made.admin), os.lstat(made.admin), converted.model_of(made.admin.parent))
+        for name in ("HEAD", "commondir", "gitdir"):  # their modes kept (a shared repository's are git's choice)
+            atomic.replace(made.admin / name, git_files.small(made.admin / name))
+        atomic.replace(tree / ".git", f"gitdir: {made.admin}\n")  # `_trusted` read it so
         _copy(made.admin / "index", *snapshot)
     except OSError:
         return False

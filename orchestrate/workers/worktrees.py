@@ -60,7 +60,7 @@ def create(ctx, node: str, attempt: int, base: str, *, detached: bool = False) -
         git.worktree_add_detached(ctx.root, path, base)
     elif not reused:
         git.worktree_add(ctx.root, path, branch, base)
-    pool.record(path, home)
+    pool.record(path, home, base)
     admin = git.admin_dir(path)  # read before any worker runs there: its admin dir is then its to write
     if admin is not None:
         _made_here[str(path)] = os.path.realpath(admin)
