@@ -207,14 +207,15 @@ def frozen(ctx, *kinds: str) -> list[str]:
 def held(ctx) -> set[str]:
     """Nodes a seam (open, or queued behind the open one) asks about: they wait for its answer, and the rest
     goes on; and the node of an answer recorded but not yet applied (`decide` after an eager runner died):
-    nothing judges, starts or merges it before SEAM applies it. An environment seam holds every node the
-    environment stopped: one fix answers them all."""
+    nothing judges, starts or merges it before SEAM applies it. An environment seam, or its answer waiting
+    to be applied, holds every node the environment stopped, before it or since: one fix answers them all
+    (SEAM's rework starts them all again), so none is asked about on its own meanwhile."""
     c = ctx.campaign
     seams = ([c.seam] if c.seam else []) + c.queued
     out = {s["node"] for s in seams if s.get("node")}
     if c.decision is not None and c.decision.get("node"):
         out.add(c.decision["node"])
-    if any(s.get("case") == "environment" for s in seams):
+    if any(s.get("case") == "environment" for s in seams + ([c.decision] if c.decision else [])):
         out.update(n for n in c.window() if c.nodes[n].env_error)
     return out
 

@@ -64,7 +64,9 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(S.BOUNDARY, O.AMENDED, S.SEAM, "the DAG was edited since DERIVE: seam dag-amendment"),
     Transition(S.REALIGN, O.REDISPATCH, S.DISPATCH, "premises or surface rewritten; node PENDING again"),
     Transition(S.REALIGN, O.RESCHEDULED, S.RUN_LAYER, "the schedule changed: layers re-derived"),
-    Transition(S.REALIGN, O.NEEDS_HUMAN, S.SEAM, "outside policy: seam realignment"),
+    Transition(S.REALIGN, O.NEEDS_HUMAN, S.SEAM, "outside policy: seam realignment; or every node that needs one is "
+               "asked about already (the environment stopped it while an environment seam was open or its answer "
+               "waited): that seam settles it"),
     Transition(S.CHECKPOINT, O.ESCALATE, S.REALIGN, "(+) eager: a node needs realigning and no seam asks about it yet"),
     Transition(S.CHECKPOINT, O.NEEDS_HUMAN, S.SEAM, "(+) eager: an answer to the open seam was left by `decide`, "
                "or nothing else can progress: it is applied, asked, or the run pauses; layered: a seam that "
