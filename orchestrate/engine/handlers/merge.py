@@ -7,15 +7,20 @@ octopus needs `git merge`, so those merge in the integration worktree as before.
 moves last, by compare-and-swap, and the commit is the same: two parents (or more), one subject."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, NoReturn
+
 from gates import evaluators
 from gates.shared.verdict import Verdict
 from orchestrate import faults, git
 from orchestrate.engine import judge, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
-from orchestrate.errors import Halted
+from orchestrate.errors import GitError, Halted
 from orchestrate.recorder.campaign import LANDED, REWORK
 from orchestrate.workers import containment, worktrees
+
+if TYPE_CHECKING:
+    from orchestrate.proc import Completed
 
 
 def handle(ctx: Context) -> Outcome:
@@ -96,6 +101,8 @@ def _merge_in_worktree(ctx: Context, first: str, members: list[str], branches: l
     if done.rc != 0:
         conflicts = git.conflicted_paths(integ)
         git.merge_abort(integ)
+        if not conflicts and not _heads_conflict(done):
+            _halt_unmerged(ctx, done)
         return _conflict(ctx, first, members, branches, conflicts)
     staged = git.out(integ, "write-tree")  # the merge as git made it, before any check ran
     if ctx.dag.checks:
@@ -133,6 +140,24 @@ def _merge_in_worktree(ctx: Context, first: str, members: list[str], branches: l
     else:
         git.merge_abort(integ)  # the worktree goes back to the head: the commit is made of the staged tree
     return git.commit_tree(ctx.root, staged, [c.tip, *heads], message, env=env)
+
+
+def _heads_conflict(done: Completed) -> bool:
+    """Did a failed `git merge` that left no path unmerged still find a conflict? Only the octopus strategy
+    does that: when two of a group's heads conflict before the last one, it gives up and git puts the index
+    back as it was. Its words are read in the C locale every git call here runs in (git.command)."""
+    return "Should not be doing an octopus" in done.stdout + done.stderr
+
+
+def _halt_unmerged(ctx: Context, done: Completed) -> NoReturn:
+    """`git merge` failed without a conflict (a setting git refuses, a full disk, a lock): the environment's
+    failure, not the node's, so no attempt is spent on it. It halts naming git's own words, as merge-tree's
+    failure does on the other path, with the worktree back at the head; `resume` merges again once it is fixed."""
+    try:
+        worktrees.scrub_integration(ctx)
+    except GitError:  # the merge's failure is the one to report (and resume clears what is left)
+        pass
+    raise GitError(list(done.cmd), done.rc, done.stdout, done.stderr)
 
 
 def _refused(ctx: Context, first: str, members: list[str], verdict: Verdict) -> Outcome:
