@@ -66,6 +66,8 @@ class Campaign:
     queued: list[dict] = field(default_factory=list)
     decision: dict | None = None  # an answer recorded but not yet applied
     policy_log: list[str] = field(default_factory=list)  # nodes realigned by policy, once per decision
+    # why the campaign rests in HALT; only while it does (`apply` clears it on the next transition out): the
+    # journal keeps every halt, and status and the report show this one as what a person must fix now
     halt: str = ""
     closed: bool = False
     accepted_by: dict | None = None
@@ -118,6 +120,8 @@ class Campaign:
     def from_dict(cls, data: dict[str, Any]) -> "Campaign":
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         c = cls(**fields)
+        if c.state != "HALT":  # a checkpoint written before `apply` cleared a repaired halt still carries it
+            c.halt = ""
         c.nodes = {k: NodeState(**v) for k, v in data.get("nodes", {}).items()}
         return c
 
@@ -136,6 +140,10 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
                 c.node(n)
     elif kind == "transition":
         c.state = ctx["to"]
+        if c.state != "HALT":
+            # a halt is recorded just before its transition into HALT; a later transition anywhere else is a
+            # resume that ran the halted state again after a fix (or an answer): the halt is history then
+            c.halt = ""
     elif kind == "node":
         ns = c.node(ctx["node"])
         for key, value in ctx.items():
