@@ -68,10 +68,27 @@ def _journal(ledger: Path, topic: str) -> list[dict]:
     return [json.loads(line) for line in segments.read_bytes(path).splitlines() if line.strip()]
 
 
+def _heads(entries: list[dict]) -> dict[tuple[str, int], str]:
+    """(node, attempt) -> the head the attempt returned, as the journal records it. Its branch is no
+    witness: `orchestrate clean` deletes a merged one, and its commits live on in the campaign's branch."""
+    attempt: dict[str, int] = {}
+    heads: dict[tuple[str, int], str] = {}
+    for e in entries:
+        c = e["context"]
+        if e["kind"] != "node":
+            continue
+        if "attempt" in c:  # a dispatch, or an undone attempt putting the number back
+            attempt[c["node"]] = int(c["attempt"])
+        if c.get("head") and "prior" not in c and c["node"] in attempt:  # a return, not an undone attempt
+            heads[(c["node"], attempt[c["node"]])] = c["head"]
+    return heads
+
+
 def _plan(repo: Path, topic: str, entries: list[dict]) -> dict:
     """What the stand-in does for node/k: the k-th recorded attempt of the node that returned. An attempt
     cut off by the runner's death has no result (`resume` ran it again as the next attempt), and the
     replay's runs are never cut, so its attempts are numbered as the returned ones alone."""
+    heads = _heads(entries)
     runs: dict[tuple[str, int], list] = {}
     for e in entries:
         c = e["context"]
@@ -82,10 +99,17 @@ def _plan(repo: Path, topic: str, entries: list[dict]) -> dict:
     ordinal: dict[str, int] = {}
     for (node, attempt), node_runs in sorted(runs.items()):
         ordinal[node] = ordinal.get(node, 0) + 1
-        branch = branch_name(topic, node, attempt)
-        plan[f"{node}/{ordinal[node]}"] = {"runs": node_runs,
-                                           "tree": git.out(repo, "rev-parse", f"refs/heads/{branch}^{{tree}}")}
+        head = heads.get((node, attempt)) or f"refs/heads/{branch_name(topic, node, attempt)}"
+        plan[f"{node}/{ordinal[node]}"] = {"runs": node_runs, "tree": _tree(repo, head, node, attempt)}
     return plan
+
+
+def _tree(repo: Path, head: str, node: str, attempt: int) -> str:
+    tree = git.out(repo, "rev-parse", "--verify", "--quiet", f"{head}^{{tree}}", check=False)
+    if not tree:
+        raise UsageError(f"node {node}'s attempt {attempt} returned {head[:12] if len(head) == 40 else head}, "
+                         f"which {repo} no longer holds", hint="replay needs the commits the campaign recorded")
+    return tree
 
 
 def replay_campaign(cwd: Path, topic: str, recorder: Path | None, out=None) -> int:
