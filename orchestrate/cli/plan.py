@@ -42,8 +42,9 @@ def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
         click.echo(_json().dumps([{"file": None, "line": None, "field": "--topic", "code": "topic",
                                    "message": refusal.message}], indent=2))
         return ExitCode.USAGE  # as without --json: the output's form does not change what went wrong (§10)
+    from orchestrate.recorder.topics import brief_dir
     path = resolve_dag_path(dag_path)
-    dag, problems = check_dag(path, topic=topic)
+    dag, problems = check_dag(path, topic=topic, brief_dir=brief_dir(path))
     settings = _config_problems()
     if dag is not None:
         from orchestrate.engine import plugin_gates as plugingates
@@ -116,7 +117,9 @@ def layers(dag_path: Path | None, as_json: bool) -> int:
       2  the DAG file cannot be read
     """
     from orchestrate.dag.load import load_dag
-    dag = load_dag(resolve_dag_path(dag_path))
+    from orchestrate.recorder.topics import brief_dir
+    path = resolve_dag_path(dag_path)
+    dag = load_dag(path, brief_dir=brief_dir(path))
     schedule = dag.layers()
     if as_json:
         click.echo(_json().dumps({"layer_count": len(schedule), "layers": schedule}))
@@ -153,7 +156,9 @@ def show(node: str, dag_path: Path | None, only_gates: bool, only_group: bool, a
     """
     from orchestrate.dag.load import load_dag
     from orchestrate.dag.schema import did_you_mean
-    dag = load_dag(resolve_dag_path(dag_path))
+    from orchestrate.recorder.topics import brief_dir
+    path = resolve_dag_path(dag_path)
+    dag = load_dag(path, brief_dir=brief_dir(path))
     if node not in dag.by_id:
         raise UsageError(f"no node `{node}` in {dag.path}{did_you_mean(node, dag.by_id)}")
     layer = next((k for k, ids in enumerate(dag.layers()) if node in ids), None)

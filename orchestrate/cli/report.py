@@ -94,7 +94,8 @@ def graph(dag_path: Path | None, topic: str | None, fmt: str) -> int:
         dag, status, decided, name = _campaign_or_default(topic)
     else:
         from orchestrate.dag.load import load_dag
-        dag = load_dag(dag_path)
+        from orchestrate.recorder.topics import brief_dir
+        dag = load_dag(dag_path, brief_dir=brief_dir(dag_path))
         name = dag.topic
     picture = shape(dag, decided)
     # a plan's `complete: true` nodes are settled before it runs (`layers` leaves them out): said so here

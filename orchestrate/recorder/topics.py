@@ -115,3 +115,29 @@ def opened(ledger: Path, topic: str) -> str:
         return json.loads(segments.first_line(ledger / "state" / topic / "journal.jsonl")).get("created_at", "")
     except (OSError, ValueError, AttributeError):
         return ""
+
+
+def brief_dir(dag: Path) -> Path | None:
+    """Where `brief_file` paths of a campaign's own DAG copy (`.ledger/state/<topic>/dag.yaml`) resolve: the
+    folder of the DAG the campaign was opened from, as its `open` entry records it. The copy lives away from
+    that folder, so the rule for any other DAG (relative to its own folder) would look in the wrong place.
+    None when `dag` is not such a copy."""
+    dag = dag.absolute()
+    journal = dag.parent / "journal.jsonl"
+    if dag.name != "dag.yaml" or dag.parent.parent.name != "state" or not journal.exists():
+        return None
+    try:
+        data = segments.read_bytes(journal)
+    except OSError:
+        return None
+    at = data.find(_OPEN)
+    if at < 0:
+        return None
+    end = data.find(b"\n", at)
+    line = data[data.rfind(b"\n", 0, at) + 1:end if end >= 0 else len(data)]
+    try:
+        entry = json.loads(line)
+        recorded = entry["context"].get("brief_dir") if entry["kind"] == "open" else None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return Path(recorded) if recorded else None

@@ -112,6 +112,24 @@ def _tree(repo: Path, head: str, node: str, attempt: int) -> str:
     return tree
 
 
+def _pin_briefs(dag: dict, brief_dir: str | None, repo: Path, clone: Path) -> None:
+    """Each `brief_file` made absolute. It is relative to the folder of the DAG the campaign was opened from
+    (its `open` entry records it), and the replay's DAG is written elsewhere, in the clone's recorder. The
+    clone's copy at the baseline is preferred; a brief the baseline does not hold is read where it was."""
+    if not brief_dir:
+        return
+    for node in dag.get("nodes", []):
+        rel = node.get("brief_file") if isinstance(node, dict) else None
+        if not isinstance(rel, str):
+            continue
+        path = Path(brief_dir) / rel
+        try:
+            there = clone / path.resolve().relative_to(repo.resolve())
+        except ValueError:  # a brief outside the project
+            there = None
+        node["brief_file"] = str(there if there is not None and there.is_file() else path)
+
+
 def replay_campaign(cwd: Path, topic: str, recorder: Path | None, out=None) -> int:
     out = out or sys.stdout
     from orchestrate.engine.runner import run_campaign
@@ -142,6 +160,7 @@ def replay_campaign(cwd: Path, topic: str, recorder: Path | None, out=None) -> i
         dag["topic"] = f"{topic}-replay"
         for node in dag.get("nodes", []):
             node["worker"] = command
+        _pin_briefs(dag, opened.get("brief_dir"), repo, clone)
         init_project(clone)  # the recorded node commits stay reachable through the clone's origin/* refs
         dag_file = clone / ".ledger" / "state" / "dag.yaml"
         dag_file.write_text(yaml.safe_dump(dag, sort_keys=False))
@@ -152,9 +171,15 @@ def replay_campaign(cwd: Path, topic: str, recorder: Path | None, out=None) -> i
                 queued.setdefault(e["context"]["seam"], []).append({"choice": e["context"]["choice"],
                                                                    "note": e["context"].get("note") or ""})
         answers.write_text(yaml.safe_dump(queued))
-        with contextlib.redirect_stdout(io.StringIO()):  # the inner run's own report is not the replay's
+        said = io.StringIO()
+        with contextlib.redirect_stdout(said):  # the inner run's own report is not the replay's
             run_campaign(clone, None, topic=None, mode=None, jobs=opened.get("jobs") or 1, quiet=True,
                          answers=answers, schedule=opened.get("schedule", "layered"))
+        if not (clone / ".ledger" / "state" / f"{topic}-replay" / "journal.jsonl").exists():
+            # halted before it opened (an invalid DAG, say): what it said is the reason, not the missing journal
+            lines = said.getvalue().strip().splitlines() or ["(it said nothing)"]
+            raise UsageError(f"the replay of campaign {topic} stopped before it opened, in a scratch clone at "
+                             f"the baseline (since removed); it said:\n" + "\n".join(f"  {ln}" for ln in lines))
         replayed = _journal(clone / ".ledger", f"{topic}-replay")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
