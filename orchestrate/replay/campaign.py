@@ -130,13 +130,27 @@ def _pin_briefs(dag: dict, brief_dir: str | None, repo: Path, clone: Path) -> No
         node["brief_file"] = str(there if there is not None and there.is_file() else path)
 
 
+def _project_of(ledger: Path, recorder: Path | None) -> Path:
+    """The project whose recorder `ledger` is. A --recorder that is wrong is named as given: the folder
+    above it, which git was asked about, is not what the person typed."""
+    hint = "--recorder names a project's recorder, the .ledger folder in its checkout"
+    if recorder is not None and not ledger.is_dir():
+        raise UsageError(f"--recorder {recorder}: no such folder", hint=hint)
+    try:
+        return git.main_worktree(ledger.parent)
+    except UsageError:
+        if recorder is None:
+            raise
+        raise UsageError(f"--recorder {recorder}: not in a git repository's checkout", hint=hint) from None
+
+
 def replay_campaign(cwd: Path, topic: str, recorder: Path | None, out=None) -> int:
     out = out or sys.stdout
     from orchestrate.engine.runner import run_campaign
     from orchestrate.recorder.init import init_project
     from orchestrate.recorder.locate import checkout
     ledger = (recorder or checkout(cwd) / ".ledger").resolve()  # checkout: a bare repository is named as one
-    repo = git.main_worktree(ledger.parent)
+    repo = _project_of(ledger, recorder)
     recorded = _journal(ledger, topic)
     opened = next((e["context"] for e in recorded if e["kind"] == "open"), None)
     if opened is None:
