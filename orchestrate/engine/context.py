@@ -1,16 +1,15 @@
 """What every handler gets: settings, the DAG, the campaign state, the recorder, the executor, output."""
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from orchestrate.dag.load import load_dag
 from orchestrate.dag.model import Dag
+from orchestrate.recorder import approved
+from orchestrate.recorder.approved import file_hash  # noqa: F401 - the engine's handlers import it from here
 from orchestrate.recorder.campaign import Campaign, apply
 from orchestrate.recorder.journal import ENGINE, Recorder
 from orchestrate.recorder.paths import Layout
@@ -110,51 +109,9 @@ class Context:
         """The plan as recorded. A DAG file edited behind the engine's back (a worker widening its own
         surface) is never honoured here: only the dag-amendment seam or the engine's own amendment
         (`edited=True`) adopt an edit; until then the recorded version is read from the recorder."""
-        path = self.dag_file
-        if not edited and self.campaign.dag_hash and file_hash(path) != self.campaign.dag_hash:
-            recorded = recorded_text(self.layout.ledger, path, self.campaign.dag_hash)
-            if recorded is not None:
-                import tempfile
-                with tempfile.TemporaryDirectory() as tmp:
-                    copy = Path(tmp) / path.name
-                    copy.write_bytes(recorded)
-                    self.dag = load_dag(copy, topic=self.campaign.topic, brief_dir=self.brief_dir or path.parent)
-                return self.dag
-        self.dag = load_dag(path, topic=self.campaign.topic, brief_dir=self.brief_dir)
+        self.dag = approved.load(self.layout.ledger, self.dag_file, self.campaign, edited=edited)
         return self.dag
 
     @property
     def brief_dir(self) -> Path | None:
         return Path(self.campaign.brief_dir) if self.campaign.brief_dir else None
-
-
-_hashed: dict[str, tuple[tuple, str]] = {}  # path -> (its stat when hashed, sha256)
-
-
-def file_hash(path: Path) -> str:
-    """sha256 of the file, read again only when its inode, size, mtime or ctime changed: the loop asks
-    before every state whether the DAG copy was edited, and a 10k-node DAG is megabytes. A write always
-    moves ctime forward, which no unprivileged process can set back."""
-    st = path.stat()
-    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    known = _hashed.get(str(path))
-    if known is not None and known[0] == key:
-        return known[1]
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > 2_000_000_000:  # as git's racy-clean rule: a
-        _hashed[str(path)] = (key, digest)  # file changed within the clock's granularity is never trusted
-    return digest
-
-
-def recorded_text(ledger: Path, path: Path, digest: str) -> bytes | None:
-    """The content of `path` the recorder committed with this sha256, newest first; None when none has it."""
-    try:
-        rel = str(path.resolve().relative_to(ledger.resolve()))
-    except ValueError:
-        return None
-    from orchestrate import git
-    for sha in git.lines(ledger, "log", "--format=%H", "--", rel):
-        done = git.git(ledger, "show", f"{sha}:{rel}", check=False)
-        if done and hashlib.sha256(done.stdout.encode()).hexdigest() == digest:
-            return done.stdout.encode()
-    return None

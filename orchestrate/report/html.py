@@ -38,7 +38,7 @@ class Data:
     topic: str
     campaign: Campaign
     entries: list[dict]
-    dag: object  # orchestrate.dag.model.Dag: the campaign's own copy
+    dag: object  # orchestrate.dag.model.Dag: the campaign's own copy, as last approved
     history: hist.History
     usage: list[dict]  # provenance.usage_rows: what each attempt reported to $ORCH_USAGE
     jobs: int | None = None  # the run's --jobs, when the journal recorded it
@@ -51,7 +51,7 @@ def crossings(entries: list[dict]) -> dict[str, dict]:
 
 
 def collect(layout: Layout, topic: str) -> Data:
-    from orchestrate.dag.load import load_dag
+    from orchestrate.recorder import approved
     from orchestrate.recorder.journal import Recorder
     entries = Recorder(layout.ledger, topic).read()
     if not entries:
@@ -60,9 +60,12 @@ def collect(layout: Layout, topic: str) -> Data:
     campaign = Campaign()
     for entry in entries:
         apply(campaign, entry)
+    # the copy under this layout, not the journal's path: a recorder moved with its project still reads
+    # (deleted, the recorder still holds what the hash approved); read as approved, never a person's edit
+    # the dag-amendment seam has not accepted, half-typed or not: decide's refresh and `report` use this
     copy = layout.state(topic) / "dag.yaml"
-    dag = load_dag(copy if copy.exists() else campaign.dag_path, topic=topic,
-                   brief_dir=Path(campaign.brief_dir) if campaign.brief_dir else None)
+    dag = approved.load(layout.ledger, copy if copy.exists() or campaign.dag_hash else Path(campaign.dag_path),
+                        campaign)
     from orchestrate.recorder.provenance import usage_rows
     jobs = next((e["context"].get("jobs") for e in entries if e["kind"] == "open"), None)
     return Data(layout, topic, campaign, entries, dag, hist.read(topic, entries), usage_rows(entries),

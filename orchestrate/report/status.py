@@ -23,7 +23,7 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
     known = campaigns(layout.ledger)
     chosen = topics.pick(layout.ledger, topic, newest_ended=True)
     campaign = peek(layout, chosen)
-    data = summary(campaign, plan=planner(campaign))
+    data = summary(campaign, plan=planner(campaign, layout.ledger))
     data["runner"] = runner(layout.scratch / "locks", chosen, data["state"], data["closed"])
     if not data["runner"]["alive"]:  # what the journal says runs was cut off with its runner
         for row in data["nodes"]:
@@ -124,18 +124,19 @@ def runner(locks: Path, topic: str, state: str, closed: bool) -> dict:
             "resume": state not in RESTING and not (closed and state == "DONE")}
 
 
-def planner(c: Campaign):
-    """The campaign's DAG, read at most once and only when a row needs it (why an eager PENDING node waits
-    names its inputs): reading a 10,000-node plan costs about half a second, which the status of a campaign
-    with no such node never pays. None when it cannot be read (a person mid-edit): the row says less."""
+def planner(c: Campaign, ledger: Path):
+    """The campaign's DAG as last approved (a person's edit waits for its seam), read at most once and only
+    when a row needs it (why an eager PENDING node waits names its inputs): reading a 10,000-node plan costs
+    about half a second, which the status of a campaign with no such node never pays. None when it cannot
+    be read: the row says less."""
     read: list = []
 
     def plan():
         if not read:
-            from orchestrate.dag.load import load_dag
             from orchestrate.errors import OrchestrateError
+            from orchestrate.recorder import approved
             try:
-                read.append(load_dag(c.dag_path, topic=c.topic, brief_dir=Path(c.brief_dir) if c.brief_dir else None))
+                read.append(approved.load(ledger, Path(c.dag_path), c))
             except (OrchestrateError, OSError):
                 read.append(None)
         return read[0]
