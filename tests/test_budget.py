@@ -4,7 +4,7 @@ shell-script workers report to $ORCH_USAGE."""
 from __future__ import annotations
 
 from orchestrate.dag.load import load_dag
-from tests.engine_helpers import campaign_repo, journal, statuses
+from tests.engine_helpers import campaign_repo, cli, journal, statuses
 
 # every attempt reports 500 in / 100 out tokens and 4 cents; N1 fails until `pass` exists in the worktree
 WORKER = r"""#!/bin/sh
@@ -221,6 +221,13 @@ def test_decide_budget_raise_takes_a_dollar_limit_from_the_command_line(tmp_path
     repo = campaign_repo(tmp_path, dag, worker)
     first = orch("run", "--no-interactive", cwd=repo)
     assert first.rc == 75 and "budget" in first.out, first.out + first.err
+    for no_limit in ("nan", "inf"):  # a decision recorded with no limit would only reopen the seam on resume
+        refused = cli(repo, "decide", "budget", "raise", "--limit-usd", no_limit, "--topic", "usd", "--as", "t@x")
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert refused.stderr.strip().splitlines() == [f"orchestrate: error: --limit-usd must be a finite number "
+                                                       f"above 0, got {no_limit} (give the new limit in US dollars, "
+                                                       "as in --limit-usd 5)"], refused.stderr
+    assert not [e for e in journal(repo, "usd") if e["kind"] == "decision"]
     raised = orch("decide", "budget", "raise", "--limit-usd", "1", "--topic", "usd", "--as", "t@x", cwd=repo)
     assert raised.rc == 0, raised.out + raised.err
     done = orch("resume", "--no-interactive", cwd=repo)

@@ -184,6 +184,9 @@ def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: 
     from orchestrate.errors import UsageError
     from orchestrate.seams.choices import limit_note
     raising = (seam, choice) == ("budget", "raise")
+    if limit_usd is not None and not 0 < limit_usd < float("inf"):  # FloatRange lets nan and inf through
+        raise UsageError(f"--limit-usd must be a finite number above 0, got {limit_usd}",
+                         hint="give the new limit in US dollars, as in --limit-usd 5")
     if raising and limit_usd is None and limit_tokens is None:
         raise UsageError("budget raise needs the new limit", hint="add --limit-usd X and/or --limit-tokens N")
     if not raising and (limit_usd is not None or limit_tokens is not None):
