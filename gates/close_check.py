@@ -228,16 +228,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--topic", help="the campaign's topic")
     p.add_argument("--recorder", metavar="DIR", help="the recorder (default: <main worktree>/.ledger)")
     p.add_argument("--branch", metavar="B", help="the campaign's recorder branch (default: its current branch)")
-    try:
-        return gatecli.run_gate(p, argv, lambda args: _decide(p, args))
-    except SystemExit as exc:  # p.error() from _decide: the usage line is already printed
-        return int(exc.code or 0)
+    return gatecli.run_gate(p, argv, lambda args: _decide(p, args))
 
 
 def _decide(p: argparse.ArgumentParser, args: argparse.Namespace) -> Verdict:
     topic = _one(p, "topic", args.topic_arg, args.topic)
     if topic is None:
-        p.error("a topic is required (TOPIC or --topic)")
+        gatecli.usage(p, "a topic is required (TOPIC or --topic)")  # a verdict, so --json prints one too
     recorder = _one(p, "recorder", args.recorder_arg, args.recorder)
     where = Path(recorder) if recorder is not None else git.main_worktree(Path.cwd()) / ".ledger"
     return check(where, topic, branch=args.branch)
@@ -245,7 +242,7 @@ def _decide(p: argparse.ArgumentParser, args: argparse.Namespace) -> Verdict:
 
 def _one(p: argparse.ArgumentParser, what: str, positional: str | None, option: str | None) -> str | None:
     if positional is not None and option is not None and positional != option:
-        p.error(f"the {what} is given twice, differently: `{positional}` and --{what} `{option}`")
+        gatecli.usage(p, f"the {what} is given twice, differently: `{positional}` and --{what} `{option}`")
     return option if option is not None else positional
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from gates import close_check
 from gates.close_check import is_prose, review_sections
+from tests.engine_helpers import cli
 from tests.helpers import RepoDir, make_repo
 
 REVIEW = """\
@@ -329,6 +330,20 @@ def test_cli_wrong_arguments_exit_2_with_usage(rec, orch, args):
     r = orch("gate", "close-check", *args, cwd=rec)
     assert r.rc == 2, args
     assert "usage:" in r.err and "Traceback" not in r.err + r.out
+
+
+@pytest.mark.parametrize("args, said", [
+    ([], "a topic is required"),
+    (["demo-topic", "--topic", "other"], "the topic is given twice"),
+    (["demo-topic", "/x", "--recorder", "/y"], "the recorder is given twice"),
+])
+def test_cli_arguments_it_cannot_use_with_json_print_a_usage_verdict(rec, args, said):
+    # README "Commands": with --json every gate's stdout is its verdict, a usage error's too
+    r = cli(rec, "gate", "close-check", *args, "--json")
+    assert r.returncode == 2, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert (doc["gate"], doc["code"], doc["ok"]) == ("close-check", 2, False) and said in doc["summary"]
+    assert "usage:" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_cli_same_topic_twice_is_fine(rec, orch):
