@@ -19,9 +19,16 @@ class Section:
     def error(self, where: str, line: int, message: str) -> UsageError:
         return UsageError(f"{self.path}:{line}: {where}: {message}" if line else f"{self.path}: {where}: {message}")
 
+    def refuse(self, where: str, line: int, message: str) -> None:
+        """A problem of this section. A run stops at the first; while `problems` collects, the reader goes on
+        with the default in its place, so `validate` lists every mistake at once, not one per section."""
+        if _collected is None:
+            raise self.error(where, line, message)
+        _collected.append(self.error(where, line, message))
+
 
 SECTIONS = ("coherence", "executor", "sandbox", "notify")  # every top-level key config.yaml may hold
-_checking = False
+_collected: list | None = None  # while `problems` runs: the readers' refusals
 
 
 def read(ledger: Path | None, name: str) -> Section:
@@ -29,7 +36,7 @@ def read(ledger: Path | None, name: str) -> Section:
     naming file and line, whichever section is asked for: a typo must never become a silent default."""
     path = Path(ledger or ".") / "config.yaml"
     data, problems = _parsed_once(path) if ledger is not None else (None, [])
-    problems = [p for p in problems if not (_checking and p.code == "unknown-section")]
+    problems = [p for p in problems if not (_collected is not None and p.code == "unknown-section")]
     if problems:
         raise UsageError(str(problems[0]), hint="fix config.yaml")
     if data is None:
@@ -39,25 +46,28 @@ def read(ledger: Path | None, name: str) -> Section:
 
 def problems(ledger: Path, readers: dict) -> list:
     """Every problem of config.yaml in one pass, as `Problem`s (file, line, field, message): the file's own
-    (unreadable, malformed YAML, not a mapping, each unknown section), then the first of each section, as
+    (unreadable, malformed YAML, not a mapping, each unknown section), then every one of each section, as
     its reader (`readers[name](ledger)`, the one the run uses) reports it."""
     from orchestrate.dag.yamlfile import Problem
     path = Path(ledger) / "config.yaml"
     data, found = _parsed(path)
     if data is None or any(p.code != "unknown-section" for p in found):
         return found
-    global _checking
-    _checking = True  # the unknown sections are reported above, once; each reader reports its own section
+    global _collected
+    refused: list = []
+    _collected = refused  # the unknown sections are reported above, once; each reader reports its own section
     try:
         for name in SECTIONS:
             if name not in data:
                 continue
             try:
                 readers[name](ledger)
-            except UsageError as exc:
-                found.append(_as_problem(Problem, str(path), name, exc))
+            except UsageError as exc:  # one a reader cannot go on after (the Dask executor without a scheduler)
+                refused.append(exc)
+            found.extend(_as_problem(Problem, str(path), name, exc) for exc in refused)
+            refused.clear()
     finally:
-        _checking = False
+        _collected = None
     return sorted(found, key=lambda p: p.line)
 
 
@@ -135,42 +145,49 @@ def notify(ledger: Path | None) -> list[NotifyCommand]:
     if value is None:
         return []
     if isinstance(value, str):
-        return [_notify_command(found, "notify", found.line, value)]
+        return [c for c in [_notify_command(found, "notify", found.line, value)] if c is not None]
     if not isinstance(value, list):
-        raise found.error("notify", found.line, "expected a command, or a list of commands")
-    return [_notify_item(found, value, i) for i in range(len(value))]
+        found.refuse("notify", found.line, "expected a command, or a list of commands")
+        return []
+    return [c for c in (_notify_item(found, value, i) for i in range(len(value))) if c is not None]
 
 
-def _notify_item(found: Section, items: list, i: int) -> NotifyCommand:
+def _notify_item(found: Section, items: list, i: int) -> NotifyCommand | None:
     item, where = items[i], f"notify[{i}]"
     line = items.item_line(i) if hasattr(items, "item_line") else found.line
     if isinstance(item, str):
         return _notify_command(found, where, line, item)
     if not isinstance(item, dict):
-        raise found.error(where, line, "expected a command, or a mapping of run, events and timeout")
+        found.refuse(where, line, "expected a command, or a mapping of run, events and timeout")
+        return None
     for key in item:
         if key not in NOTIFY_KEYS:
-            raise found.error(f"{where}.{key}", _key_line(item, key, line), f"unknown key; keys: {', '.join(NOTIFY_KEYS)}")
-    if "run" not in item:
-        raise found.error(where, line, "no `run:`: the command to run")
-    command = _notify_command(found, f"{where}.run", _key_line(item, "run", line), item["run"])
-    events = item.get("events", list(command.events))
+            found.refuse(f"{where}.{key}", _key_line(item, key, line), f"unknown key; keys: {', '.join(NOTIFY_KEYS)}")
+    if "run" in item:
+        command = _notify_command(found, f"{where}.run", _key_line(item, "run", line), item["run"])
+    else:
+        command = found.refuse(where, line, "no `run:`: the command to run")
+    events = item.get("events", list(NotifyCommand.events))
     events = [events] if isinstance(events, str) else events
     at = _key_line(item, "events", line)
     if not isinstance(events, list) or not events:
-        raise found.error(f"{where}.events", at, f"expected a list of events out of {', '.join(NOTIFY_EVENTS)}")
+        found.refuse(f"{where}.events", at, f"expected a list of events out of {', '.join(NOTIFY_EVENTS)}")
+        events = []
     for event in events:
         if event not in NOTIFY_EVENTS:
-            raise found.error(f"{where}.events", at, f"unknown event `{event}`; events: {', '.join(NOTIFY_EVENTS)}")
+            found.refuse(f"{where}.events", at, f"unknown event `{event}`; events: {', '.join(NOTIFY_EVENTS)}")
     timeout = item.get("timeout", NOTIFY_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise found.error(f"{where}.timeout", _key_line(item, "timeout", line), "expected a number of seconds above 0")
-    return NotifyCommand(command.run, tuple(dict.fromkeys(events)), float(timeout))
+        found.refuse(f"{where}.timeout", _key_line(item, "timeout", line), "expected a number of seconds above 0")
+        timeout = NOTIFY_TIMEOUT
+    if command is None:
+        return None
+    return NotifyCommand(command.run, tuple(dict.fromkeys(e for e in events if e in NOTIFY_EVENTS)), float(timeout))
 
 
-def _notify_command(found: Section, where: str, line: int, command: object) -> NotifyCommand:
+def _notify_command(found: Section, where: str, line: int, command: object) -> NotifyCommand | None:
     if not isinstance(command, str) or not command.strip():
-        raise found.error(where, line, "expected a command line")
+        return found.refuse(where, line, "expected a command line")
     return NotifyCommand(command)
 
 

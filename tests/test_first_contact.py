@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 import pytest
 
-from tests.engine_helpers import campaign_repo, journal
+from tests.engine_helpers import campaign_repo, cli, journal
 from tests.helpers import RepoDir, make_repo
 
 CONSOLE = Path(sys.executable).parent / "orchestrate"  # the installed console script, fast path included
@@ -134,6 +134,25 @@ def test_a_typo_in_config_yaml_is_reported_by_validate_and_refused_by_run(tmp_pa
     assert bad.rc == 1 and bad.out.startswith(f"{conf}:1: malformed YAML: ")  # the last line, not the one after
     assert "a `[` or `{` left open" in bad.out
 
+
+
+def test_validate_lists_every_problem_of_each_config_section_not_only_the_first(tmp_path):
+    repo = campaign_repo(tmp_path, DAG.format(topic="many"), WORKER)
+    (repo / ".ledger" / "config.yaml").write_text(
+        "coherence:\n  timeout: -1\n  names: 5\n  ignore: [7]\n  evaluators:\n    - {run: '', extra: 1}\n"
+        "executor:\n  kind: nope\n  color: red\n"
+        "sandbox:\n  mode: jail\n  keep_ignored: maybe\n"
+        "notify:\n  - {run: 'true', events: [sam], timeout: -3}\n  - 5\n")
+    r = cli(repo, "validate", "--json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert [(p["line"], p["field"]) for p in json.loads(r.stdout)] == [
+        (2, "coherence.timeout"), (3, "coherence.names"), (4, "coherence.ignore"),
+        (6, "coherence.evaluators[0].extra"), (6, "coherence.evaluators[0]"),
+        (8, "executor.kind"), (9, "executor.color"), (11, "sandbox.mode"), (12, "sandbox.keep_ignored"),
+        (14, "notify[0].events"), (14, "notify[0].timeout"), (15, "notify[1]")]
+    assert "invalid: 12 problem(s)" in cli(repo, "validate").stderr
+    ran = cli(repo, "run", "--no-interactive")  # a run refuses on the same list, before anything is recorded
+    assert ran.returncode == 1 and ran.stdout.count("config.yaml:") == 12 and not (repo / ".ledger/state/many").exists()
 
 
 def test_resume_refuses_a_config_yaml_edited_into_an_invalid_one(tmp_path, orch):

@@ -35,49 +35,61 @@ class Config:
 def load_config(ledger: Path | None) -> Config:
     """The `coherence:` section of `<ledger>/config.yaml`; a missing file or section is the default.
 
-    Anything malformed raises UsageError naming the file and line: a typo must not become a silent pass.
+    Anything malformed raises UsageError naming the file and line (while `config.problems` collects, each
+    problem is kept and the rest still read): a typo must not become a silent pass.
     """
     from orchestrate import config
     from orchestrate.dag.schema import did_you_mean
     found = config.read(ledger, "coherence")
-    section, bad = found.value, found.error
+    section, bad = found.value, found.refuse
     if section is None:
         return Config()
     if not isinstance(section, dict):
-        raise bad("coherence", found.line, "expected a mapping of names, ignore, evaluators, timeout")
+        bad("coherence", found.line, "expected a mapping of names, ignore, evaluators, timeout")
+        return Config()
     for key in section:
         if key not in CONFIG_KEYS:
-            raise bad(f"coherence.{key}", section.key_line(key),
-                      f"unknown setting{did_you_mean(str(key), CONFIG_KEYS)}; settings: {', '.join(CONFIG_KEYS)}")
+            bad(f"coherence.{key}", section.key_line(key),
+                f"unknown setting{did_you_mean(str(key), CONFIG_KEYS)}; settings: {', '.join(CONFIG_KEYS)}")
 
     def texts(key: str) -> tuple[str, ...]:
         value = section.get(key)
         if value is None:
             return ()
         if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() and "\n" not in v for v in value):
-            raise bad(f"coherence.{key}", section.key_line(key), "expected a list of non-empty one-line strings")
+            bad(f"coherence.{key}", section.key_line(key), "expected a list of non-empty one-line strings")
+            return ()
         return tuple(v.strip() for v in value)
 
     timeout = section.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
-        raise bad("coherence.timeout", section.key_line("timeout"), "expected a positive number of seconds")
+        bad("coherence.timeout", section.key_line("timeout"), "expected a positive number of seconds")
+        timeout = DEFAULT_TIMEOUT
+    names, ignore = texts("names"), texts("ignore")
+    return Config(names, ignore, _evaluators(section, bad), timeout)
+
+
+def _evaluators(section: dict, bad) -> tuple[Evaluator, ...]:
     evaluators = []
     raw = section.get("evaluators") or []
     if not isinstance(raw, list):
-        raise bad("coherence.evaluators", section.key_line("evaluators"), "expected a list of {name, run}")
+        bad("coherence.evaluators", section.key_line("evaluators"), "expected a list of {name, run}")
+        return ()
     for i, ev in enumerate(raw):
         where = f"coherence.evaluators[{i}]"
         line = raw.item_line(i) if hasattr(raw, "item_line") else 0
+        for key in ev if isinstance(ev, dict) else ():
+            if key not in EVALUATOR_KEYS:
+                bad(f"{where}.{key}", line, f"unknown key; keys: {', '.join(EVALUATOR_KEYS)}")
         if not isinstance(ev, dict) or not isinstance(ev.get("run"), str) or not ev["run"].strip():
-            raise bad(where, line, "expected {name, run} with a non-empty `run` command")
-        unknown = [k for k in ev if k not in EVALUATOR_KEYS]
-        if unknown:
-            raise bad(f"{where}.{unknown[0]}", line, f"unknown key; keys: {', '.join(EVALUATOR_KEYS)}")
+            bad(where, line, "expected {name, run} with a non-empty `run` command")
+            continue
         t = ev.get("timeout")
         if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t <= 0):
-            raise bad(f"{where}.timeout", line, "expected a positive number of seconds")
+            bad(f"{where}.timeout", line, "expected a positive number of seconds")
+            t = None
         evaluators.append(Evaluator(str(ev.get("name") or f"evaluator-{i + 1}"), ev["run"], t))
-    return Config(texts("names"), texts("ignore"), tuple(evaluators), timeout)
+    return tuple(evaluators)
 
 
 def gate_files(ledger: Path | None) -> list[Path]:

@@ -195,26 +195,32 @@ def _configured(ledger: Path | None) -> tuple[str, list[str], str, bool]:
         return "auto", home, "serial", False
     if isinstance(value, str):
         if value not in sandbox.MODES:
-            raise found.error("sandbox", found.line, f"`{value}` is not a sandbox setting: use {', '.join(sandbox.MODES)}")
+            found.refuse("sandbox", found.line, f"`{value}` is not a sandbox setting: use {', '.join(sandbox.MODES)}")
+            return "auto", home, "serial", False
         return value, home, "serial", False
     if not isinstance(value, dict):
-        raise found.error("sandbox", found.line,
-                          "expected auto, bwrap, none, or {mode: ..., writable: [...], unsandboxed: ..., "
-                          "keep_ignored: ...}")
+        found.refuse("sandbox", found.line,
+                     "expected auto, bwrap, none, or {mode: ..., writable: [...], unsandboxed: ..., keep_ignored: ...}")
+        return "auto", home, "serial", False
+    at = lambda key: value.key_line(key) if hasattr(value, "key_line") else found.line  # noqa: E731
     for key in value:
         if key not in CONFIG_KEYS:
-            raise found.error(f"sandbox.{key}", found.line, f"unknown key; keys: {', '.join(CONFIG_KEYS)}")
+            found.refuse(f"sandbox.{key}", at(key), f"unknown key; keys: {', '.join(CONFIG_KEYS)}")
     chosen = value.get("mode", "auto")
     if chosen not in sandbox.MODES:
-        raise found.error("sandbox.mode", found.line, f"`{chosen}` is not a sandbox setting: use {', '.join(sandbox.MODES)}")
+        found.refuse("sandbox.mode", at("mode"), f"`{chosen}` is not a sandbox setting: use {', '.join(sandbox.MODES)}")
+        chosen = "auto"
     writable = value.get("writable", home)
     if not isinstance(writable, list) or not all(isinstance(w, str) and w.strip() for w in writable):
-        raise found.error("sandbox.writable", found.line, "expected a list of folders")
+        found.refuse("sandbox.writable", at("writable"), "expected a list of folders")
+        writable = home
     alone = value.get("unsandboxed", "serial")
     if alone not in UNSANDBOXED:
-        raise found.error("sandbox.unsandboxed", found.line,
-                          f"`{alone}` is not an unsandboxed setting: use {', '.join(UNSANDBOXED)}")
+        found.refuse("sandbox.unsandboxed", at("unsandboxed"),
+                     f"`{alone}` is not an unsandboxed setting: use {', '.join(UNSANDBOXED)}")
+        alone = "serial"
     keep = value.get("keep_ignored", False)
     if not isinstance(keep, bool):
-        raise found.error("sandbox.keep_ignored", found.line, f"`{keep}` is not true or false")
+        found.refuse("sandbox.keep_ignored", at("keep_ignored"), f"`{keep}` is not true or false")
+        keep = False
     return chosen, [os.path.expanduser(w) for w in writable], alone, keep

@@ -68,10 +68,16 @@ def _config(ledger: Path) -> dict:
     if section is None:
         return {}
     if not isinstance(section, dict):
-        raise found.error("executor", found.line, f"expected a mapping of {', '.join(FIELDS)}")
+        found.refuse("executor", found.line, f"expected a mapping of {', '.join(FIELDS)}")
+        return {}
+    kept = {}
     for key, value in section.items():
         if key not in FIELDS:
-            raise found.error(f"executor.{key}", section.key_line(key), f"unknown key; keys: {', '.join(FIELDS)}")
-        if not isinstance(value, str) or not value.strip():
-            raise found.error(f"executor.{key}", section.key_line(key), "expected text")
-    return dict(section)
+            found.refuse(f"executor.{key}", section.key_line(key), f"unknown key; keys: {', '.join(FIELDS)}")
+        elif not isinstance(value, str) or not value.strip():
+            found.refuse(f"executor.{key}", section.key_line(key), "expected text")
+        elif key == "kind" and value not in KINDS:  # here, where its line is known
+            found.refuse("executor.kind", section.key_line(key), f"`{value}` is not one of {', '.join(KINDS)}")
+        else:
+            kept[key] = value
+    return kept
