@@ -6,7 +6,7 @@ import json
 import pytest
 
 from orchestrate.dag.load import check_dag
-from tests.engine_helpers import campaign_repo
+from tests.engine_helpers import campaign_repo, cli
 
 # A valid DAG: A fans out to B and C, D joins them and composes E (E before D; D is judged by E's gate too).
 VALID = """\
@@ -116,6 +116,23 @@ def test_run_on_an_empty_dag_says_why(tmp_path, orch):
     assert "dag.yaml:1: the DAG has no nodes" in said
     assert "is invalid; nothing was written" in said
     assert repo.git("for-each-ref") == before
+
+
+def test_a_base_that_names_no_commit_is_a_problem_at_its_line_for_validate_and_run(tmp_path):
+    repo = campaign_repo(tmp_path, "topic: based\nbase: nonexistentref\n" + VALID, "#!/bin/sh\n")
+    dag = repo / ".ledger" / "state" / "dag.yaml"
+    said = (f"{dag}:2: base: `nonexistentref` does not name a commit in {repo}; name a branch, tag or commit "
+            "there (`git log` lists them)")
+    checked = cli(repo, "validate")
+    assert checked.returncode == 1 and checked.stdout.splitlines() == [said], checked.stdout + checked.stderr
+    as_json = json.loads(cli(repo, "validate", "--json").stdout)
+    assert [(p["line"], p["field"], p["code"]) for p in as_json] == [(2, "base", "unknown-base")]
+    before = repo.git("for-each-ref")
+    ran = cli(repo, "run", "--no-interactive")
+    assert ran.returncode == 2 and f"orchestrate: error: {said}" in ran.stderr, ran.stderr
+    assert repo.git("for-each-ref") == before
+    # outside the repository only the contract is checked: the ref may name a commit where the plan runs
+    assert cli(tmp_path, "validate", "--dag", str(dag)).returncode == 0
 
 
 def test_validate_notes_a_token_another_glob_dialect_would_read_otherwise(tmp_path, orch):

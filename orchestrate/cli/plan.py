@@ -21,7 +21,8 @@ def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
     Each problem is one line `file:line: field: message` with what to change. With --json, prints a
     list of {file, line, field, code, message} (empty when valid). Every plugin the DAG names must be
     installed and protocol-compatible (`orchestrate plugins` lists them). The project's config.yaml
-    (unknown settings, with "did you mean", and each section as the run reads it) is checked too.
+    (unknown settings, with "did you mean", and each section as the run reads it) is checked too, and,
+    inside the repository, that the DAG's `base:` names one of its commits.
 
     \b
     Examples:
@@ -45,6 +46,8 @@ def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
     from orchestrate.recorder.topics import brief_dir
     path = resolve_dag_path(dag_path)
     dag, problems = check_dag(path, topic=topic, brief_dir=brief_dir(path))
+    if dag is not None and (wrong := _base_problem(dag)) is not None:  # else `run` is the first to say it
+        dag, problems = None, [wrong]
     settings = _config_problems()
     if dag is not None:
         from orchestrate.engine import plugin_gates as plugingates
@@ -81,6 +84,16 @@ def _dialect_notes(path: Path, dag) -> list[str]:
                 line = next((i for i, ln in enumerate(text, 1) if token in ln), 1)
                 notes.append(f"note: {path}:{line}: nodes.{node.id}.file_surface: {said}")
     return notes
+
+
+def _base_problem(dag):
+    """The DAG's `base:` if it names no commit of the repository here; none outside one."""
+    from orchestrate.dag.load import base_problem
+    from orchestrate.recorder.locate import checkout
+    try:
+        return base_problem(dag, checkout(Path.cwd()))
+    except UsageError:  # not in a repository: the contract alone is checked
+        return None
 
 
 def _config_problems() -> list:

@@ -133,6 +133,20 @@ class _Progress:
             pass  # a terminal that went away: the check itself goes on
 
 
+def base_problem(dag: Dag, root: Path) -> Problem | None:
+    """A written `base:` that names no commit in `root`, at its line. Asked apart from the contract: git
+    answers it only inside the repository the campaign would start in (`validate --dag` elsewhere has none)."""
+    from orchestrate import git
+    if git.rev_parse(root, dag.base) is not None or git.rev_parse(root, "HEAD") is None:
+        return None  # no commit at all is the repository's to fix, and the run says so in its own words
+    data, _ = yamlfile.load(read_text(dag.path), dag.path, fast=False)  # read again: the Dag keeps no lines
+    if not isinstance(data, yamlfile.Mapping) or "base" not in data:
+        return None
+    return Problem(dag.path, data.key_line("base"), "base", "unknown-base",
+                   f"`{dag.base}` does not name a commit in {root}; name a branch, tag or commit there "
+                   "(`git log` lists them)")
+
+
 def load_dag(path: str | Path, *, topic: str | None = None, brief_dir: Path | None = None) -> Dag:
     dag, problems = check_dag(path, topic=topic, brief_dir=brief_dir)
     if dag is None:

@@ -324,13 +324,15 @@ def _hooked(ctx: Context) -> Context:
 def _topic_of(dag_file: Path, topic: str | None, root: Path) -> str | None:
     """The campaign's topic, once its base is known to name a commit: a failure that exits 2 (no commits
     yet, a typo in `base:`) must come before the campaign lock creates anything."""
-    from orchestrate.dag.load import check_dag
+    from orchestrate.dag.load import base_problem, check_dag
     dag, _ = check_dag(dag_file, topic=topic)
     if dag is None:
         return None
     if git.rev_parse(root, "HEAD") is None and git.rev_parse(root, dag.base) is None:
         raise UsageError(f"{root} has no commit yet: a campaign starts from one",
                          hint="make a first commit (`git add -A && git commit -m start`), then run again")
+    if (wrong := base_problem(dag, root)) is not None:
+        raise UsageError(str(wrong))
     git.resolve(root, dag.base)
     return dag.topic
 
