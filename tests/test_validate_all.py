@@ -152,6 +152,17 @@ def test_validate_notes_a_token_another_glob_dialect_would_read_otherwise(tmp_pa
     assert quiet.rc == 0 and json.loads(quiet.out) == [] and "note:" not in quiet.err
 
 
+def test_a_note_names_the_line_of_a_token_written_quoted_and_escaped(tmp_path):
+    dag = tmp_path / "d.yaml"  # the token read is `q/a\*`; the text holds `"q/a\\*"`, which does not contain it
+    dag.write_text('workers: {sh: "true"}\nnodes:\n  - id: A\n    discipline: sh\n    file_surface:\n'
+                   '      - plain.txt\n      - "q/a\\\\*"\n')
+    r = cli(tmp_path, "validate", "--dag", str(dag))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("note: ")] == [
+        f"note: {dag}:7: nodes.A.file_surface: `q/a\\*` is read as git reads it: a backslash makes the next glob "
+        "character literal (it is no path separator)"]
+
+
 def test_validate_notes_braces_which_git_reads_literally(tmp_path, orch):
     dag = tmp_path / "d.yaml"
     dag.write_text('workers: {sh: "true"}\nnodes:\n'

@@ -75,15 +75,29 @@ def _dialect_notes(path: Path, dag) -> list[str]:
     """`note:` lines for surface tokens that another glob dialect would read otherwise (valid, but a
     person who thinks in fnmatch or shell globs should know)."""
     from orchestrate.dag import surface
-    text = None
+    lines = None
     notes = []
     for node in dag.nodes:
-        for token in node.file_surface:
+        for j, token in enumerate(node.file_surface):
             if said := surface.dialect_note(token):
-                text = text if text is not None else path.read_text(errors="replace").splitlines()
-                line = next((i for i, ln in enumerate(text, 1) if token in ln), 1)
-                notes.append(f"note: {path}:{line}: nodes.{node.id}.file_surface: {said}")
+                lines = lines if lines is not None else _surface_lines(path)
+                line = lines.get((node.id, j))
+                notes.append(f"note: {path}{f':{line}' if line else ''}: nodes.{node.id}.file_surface: {said}")
     return notes
+
+
+def _surface_lines(path: Path) -> dict:
+    """(node id, index) -> the line of that `file_surface` entry, from the YAML nodes themselves: the
+    text as written may quote or escape a token (`"q/a\\\\*"`), so searching it for the token misses."""
+    from orchestrate.dag import yamlfile
+    from orchestrate.dag.load import read_text
+    data, _ = yamlfile.load(read_text(path), str(path), fast=False)
+    found = {}
+    for raw in data.get("nodes") or () if isinstance(data, dict) else ():
+        tokens = raw.get("file_surface") if isinstance(raw, dict) else None
+        if isinstance(tokens, yamlfile.Sequence):  # a valid DAG's entries are all kept, in order
+            found.update({(str(raw.get("id")), j): tokens.item_line(j) for j in range(len(tokens))})
+    return found
 
 
 def _base_problem(dag):
