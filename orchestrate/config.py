@@ -3,6 +3,7 @@ be read or parsed is reported the same way whichever part of orchestrate reads i
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,13 +23,16 @@ class Section:
     def refuse(self, where: str, line: int, message: str) -> None:
         """A problem of this section. A run stops at the first; while `problems` collects, the reader goes on
         with the default in its place, so `validate` lists every mistake at once, not one per section."""
-        if _collected is None:
+        collected = getattr(_collecting, "refused", None)
+        if collected is None:
             raise self.error(where, line, message)
-        _collected.append(self.error(where, line, message))
+        collected.append(self.error(where, line, message))
 
 
 SECTIONS = ("coherence", "executor", "sandbox", "notify")  # every top-level key config.yaml may hold
-_collected: list | None = None  # while `problems` runs: the readers' refusals
+# while `problems` runs, in its thread alone: the readers' refusals. A person's edit of config.yaml is checked
+# mid-run (engine/watch.py) while evaluator threads read their settings, whose refusals must still raise
+_collecting = threading.local()
 
 
 def read(ledger: Path | None, name: str) -> Section:
@@ -36,7 +40,8 @@ def read(ledger: Path | None, name: str) -> Section:
     naming file and line, whichever section is asked for: a typo must never become a silent default."""
     path = Path(ledger or ".") / "config.yaml"
     data, problems = _parsed_once(path) if ledger is not None else (None, [])
-    problems = [p for p in problems if not (_collected is not None and p.code == "unknown-section")]
+    collecting = getattr(_collecting, "refused", None) is not None
+    problems = [p for p in problems if not (collecting and p.code == "unknown-section")]
     if problems:
         raise UsageError(str(problems[0]), hint="fix config.yaml")
     if data is None:
@@ -53,9 +58,8 @@ def problems(ledger: Path, readers: dict) -> list:
     data, found = _parsed(path)
     if data is None or any(p.code != "unknown-section" for p in found):
         return found
-    global _collected
     refused: list = []
-    _collected = refused  # the unknown sections are reported above, once; each reader reports its own section
+    _collecting.refused = refused  # the unknown sections are reported above, once; each reader its own section
     try:
         for name in SECTIONS:
             if name not in data:
@@ -67,7 +71,7 @@ def problems(ledger: Path, readers: dict) -> list:
             found.extend(_as_problem(Problem, str(path), name, exc) for exc in refused)
             refused.clear()
     finally:
-        _collected = None
+        _collecting.refused = None
     return sorted(found, key=lambda p: p.line)
 
 
