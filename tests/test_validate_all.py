@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 
 import pytest
 
@@ -266,3 +268,23 @@ def test_an_edge_with_one_problem_still_has_its_id_and_its_ends_checked(tmp_path
     assert found == [(8, "edges[1]", "missing"), (8, "edges[1].id", "duplicate-id"),
                      (9, "edges[2].predicate", "enum"), (9, "edges[2].to", "dangling"),
                      (10, "edges[3].predicate", "enum")], found
+
+
+def test_a_dag_path_that_is_a_device_is_refused_in_one_line_and_a_pipe_is_read(tmp_path, orch):
+    """`--dag /dev/zero` read until memory ran out; a pipe (`--dag <(make-plan)`) is a plan like a file, and a
+    file with Windows line ends reads as it did."""
+    done = orch("validate", "--dag", "/dev/zero", cwd=tmp_path)
+    assert done.rc == 2 and "/dev/zero: is a device or socket, not a DAG file" in done.err, done
+    assert "Traceback" not in done.err
+    fifo = tmp_path / "plan.fifo"
+    os.mkfifo(fifo)
+    text = b'topic: t\r\nnodes:\r\n  - {id: A, file_surface: [a], worker: "true"}\r\n'
+    writer = threading.Thread(target=fifo.write_bytes, args=(text,))
+    writer.start()
+    done = orch("validate", "--dag", fifo, cwd=tmp_path)
+    writer.join()
+    assert done.rc == 0 and "valid:" in done.out, done
+    crlf = tmp_path / "dag.yaml"
+    crlf.write_bytes(text.replace(b'"true"}', b'"true", bad: 1}'))
+    done = orch("validate", "--dag", crlf, cwd=tmp_path)
+    assert done.rc == 1 and f"{crlf}:3:" in done.out + done.err, done

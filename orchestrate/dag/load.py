@@ -3,6 +3,8 @@ violation (file, line, field, fix); input that cannot be read at all raises `Usa
 from __future__ import annotations
 
 import gc
+import os
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,10 +24,21 @@ def missing(path: Path) -> UsageError:
     return UsageError(f"{path}: no such DAG file", hint="create it, or pass --dag PATH")
 
 
+_MOST = 1 << 30  # bytes: a 100,000-node plan is tens of megabytes; a stream that never ends (/dev/zero) is not one
+
+
 def read_text(path: str | Path) -> str:
+    """The DAG file's text: a regular file, or a pipe (`--dag <(make-plan)`) that ends within `_MOST` bytes."""
     p = Path(path)
     try:
-        return p.read_text(encoding="utf-8")
+        with open(p, "rb") as fh:
+            mode = os.fstat(fh.fileno()).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+                raise UsageError(f"{p}: is a device or socket, not a DAG file", hint="pass --dag PATH to a YAML file")
+            data = fh.read(_MOST + 1)
+        if len(data) > _MOST:
+            raise UsageError(f"{p}: more than {_MOST >> 20} MiB, not a DAG file", hint="pass --dag PATH to a YAML file")
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as text mode reads it
     except FileNotFoundError:
         raise missing(p) from None
     except IsADirectoryError:
