@@ -91,24 +91,37 @@ def test_a_workers_timeout_is_enforced_while_a_landed_nodes_evaluators_run(tmp_p
     assert timed_out < _first(entries, _verdict("A"))
 
 
+# A's evaluator passes once the loop, having started it as A landed, found nothing else to do and went back to
+# waiting (DISPATCH running -> AWAIT): the loop then always waits for it in AWAIT and goes AWAIT returned ->
+# RECONCILE. An evaluator that ended sooner (a loaded machine: the loop slow to get there) was taken in by
+# DISPATCH, and the run went DISPATCH layer-done -> CHECKPOINT landed -> RECONCILE instead, two flushes more:
+# the kill point read from one run was another transition in the next (rv63). On resume the entry is there.
 QUICK = """\
 topic: back
 workers: {sh: "./work.sh"}
 defaults: {timeout: 120, sandbox: bwrap}
 nodes:
-  - {id: A, title: judged ahead, file_surface: [a/], discipline: sh, evaluators: [{name: ok, run: "test -f a/one.txt"}]}
+  - {id: A, title: judged ahead, file_surface: [a/], discipline: sh, evaluators: [{name: ok, run: 'n=0; while
+     ! grep -qs "DISPATCH running -> AWAIT" "JOURNAL" && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done;
+     grep -qs "DISPATCH running -> AWAIT" "JOURNAL" && test -f a/one.txt'}]}
 """
+
+
+def _quick(root) -> str:
+    return QUICK.replace("JOURNAL", str(root / "repo" / ".ledger" / "state" / "back" / "journal.jsonl"))
 
 
 def test_a_resume_that_comes_back_in_reconcile_waits_for_the_evaluators_it_starts_again(tmp_path):
     """rv51: killed once RECONCILE was recorded, the resume started A's evaluators ahead again, found nothing ready
     to judge and raised IndexError (exit 70), at every resume."""
     from tests.engine_helpers import cli, recorder_subjects
-    reference = campaign_repo(tmp_path / "ref", QUICK, WORKER)
+    reference = campaign_repo(tmp_path / "ref", _quick(tmp_path / "ref"), WORKER)
     assert cli(reference, "run").returncode == 75
     flushes = recorder_subjects(reference)[1:]  # the run's commits, each a flush first (init's is not the run's)
-    at = next(i for i, s in enumerate(flushes) if s.endswith("-> RECONCILE"))
-    repo = campaign_repo(tmp_path / "cut", QUICK, WORKER)
+    at = flushes.index("back: AWAIT returned -> RECONCILE")
+    assert flushes[at - 3:at] == ["back: DISPATCH dispatched -> AWAIT (A)", "back: AWAIT next -> DISPATCH",
+                                  "back: DISPATCH running -> AWAIT"], flushes  # one way, whatever the load
+    repo = campaign_repo(tmp_path / "cut", _quick(tmp_path / "cut"), WORKER)
     assert cli(repo, "run", fault=f"flush:{at + 1}").returncode == -9
     assert journal(repo, "back")[-1]["context"].get("to") == "RECONCILE"  # killed just there
     resumed = cli(repo, "resume")

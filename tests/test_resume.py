@@ -220,32 +220,61 @@ echo "$ORCH_NODE" > "$ORCH_NODE.txt"
 """
 
 
-@pytest.mark.parametrize("schedule", ["eager", "layered"])
-def test_a_resume_with_more_jobs_starts_the_nodes_waiting_for_a_slot_at_once(tmp_path, orch, schedule):
-    """rv47: `run -j 1` stopped while A ran, then `resume -j 3`: B and C waited until the attempt of A that resume
-    started again had returned, though two slots were free."""
+def _fill(tmp_path, schedule: str):
     mark = tmp_path / "a-started"
     worker = BESIDE.replace("$ORCH_RUN_DIR_MARK", str(mark))
     dag = (f'topic: fill\nschedule: {schedule}\nworkers: {{sh: "./work.sh"}}\ndefaults: {{sandbox: none, '
            'unsandboxed: parallel}\nnodes:\n' + "".join(
                f"  - {{id: {n}, title: {n}, depends_on: [], file_surface: [{n}.txt], discipline: sh}}\n" for n in "ABC"))
-    repo = campaign_repo(tmp_path, dag, worker)
-    env = dict(os.environ, CI="true")
-    runner = subprocess.Popen([sys.executable, "-m", "orchestrate", "run", "-j", "1"], cwd=repo, env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    journal = repo / ".ledger" / "state" / "fill" / "journal.jsonl"
-    until(lambda: mark.exists() and journal.exists() and '"to":"AWAIT"' in journal.read_text(), runner,
-          "A ran and the run waited for it (B and C queued for the slot)")
-    runner.send_signal(signal.SIGTERM)
-    out, err = runner.communicate(timeout=60)
-    assert runner.returncode == 130, out + err
+    return campaign_repo(tmp_path, dag, worker), mark
+
+
+def _resumed_with_more_jobs(repo, orch) -> list[dict]:
     resumed = orch("resume", "-j", "3", cwd=repo)
     assert resumed.rc == 75, resumed.out + resumed.err
     assert "repair: A: attempt 1 was cut off" in resumed.out
-    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    entries = [json.loads(line) for line in (repo / ".ledger" / "state" / "fill" / "journal.jsonl").read_text().splitlines()]
     b_started = next(i for i, e in enumerate(entries) if e["kind"] == "node" and e["context"].get("node") == "B"
                      and e["context"].get("status") == "DISPATCHED")
     a_returned = next(i for i, e in enumerate(entries) if e["kind"] == "result" and e["context"].get("node") == "A"
                       and e["context"].get("effect") == "worker-start" and "rc" in e["context"])
     assert b_started < a_returned
     assert entries[a_returned]["context"] == {**entries[a_returned]["context"], "attempt": 2, "rc": 0}
+    return entries
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_a_resume_with_more_jobs_starts_the_nodes_waiting_for_a_slot_at_once(tmp_path, orch, schedule):
+    """rv47: `run -j 1` stopped while A ran, then `resume -j 3`: B and C waited until the attempt of A that resume
+    started again had returned, though two slots were free."""
+    repo, mark = _fill(tmp_path, schedule)
+    env = dict(os.environ, CI="true")
+    runner = subprocess.Popen([sys.executable, "-m", "orchestrate", "run", "-j", "1"], cwd=repo, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    journal = repo / ".ledger" / "state" / "fill" / "journal.jsonl"
+    until(lambda: mark.exists() and journal.exists() and '"to":"AWAIT"' in journal.read_text(), runner,
+          "A ran and the run waited for it (B and C queued for the slot)")
+    runner.send_signal(signal.SIGTERM)  # wherever it lands from here on: see the test below
+    out, err = runner.communicate(timeout=60)
+    assert runner.returncode == 130, out + err
+    _resumed_with_more_jobs(repo, orch)
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_an_interrupt_once_dispatch_is_recorded_stops_the_run_in_await(tmp_path, orch, schedule):
+    """rv63: SIGTERM (or Ctrl-C) landing after DISPATCH -> AWAIT was written to the journal, while it was committed
+    (a loaded machine makes that long), was taken for one in DISPATCH: A's attempt, recorded and running, was
+    undone as never recorded, and the resume started attempt 1 again instead of repairing the one cut off."""
+    from tests.engine_helpers import cli
+    repo, _ = _fill(tmp_path, schedule)
+    # flushes: DERIVE -> RUN_LAYER, RUN_LAYER -> DISPATCH, DISPATCH -> AWAIT: SIGTERM once that one is written
+    stopped = cli(repo, "run", "-j", "1", fault="flush:3:term")
+    assert stopped.returncode == 130, stopped.stdout + stopped.stderr
+    assert "interrupted in AWAIT" in stopped.stderr + stopped.stdout
+    entries = [json.loads(line) for line in (repo / ".ledger" / "state" / "fill" / "journal.jsonl").read_text().splitlines()]
+    moves = [e["context"]["subject"] for e in entries if e["kind"] == "transition"]
+    assert moves[-1].startswith("fill: DISPATCH dispatched -> AWAIT (A"), moves  # (layered: B and C queued too)
+    assert [e["context"] for e in entries if e["kind"] == "interrupt"] == [{"state": "AWAIT"}]
+    a = [e["context"] for e in entries if e["kind"] == "node" and e["context"]["node"] == "A"]
+    assert [n["status"] for n in a] == ["DISPATCHED"]  # not undone: its worker was started and recorded
+    _resumed_with_more_jobs(repo, orch)

@@ -47,6 +47,7 @@ def drive(ctx: Context) -> int:
 
 def _walk(ctx: Context) -> State:
     state = State(ctx.campaign.state)
+    moved = None  # the transition out of `state`, once emitted
     try:
         if ctx.recorder is not None and ctx.recorder.held:  # only resume's repairs are held here (an attempt started
             # again among them): recorded before the run goes on, else `status` shows the attempt cut off as the one
@@ -70,8 +71,8 @@ def _walk(ctx: Context) -> State:
             if ctx.recorder is not None:
                 subject = detail if detail.startswith("log: ") else (
                     f"{ctx.topic}: {state.value} {outcome.value} -> {nxt.value}" + (f" ({detail})" if detail else ""))
-                ctx.emit("transition", {"from": state.value, "outcome": outcome.value, "to": nxt.value,
-                                        "detail": detail, "subject": subject})
+                moved = ctx.emit("transition", {"from": state.value, "outcome": outcome.value, "to": nxt.value,
+                                                "detail": detail, "subject": subject})
                 if nxt in TERMINAL:
                     _sketch_status(ctx, nxt.value)
                 if nxt in TERMINAL or (state is State.CHECKPOINT and ctx.recorder.seq + len(ctx.recorder.held)
@@ -83,8 +84,12 @@ def _walk(ctx: Context) -> State:
                 ctx.recorder.commit(subject)
                 _notify(ctx, nxt, verdicts)
             ctx.out.line(f"{state.value} -> {nxt.value} ({outcome.value}{': ' + detail if detail else ''})")
-            state = nxt
+            state, moved = nxt, None
     except KeyboardInterrupt:
+        if moved is not None and ctx.recorder is not None and _recorded(ctx.recorder, moved):
+            # the transition is in the journal (the interrupt landed while it was committed, or just after): the run
+            # is in the state it records, which resume comes back to; DISPATCH's nodes were recorded, not undone
+            state = State(moved["context"]["to"])  # (rv63: their workers' attempts were erased, A's cut off unseen)
         queued = [r.node for r in getattr(ctx.executor, "queue", ())]
         ctx.executor.cancel_all()
         ctx.out.stop_live()
@@ -113,6 +118,11 @@ def _walk(ctx: Context) -> State:
     finally:
         ctx.out.stop_live()
     return state
+
+
+def _recorded(recorder, entry: dict) -> bool:
+    """Is `entry` in the journal (written by this runner: an interrupt mid-append counts it once the file holds it)?"""
+    return any(e["id"] == entry["id"] for e in reversed(recorder.written()))  # (it is among the last ones)
 
 
 def _settle_workers(ctx: Context, end: State, state: State) -> None:
