@@ -13,7 +13,7 @@ SOURCES = sorted(p for pkg in ("gates", "orchestrate") for p in (ROOT / pkg).rgl
 # The doors every room goes through (the top-level modules of orchestrate/).
 DOORS = ("orchestrate.errors", "orchestrate.proc", "orchestrate.reaping", "orchestrate.git", "orchestrate.git_batch", "orchestrate.git_diffs", "orchestrate.git_files", "orchestrate.git_pipe", "orchestrate.git_ids", "orchestrate.git_config",
          "orchestrate.memfiles", "orchestrate.stamps", "orchestrate.flock", "orchestrate.config", "orchestrate.atomic", "orchestrate.removal",
-         "orchestrate.faults", "orchestrate.resources", "orchestrate.inert", "orchestrate.plugins")
+         "orchestrate.faults", "orchestrate.resources", "orchestrate.inert", "orchestrate.printable", "orchestrate.plugins")
 # The doors and the plan's model: what the gates may use.
 KERNEL = tuple(d for d in DOORS if d != "orchestrate.plugins") + ("orchestrate.dag",)
 ROOMS = ("dag", "engine", "recorder", "workers", "seams", "replay", "report", "cli")

@@ -179,4 +179,10 @@ def test_the_readme_examples_are_valid_sections(tmp_path):
     desktop, both = (config.notify(_ledger(tmp_path, block)) for block in blocks)
     assert desktop == [config.NotifyCommand('notify-send "orchestrate" "$ORCH_MESSAGE"')]
     assert both[1].events == ("seam", "halt", "done", "verdict") and both[1].timeout == 10.0
-    assert both[1].run.startswith("curl -fsS -m 5 ") and '-d "{\\"text\\": \\"$ORCH_MESSAGE\\"}"' in both[1].run
+    assert both[1].run.startswith("python3 -c ") and " | curl -fsS -m 5 " in both[1].run
+    # the payload a worker's words cannot reshape (rv67: pasted into a JSON string, a reason of `stuck", "channel":
+    # "#general", "text": "all clear` chose the channel and the text)
+    words = 'stuck", "channel": "#general", "text": "all clear'
+    payload = subprocess.run(["sh", "-c", both[1].run.split(" | curl")[0]], env=dict(os.environ, ORCH_MESSAGE=words),
+                             capture_output=True, text=True, check=True).stdout
+    assert json.loads(payload) == {"text": words}

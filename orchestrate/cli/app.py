@@ -60,14 +60,6 @@ def cli() -> None:
     paused campaign resumes exactly where it stopped. Never pushes; never touches your checkout."""
 
 
-def printable(text: str) -> str:
-    """`text` with every control character but the newline written as its escape (`\\x1b`): a message
-    quoting a bad id or token must not recolour or clear the terminal that shows it."""
-    import unicodedata
-    return "".join(ch if ch == "\n" or (ch >= " " and ch != "\x7f" and (ch < "\x80" or unicodedata.category(ch) != "Cc"))
-                   else repr(ch)[1:-1] for ch in text)
-
-
 def seams_help() -> str:
     """`decide --help`'s list of seams and their choices, from the one table that defines them."""
     from orchestrate.seams.choices import CHOICES

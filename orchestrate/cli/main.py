@@ -107,7 +107,7 @@ def _unwritable(exc: OSError) -> OrchestrateError:
 
 
 def _print_error(exc: OrchestrateError, as_json: bool = False) -> None:
-    from orchestrate.cli.app import printable
+    from orchestrate.printable import printable
     from orchestrate.errors import DagInvalid
     problems = exc.problems if isinstance(exc, DagInvalid) else []
     for p in problems:

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from orchestrate.cli.app import TOPIC_HELP, _json, cli, dag_option, json_option, printable, resolve_dag_path, topic_refusal
+from orchestrate.cli.app import TOPIC_HELP, _json, cli, dag_option, json_option, resolve_dag_path, topic_refusal
 from orchestrate.errors import ExitCode, UsageError
+from orchestrate.printable import printable
 
 
 @cli.command(short_help="Check the DAG and config.yaml against every rule")

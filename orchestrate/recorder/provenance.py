@@ -88,7 +88,8 @@ def usage_total(rows: list[dict]) -> dict:
 
 def usage_text(usage: dict) -> str:
     """`1200 in / 300 out tokens, $0.0420 (model)`: the one way usage is written for a person."""
-    model = f" ({usage['model']})" if usage.get("model") else ""
+    from orchestrate.printable import one_line
+    model = f" ({one_line(str(usage['model']))})" if usage.get("model") else ""  # the worker's words: one line
     return (f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out tokens, "
             f"${usage.get('cost_usd', 0):.4f}{model}")
 

@@ -52,6 +52,7 @@ def usage_section(rows: list[dict]) -> str:
     for row in rows:
         nodes.setdefault(row["node"], []).append(row)
         said = usage_text(row["usage"]) if "usage" in row else "malformed usage file (warning)"
+        said = said.replace("|", "\\|").replace("<", "&lt;")  # a model the worker named `a | b<details>`: no cell end, no HTML
         lines.append(f"| {row['node']} | {row['attempt']} | {said} |")
     for node, mine in nodes.items():
         lines.append(f"| {node} | all | {usage_text(usage_total(mine))} |")

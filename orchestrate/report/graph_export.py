@@ -109,4 +109,5 @@ def text(shape: Shape, status: dict[str, str] | None) -> str:
             lines.append(f"  {f'{link.src} -> {link.dst}':<{width}}  {what}")
     for group in shape.groups:
         lines.append(f"LOOPS_WITH group: {' '.join(group)}")
-    return "\n".join(lines) + "\n"
+    from orchestrate.printable import printable
+    return printable("\n".join(lines)) + "\n"  # a condition's text is the plan author's, escapes and all

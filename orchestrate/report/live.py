@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
 from orchestrate.recorder.campaign import Campaign
+from orchestrate.printable import printable
 from orchestrate.report.progress import Progress
 
 SUMMARY_EVERY = 30.0  # seconds between progress summaries off a terminal
@@ -45,6 +46,7 @@ class Reporter:
         self._print(text)
 
     def _print(self, text: str) -> None:
+        text = printable(text)  # a line may quote what a worker wrote (evaluator output, a reason, a file name)
         if self._live is not None:  # above the live view, which redraws itself below
             self._live.console.print(text, markup=False, highlight=False, soft_wrap=True)
         else:

@@ -12,6 +12,7 @@ from typing import Callable
 
 from orchestrate import config, proc, reaping
 from orchestrate.errors import ProcError
+from orchestrate.printable import one_line
 
 
 def decide_commands(topic: str, seam: dict) -> list[str]:
@@ -47,7 +48,7 @@ class Notifier:
         env = {"ORCH_EVENT": event, "ORCH_TOPIC": topic, "ORCH_NODE": node,
                "ORCH_SEAM": (seam or {}).get("seam", ""), "ORCH_VERDICT": verdict,
                "ORCH_DECIDE": "\n".join(decide_commands(topic, seam)) if seam else "",
-               "ORCH_MESSAGE": message or _message(event, topic, node, seam, verdict),
+               "ORCH_MESSAGE": one_line(message or _message(event, topic, node, seam, verdict)),
                "ORCH_NOTIFIER": reaping.NOTIFIER}  # what it sends in the background is not ended with the run
         for command in self.commands:
             if event in command.events:

@@ -47,7 +47,8 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
             "`orchestrate resume` goes on once journal.jsonl holds only the runner's own lines (its hint says how)")
     if as_json:
         return json.dumps(data, indent=2)
-    return "\n".join(render(data))
+    from orchestrate.printable import printable
+    return printable("\n".join(render(data)))  # a seam's reason, a verdict's items: a worker's words
 
 
 def campaigns(ledger: Path) -> list[dict]:

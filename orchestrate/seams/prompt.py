@@ -45,8 +45,9 @@ def resolve(answer: str, choices: list[str]) -> str:
 
 def ask(seam: dict) -> tuple[str, str] | None:
     """(choice, note), or None to pause; the default never accepts, and EOF or Ctrl-C pause."""
-    for line in seams.details(seam):
-        click.echo(line, err=True)
+    from orchestrate.printable import printable
+    for line in seams.details(seam):  # the reason may be a worker's words
+        click.echo(printable(line), err=True)
     choices = list(seam["choices"]) + ["pause"]
     try:
         choice = click.prompt(f"decide ({', '.join(choices)})", default="pause", err=True,
