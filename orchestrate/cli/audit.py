@@ -8,6 +8,7 @@ import click
 
 from orchestrate.cli.app import _json, cli, json_option
 from orchestrate.errors import ExitCode, UsageError
+from orchestrate.printable import printable
 
 
 @cli.command(short_help="The lineage of a node's newest merge")
@@ -59,8 +60,8 @@ def why(node: str, topic: str | None, as_json: bool) -> int:
     if as_json:
         click.echo(_json().dumps(found.to_json(), indent=2))
     else:
-        for line in provenance.render(found):
-            click.echo(line)
+        for line in provenance.render(found):  # a gate's items name files a worker named
+            click.echo(printable(line))
     return ExitCode.FAILED if found.problems else ExitCode.OK
 
 
@@ -107,5 +108,5 @@ def doctor(topic: str | None, as_json: bool) -> int:
         click.echo(_json().dumps(report.to_json(), indent=2))
     else:
         for line in audit.render(report):
-            click.echo(line)
+            click.echo(printable(line))
     return ExitCode.FAILED if report.problems else ExitCode.OK
