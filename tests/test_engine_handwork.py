@@ -116,3 +116,30 @@ def test_what_git_does_not_track_in_a_persons_worktree_is_gone_before_the_gates_
     assert orch("decide", "handwork", "done", cwd=repo).rc == 0
     assert orch("resume", "--quiet", "--topic", "hand", cwd=repo).rc == 75
     assert statuses(repo, orch, "hand")["H"] == "ACCEPTED" and not (work / ".venv").exists()
+
+
+def test_status_and_a_second_decide_name_the_answer_recorded_but_not_yet_applied(tmp_path, orch):
+    """rv69: after `decide handwork skip` no seam is open and no runner runs; status said H was queued for a
+    --jobs slot and a second decide said no seam was open, as if the answer were lost."""
+    import json
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+    assert orch("decide", "handwork", "skip", "--note", "later", cwd=repo).rc == 0
+    text = orch("status", "--topic", "hand", cwd=repo).out
+    data = json.loads(orch("status", "--json", "--topic", "hand", cwd=repo).out)
+    assert data["seams"] == [] and data["runner"]["resume"] is True
+    assert {k: data["decision"][k] for k in ("seam", "node", "choice", "who", "note")} == \
+        {"seam": "handwork", "node": "H", "choice": "skip", "who": "test@example.com", "note": "later"}
+    rows = {n["id"]: n["waiting"] for n in data["nodes"]}
+    assert rows["H"] == "answered handwork skip: waiting for the answer to be applied", rows
+    assert "answer recorded, waiting to be applied: handwork skip for node H by test@example.com; " \
+           "`orchestrate resume --topic hand` applies it" in text, text
+    assert "--jobs slot" not in text, text
+    again = orch("decide", "handwork", "done", cwd=repo)
+    assert again.rc == 2, again.out + again.err
+    assert "an answer is already recorded for campaign hand, waiting to be applied: handwork skip for node H " \
+           "by test@example.com" in again.err, again.err
+    assert len([e for e in journal(repo, "hand") if e["kind"] == "decision"]) == 1  # nothing written
+    assert orch("resume", "--quiet", "--topic", "hand", cwd=repo).rc == 75
+    assert statuses(repo, orch, "hand")["H"] == "SKIPPED"
+    assert json.loads(orch("status", "--json", "--topic", "hand", cwd=repo).out)["decision"] is None

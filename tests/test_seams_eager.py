@@ -226,6 +226,10 @@ def test_a_second_node_seam_waits_behind_the_open_one_and_each_is_asked_in_turn(
     assert asked == {("realignment", "F"), ("reserved-halt", "H")} and len(later) == 1
     assert f"asked after it: seam {later[0]['seam']} for node {later[0]['node']}" in first.out
     assert orch("decide", open_now["seam"], "skip", cwd=repo).rc == 0
+    waiting = json.loads(orch("status", "--json", "--topic", "queue", cwd=repo).out)  # rv69: not applied yet
+    rows = {n["id"]: n["waiting"] for n in waiting["nodes"]}
+    assert waiting["seams"] == [] and waiting["decision"]["node"] == open_now["node"]
+    assert rows[later[0]["node"]] == f"seam {later[0]['seam']}, asked after the recorded answer is applied", rows
     second = orch("resume", "--topic", "queue", cwd=repo)
     assert second.rc == 75 and f"seam {later[0]['seam']} for node {later[0]['node']}" in second.out, second.out
     assert orch("decide", later[0]["seam"], "skip", cwd=repo).rc == 0

@@ -177,7 +177,8 @@ def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: 
     \b
     Exit codes:
       0  recorded (for final acceptance: the campaign is complete), or left for the running campaign
-      2  the seam is not open, the choice is not one it offers, the campaign was abandoned, several
+      2  the seam is not open (or an answer is already recorded, waiting for `orchestrate resume` to
+         apply it), the choice is not one it offers, the campaign was abandoned, several
          campaigns to choose from, or no identity to record; nothing is written
       4  a runner holds the campaign and takes no answer now (or one already waits for it)
     """

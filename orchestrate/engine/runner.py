@@ -210,6 +210,10 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
         if gone := campaign.abandoned:  # its open seam stays in the state; nothing may answer it now
             raise UsageError(f"campaign {name} was abandoned by {gone['who']} at {gone['at'][:19]}: nothing is left "
                              "to decide", hint="start it again under another topic: orchestrate run --topic NEW")
+        if campaign.decision is not None and campaign.seam is None:  # answered already, not yet applied
+            raise UsageError(f"an answer is already recorded for campaign {name}, waiting to be applied: "
+                             f"{seams.answer_text(campaign.decision)}; no seam is open until then",
+                             hint=f"`orchestrate resume --topic {name}` applies it, then asks any seam after it")
         seams.check_answer(campaign.seam, seam, choice)
         if edge is not None and campaign.seam.get("edge") != edge:
             raise UsageError(f"edge {edge} is not waiting at a guardrail (the open guardrail seam is on edge "

@@ -34,6 +34,8 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
                 row["waiting"] = row["waiting"].replace(JUDGED_AHEAD, "waiting to be judged")
             elif row["waiting"] == READY:  # no runner hands out slots now
                 row["waiting"] = "its inputs have settled: it starts when `orchestrate resume` runs the campaign"
+        if data["decision"]:  # a recorded answer waits: `orchestrate resume` applies it, whatever the state
+            data["runner"]["resume"] = True
     data["last_entry"] = _last_entry_time(layout.journal(chosen))
     data["others"] = [c for c in known if c["topic"] != chosen]
     data["usage"] = usage(layout.journal(chosen))
@@ -157,8 +159,19 @@ def summary(c: Campaign, plan=None) -> dict:
             # an abandoned campaign asks nothing any more: the seam it was stopped at stays in its history
             "seams": [c.seam] if c.seam and not c.abandoned else [],
             "queued_seams": [] if c.abandoned else list(c.queued), "nodes": nodes,
+            "decision": None if c.abandoned else recorded_answer(c),
             "flags": [f"guardrail {f['message'].removeprefix('guardrail ')}" for f in c.flags],
             "enabled": dict(c.enabled), "conflicts": pending_conflicts(c)}
+
+
+def recorded_answer(c: Campaign) -> dict | None:
+    """The answer `decide` recorded that no step has applied yet (a paused campaign's runner is gone, so
+    `orchestrate resume` applies it): until then no seam is open, and the seams behind it are not asked."""
+    d = c.decision
+    if d is None:
+        return None
+    return {"seam": d.get("seam"), "node": d.get("node"), "choice": d.get("choice"), "who": d.get("who"),
+            "note": d.get("note", ""), "entry": d.get("id")}
 
 
 def pending_conflicts(c: Campaign) -> dict:
@@ -180,12 +193,15 @@ def waiting_reason(c: Campaign, node: str, k: int, plan=None) -> str:
         return c.enabled.get(node, "")
     if s.status in ("SKIPPED", "ABANDONED"):
         return s.feedback.splitlines()[0] if s.feedback else ""
+    if c.decision is not None and c.decision.get("node") == node:  # its worker state says nothing until then
+        return f"answered {c.decision['seam']} {c.decision.get('choice')}: waiting for the answer to be applied"
     if c.seam and c.seam.get("node") == node:
         reason = c.seam.get("reason", "")
         return f"seam {c.seam['seam']}: {reason.splitlines()[0] if reason else ''}"
     later = next((q for q in c.queued if q.get("node") == node), None)
-    if later is not None:
-        return f"seam {later['seam']}, asked after the open one"
+    if later is not None:  # behind the open seam or, none open, behind an answer not yet applied
+        ahead = "the open one" if c.seam else "the recorded answer is applied"
+        return f"seam {later['seam']}, asked after {ahead}"
     if s.status == "INVALIDATED":
         return f"stale premise: {s.feedback}"
     if s.status == "REWORK":
@@ -254,6 +270,14 @@ def render(data: dict) -> list[str]:
         block = _indented(f"open seam {seam['seam']}: ", seam.get("reason", ""))
         block[0] += f" ({node}choices: {', '.join(seam['choices'])})"
         lines += block + [f"    {line}" for extra in seam.get("show", []) for line in str(extra).splitlines()]
+    if answer := data.get("decision"):
+        from orchestrate.seams.choices import answer_text
+        who = data.get("runner") or {}
+        by = "the runner applies it at its next step" if who.get("alive") else \
+            f"`orchestrate resume --topic {data['topic']}` applies it"
+        lines.append(f"answer recorded, waiting to be applied: {answer_text(answer)}; {by}")
+        if answer.get("note"):
+            lines += _indented("    note: ", answer["note"])
     for seam in data.get("queued_seams", []):
         node = f" for node {seam['node']}" if seam.get("node") else ""
         reason = (seam.get("reason") or "").splitlines()
