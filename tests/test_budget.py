@@ -221,7 +221,9 @@ def test_decide_budget_raise_takes_a_dollar_limit_from_the_command_line(tmp_path
     repo = campaign_repo(tmp_path, dag, worker)
     first = orch("run", "--no-interactive", cwd=repo)
     assert first.rc == 75 and "budget" in first.out, first.out + first.err
-    for no_limit in ("nan", "inf"):  # a decision recorded with no limit would only reopen the seam on resume
+    # a decision recorded with no limit would only reopen the seam on resume; each is refused in one line
+    # (rv69: -1 and 0 got click's usage block)
+    for no_limit in ("nan", "inf", "-1", "0"):
         refused = cli(repo, "decide", "budget", "raise", "--limit-usd", no_limit, "--topic", "usd", "--as", "t@x")
         assert refused.returncode == 2, refused.stdout + refused.stderr
         assert refused.stderr.strip().splitlines() == [f"orchestrate: error: --limit-usd must be a finite number "

@@ -148,7 +148,9 @@ def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, ans
 @click.option("--topic", help="Campaign topic (default: the one in flight or paused; several: listed).")
 @click.option("--as", "as_who", metavar="WHO", help="Who decides (default: git config user.email).")
 @click.option("--note", default="", help="Why; a rework note goes into the node's next brief.")
-@click.option("--limit-usd", type=click.FloatRange(min=0, min_open=True), metavar="X",
+# a plain float: the range is checked in decide, so -1 and 0 get the one-line error nan and inf get, not
+# click's usage block
+@click.option("--limit-usd", type=float, metavar="X",
               help="budget raise: the campaign's new cost limit in US dollars.")
 @click.option("--limit-tokens", type=click.IntRange(min=1), metavar="N",
               help="budget raise: the campaign's new limit in tokens (input plus output).")
@@ -185,8 +187,8 @@ def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: 
     from orchestrate.errors import UsageError
     from orchestrate.seams.choices import limit_note
     raising = (seam, choice) == ("budget", "raise")
-    if limit_usd is not None and not 0 < limit_usd < float("inf"):  # FloatRange lets nan and inf through
-        raise UsageError(f"--limit-usd must be a finite number above 0, got {limit_usd}",
+    if limit_usd is not None and not 0 < limit_usd < float("inf"):  # false for nan too
+        raise UsageError(f"--limit-usd must be a finite number above 0, got {limit_usd:g}",
                          hint="give the new limit in US dollars, as in --limit-usd 5")
     if raising and limit_usd is None and limit_tokens is None:
         raise UsageError("budget raise needs the new limit", hint="add --limit-usd X and/or --limit-tokens N")
