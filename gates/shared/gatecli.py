@@ -120,8 +120,9 @@ def emit(verdict: Verdict, *, as_json: bool = False) -> None:
     if as_json:
         print(json.dumps(verdict.as_dict(), indent=2))
         return
-    for line in verdict.lines():
-        print(line, file=sys.stderr if verdict.code == USAGE and line == verdict.summary else sys.stdout)
+    from orchestrate.printable import printable
+    for line in verdict.lines():  # an item may name a file a worker named (rv68)
+        print(printable(line), file=sys.stderr if verdict.code == USAGE and line == verdict.summary else sys.stdout)
 
 
 def read_paths(paths: Sequence[str] | None) -> list[str]:

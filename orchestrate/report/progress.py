@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from orchestrate.printable import printable
 from orchestrate.recorder.campaign import ABANDONED, ACCEPTED, LANDED, SKIPPED, Campaign
 from orchestrate.report.status import layer_text
 
@@ -128,7 +129,7 @@ def last_line(path: Path) -> str:
     except OSError:
         return ""
     for line in reversed(text.splitlines()):
-        clean = _CONTROL.sub("", line).strip()
+        clean = printable(_CONTROL.sub("", line)).strip()  # and C1 controls, bidi overrides (rv68)
         if clean:
             return clean
     return ""

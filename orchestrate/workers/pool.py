@@ -157,7 +157,7 @@ def _new_folders(root: Path, old: str, new: str) -> list[str] | None:
     not). O(the diff): one read of the kept reader for each folder on the way. None when git cannot say."""
     from orchestrate import git_batch, git_diffs
     changed = git_diffs.changed(root, old, new)
-    if changed is None:
+    if changed is None or any("\ufffd" in name for _, name in changed):  # a name not UTF-8 is not the one on disk
         return None
     known: dict[str, bool] = {}
     found: list[str] = []

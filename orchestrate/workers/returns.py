@@ -205,6 +205,8 @@ def _cleared(ctx, path: Path, base: str, head: str, owned: bool = False) -> str:
         return ("its worktree's .git link was rewritten (it no longer names this repository's admin dir for it); "
                 "nothing was read or written through it")
     try:
+        if wrong := pool.scrub_admin(path):  # judging may write the admin dir: an index linked to the user's (rv68)
+            return f"its worktree could not be made to hold its commit alone ({wrong})"
         if not owned:
             pool.own_index(path, base, head)
         untracked.clear(path, head, containment.keeps_ignored(ctx))

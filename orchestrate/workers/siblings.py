@@ -321,7 +321,9 @@ def _put_back(ctx, k: Kept, common: Path, branches: Branches) -> bool:
         if k.path.is_dir() and git_files.linked(k.path, common):
             if k.detached and branches.get(k.ref) != k.sha:  # an attached checkout -B moves the branch itself
                 git.update_ref(ctx.root, k.ref, k.sha, reason=f"put back node {k.node}'s branch")
-            if pool.rebase(k.path, k.sha, None if k.detached else k.branch):
+            # its admin dir first: judging wrote it (an index that is a link to the user's would be written
+            # through by the checkout, rv68); one that cannot be cleared is removed with the worktree below
+            if _admin_cleared(k.path) and pool.rebase(k.path, k.sha, None if k.detached else k.branch):
                 return True
         pool.discard(ctx.root, k.path)
         pool.forget(k.path)  # never pooled: the record of how orchestrate made it no longer holds
@@ -340,3 +342,10 @@ def _blame(before: str, node: str, what: str) -> str:
     if before.endswith(FAILED):
         return f"{before.removesuffix(FAILED)}; {what}{FAILED}"
     return f"node {node}: while it ran, {what}{FAILED}"
+
+
+def _admin_cleared(path: Path) -> bool:
+    try:
+        return pool.scrub_admin(path) == ""
+    except OSError:
+        return False
