@@ -146,5 +146,39 @@ def test_a_plans_complete_nodes_are_drawn_as_complete(tmp_path, orch):
     path = tmp_path / "dag.yaml"
     path.write_text("topic: t\nworkers: {w: x}\nnodes:\n  - {id: A, title: a, file_surface: [a], discipline: w, complete: true}\n"
                     "  - {id: B, title: b, file_surface: [b], discipline: w, depends_on: [A]}\n")
-    assert orch("graph", "--dag", path).out.splitlines()[:2] == ["layer 0: [A complete]", "layer 1: [B]"]
+    assert orch("graph", "--dag", path).out.splitlines()[:2] == [
+        "complete (settled before the run, in no layer): [A complete]", "layer 0: [B]"]
     assert "class n0 complete" in orch("graph", "--dag", path, "--format", "mermaid").out
+
+
+def test_graph_numbers_layers_as_layers_and_show_do_when_a_node_is_complete(tmp_path):
+    """N1 complete, N3 after N1: `layers` and `show N3` say layer 0, and so does every format of `graph`
+    (it once said layer 1, counting the complete node's layer). Run as a person would, in a process."""
+    import json
+    import sys
+    path = tmp_path / "dag.yaml"
+    path.write_text("topic: t\nworkers: {w: x}\nnodes:\n"
+                    "  - {id: N1, title: a, file_surface: [a], discipline: w, complete: true}\n"
+                    "  - {id: N2, title: b, file_surface: [b], discipline: w}\n"
+                    "  - {id: N3, title: c, file_surface: [c], discipline: w, depends_on: [N1]}\n"
+                    "  - {id: N4, title: d, file_surface: [d], discipline: w, depends_on: [N3, N2]}\n")
+
+    def orchestrate(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "orchestrate", *args, "--dag", str(path)], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert json.loads(orchestrate("layers", "--json"))["layers"] == [["N2", "N3"], ["N4"]]
+    assert orchestrate("show", "N3").startswith("N3: layer 0")
+    assert orchestrate("graph").splitlines()[:3] == [
+        "complete (settled before the run, in no layer): [N1 complete]", "layer 0: [N2]  [N3]", "layer 1: [N4]"]
+    drawn = orchestrate("graph", "--format", "mermaid")
+    assert [ln.strip() for ln in drawn.splitlines() if ln.strip().startswith("%%")] == [
+        "%% complete (settled before the run, in no layer): N1", "%% layer 0: N2 N3", "%% layer 1: N4"]
+    assert sorted(parse_mermaid(drawn)["nodes"].values()) == ["N1 complete", "N2", "N3", "N4"]
+    dot = orchestrate("graph", "--format", "dot")
+    assert ('// complete (settled before the run, in no layer)\n  { rank=same; "N1" }' in dot
+            and '// layer 0\n  { rank=same; "N2" "N3" }' in dot and '// layer 1\n  { rank=same; "N4" }' in dot)
+    if shutil.which("dot"):
+        assert subprocess.run(["dot", "-Tsvg"], input=dot, capture_output=True, text=True).returncode == 0

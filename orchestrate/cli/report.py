@@ -72,6 +72,8 @@ def _check_output(output: Path) -> None:
 def graph(dag_path: Path | None, topic: str | None, fmt: str) -> int:
     """Print the DAG: layers as columns, edges with their predicate (conditional edges as taken, untaken or
     undecided), LOOPS_WITH groups; for a campaign, each node's status as a word in its label (`D1 accepted`).
+    Layers are numbered as `orchestrate layers` numbers them: `complete: true` nodes are drawn in a band
+    of their own ahead of layer 0, headed "complete (settled before the run, in no layer)".
 
     \b
     Examples:
@@ -97,8 +99,9 @@ def graph(dag_path: Path | None, topic: str | None, fmt: str) -> int:
         from orchestrate.recorder.topics import brief_dir
         dag = load_dag(dag_path, brief_dir=brief_dir(dag_path))
         name = dag.topic
-    picture = shape(dag, decided)
-    # a plan's `complete: true` nodes are settled before it runs (`layers` leaves them out): said so here
+    # a plan's `complete: true` nodes are settled before it runs (`layers` leaves them out): they get a
+    # band of their own, so layer k here is layer k of `layers` and `show`
+    picture = shape(dag, decided, settle=True)
     status = status or ({n.id: "COMPLETE" for n in dag.nodes if n.complete} or None)
     if fmt == "mermaid":
         click.echo(graph_export.mermaid(picture, status), nl=False)

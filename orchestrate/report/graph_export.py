@@ -1,6 +1,8 @@
 """`orchestrate graph`: the DAG as Mermaid (pastes into GitHub Markdown), Graphviz DOT, or text.
 
 Statuses are written as words in the labels (`D1 accepted`), so the picture reads without colour.
+Layers are numbered as `orchestrate layers` and `show` number them: a plan's `complete: true` nodes are
+drawn, but in a band of their own ahead of layer 0 (the shape is made with `settle=True`).
 """
 from __future__ import annotations
 
@@ -24,12 +26,23 @@ def _label(node: str, status: dict[str, str] | None) -> str:
     return f"{node} {status[node].lower()}" if status and node in status else node
 
 
+SETTLED_NOTE = "complete (settled before the run, in no layer)"
+
+
+def _bands(shape: Shape) -> list[tuple[str, list[str]]]:
+    """(heading, nodes) per band: the complete nodes' band first when there is one, then `layer k`."""
+    bands = [(SETTLED_NOTE, shape.settled)] if shape.settled else []
+    return bands + [(f"layer {k}", column) for k, column in enumerate(shape.columns)]
+
+
 def mermaid(shape: Shape, status: dict[str, str] | None) -> str:
-    ids = {n: f"n{i}" for i, n in enumerate(n for column in shape.columns for n in column)}
+    ids = {n: f"n{i}" for i, n in enumerate(n for _, band in _bands(shape) for n in band)}
     lines = ["flowchart LR"]
     grouped = {m for g in shape.groups for m in g}
-    for k, column in enumerate(shape.columns):
-        for n in column:
+    for heading, band in _bands(shape):
+        # Mermaid has no numbered ranks: a comment per band says which layer `orchestrate layers` puts it in
+        lines.append(f"    %% {heading}: {' '.join(band)}")
+        for n in band:
             if n not in grouped:
                 lines.append(f'    {ids[n]}["{_label(n, status)}"]')
     for i, group in enumerate(shape.groups):
@@ -73,9 +86,10 @@ def dot(shape: Shape, status: dict[str, str] | None, topic: str) -> str:
     from orchestrate.report.svg_dag import STATUS_FILL
     lines = [f'digraph "{topic}" {{', "  rankdir=LR;", '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", '
              'fontname="sans-serif"];']
-    for k, column in enumerate(shape.columns):
-        lines.append(f"  {{ rank=same; {' '.join(_q(n) for n in column)} }}")
-        for n in column:
+    for heading, band in _bands(shape):
+        lines.append(f"  // {heading}")
+        lines.append(f"  {{ rank=same; {' '.join(_q(n) for n in band)} }}")
+        for n in band:
             if n in shape.plugins:
                 lines.append(f'  {_q(n)} [shape=oval, fillcolor="#f3f0ff"];')
             else:
@@ -97,8 +111,8 @@ def _q(text: str) -> str:
 
 def text(shape: Shape, status: dict[str, str] | None) -> str:
     lines = []
-    for k, column in enumerate(shape.columns):
-        lines.append(f"layer {k}: " + "  ".join(f"[{_label(n, status)}]" for n in column))
+    for heading, band in _bands(shape):
+        lines.append(f"{heading}: " + "  ".join(f"[{_label(n, status)}]" for n in band))
     if shape.links:
         lines.append("edges:")
         width = max(len(f"{link.src} -> {link.dst}") for link in shape.links)

@@ -29,6 +29,9 @@ class Shape:
     links: list[Link]
     groups: list[tuple[str, ...]]
     plugins: list[str] = field(default_factory=list)
+    # `complete: true` nodes when the caller settles them: drawn as a band ahead of the columns, so that
+    # the columns are numbered as `orchestrate layers` numbers them (complete nodes are never scheduled)
+    settled: list[str] = field(default_factory=list)
 
     def position(self) -> dict[str, tuple[int, int]]:
         return {n: (k, row) for k, column in enumerate(self.columns) for row, n in enumerate(column)}
@@ -55,9 +58,13 @@ def links(dag, decided: dict | None = None) -> list[Link]:
     return found
 
 
-def shape(dag, decided: dict | None = None) -> Shape:
+def shape(dag, decided: dict | None = None, settle: bool = False) -> Shape:
     """Columns are Kahn generations of the ordering edges (LOOPS_WITH groups share one); within a column,
-    nodes follow the mean row of their predecessors, group members side by side."""
+    nodes follow the mean row of their predecessors, group members side by side.
+
+    `settle` takes `complete: true` nodes out of the columns into `Shape.settled`, counting them as done
+    the way `Dag.layers` does: column k is then layer k of `orchestrate layers` and `show`. The HTML
+    report keeps them in its columns (its picture has no layer numbers to disagree with)."""
     every = links(dag, decided)
     preds = _predecessors(dag, dag.layer_deps())
     plugins = natural_sorted({link.dst for link in every if link.predicate == "EXTENDS"})
@@ -66,9 +73,10 @@ def shape(dag, decided: dict | None = None) -> Shape:
             preds.setdefault(link.dst, set()).add(link.src)
             preds.setdefault(link.src, set())
     group_of = {m: i for i, grp in enumerate(dag.groups()) for m in grp}
+    settled = natural_sorted(n.id for n in dag.nodes if n.complete) if settle else []
     columns: list[list[str]] = []
-    row: dict[str, float] = {}
-    for generation in kahn_layers(preds):
+    row: dict[str, float] = {n: float(i) for i, n in enumerate(settled)}  # their successors line up with them
+    for generation in kahn_layers(preds, settled=settled):
         centre = {}
         for n in generation:
             preds_at = [row[p] for p in preds[n] if p in row]
@@ -81,7 +89,7 @@ def shape(dag, decided: dict | None = None) -> Shape:
                                                    natural_key(n)))
         row.update((n, float(i)) for i, n in enumerate(column))
         columns.append(column)
-    return Shape(columns, every, dag.groups(), plugins)
+    return Shape(columns, every, dag.groups(), plugins, settled)
 
 
 def critical_path(dag, weight: dict[str, float]) -> tuple[list[str], float]:
