@@ -75,3 +75,38 @@ def test_a_brief_file_spoiled_after_validation_is_refused_at_dispatch_with_a_hin
     assert refused.value.message.startswith(f"{tmp_path / 'A.md'}: node A's brief_file is not UTF-8 text")
     assert "fix the file, then `orchestrate resume`" in refused.value.hint
 
+
+
+def _cli(repo, *args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "orchestrate", *map(str, args)], cwd=repo, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_a_campaign_s_dag_copy_finds_and_misses_its_briefs_in_the_recorded_folder(tmp_path):
+    """rv70: briefs beside plans/dag.yaml; the campaign's copy in .ledger/state/briefs/ resolves them in plans/
+    (recorded when it opened). A missing one says where it was looked for and why, not "relative to the DAG
+    file's folder" (the copy's folder, where it never looks); `run --dag <copy>` finds them there too."""
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    (repo / "plans" / "prompts").mkdir(parents=True)
+    (repo / "plans" / "dag.yaml").write_text(DAG)
+    (repo / "plans" / "prompts" / "A.md").write_text("the words of the brief\n")
+    assert _cli(repo, "run", "--dag", "plans/dag.yaml", "--no-interactive").returncode == 75
+    copy = repo / ".ledger" / "state" / "briefs" / "dag.yaml"
+
+    again = _cli(repo, "run", "--dag", copy, "--topic", "again", "--no-interactive")
+    assert again.returncode == 75, again.stdout + again.stderr
+    assert repo.git("show", "campaign/again:a.txt") == "the words of the brief"
+    opened = next(e for e in journal(repo, "again") if e["kind"] == "open")
+    assert opened["context"]["brief_dir"] == str((repo / "plans").resolve())  # the first campaign's, kept
+
+    (repo / "plans" / "prompts" / "A.md").unlink()
+    checked = _cli(repo, "validate", "--dag", copy)
+    folder = (repo / "plans").resolve()
+    assert checked.returncode == 1 and checked.stdout.splitlines()[0] == (
+        f"{copy}:5: nodes.A.brief_file: `prompts/A.md` does not exist (looked in {folder}: a "
+        "campaign's copy of its DAG resolves brief_file against the folder of the DAG its campaign was opened "
+        "from, recorded when it opened, not beside the copy)"), checked.stdout
+    refused = _cli(repo, "run", "--dag", copy, "--topic", "third", "--no-interactive")
+    assert refused.returncode == 1 and f"does not exist (looked in {folder}:" in refused.stdout + refused.stderr

@@ -43,10 +43,15 @@ from orchestrate.dag.schema import (
 )
 from orchestrate.dag.yamlfile import Mapping, Sequence
 
+# why a plan's brief_file is looked for where it is: beside the DAG, unless the DAG is a campaign's copy
+BESIDE_THE_DAG = "paths are relative to the DAG file's folder"
+
 
 def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapping, base_dir: Path,
-         gates: dict | None = None, has_workers: bool = True) -> tuple[Node | None, bool]:
-    """(the node or None when its id is unreadable, whether it is free of problems)."""
+         gates: dict | None = None, has_workers: bool = True,
+         looked: str = BESIDE_THE_DAG) -> tuple[Node | None, bool]:
+    """(the node or None when its id is unreadable, whether it is free of problems). `looked`: where
+    `base_dir` came from, for a brief_file that is not there (see brief_problem)."""
     before = len(rep.problems)
     gates = gates or {}
     node_id = raw.get("id")
@@ -77,7 +82,7 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
                           TRIPWIRE_FIELDS) if "tripwires" in raw else []
     if "brief" in raw and "brief_file" in raw:
         rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "exclusive", "give `brief` or `brief_file`, not both")
-    elif isinstance(raw.get("brief_file"), str) and (why := brief_problem(base_dir / raw["brief_file"])):
+    elif isinstance(raw.get("brief_file"), str) and (why := brief_problem(base_dir / raw["brief_file"], looked)):
         rep.add(raw.key_line("brief_file"), f"{where}.brief_file", "missing-file", f"`{raw['brief_file']}` {why}")
     _outcome_fields(rep, raw, where)
     worker, worker_spec = _worker(rep, raw, where)
@@ -289,14 +294,22 @@ def _outcome_fields(rep: Report, raw: Mapping, where: str) -> None:
                 "on_exhausted: continue needs max_rework: N (how many reworks before ABANDONED)")
 
 
-def brief_problem(path: Path) -> str | None:
-    """Why a brief file cannot be handed to a worker (it is read as UTF-8 text at each dispatch); None if it can."""
+def recorded_folder(folder: Path) -> str:
+    """Where a campaign's DAG copy looks for a brief file, and why: the copy sits in `.ledger/state/<topic>/`,
+    away from the DAG it was made from, so "relative to the DAG file's folder" would send a person there."""
+    return (f"looked in {folder}: a campaign's copy of its DAG resolves brief_file against the folder of the "
+            "DAG its campaign was opened from, recorded when it opened, not beside the copy")
+
+
+def brief_problem(path: Path, looked: str = BESIDE_THE_DAG) -> str | None:
+    """Why a brief file cannot be handed to a worker (it is read as UTF-8 text at each dispatch); None if it can.
+    `looked` says where relative paths were resolved and why (BESIDE_THE_DAG, or `recorded_folder`)."""
     if path.is_dir():
-        return "is a folder, not a file (paths are relative to the DAG file's folder)"
+        return f"is a folder, not a file ({looked})"
     try:
         path.read_bytes().decode("utf-8")
     except FileNotFoundError:
-        return "does not exist (paths are relative to the DAG file's folder)"
+        return f"does not exist ({looked})"
     except OSError as exc:
         return f"cannot be read: {exc.strerror or exc}"
     except UnicodeDecodeError as exc:

@@ -101,6 +101,8 @@ def validate(data: object, file: str, *, topic: str | None = None,
     nodes_raw = nodes_raw if isinstance(nodes_raw, Sequence) else Sequence()
 
     base_dir = brief_dir or Path(file).parent
+    # a brief_dir is given for a campaign's DAG copy: its briefs are not beside it, and a missing one says so
+    looked = node_rules.recorded_folder(brief_dir) if brief_dir else node_rules.BESIDE_THE_DAG
     nodes: list[Node] = []
     first_line: dict[str, int] = {}
     node_lines: dict[str, Mapping] = {}
@@ -117,7 +119,7 @@ def validate(data: object, file: str, *, topic: str | None = None,
         if isinstance(raw.get("id"), str):
             declared.add(raw["id"])
         node, ok = node_rules.node(rep, raw, where, workers, defaults, base_dir, gates,
-                                   has_workers="workers" in data and raw.get("id") not in discovered)
+                                   has_workers="workers" in data and raw.get("id") not in discovered, looked=looked)
         if node is None:
             continue
         where = f"nodes.{node.id}"

@@ -329,7 +329,9 @@ def _topic_of(dag_file: Path, topic: str | None, root: Path) -> str | None:
     """The campaign's topic, once its base is known to name a commit: a failure that exits 2 (no commits
     yet, a typo in `base:`) must come before the campaign lock creates anything."""
     from orchestrate.dag.load import base_problem, check_dag
-    dag, _ = check_dag(dag_file, topic=topic)
+    from orchestrate.recorder.topics import brief_dir
+    # a campaign's own DAG copy finds its briefs where its campaign recorded, not beside the copy (as DERIVE)
+    dag, _ = check_dag(dag_file, topic=topic, brief_dir=brief_dir(dag_file))
     if dag is None:
         return None
     if git.rev_parse(root, "HEAD") is None and git.rev_parse(root, dag.base) is None:

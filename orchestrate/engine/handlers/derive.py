@@ -15,9 +15,14 @@ from orchestrate.recorder.journal import Recorder, now
 
 def handle(ctx: Context) -> Outcome:
     from orchestrate.dag.load import load_dag
+    from orchestrate.recorder.topics import brief_dir
     source = Path(ctx.campaign.dag_path)
+    # run --dag .ledger/state/<old>/dag.yaml: that copy's briefs are in the folder its campaign recorded, and
+    # this campaign records the same folder, so its dispatches and reloads look there too
+    recorded = brief_dir(source)
+    briefs = recorded or source.resolve().parent
     try:
-        dag = load_dag(source, topic=ctx.topic_override)
+        dag = load_dag(source, topic=ctx.topic_override, brief_dir=recorded)
     except DagInvalid as exc:
         ctx.problems = exc.problems
         ctx.halt_reason = f"the DAG {source} is invalid; nothing was written"
@@ -58,7 +63,7 @@ def handle(ctx: Context) -> Outcome:
         shutil.copyfile(source, copy)
     layers = dag.layers()
     mode = ctx.mode_override or dag.mode
-    ctx.emit("open", {"topic": topic, "dag_path": str(copy), "brief_dir": str(source.resolve().parent),
+    ctx.emit("open", {"topic": topic, "dag_path": str(copy), "brief_dir": str(briefs),
                       "dag_hash": file_hash(copy), "mode": mode, "schedule": ctx.schedule_override or dag.schedule, "baseline": baseline, "branch": branch,
                       "layers": layers, "tip": baseline, "source": str(source),
                       # the run's --jobs, for the report's lower bound on the makespan (None: unbounded, Dask)
