@@ -40,7 +40,7 @@ def handle(ctx: Context) -> Outcome:
     from orchestrate.engine import plugin_gates as plugingates
     ctx.gate_plugins = plugingates.load(dag, lambda m: ctx.out.always(f"warning: {m}"))  # before any write
     topic = dag.topic
-    baseline = git.resolve(ctx.root, dag.base)
+    baseline = _baseline(ctx.root, dag)
     copy = ctx.layout.state(topic) / "dag.yaml"
     ctx.recorder = Recorder(ctx.layout.ledger, topic).pin()
     found = ctx.recorder.read()
@@ -79,3 +79,16 @@ def handle(ctx: Context) -> Outcome:
                        f"from {source}, started at {baseline[:12]}.")
     ctx.subject = f"log: open {topic} ({len(dag.nodes)} nodes, {len(layers)} layers)"
     return Outcome.VALID
+
+
+def _baseline(root: Path, dag) -> str:
+    """The commit `base:` names, or a refusal at the DAG's `base:` line as `run` gives it before DERIVE
+    (the ref can be deleted between that check and this one; git's own words name no file).
+
+    Only a new campaign gets here: resume never runs DERIVE again, since the `open` entry (and with it the
+    baseline every later state uses) is held until DERIVE's transition is recorded, and resume refuses a
+    campaign that was never opened. A base deleted after the campaign opened is therefore never looked up."""
+    from orchestrate.dag.load import base_problem
+    if (wrong := base_problem(dag, root)) is not None:
+        raise UsageError(str(wrong))
+    return git.resolve(root, dag.base)
