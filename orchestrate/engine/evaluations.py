@@ -100,6 +100,11 @@ def tick(ctx) -> None:
     if not ahead(ctx):
         return
     c = ctx.campaign
+    if ctx.unread and any(pending(ctx, n) for n in c.with_status(LANDED)):
+        # a resumed runner's landed worktrees went uncompared (workers/siblings.py): compared, and put back, before
+        # their evaluators read them, never while they run there (rv68: the put-back raced the evaluator's writes)
+        from orchestrate.workers import siblings
+        siblings.before_reading(ctx)
     for node_id in c.with_status(LANDED):
         key = (node_id, c.nodes[node_id].attempt)
         if key in ctx.evaluating or not pending(ctx, node_id):

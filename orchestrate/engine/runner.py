@@ -193,6 +193,7 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
            quiet: bool, edge: str | None = None) -> int:
     """Record an answer to the open seam; final acceptance completes the campaign at once."""
     from orchestrate.engine import resume
+    from orchestrate.report.status import answer_text
     from orchestrate.seams import choices as seams
     layout = project(cwd)
     name = topic or _paused_topic(layout)
@@ -212,7 +213,7 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
                              "to decide", hint="start it again under another topic: orchestrate run --topic NEW")
         if campaign.decision is not None and campaign.seam is None:  # answered already, not yet applied
             raise UsageError(f"an answer is already recorded for campaign {name}, waiting to be applied: "
-                             f"{seams.answer_text(campaign.decision)}; no seam is open until then",
+                             f"{answer_text(campaign.decision)}; no seam is open until then",
                              hint=f"`orchestrate resume --topic {name}` applies it, then asks any seam after it")
         seams.check_answer(campaign.seam, seam, choice)
         if edge is not None and campaign.seam.get("edge") != edge:

@@ -271,7 +271,6 @@ def render(data: dict) -> list[str]:
         block[0] += f" ({node}choices: {', '.join(seam['choices'])})"
         lines += block + [f"    {line}" for extra in seam.get("show", []) for line in str(extra).splitlines()]
     if answer := data.get("decision"):
-        from orchestrate.seams.choices import answer_text
         who = data.get("runner") or {}
         by = "the runner applies it at its next step" if who.get("alive") else \
             f"`orchestrate resume --topic {data['topic']}` applies it"
@@ -322,3 +321,9 @@ def _runner_lines(who: dict | None, last: str) -> list[str]:
     if who["resume"]:
         return [f"no runner is alive{since}; `orchestrate resume` continues"]
     return []
+
+
+def answer_text(d: dict) -> str:
+    """`handwork skip for node H by p@x`: a recorded answer, as `status` and `decide` name it."""
+    node = f" for node {d['node']}" if d.get("node") else ""
+    return f"{d.get('seam')} {d.get('choice')}{node} by {d.get('who')}"

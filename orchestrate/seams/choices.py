@@ -53,12 +53,6 @@ def check_answer(open_seam: dict | None, seam: str, choice: str) -> None:
                          hint=f"choose one of: {', '.join(open_seam['choices'])}")
 
 
-def answer_text(d: dict) -> str:
-    """`handwork skip for node H by p@x`: a recorded answer, as `status` and `decide` name it."""
-    node = f" for node {d['node']}" if d.get("node") else ""
-    return f"{d.get('seam')} {d.get('choice')}{node} by {d.get('who')}"
-
-
 def record(ctx, seam: dict, choice: str, note: str, who_: str, source_type: str) -> dict:
     entity = f"human:{who_}" if source_type == "human" else f"{source_type}:{who_}"
     extra = {"edge": seam["edge"]} if seam.get("edge") else {}

@@ -120,8 +120,9 @@ def before_reading(ctx) -> None:
     reads, common, branches = ctx.reads_files(), git.git_common_dir(ctx.root), Branches(ctx.root, ctx.topic)
     for (node, sha), writers in list(ctx.unread.items()):
         ns = ctx.campaign.nodes.get(node)
-        if ns is not None and ns.status == LANDED and ns.head == sha and not reads(node):
-            continue  # still unread; asked again at the next judging
+        if ns is not None and ns.status == LANDED and ns.head == sha and (
+                not reads(node) or (node, ns.attempt) in getattr(ctx, "evaluating", {})):
+            continue  # still unread (or read by its evaluators now: never put back under them); asked again later
         del ctx.unread[(node, sha)]
         if ns is None or ns.status != LANDED or ns.head != sha:
             continue
