@@ -190,7 +190,18 @@ def _first_look(root: Path, worktree: Path, base: str) -> tuple[str | None, bool
 def cleared_again(ctx, path: Path, base: str, head: str) -> str:
     """The worktree put back to its head commit alone after its evaluators ran the worker's code there, for the
     gates that read it next (coherence's evaluators, gate plugins): what an evaluator rewrote (`echo clean >
-    src.txt`) would have been what they judged, and the commit what was merged (rv36). Why it could not be."""
+    src.txt`) would have been what they judged, and the commit what was merged (rv36). Why it could not be.
+    That code could write the worktree's `.git` and admin dir too, so neither is followed before it is checked
+    (the worker's return checked both before the first `_cleared`)."""
+    if not git_files.linked(path, git.git_common_dir(ctx.root)):  # (rv57) every git call in `_cleared` would act
+        # where it names now: the user's index, a `core.worktree` anywhere on disk
+        return ("its worktree's .git link was rewritten (it no longer names this repository's admin dir for it); "
+                "nothing was read or written through it")
+    try:  # git writes an index through a link: one to the user's would be written by `own_index` (rv68)
+        if wrong := pool.scrub_admin(path):
+            return f"its worktree could not be made to hold its commit alone ({wrong})"
+    except OSError as exc:
+        return f"its worktree's git admin dir could not be cleared ({exc.strerror or exc})"
     return _cleared(ctx, path, base, head)
 
 
@@ -200,13 +211,7 @@ def _cleared(ctx, path: Path, base: str, head: str, owned: bool = False) -> str:
     __pycache__/ is loaded in place of the committed source; an ignored conftest.py is read by pytest), unless
     `keep_ignored` trusts workers with ignored files, and what a conversion hid written anew (converted.py). `owned`:
     the first look made the index so already. Why it could not be ('' when it was)."""
-    if not git_files.linked(path, git.git_common_dir(ctx.root)):  # code judging ran rewrote it (rv57): every git
-        # call below would act where it names now (the user's index, a `core.worktree` anywhere on disk)
-        return ("its worktree's .git link was rewritten (it no longer names this repository's admin dir for it); "
-                "nothing was read or written through it")
     try:
-        if wrong := pool.scrub_admin(path):  # judging may write the admin dir: an index linked to the user's (rv68)
-            return f"its worktree could not be made to hold its commit alone ({wrong})"
         if not owned:
             pool.own_index(path, base, head)
         untracked.clear(path, head, containment.keeps_ignored(ctx))
