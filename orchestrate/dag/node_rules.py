@@ -44,12 +44,12 @@ from orchestrate.dag.schema import (
 from orchestrate.dag.yamlfile import Mapping, Sequence
 
 # why a plan's brief_file is looked for where it is: beside the DAG, unless the DAG is a campaign's copy
-BESIDE_THE_DAG = "paths are relative to the DAG file's folder"
+_BESIDE_THE_DAG = "paths are relative to the DAG file's folder"
 
 
 def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapping, base_dir: Path,
          gates: dict | None = None, has_workers: bool = True,
-         looked: str = BESIDE_THE_DAG) -> tuple[Node | None, bool]:
+         looked: str = _BESIDE_THE_DAG) -> tuple[Node | None, bool]:
     """(the node or None when its id is unreadable, whether it is free of problems). `looked`: where
     `base_dir` came from, for a brief_file that is not there (see brief_problem)."""
     before = len(rep.problems)
@@ -294,16 +294,18 @@ def _outcome_fields(rep: Report, raw: Mapping, where: str) -> None:
                 "on_exhausted: continue needs max_rework: N (how many reworks before ABANDONED)")
 
 
-def recorded_folder(folder: Path) -> str:
-    """Where a campaign's DAG copy looks for a brief file, and why: the copy sits in `.ledger/state/<topic>/`,
-    away from the DAG it was made from, so "relative to the DAG file's folder" would send a person there."""
-    return (f"looked in {folder}: a campaign's copy of its DAG resolves brief_file against the folder of the "
+def looked_in(recorded: Path | None) -> str:
+    """Where brief_file paths resolve, and why: beside the DAG, or, for a campaign's DAG copy (which sits in
+    `.ledger/state/<topic>/`, away from the DAG it was made from), in the folder `recorded` when it opened."""
+    if recorded is None:
+        return _BESIDE_THE_DAG
+    return (f"looked in {recorded}: a campaign's copy of its DAG resolves brief_file against the folder of the "
             "DAG its campaign was opened from, recorded when it opened, not beside the copy")
 
 
-def brief_problem(path: Path, looked: str = BESIDE_THE_DAG) -> str | None:
+def brief_problem(path: Path, looked: str = _BESIDE_THE_DAG) -> str | None:
     """Why a brief file cannot be handed to a worker (it is read as UTF-8 text at each dispatch); None if it can.
-    `looked` says where relative paths were resolved and why (BESIDE_THE_DAG, or `recorded_folder`)."""
+    `looked` says where relative paths were resolved and why (`looked_in`)."""
     if path.is_dir():
         return f"is a folder, not a file ({looked})"
     try:

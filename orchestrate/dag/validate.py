@@ -102,7 +102,7 @@ def validate(data: object, file: str, *, topic: str | None = None,
 
     base_dir = brief_dir or Path(file).parent
     # a brief_dir is given for a campaign's DAG copy: its briefs are not beside it, and a missing one says so
-    looked = node_rules.recorded_folder(brief_dir) if brief_dir else node_rules.BESIDE_THE_DAG
+    looked = node_rules.looked_in(brief_dir)
     nodes: list[Node] = []
     first_line: dict[str, int] = {}
     node_lines: dict[str, Mapping] = {}

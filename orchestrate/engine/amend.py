@@ -7,8 +7,8 @@ import yaml
 
 from orchestrate.atomic import write_atomic
 from orchestrate.dag import yamlfile
-from orchestrate.engine.context import file_hash
 from orchestrate.errors import DagInvalid, Halted
+from orchestrate.recorder.approved import file_hash, recorded_text
 
 
 def _plain(value):
@@ -194,19 +194,12 @@ def _shown(value) -> str:
 
 
 def approved(ctx):
-    """The DAG as last approved: the recorder's version whose hash the journal holds."""
-    import hashlib
-
-    from orchestrate import git
+    """The DAG as last approved: the recorder's version whose hash the journal holds (None: none has it, or
+    it no longer validates)."""
     from orchestrate.dag.validate import validate
-    try:
-        rel = str(ctx.dag_file.relative_to(ctx.layout.ledger))
-    except ValueError:
+    text = recorded_text(ctx.layout.ledger, ctx.dag_file, ctx.campaign.dag_hash)
+    if text is None:
         return None
-    for sha in git.lines(ctx.layout.ledger, "log", "--format=%H", "--", rel):
-        text = git.show_file(ctx.layout.ledger, sha, rel)
-        if text is not None and hashlib.sha256(text.encode()).hexdigest() == ctx.campaign.dag_hash:
-            data, _ = yamlfile.load(text, rel)
-            dag, _ = validate(data, rel, topic=ctx.topic, brief_dir=ctx.brief_dir)
-            return dag
-    return None
+    data, _ = yamlfile.load(text.decode(), str(ctx.dag_file))
+    dag, _ = validate(data, str(ctx.dag_file), topic=ctx.topic, brief_dir=ctx.brief_dir)
+    return dag

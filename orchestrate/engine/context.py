@@ -9,7 +9,6 @@ from typing import Any, Callable, Iterable
 
 from orchestrate.dag.model import Dag
 from orchestrate.recorder import approved
-from orchestrate.recorder.approved import file_hash  # noqa: F401 - the engine's handlers import it from here
 from orchestrate.recorder.campaign import Campaign, apply
 from orchestrate.recorder.journal import ENGINE, Recorder
 from orchestrate.recorder.paths import Layout

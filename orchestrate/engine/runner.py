@@ -338,9 +338,8 @@ def _topic_of(dag_file: Path, topic: str | None, root: Path) -> str | None:
     if git.rev_parse(root, "HEAD") is None and git.rev_parse(root, dag.base) is None:
         raise UsageError(f"{root} has no commit yet: a campaign starts from one",
                          hint="make a first commit (`git add -A && git commit -m start`), then run again")
-    if (wrong := base_problem(dag, root)) is not None:
+    if (wrong := base_problem(dag, root)) is not None:  # (and no problem: `base:` names a commit here)
         raise UsageError(str(wrong))
-    git.resolve(root, dag.base)
     return dag.topic
 
 

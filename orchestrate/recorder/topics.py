@@ -126,8 +126,8 @@ def brief_dir(dag: Path) -> Path | None:
     journal = dag.parent / "journal.jsonl"
     if dag.name != "dag.yaml" or dag.parent.parent.name != "state" or not journal.exists():
         return None
-    try:
-        data = segments.read_bytes(journal)
+    try:  # the open entry is among the first: the first file that holds any (a sealed segment, or the live one)
+        data = next((found for path in segments.files(journal) if (found := segments.content(path))), b"")
     except OSError:
         return None
     at = data.find(_OPEN)

@@ -64,10 +64,10 @@ def brief_text(node: Node, *, topic: str, attempt: int, worktree: Path, branch: 
 
 def _own_text(node: Node, brief_dir: Path | None) -> str:
     if node.brief_file:
-        from orchestrate.dag.node_rules import BESIDE_THE_DAG, brief_problem, recorded_folder
+        from orchestrate.dag.node_rules import brief_problem, looked_in
         path = (brief_dir or Path(".")) / node.brief_file
         # changed since the DAG was validated; a campaign's brief_dir is the folder recorded when it opened
-        if why := brief_problem(path, recorded_folder(brief_dir) if brief_dir else BESIDE_THE_DAG):
+        if why := brief_problem(path, looked_in(brief_dir)):
             raise UsageError(f"{path}: node {node.id}'s brief_file {why}",
                              hint="fix the file, then `orchestrate resume` (nothing was started)")
         return path.read_text(encoding="utf-8")

@@ -5,8 +5,9 @@ from contextlib import nullcontext
 
 from gates import coherence
 from orchestrate.engine import amend, judge, schedule
-from orchestrate.engine.context import Context, file_hash
+from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
+from orchestrate.recorder.approved import file_hash
 from orchestrate.workers import containment, worktrees
 
 

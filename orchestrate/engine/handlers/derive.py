@@ -6,10 +6,11 @@ from pathlib import Path
 
 from orchestrate import git
 from orchestrate.atomic import write_atomic
-from orchestrate.engine.context import Context, file_hash
+from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.errors import DagInvalid, UsageError
 from orchestrate.recorder import sketch
+from orchestrate.recorder.approved import file_hash
 from orchestrate.recorder.journal import Recorder, now
 
 

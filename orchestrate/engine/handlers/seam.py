@@ -166,7 +166,7 @@ def _apply(ctx: Context, d: dict) -> Outcome:
         # the current layer is planned again too: a node the amendment adds with nothing to wait for joins
         # it (a halted boundary, as in the red demo, is never passed until that fix has run)
         past = ctx.campaign.layers[: ctx.campaign.k]
-        from orchestrate.engine.context import file_hash
+        from orchestrate.recorder.approved import file_hash
         ctx.emit("schedule", {"layers": past + amend.remaining_layers(dag, past), "dag_hash": file_hash(ctx.dag_file),
                               "reason": f"amendment accepted by {d['who']}"}, derived_from=[d["id"]])
         return Outcome.AMENDED
