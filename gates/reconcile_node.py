@@ -21,7 +21,7 @@ def check(node_id: str, node_surface: Sequence[str], changes: Sequence[tuple[str
     for status, path in changes:
         token = surface.covering(tuple(node_surface), path)
         items.append(Item("OK", f"{status} {path}", f"declared surface of {node_id} ({token})") if token else
-                     Item("UNDECLARED", f"{status} {path}", f"outside the declared surface of {node_id}"))
+                     Item("UNDECLARED", f"{status} {path}", _outside(node_id, node_surface, path)))
     bad = [i for i in items if i.status == "UNDECLARED"]
     if not items:
         return Verdict(NAME, PASS, f"PASS: node {node_id} touched nothing")
@@ -30,6 +30,15 @@ def check(node_id: str, node_surface: Sequence[str], changes: Sequence[tuple[str
                        {"undeclared": [i.subject.split(" ", 1)[1] for i in bad]})
     return Verdict(NAME, PASS, f"PASS: every touched path of node {node_id} falls under its declared surface",
                    tuple(items))
+
+
+def _outside(node_id: str, node_surface: Sequence[str], path: str) -> str:
+    folder = surface.attributes_folder(path)
+    if folder is None or not any(surface.covers(t, path) for t in node_surface):
+        return f"outside the declared surface of {node_id}"
+    return (f"a .gitattributes chooses how git checks out, diffs and merges every file under "
+            f"{folder + '/' if folder else 'the repository'}, and the surface of {node_id} grants only some of "
+            f"them (it takes `{surface.needed(path)}`)")
 
 
 def changes_between(repo: str | Path, base: str, head: str | None = None) -> list[tuple[str, str]]:

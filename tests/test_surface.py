@@ -96,6 +96,9 @@ GIT_COVERS = [
     ("src/**c", "src/a/c", False), ("src/**", "src", False), ("**/y", "y", True), ("src/**/y", "src/y", True),
     ("src/**/y", "src/a/b/y", True), ("*", "a/b", False), ("[d", "[d/x", True), ("a[", "a[", True),
     ("a[", "a[b", False), ("***", "a/b/c", True), ("src/***", "src/a/b", True),
+    ("docs/?.md", "docs/é.md", False), ("docs/??.md", "docs/é.md", True), ("docs/[!a].md", "docs/é.md", False),
+    ("docs/[!a][!a].md", "docs/é.md", True), ("docs/[é].md", "docs/é.md", False),
+    ("docs/[é][é].md", "docs/é.md", True), ("docs/?e.md", "docs/ée.md", False), ("docs/*.md", "docs/é.md", True),
 ]
 
 
@@ -117,12 +120,13 @@ def test_escaped_and_negated_tokens_are_valid(token):
     assert token_problem(token) is None
 
 
-TOP_FILES = ["a", "b", "ab", "^", "!", "*", "[", "-", ".x", "a]", "a*b"]
+# `é` is two bytes, and git's `?` and classes take one byte each: `?` misses it, `??` and `[!a][!a]` match it
+TOP_FILES = ["a", "b", "ab", "^", "!", "*", "[", "-", ".x", "a]", "a*b", "é", "éa"]
 DIRS = ["d", "da", "d*", "[d"]
 UNDER = ["a", "b", "^", "ab", "e/a", "e/b"]
 GIT_FILES = TOP_FILES + [f"{d}/{f}" for d in DIRS for f in UNDER]
 ATOMS = st.sampled_from(["a", "b", "d", "e", "*", "?", "**", "[ab]", "[!a]", "[^a]", "[a-b]", "[]a]", "[!]a]",
-                         "\\*", "\\[", "^", "!", "[[:alpha:]]", "[", "-", "]", "***"])
+                         "\\*", "\\[", "^", "!", "[[:alpha:]]", "[", "-", "]", "***", "é", "[é]", "[!é]"])
 GIT_PATTERNS = st.lists(st.lists(ATOMS, min_size=1, max_size=3).map("".join), min_size=1, max_size=3).map("/".join)
 
 

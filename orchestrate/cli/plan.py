@@ -73,14 +73,14 @@ def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
 
 
 def _dialect_notes(path: Path, dag) -> list[str]:
-    """`note:` lines for surface tokens that another glob dialect would read otherwise (valid, but a
-    person who thinks in fnmatch or shell globs should know)."""
+    """`note:` lines for surface tokens that another glob dialect would read otherwise, or that name a
+    `.gitattributes` they cannot grant (valid, but a person who thinks in fnmatch or shell globs should know)."""
     from orchestrate.dag import surface
     lines = None
     notes = []
     for node in dag.nodes:
         for j, token in enumerate(node.file_surface):
-            if said := surface.dialect_note(token):
+            for said in filter(None, (surface.dialect_note(token), surface.reach_note(token))):
                 lines = lines if lines is not None else _surface_lines(path)
                 line = lines.get((node.id, j))
                 notes.append(f"note: {path}{f':{line}' if line else ''}: nodes.{node.id}.file_surface: {said}")

@@ -6,7 +6,8 @@ reconcile honesty all call it, so the contract and the gates cannot disagree.
 A token is a repo-relative POSIX path, optionally a glob. A plain token covers the path it names and
 everything under it (`docs` and `docs/` both cover `docs/x.md`, neither covers `docsx/y.md`). A glob
 follows git's pathspec `:(glob)` magic (wildmatch with WM_PATHNAME), so a token means what it means to
-`git ls-files ':(glob)TOKEN'`: `*`, `?` and `[...]` never match `/`; `[!a]` and `[^a]` both negate;
+`git ls-files ':(glob)TOKEN'`: `*`, `?` and `[...]` never match `/`; `?` and `[...]` match one byte of the
+path's UTF-8, as git's do (`?` misses `é`, which is two bytes; `??` matches it); `[!a]` and `[^a]` both negate;
 `[[:alpha:]]` names a class; a `**` between slashes (or leading `**/`, trailing `/**`) spans any
 number of directories, elsewhere `**` is `*` except at the very end, where it spans `/` too;
 a backslash makes the next glob character literal (`a\*b` covers only `a*b`). As in git, a glob's
@@ -97,12 +98,12 @@ def token_problem(token: object) -> str | None:
 
 
 def _slash_in_class(token: str) -> bool:
-    i = 0
-    while i < len(token):
-        if token[i] == "\\":
+    raw, i = _bytes(token), 0
+    while i < len(raw):
+        if raw[i:i + 1] == b"\\":
             i += 2
-        elif token[i] == "[" and (parsed := _bracket(token, i)) is not None:
-            if "/" in token[i:parsed[1]]:
+        elif raw[i:i + 1] == b"[" and (parsed := _bracket(raw, i)) is not None:
+            if b"/" in raw[i:parsed[1]]:
                 return True
             i = parsed[1]
         else:
@@ -156,50 +157,57 @@ def covers(token: str, path: str) -> bool:
     rx = _regex(t)
     if rx is None:
         return False
-    if rx.fullmatch(p):
+    raw = _bytes(p)
+    if rx.fullmatch(raw):
         return True
     if _open_ended(token):
-        cut = p.find("/")
+        cut = raw.find(b"/")
         while cut != -1:
-            if rx.fullmatch(p[:cut]):
+            if rx.fullmatch(raw[:cut]):
                 return True
-            cut = p.find("/", cut + 1)
+            cut = raw.find(b"/", cut + 1)
     return False
+
+
+def _bytes(text: str) -> bytes:
+    # git matches a path's bytes, not its characters: `?` and a class take one byte of `é`, which has two
+    return text.encode("utf-8", "surrogateescape")
 
 
 @lru_cache(maxsize=65536)
 def _regex(pattern: str) -> re.Pattern | None:
-    """`pattern` as git's wildmatch (WM_PATHNAME) reads it, as a regex over a whole path; None when git
-    would match nothing at all (an unclosed or unknown character class)."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    first_special = _first_special(pattern)
+    """`pattern` as git's wildmatch (WM_PATHNAME) reads it, as a regex over a whole path's UTF-8 bytes; None
+    when git would match nothing at all (an unclosed or unknown character class)."""
+    raw = _bytes(pattern)
+    out: list[bytes] = []
+    i, n = 0, len(raw)
+    first_special = len(_bytes(pattern[:_first_special(pattern)]))
     while i < n:
-        ch = pattern[i]
-        if ch == "\\":
+        ch = raw[i:i + 1]
+        if ch == b"\\":
             if i + 1 >= n:
                 return None
-            out.append(re.escape(pattern[i + 1]))
+            out.append(re.escape(raw[i + 1:i + 2]))
             i += 2
-        elif ch == "?":
-            out.append("[^/]")
+        elif ch == b"?":
+            out.append(b"[^/]")
             i += 1
-        elif ch == "*":
+        elif ch == b"*":
             j = i
-            while j < n and pattern[j] == "*":
+            while j < n and raw[j:j + 1] == b"*":
                 j += 1
             # git strips the literal prefix before wildmatch, so a `**` right after it counts as leading
-            at_start = i == 0 or pattern[i - 1] == "/" or i == first_special
-            if j - i >= 2 and at_start and j < n and pattern[j] == "/":
-                out.append("(?:.*/)?")  # `**/`: zero or more whole directories
+            at_start = i == 0 or raw[i - 1:i] == b"/" or i == first_special
+            if j - i >= 2 and at_start and j < n and raw[j:j + 1] == b"/":
+                out.append(b"(?:.*/)?")  # `**/`: zero or more whole directories
                 j += 1
             elif j - i >= 2 and at_start and j == n:
-                out.append(".*")
+                out.append(b".*")
             else:
-                out.append("[^/]*")
+                out.append(b"[^/]*")
             i = j
-        elif ch == "[":
-            parsed = _bracket(pattern, i)
+        elif ch == b"[":
+            parsed = _bracket(raw, i)
             if parsed is None:
                 return None
             out.append(parsed[0])
@@ -207,42 +215,43 @@ def _regex(pattern: str) -> re.Pattern | None:
         else:
             out.append(re.escape(ch))
             i += 1
-    return re.compile("".join(out), re.DOTALL)
+    return re.compile(b"".join(out), re.DOTALL)
 
 
-def _bracket(pattern: str, start: int) -> tuple[str, int] | None:
-    """The regex for the class opening at `start` and the index after it; None if git matches nothing."""
-    i, n = start + 1, len(pattern)
-    negate = i < n and pattern[i] in "!^"
+def _bracket(raw: bytes, start: int) -> tuple[bytes, int] | None:
+    """The regex for the class opening at byte `start` and the index after it; None if git matches nothing.
+    Each item is one byte, as in git: `[é]` is a class of two bytes and matches neither `é` nor anything."""
+    i, n = start + 1, len(raw)
+    negate = i < n and raw[i:i + 1] in (b"!", b"^")
     i += negate
-    items: list[str] = []
+    items: list[bytes] = []
     first = True
-    prev: str | None = None
-    while i < n and (pattern[i] != "]" or first):
+    prev: bytes | None = None
+    while i < n and (raw[i:i + 1] != b"]" or first):
         first = False
-        ch = pattern[i]
-        if ch == "\\" and i + 1 < n:
-            ch = pattern[i + 1]
+        ch = raw[i:i + 1]
+        if ch == b"\\" and i + 1 < n:
+            ch = raw[i + 1:i + 2]
             i += 1
-        elif ch == "[" and pattern.startswith("[:", i):
-            end = pattern.find(":]", i + 2)
+        elif ch == b"[" and raw.startswith(b"[:", i):
+            end = raw.find(b":]", i + 2)
             if end != -1:
-                name = pattern[i + 2:end]
+                name = raw[i + 2:end].decode("utf-8", "surrogateescape")
                 if name not in _CLASSES:
                     return None
-                items.append(_CLASSES[name])
+                items.append(_CLASSES[name].encode())
                 prev = None
                 i = end + 2
                 continue
-        elif ch == "-" and prev is not None and i + 1 < n and pattern[i + 1] != "]":
-            hi = pattern[i + 1]
+        elif ch == b"-" and prev is not None and i + 1 < n and raw[i + 1:i + 2] != b"]":
+            hi = raw[i + 1:i + 2]
             i += 1
-            if hi == "\\" and i + 1 < n:
-                hi = pattern[i + 1]
+            if hi == b"\\" and i + 1 < n:
+                hi = raw[i + 1:i + 2]
                 i += 1
             items.pop()
             if prev <= hi:
-                items.append(f"{re.escape(prev)}-{re.escape(hi)}")
+                items.append(re.escape(prev) + b"-" + re.escape(hi))
             prev = None
             i += 1
             continue
@@ -251,10 +260,10 @@ def _bracket(pattern: str, start: int) -> tuple[str, int] | None:
         i += 1
     if i >= n:
         return None
-    body = "".join(items)
+    body = b"".join(items)
     if negate:
-        return f"[^/{body}]", i + 1
-    return (f"(?!/)[{body}]" if body else "(?!)"), i + 1
+        return b"[^/" + body + b"]", i + 1
+    return ((b"(?!/)[" + body + b"]") if body else b"(?!)"), i + 1
 
 
 def _open_ended(token: str) -> bool:
@@ -330,8 +339,48 @@ def _literal_tail(pattern: str) -> str:
 
 
 def covering(tokens: tuple[str, ...] | list[str], path: str) -> str | None:
-    """The first token that covers `path`, or None."""
+    """The first token that grants a change to `path`, or None. A `.gitattributes` is granted only with every
+    file under its folder (`_grants_below`): it chooses how git checks out, diffs and merges each of them, so
+    `src/*` lets a node rewrite `src/.gitattributes` no more than `src/lib/x.py`."""
+    folder = attributes_folder(path)
     for token in tokens:
-        if covers(token, path):
+        if covers(token, path) if folder is None else _grants_below(token, folder):
             return token
     return None
+
+
+def attributes_folder(path: str) -> str | None:
+    """The folder ('' at the top) whose files a `.gitattributes` at `path` speaks for; None for other paths.
+    Its name is compared as a case-insensitive file system (and git's NTFS checks) would find it."""
+    folder, _, name = path.rstrip("/").rpartition("/")
+    return folder if name.lower().rstrip(". ") == ".gitattributes" else None
+
+
+def needed(path: str) -> str:
+    """The token a surface must gain to change `path`: the path itself, or a `.gitattributes`'s folder."""
+    folder = attributes_folder(path)
+    return path if folder is None else f"{folder}/" if folder else "**"
+
+
+def _grants_below(token: str, folder: str) -> bool:
+    """Does `token` cover every path under `folder` ('' for the whole repository)? Read narrowly: a plain
+    token or a glob ending in `/` that covers the folder, a glob `P/**` whose `P/` does, or `**` itself."""
+    t = token.rstrip("/")
+    if len(t) >= 2 and not t.strip("*"):
+        return True
+    if not folder:
+        return False
+    if _open_ended(token):
+        return covers(token, folder)
+    stem, _, last = t.rpartition("/")
+    return bool(stem) and len(last) >= 2 and not last.strip("*") and covers(stem + "/", folder)
+
+
+def reach_note(token: str) -> str | None:
+    """For `validate`: a token naming a `.gitattributes` itself grants no change to it (see `covering`)."""
+    folder = attributes_folder(token)
+    if folder is None or _grants_below(token, folder):
+        return None
+    return (f"`{token}` grants no change to that file: a .gitattributes chooses how git checks out, diffs and "
+            f"merges every file under {folder + '/' if folder else 'the repository'}, so changing it takes the "
+            f"token `{needed(token)}`")

@@ -24,7 +24,8 @@ def handle(ctx: Context) -> Outcome:
     ns = c.nodes[node_id]
     asked = list(ns.freeze["paths"])
     tokens = ctx.dag.by_id[node_id].file_surface
-    paths = [p for p in asked if surface.covering(tokens, p) is None]
+    # a .gitattributes is asked for as its whole folder, which is what it reaches (surface.covering)
+    paths = list(dict.fromkeys(surface.needed(p) for p in asked if surface.covering(tokens, p) is None))
     ctx.subject = node_id
     if not paths:
         return _refused(ctx, node_id, f"its worker asked for {', '.join(asked)}, already inside its "

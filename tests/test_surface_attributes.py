@@ -1,0 +1,109 @@
+"""A `.gitattributes` speaks for every file under its folder (how git checks it out, diffs and merges it), so
+a surface grants a change to one only with all of that folder (rv71: `src/*` let a node merge
+`src/.gitattributes`, which re-encoded the user's checkout of `src/lib/x.txt`, outside that surface)."""
+from __future__ import annotations
+
+import pytest
+
+from gates import reconcile_node
+from orchestrate.dag.surface import covering, needed, reach_note
+from tests.engine_helpers import campaign_repo, journal
+
+
+@pytest.mark.parametrize("tokens, path, granted", [
+    (["src/*"], "src/.gitattributes", None),
+    (["src/.gitattributes"], "src/.gitattributes", None),
+    (["src/*"], "src/.GitAttributes", None),  # what a case-insensitive checkout reads as the same file
+    (["src/*"], "src/.gitattributes.", None),
+    (["src/"], "src/.gitattributes", "src/"),
+    (["src"], "src/lib/.gitattributes", "src"),
+    (["src/**"], "src/.gitattributes", "src/**"),
+    (["s*/**"], "src/.gitattributes", "s*/**"),
+    (["src/*/"], "src/lib/.gitattributes", "src/*/"),
+    (["src/**/*.txt"], "src/.gitattributes", None),
+    ([".gitattributes"], ".gitattributes", None),
+    (["*"], ".gitattributes", None),
+    (["**"], ".gitattributes", "**"),
+    (["src/*"], "src/a.gitattributes", "src/*"),  # only the file git reads rules from
+])
+def test_a_gitattributes_is_granted_only_with_its_whole_folder(tokens, path, granted):
+    assert covering(tokens, path) == granted
+
+
+@pytest.mark.parametrize("path, token", [("src/.gitattributes", "src/"), (".gitattributes", "**"),
+                                         ("src/a.py", "src/a.py")])
+def test_what_a_surface_must_gain_to_change_a_path(path, token):
+    assert needed(path) == token
+    assert covering([token], path) == token
+
+
+def test_the_gate_says_why_a_glob_that_lists_the_file_does_not_grant_it():
+    verdict = reconcile_node.check("N", ["src/*"], [("A", "src/.gitattributes"), ("A", "src/a.py")])
+    assert verdict.code == 1 and verdict.data["undeclared"] == ["src/.gitattributes"]
+    assert "every file under src/" in verdict.items[0].detail and "`src/`" in verdict.items[0].detail
+    outside = reconcile_node.check("N", ["docs/"], [("A", "src/.gitattributes")])
+    assert "outside the declared surface of N" in outside.items[0].detail
+
+
+def test_validate_notes_a_token_that_names_a_gitattributes(tmp_path, orch):
+    assert reach_note("src/") is None and reach_note("**") is None
+    dag = tmp_path / "dag.yaml"
+    dag.write_text("topic: t\nworkers: {sh: x}\nnodes:\n  - id: A\n    discipline: sh\n"
+                   "    file_surface:\n      - src/.gitattributes\n")
+    result = orch("validate", "--dag", str(dag))
+    assert result.rc == 0, result.out + result.err
+    assert f"note: {dag}:7: nodes.A.file_surface: `src/.gitattributes` grants no change" in result.err
+    assert "takes the token `src/`" in result.err
+
+
+# The worker writes what it is told in `plan`: an attributes file under its `src/*` surface that gives
+# src/lib/x.txt (outside it) CRLF line ends in every checkout, or (ask) first a request for that file.
+WORKER = r"""#!/bin/sh
+set -eu
+case "$(cat plan)" in
+  write) printf 'lib/*.txt text eol=crlf\n' > src/.gitattributes; echo a > src/a.txt ;;
+  ask) if printf '%s\n' "$ORCH_SURFACE" | grep -qx 'src/'; then printf 'lib/*.txt -diff\n' > src/.gitattributes
+       else printf '{"freeze": "surface-exceed", "paths": ["src/.gitattributes"]}' > "$ORCH_RETURN"; fi ;;
+esac
+"""
+
+DAG = """\
+topic: attrs
+schedule: {schedule}
+workers: {{sh: "./work.sh"}}
+defaults: {{timeout: 60, max_attempts: 1}}
+nodes:
+  - {{id: A, title: a, file_surface: ["{token}"], discipline: sh}}
+"""
+
+
+def _run(tmp_path, orch, plan: str, token: str, schedule: str = "eager"):
+    repo = campaign_repo(tmp_path, DAG.format(schedule=schedule, token=token), WORKER,
+                         files={"plan": plan + "\n", "src/lib/x.txt": "plain\n"})
+    return repo, orch("run", "--no-interactive", cwd=repo)
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_a_gitattributes_under_a_shallow_glob_is_not_merged(tmp_path, orch, schedule):
+    repo, result = _run(tmp_path, orch, "write", "src/*", schedule)
+    assert result.rc == 75 and "seam realignment for node A" in result.out, result.out + result.err
+    assert "src/.gitattributes" not in repo.git("ls-tree", "-r", "--name-only", "campaign/attrs").split()
+    gate = [e["context"] for e in journal(repo, "attrs")
+            if e["kind"] == "gate" and e["context"].get("gate") == "reconcile-node"]
+    assert gate and gate[-1]["code"] == 1
+    assert any("src/.gitattributes" in line and "every file under src/" in line for line in gate[-1]["items"])
+
+
+def test_the_same_file_merges_under_its_whole_folder(tmp_path, orch):
+    repo, result = _run(tmp_path, orch, "write", "src/")
+    assert result.rc == 75 and "seam final-acceptance" in result.out, result.out + result.err
+    merged = repo.git("ls-tree", "-r", "--name-only", "campaign/attrs").split()
+    assert "src/.gitattributes" in merged and "src/a.txt" in merged
+
+
+def test_a_request_for_a_gitattributes_widens_the_surface_to_its_folder(tmp_path, orch):
+    repo, result = _run(tmp_path, orch, "ask", "src/*")
+    assert result.rc == 75 and "seam final-acceptance" in result.out, result.out + result.err
+    widened = [e["context"]["reason"] for e in journal(repo, "attrs") if e["kind"] == "dag"]
+    assert widened == ["WIDEN A: the worker asked for src/"], widened
+    assert "src/.gitattributes" in repo.git("ls-tree", "-r", "--name-only", "campaign/attrs").split()
