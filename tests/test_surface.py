@@ -162,3 +162,11 @@ def test_a_surface_exceed_request_is_refused_what_no_token_may_name(path, fragme
     from orchestrate.workers.local import request_problem
     found = request_problem(path)
     assert found is None if fragment is None else fragment in found
+
+
+@pytest.mark.parametrize("token, path, expected", [
+    ("[z-a]", "z", True), ("[a-\\]]", "a", True), ("[a-[:digit:]]", "a]", True),  # git matches the low end
+    ("[[:]x", "[x", True), ("[[:]x", ":x", True), ("[[:]**[:alpha:]", "[:", True),  # `[:` with no `:]` before `]`
+])
+def test_classes_read_as_git_reads_them(token, path, expected):
+    assert covers(token, path) is expected

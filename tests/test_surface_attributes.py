@@ -107,3 +107,15 @@ def test_a_request_for_a_gitattributes_widens_the_surface_to_its_folder(tmp_path
     widened = [e["context"]["reason"] for e in journal(repo, "attrs") if e["kind"] == "dag"]
     assert widened == ["WIDEN A: the worker asked for src/"], widened
     assert "src/.gitattributes" in repo.git("ls-tree", "-r", "--name-only", "campaign/attrs").split()
+
+
+@pytest.mark.parametrize("tokens, path, granted", [
+    (["src/*"], "src/.gitignore", None),  # it hides what a later node under src/lib/ leaves to be staged
+    (["src/"], "src/.gitignore", "src/"),
+    (["*"], ".gitmodules", None),  # it says where every gitlink's submodule is fetched from
+    ([".gitmodules"], ".gitmodules", None),
+    (["**"], ".gitmodules", "**"),
+    (["src/*"], "src/.gitmodules", "src/*"),  # git reads only the top one
+])
+def test_other_files_git_reads_rules_from_are_granted_with_all_they_reach(tokens, path, granted):
+    assert covering(tokens, path) == granted

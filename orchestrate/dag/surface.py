@@ -234,14 +234,16 @@ def _bracket(raw: bytes, start: int) -> tuple[bytes, int] | None:
             ch = raw[i + 1:i + 2]
             i += 1
         elif ch == b"[" and raw.startswith(b"[:", i):
-            end = raw.find(b":]", i + 2)
-            if end != -1:
-                name = raw[i + 2:end].decode("utf-8", "surrogateescape")
+            end = raw.find(b"]", i + 2)  # git reads up to the first `]`: a class only when `:` is just before it
+            if end == -1:
+                return None
+            if end - 1 >= i + 2 and raw[end - 1:end] == b":":
+                name = raw[i + 2:end - 1].decode("utf-8", "surrogateescape")
                 if name not in _CLASSES:
                     return None
                 items.append(_CLASSES[name].encode())
                 prev = None
-                i = end + 2
+                i = end + 1
                 continue
         elif ch == b"-" and prev is not None and i + 1 < n and raw[i + 1:i + 2] != b"]":
             hi = raw[i + 1:i + 2]
@@ -249,8 +251,8 @@ def _bracket(raw: bytes, start: int) -> tuple[bytes, int] | None:
             if hi == b"\\" and i + 1 < n:
                 hi = raw[i + 1:i + 2]
                 i += 1
-            items.pop()
-            if prev <= hi:
+            if prev <= hi:  # git matches the low end by itself first: `[z-a]` matches `z`
+                items.pop()
                 items.append(re.escape(prev) + b"-" + re.escape(hi))
             prev = None
             i += 1
@@ -353,7 +355,15 @@ def attributes_folder(path: str) -> str | None:
     """The folder ('' at the top) whose files a `.gitattributes` at `path` speaks for; None for other paths.
     Its name is compared as a case-insensitive file system (and git's NTFS checks) would find it."""
     folder, _, name = path.rstrip("/").rpartition("/")
-    return folder if name.lower().rstrip(". ") == ".gitattributes" else None
+    name = name.lower().rstrip(". ")
+    # a .gitignore chooses what `git add -A` (orchestrate's staging of every later node's leftovers, and yours)
+    # takes from every folder below it; the top .gitmodules where every gitlink's submodule is fetched from
+    if name in _RULE_FILES or (name == ".gitmodules" and not folder):
+        return folder
+    return None
+
+
+_RULE_FILES = (".gitattributes", ".gitignore")
 
 
 def needed(path: str) -> str:
