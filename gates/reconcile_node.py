@@ -7,7 +7,7 @@ from typing import Sequence
 from gates.shared import gatecli
 from gates.shared.verdict import FAIL, PASS, Item, Verdict
 from orchestrate import git
-from orchestrate.dag import surface
+from orchestrate.dag import rule_files, surface
 from orchestrate.dag.load import load_dag
 from orchestrate.dag.schema import did_you_mean
 from orchestrate.errors import UsageError
@@ -33,12 +33,10 @@ def check(node_id: str, node_surface: Sequence[str], changes: Sequence[tuple[str
 
 
 def _outside(node_id: str, node_surface: Sequence[str], path: str) -> str:
-    folder = surface.attributes_folder(path)
-    if folder is None or not any(surface.covers(t, path) for t in node_surface):
+    if rule_files.rules_folder(path) is None or not any(surface.covers(t, path) for t in node_surface):
         return f"outside the declared surface of {node_id}"
-    return (f"a .gitattributes chooses how git checks out, diffs and merges every file under "
-            f"{folder + '/' if folder else 'the repository'}, and the surface of {node_id} grants only some of "
-            f"them (it takes `{surface.needed(path)}`)")
+    return (f"{rule_files.rules_reach(path)}, and the surface of {node_id} grants only some of that "
+            f"(it takes `{rule_files.needed(path)}`)")
 
 
 def changes_between(repo: str | Path, base: str, head: str | None = None) -> list[tuple[str, str]]:

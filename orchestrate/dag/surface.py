@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from orchestrate.dag.rule_files import needed, rules_folder, rules_reach
+
 _GLOB_CHARS = frozenset("*?[\\")
 _ESCAPABLE = frozenset("*?[]\\!^-:")  # what a backslash may make literal; anything else looks like a Windows path
 _CLASSES = {"alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "blank": " \t", "cntrl": "\x00-\x1f\x7f",
@@ -341,35 +343,14 @@ def _literal_tail(pattern: str) -> str:
 
 
 def covering(tokens: tuple[str, ...] | list[str], path: str) -> str | None:
-    """The first token that grants a change to `path`, or None. A `.gitattributes` is granted only with every
-    file under its folder (`_grants_below`): it chooses how git checks out, diffs and merges each of them, so
-    `src/*` lets a node rewrite `src/.gitattributes` no more than `src/lib/x.py`."""
-    folder = attributes_folder(path)
+    """The first token that grants a change to `path`, or None. A file git reads rules from for a whole folder
+    is granted only with all of it (`_grants_below`): `src/*` lets a node rewrite `src/.gitattributes` no
+    more than `src/lib/x.py`, whose checkout, diffs and merges that file chooses."""
+    folder = rules_folder(path)
     for token in tokens:
         if covers(token, path) if folder is None else _grants_below(token, folder):
             return token
     return None
-
-
-def attributes_folder(path: str) -> str | None:
-    """The folder ('' at the top) whose files a `.gitattributes` at `path` speaks for; None for other paths.
-    Its name is compared as a case-insensitive file system (and git's NTFS checks) would find it."""
-    folder, _, name = path.rstrip("/").rpartition("/")
-    name = name.lower().rstrip(". ")
-    # a .gitignore chooses what `git add -A` (orchestrate's staging of every later node's leftovers, and yours)
-    # takes from every folder below it; the top .gitmodules where every gitlink's submodule is fetched from
-    if name in _RULE_FILES or (name == ".gitmodules" and not folder):
-        return folder
-    return None
-
-
-_RULE_FILES = (".gitattributes", ".gitignore")
-
-
-def needed(path: str) -> str:
-    """The token a surface must gain to change `path`: the path itself, or a `.gitattributes`'s folder."""
-    folder = attributes_folder(path)
-    return path if folder is None else f"{folder}/" if folder else "**"
 
 
 def _grants_below(token: str, folder: str) -> bool:
@@ -387,10 +368,8 @@ def _grants_below(token: str, folder: str) -> bool:
 
 
 def reach_note(token: str) -> str | None:
-    """For `validate`: a token naming a `.gitattributes` itself grants no change to it (see `covering`)."""
-    folder = attributes_folder(token)
+    """For `validate`: a token naming a rules file itself grants no change to it (see `covering`)."""
+    folder = rules_folder(token)
     if folder is None or _grants_below(token, folder):
         return None
-    return (f"`{token}` grants no change to that file: a .gitattributes chooses how git checks out, diffs and "
-            f"merges every file under {folder + '/' if folder else 'the repository'}, so changing it takes the "
-            f"token `{needed(token)}`")
+    return f"`{token}` grants no change to that file: {rules_reach(token)}, so changing it takes `{needed(token)}`"

@@ -8,7 +8,7 @@ is a failed attempt instead: it is judged as one, so `max_attempts` and then a p
 from __future__ import annotations
 
 from gates import collision_check
-from orchestrate.dag import surface
+from orchestrate.dag import rule_files, surface
 from orchestrate.engine import amend, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
@@ -25,7 +25,7 @@ def handle(ctx: Context) -> Outcome:
     asked = list(ns.freeze["paths"])
     tokens = ctx.dag.by_id[node_id].file_surface
     # a .gitattributes is asked for as its whole folder, which is what it reaches (surface.covering)
-    paths = list(dict.fromkeys(surface.needed(p) for p in asked if surface.covering(tokens, p) is None))
+    paths = list(dict.fromkeys(rule_files.needed(p) for p in asked if surface.covering(tokens, p) is None))
     ctx.subject = node_id
     if not paths:
         return _refused(ctx, node_id, f"its worker asked for {', '.join(asked)}, already inside its "

@@ -1,12 +1,15 @@
-"""A `.gitattributes` speaks for every file under its folder (how git checks it out, diffs and merges it), so
-a surface grants a change to one only with all of that folder (rv71: `src/*` let a node merge
-`src/.gitattributes`, which re-encoded the user's checkout of `src/lib/x.txt`, outside that surface)."""
+"""A file git reads rules from speaks for more than itself, so a surface grants a change to one only with all it
+reaches: a `.gitattributes` or `.gitignore` with its whole folder, the top `.gitmodules` with `**`.
+rv71: `src/*` let a node merge `src/.gitattributes`, which gave the user's checkout of `src/lib/x.txt`
+(outside that surface) CRLF line ends. rv72: a `src/.gitignore` so merged hid a later node's new file under
+`src/lib/` from staging (its work silently dropped), and a `.gitmodules` under `*` re-pointed a submodule."""
 from __future__ import annotations
 
 import pytest
 
 from gates import reconcile_node
-from orchestrate.dag.surface import covering, needed, reach_note
+from orchestrate.dag.rule_files import needed
+from orchestrate.dag.surface import covering, reach_note
 from tests.engine_helpers import campaign_repo, journal
 
 
@@ -40,7 +43,7 @@ def test_what_a_surface_must_gain_to_change_a_path(path, token):
 def test_the_gate_says_why_a_glob_that_lists_the_file_does_not_grant_it():
     verdict = reconcile_node.check("N", ["src/*"], [("A", "src/.gitattributes"), ("A", "src/a.py")])
     assert verdict.code == 1 and verdict.data["undeclared"] == ["src/.gitattributes"]
-    assert "every file under src/" in verdict.items[0].detail and "`src/`" in verdict.items[0].detail
+    assert "every file in src/" in verdict.items[0].detail and "`src/`" in verdict.items[0].detail
     outside = reconcile_node.check("N", ["docs/"], [("A", "src/.gitattributes")])
     assert "outside the declared surface of N" in outside.items[0].detail
 
@@ -53,22 +56,25 @@ def test_validate_notes_a_token_that_names_a_gitattributes(tmp_path, orch):
     result = orch("validate", "--dag", str(dag))
     assert result.rc == 0, result.out + result.err
     assert f"note: {dag}:7: nodes.A.file_surface: `src/.gitattributes` grants no change" in result.err
-    assert "takes the token `src/`" in result.err
+    assert "so changing it takes `src/`" in result.err
 
 
-# The worker writes what it is told in `plan`: an attributes file under its `src/*` surface that gives
-# src/lib/x.txt (outside it) CRLF line ends in every checkout, or (ask) first a request for that file.
+# The worker writes the rules file `plan` names, each reaching src/lib/x.txt or the submodule outside an
+# `src/*` or `*` surface, and a file of its own; or (ask) first asks for src/.gitattributes.
 WORKER = r"""#!/bin/sh
 set -eu
 case "$(cat plan)" in
-  write) printf 'lib/*.txt text eol=crlf\n' > src/.gitattributes; echo a > src/a.txt ;;
+  src/.gitattributes) printf 'lib/*.txt text eol=crlf\n' > src/.gitattributes ;;
+  src/.gitignore) printf 'lib/\n' > src/.gitignore ;;
+  .gitmodules) printf '[submodule "vendor"]\n\tpath = vendor\n\turl = /tmp/elsewhere\n' > .gitmodules ;;
   ask) if printf '%s\n' "$ORCH_SURFACE" | grep -qx 'src/'; then printf 'lib/*.txt -diff\n' > src/.gitattributes
-       else printf '{"freeze": "surface-exceed", "paths": ["src/.gitattributes"]}' > "$ORCH_RETURN"; fi ;;
+       else printf '{"freeze": "surface-exceed", "paths": ["src/.gitattributes"]}' > "$ORCH_RETURN"; exit 0; fi ;;
 esac
+echo a > src/a.txt
 """
 
 DAG = """\
-topic: attrs
+topic: rules
 schedule: {schedule}
 workers: {{sh: "./work.sh"}}
 defaults: {{timeout: 60, max_attempts: 1}}
@@ -83,30 +89,40 @@ def _run(tmp_path, orch, plan: str, token: str, schedule: str = "eager"):
     return repo, orch("run", "--no-interactive", cwd=repo)
 
 
+def _merged(repo) -> list[str]:
+    return repo.git("ls-tree", "-r", "--name-only", "campaign/rules").split()
+
+
+@pytest.mark.parametrize("path, token, reach", [
+    ("src/.gitattributes", "src/*", "how git checks out, diffs and merges every file in src/"),
+    ("src/.gitignore", "src/*", "which new files in src/ `git add` takes"),
+    (".gitmodules", "*", "where every submodule of the repository is fetched from"),
+])
 @pytest.mark.parametrize("schedule", ["eager", "layered"])
-def test_a_gitattributes_under_a_shallow_glob_is_not_merged(tmp_path, orch, schedule):
-    repo, result = _run(tmp_path, orch, "write", "src/*", schedule)
+def test_a_rules_file_under_a_shallow_glob_is_not_merged(tmp_path, orch, schedule, path, token, reach):
+    repo, result = _run(tmp_path, orch, path, token, schedule)
     assert result.rc == 75 and "seam realignment for node A" in result.out, result.out + result.err
-    assert "src/.gitattributes" not in repo.git("ls-tree", "-r", "--name-only", "campaign/attrs").split()
-    gate = [e["context"] for e in journal(repo, "attrs")
+    assert path not in _merged(repo)
+    gate = [e["context"] for e in journal(repo, "rules")
             if e["kind"] == "gate" and e["context"].get("gate") == "reconcile-node"]
     assert gate and gate[-1]["code"] == 1
-    assert any("src/.gitattributes" in line and "every file under src/" in line for line in gate[-1]["items"])
+    assert [line for line in gate[-1]["items"] if "UNDECLARED" in line and path in line and reach in line]
 
 
-def test_the_same_file_merges_under_its_whole_folder(tmp_path, orch):
-    repo, result = _run(tmp_path, orch, "write", "src/")
+@pytest.mark.parametrize("path, token", [("src/.gitattributes", "src/"), ("src/.gitignore", "src/**"),
+                                         (".gitmodules", "**")])
+def test_the_same_file_merges_with_all_it_reaches(tmp_path, orch, path, token):
+    repo, result = _run(tmp_path, orch, path, token)
     assert result.rc == 75 and "seam final-acceptance" in result.out, result.out + result.err
-    merged = repo.git("ls-tree", "-r", "--name-only", "campaign/attrs").split()
-    assert "src/.gitattributes" in merged and "src/a.txt" in merged
+    assert {path, "src/a.txt"} <= set(_merged(repo))
 
 
 def test_a_request_for_a_gitattributes_widens_the_surface_to_its_folder(tmp_path, orch):
     repo, result = _run(tmp_path, orch, "ask", "src/*")
     assert result.rc == 75 and "seam final-acceptance" in result.out, result.out + result.err
-    widened = [e["context"]["reason"] for e in journal(repo, "attrs") if e["kind"] == "dag"]
+    widened = [e["context"]["reason"] for e in journal(repo, "rules") if e["kind"] == "dag"]
     assert widened == ["WIDEN A: the worker asked for src/"], widened
-    assert "src/.gitattributes" in repo.git("ls-tree", "-r", "--name-only", "campaign/attrs").split()
+    assert "src/.gitattributes" in _merged(repo)
 
 
 @pytest.mark.parametrize("tokens, path, granted", [
