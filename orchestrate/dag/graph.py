@@ -187,7 +187,7 @@ def surface_conflicts(surfaces: Mapping[str, tuple[str, ...]], deps: Mapping[str
             if (node, token) not in spelled:
                 spelled[node, token] = written
                 owners[token].append(node)
-    token_pairs = _overlapping_tokens(list(owners))
+    token_pairs = _overlapping_tokens(list(owners)) + _case_pairs(list(owners))
     candidate: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     shared_groups = []
     for t1, t2 in token_pairs:
@@ -258,6 +258,18 @@ def _overlapping_tokens(tokens: list[str]) -> list[tuple[str, str]]:
             if other != g and surface.overlap(g, other):
                 pairs.append((g, other) if g < other else (other, g))
     return list(dict.fromkeys(pairs))
+
+
+def _case_pairs(tokens: list[str]) -> list[tuple[str, str]]:
+    """Pairs of distinct tokens that overlap only where case is not told apart (macOS, Windows), found among
+    the tokens' folded forms; none, at no cost, when folding changes no token."""
+    folded: dict[str, list[str]] = defaultdict(list)
+    for t in tokens:
+        folded[surface.fold(t)].append(t)
+    if all(len(same) == 1 and same[0] == f for f, same in folded.items()):
+        return []
+    return [(t1, t2) if t1 < t2 else (t2, t1) for f1, f2 in _overlapping_tokens(list(folded))
+            for t1 in folded[f1] for t2 in folded[f2] if t1 != t2]
 
 
 def _ancestor_bits(deps: Mapping[str, Iterable[str]], order: Mapping[str, int], involved: set[str]) -> dict[str, int]:

@@ -276,7 +276,22 @@ def _open_ended(token: str) -> bool:
 
 
 def overlap(a: str, b: str) -> bool:
-    """Could some path be covered by both tokens? Decided conservatively: when unsure, yes."""
+    """Could some path be covered by both tokens, on a checkout that tells case apart or on one that does not
+    (macOS's and Windows': there `SRC/x` and `src/x` are one file, and two nodes writing them clobber each
+    other)? Decided conservatively: when unsure, yes."""
+    if overlap_as_written(a, b):
+        return True
+    fa, fb = fold(a), fold(b)
+    return (fa, fb) != (a, b) and overlap_as_written(fa, fb)
+
+
+def fold(token: str) -> str:
+    """`token` as a checkout that ignores case reads it: lower case, and a class of either case spans both."""
+    return token.lower().replace("[:upper:]", "[:alpha:]").replace("[:lower:]", "[:alpha:]")
+
+
+def overlap_as_written(a: str, b: str) -> bool:
+    """`overlap`, with names compared as git compares them: case tells them apart."""
     open_a, open_b = _open_ended(a), _open_ended(b)
     a, b = a.rstrip("/"), b.rstrip("/")
     if not is_glob(a) and not is_glob(b):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrate.dag import edge_rules, graph, node_rules
+from orchestrate.dag import edge_rules, graph, node_rules, surface
 from orchestrate.dag.model import (COMMAND_PLUGIN, MODES, RESERVED_GATES, SANDBOXES, SCHEDULES, SCHEMA_VERSIONS,
                                    UNSANDBOXED, Dag, Node, replaced)
 from orchestrate.dag.schema import (
@@ -157,9 +157,11 @@ def validate(data: object, file: str, *, topic: str | None = None,
                 and (n.id in sound or _flags_readable(node_lines[n.id]))}
     for a, b, pairs in graph.surface_conflicts(surfaces, model.layer_deps, exempt=model.exempt):
         tokens = ", ".join(f"`{x}`" if x == y else f"`{x}` ~ `{y}`" for x, y in pairs)
+        cased = any(not surface.overlap_as_written(x, y) for x, y in pairs)
         rep.add(node_lines[b].key_line("file_surface"), f"nodes.{b}.file_surface", "surface-conflict",
-                f"concurrent nodes `{a}` and `{b}` both claim {tokens}; mark one `serialize: true` "
-                "or make one depend on the other")
+                f"concurrent nodes `{a}` and `{b}` both claim {tokens}"
+                f"{' (one path where case is not told apart, as on macOS and Windows)' if cased else ''}; "
+                "mark one `serialize: true` or make one depend on the other")
     if rep.problems:
         return None, sorted(rep.problems, key=lambda p: (p.line, p.field))
     return Dag(path=file, topic=str(topic_value), base=str(data.get("base", "HEAD")), mode=str(mode),

@@ -1,0 +1,47 @@
+"""Where case is not told apart (macOS's and Windows' default checkouts), `SRC/util.py` and `src/util.py` are
+one file: two concurrent nodes claiming them would clobber each other in the user's checkout, so their
+surfaces overlap (rv72: a worker's request for `SRC/util.py` was widened beside a node holding `src/util.py`,
+and the campaign merged both)."""
+from __future__ import annotations
+
+import pytest
+
+from gates import collision_check
+from orchestrate.dag.surface import fold, overlap, overlap_as_written
+
+
+@pytest.mark.parametrize("a, b", [
+    ("SRC/util.py", "src/util.py"), ("README.md", "readme.md"), ("Docs/", "docs/*.md"), ("SRC", "src/x/y.py"),
+    ("x/[[:upper:]]*", "x/a"), ("x/[[:lower:]]", "x/Q"), ("x/[A-C]", "x/b"), ("Ünï/", "ünï/a"),
+])
+def test_tokens_that_name_one_path_where_case_is_not_told_apart_overlap(a, b):
+    assert not overlap_as_written(a, b)
+    assert overlap(a, b) and overlap(b, a)
+
+
+@pytest.mark.parametrize("a, b", [("src/util.py", "src/utils.py"), ("SRC/a", "src/b"), ("x/[A-C]", "x/d")])
+def test_folding_adds_no_overlap_between_different_names(a, b):
+    assert not overlap(a, b)
+
+
+def test_a_fold_lowers_names_and_widens_cased_classes():
+    assert fold("Src/[[:upper:]]x[[:lower:]]") == "src/[[:alpha:]]x[[:alpha:]]"
+
+
+def test_a_request_for_a_case_variant_of_a_concurrent_path_serializes():
+    verdict = collision_check.check(["SRC/util.py"], {"B": ["src/util.py"]})
+    assert verdict.code == 3, verdict.summary
+    assert [i.detail for i in verdict.items] == ["B surface src/util.py"]
+
+
+def test_validate_names_case_variant_surfaces_of_concurrent_nodes(tmp_path, orch):
+    dag = tmp_path / "dag.yaml"
+    dag.write_text("topic: t\nworkers: {sh: x}\nnodes:\n"
+                   "  - {id: A, discipline: sh, file_surface: [SRC/util.py]}\n"
+                   "  - {id: B, discipline: sh, file_surface: [src/util.py, lib/]}\n"
+                   "  - {id: C, discipline: sh, file_surface: [Lib/x.py], depends_on: [B]}\n")
+    result = orch("validate", "--dag", str(dag))
+    assert result.rc == 1
+    assert (f"{dag}:5: nodes.B.file_surface: concurrent nodes `A` and `B` both claim `SRC/util.py` ~ "
+            "`src/util.py` (one path where case is not told apart, as on macOS and Windows)") in result.out
+    assert "nodes.C" not in result.out  # C runs after B: one after the other, case or not
