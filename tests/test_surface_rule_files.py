@@ -135,3 +135,19 @@ def test_a_request_for_a_gitattributes_widens_the_surface_to_its_folder(tmp_path
 ])
 def test_other_files_git_reads_rules_from_are_granted_with_all_they_reach(tokens, path, granted):
     assert covering(tokens, path) == granted
+
+
+# Names a Windows or macOS checkout opens as a rules file, as git's own NTFS and HFS+ path checks read them
+@pytest.mark.parametrize("path", ["src/GITATT~1", "src/gitatt~4. ", "src/gi7d29~3", "src/gi7d~123", "src/gitign~2",
+                                  "src/gi250a~9", "src/.gitignore:stream", "src/.git\u200cignore",
+                                  "src/.gitattributes\ufeff", "GITMOD~1", "gi7eba~1", ".gitmodules:x"])
+def test_other_names_of_a_rules_file_are_granted_with_all_it_reaches(path):
+    folder = path.rpartition("/")[0]
+    assert covering(["src/*", "*"], path) is None
+    assert covering([f"{folder}/" if folder else "**"], path)
+
+
+@pytest.mark.parametrize("path", ["src/gitatt~5", "src/gi7d29~0", "src/gi7d2x~1", "src/gitmod~1", "src/x.gitignore",
+                                  "src/.gitignore2", "src/gitattributes", "src/gi7d29~12"])
+def test_names_no_checkout_reads_as_a_rules_file_are_plain_files(path):
+    assert covering(["src/*"], path) == "src/*"
