@@ -25,7 +25,7 @@ def test_folding_adds_no_overlap_between_different_names(a, b):
 
 
 def test_a_fold_lowers_names_and_widens_cased_classes():
-    assert fold("Src/[[:upper:]]x[[:lower:]]") == "src/[[:alpha:]]x[[:alpha:]]"
+    assert fold("Src/[[:upper:]]x[[:lower:]]") == "src/[a-z]x[a-z]"
 
 
 def test_a_request_for_a_case_variant_of_a_concurrent_path_serializes():
@@ -45,3 +45,27 @@ def test_validate_names_case_variant_surfaces_of_concurrent_nodes(tmp_path, orch
     assert (f"{dag}:5: nodes.B.file_surface: concurrent nodes `A` and `B` both claim `SRC/util.py` ~ "
             "`src/util.py` (one path where case is not told apart, as on macOS and Windows)") in result.out
     assert "nodes.C" not in result.out  # C runs after B: one after the other, case or not
+
+
+# rv73: a fold must cover the lower-case form of every path the token covers. Lowering a class's text does
+# not: `[!A-Z]` covers `a`, `[!a-z]` does not; `[A-z]` covers `_`, `[a-z]` does not; `[a-Z]` is `a` alone in
+# git, `[a-z]` invents 25 more letters.
+@pytest.mark.parametrize("a, b", [
+    ("src/[!A-Z]*.py", "src/A.py"), ("src/[!a-z]*.py", "SRC/a.py"), ("x/[![:lower:]]", "x/a"),
+    ("x/[![:upper:]]", "x/A"), ("Docs/[A-z]*.md", "docs/_index.md"), ("SRC/x[Z-a]", "src/x_"),
+])
+def test_a_class_is_folded_by_what_it_matches_not_by_its_text(a, b):
+    assert not overlap_as_written(a, b)
+    assert overlap(a, b) and overlap(b, a)
+
+
+@pytest.mark.parametrize("a, b", [("x/[a-Z]", "x/b"), ("x/[[:UPPER:]]", "x/a")])
+def test_a_fold_invents_no_name_the_class_never_matched(a, b):
+    assert not overlap(a, b) and not overlap(b, a)
+
+
+def test_validation_folds_classes_by_what_they_match():
+    from orchestrate.dag import graph
+    surfaces = {"A": ("src/[!A-Z]*.py",), "B": ("src/A.py",), "C": ("x/[a-Z]",), "D": ("x/b",)}
+    found = graph.surface_conflicts(surfaces, {n: [] for n in surfaces})
+    assert found == [("A", "B", [("src/[!A-Z]*.py", "src/A.py")])]

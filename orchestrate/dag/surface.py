@@ -285,9 +285,54 @@ def overlap(a: str, b: str) -> bool:
     return (fa, fb) != (a, b) and overlap_as_written(fa, fb)
 
 
+@lru_cache(maxsize=65536)
 def fold(token: str) -> str:
-    """`token` as a checkout that ignores case reads it: lower case, and a class of either case spans both."""
-    return token.lower().replace("[:upper:]", "[:alpha:]").replace("[:lower:]", "[:alpha:]")
+    """`token` as a checkout that ignores case reads it: it covers the lower-case form of every path `token`
+    covers. Names are lowered; a class is rewritten as the lower-case forms of the bytes it matches, not by
+    lowering its text, which would change what it matches: `[!A-Z]` matches `a`, `[!a-z]` does not; `[A-z]`
+    matches `_`, `[a-z]` does not; `[a-Z]` is `a` alone (git matches a reversed range's low end only)."""
+    if "[" not in token:
+        return token.lower()
+    if _regex(token.rstrip("/")) is None:  # a class git matches nothing with: the glob covers only its own text
+        return token
+    raw, out, run, i = _bytes(token), [], bytearray(), 0
+    while i < len(raw):
+        ch = raw[i:i + 1]
+        if ch == b"\\":
+            run += raw[i:i + 2]
+            i += 2
+        elif ch == b"[" and (parsed := _bracket(raw, i)) is not None:
+            out.append(run.decode("utf-8", "surrogateescape").lower())
+            run = bytearray()
+            out.append(_folded_class(parsed[0]))
+            i = parsed[1]
+        else:
+            run += ch
+            i += 1
+    out.append(run.decode("utf-8", "surrogateescape").lower())
+    return "".join(out)
+
+
+def _folded_class(regex: bytes) -> str:
+    """A class (as `_bracket`'s regex) written back as the lower-case forms of the bytes it matches."""
+    rx = re.compile(regex, re.DOTALL)
+    matched = {b + 32 if 65 <= b <= 90 else b for b in range(256) if rx.fullmatch(bytes((b,)))}
+    if not matched:
+        return "?"  # a class matching nothing: any byte, conservatively (`_bracket` never gives one)
+    items, run = [], []
+    for b in sorted(matched) + [None]:
+        if run and (b is None or b != run[-1] + 1):
+            lo, hi = _class_char(run[0]), _class_char(run[-1])
+            items.append(lo if len(run) == 1 else lo + hi if len(run) == 2 else f"{lo}-{hi}")
+            run = []
+        if b is not None:
+            run.append(b)
+    return "[" + "".join(items) + "]"
+
+
+def _class_char(b: int) -> str:
+    char = bytes((b,)).decode("utf-8", "surrogateescape")  # a byte past ASCII as the surrogate _bytes turns back
+    return char if char.isalnum() and b < 128 else "\\" + char
 
 
 def overlap_as_written(a: str, b: str) -> bool:
