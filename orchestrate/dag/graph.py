@@ -187,7 +187,7 @@ def surface_conflicts(surfaces: Mapping[str, tuple[str, ...]], deps: Mapping[str
             if (node, token) not in spelled:
                 spelled[node, token] = written
                 owners[token].append(node)
-    token_pairs = _overlapping_tokens(list(owners)) + _case_pairs(list(owners))
+    token_pairs = _token_pairs(list(owners))
     candidate: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     shared_groups = []
     for t1, t2 in token_pairs:
@@ -255,21 +255,24 @@ def _overlapping_tokens(tokens: list[str]) -> list[tuple[str, str]]:
         lit = surface.literal_prefix(g)
         pool = under.get(lit, []) + [t for k in range(len(lit)) for t in by_prefix.get(lit[:k], ())]
         for other in pool:
-            if other != g and surface.overlap(g, other):
+            if other != g and surface.overlap_as_written(g, other):
                 pairs.append((g, other) if g < other else (other, g))
     return list(dict.fromkeys(pairs))
 
 
-def _case_pairs(tokens: list[str]) -> list[tuple[str, str]]:
-    """Pairs of distinct tokens that overlap only where case is not told apart (macOS, Windows), found among
-    the tokens' folded forms; none, at no cost, when folding changes no token."""
+def _token_pairs(tokens: list[str]) -> list[tuple[str, str]]:
+    """`_overlapping_tokens` with names compared as git compares them or where case is not told apart (macOS,
+    Windows), in one pass over the tokens' folded forms: a fold covers the lower-case form of every path its
+    token covers, so tokens that overlap as written overlap folded too. When folding changes no token (no
+    capital, no class) the folded forms are the tokens."""
     folded: dict[str, list[str]] = defaultdict(list)
     for t in tokens:
         folded[surface.fold(t)].append(t)
     if all(len(same) == 1 and same[0] == f for f, same in folded.items()):
-        return []
-    return [(t1, t2) if t1 < t2 else (t2, t1) for f1, f2 in _overlapping_tokens(list(folded))
-            for t1 in folded[f1] for t2 in folded[f2] if t1 != t2]
+        return _overlapping_tokens(tokens)
+    return [(t, t) for t in tokens] + [
+        (t1, t2) if t1 < t2 else (t2, t1) for f1, f2 in _overlapping_tokens(list(folded))
+        for t1 in folded[f1] for t2 in folded[f2] if t1 != t2]
 
 
 def _ancestor_bits(deps: Mapping[str, Iterable[str]], order: Mapping[str, int], involved: set[str]) -> dict[str, int]:
