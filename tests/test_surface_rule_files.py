@@ -151,3 +151,18 @@ def test_other_names_of_a_rules_file_are_granted_with_all_it_reaches(path):
                                   "src/.gitignore2", "src/gitattributes", "src/gi7d29~12"])
 def test_names_no_checkout_reads_as_a_rules_file_are_plain_files(path):
     assert covering(["src/*"], path) == "src/*"
+
+
+def test_a_payload_naming_a_rules_file_under_a_shallow_surface_says_what_it_takes(tmp_path, orch):
+    """rv73: `.gitignore` in A's surface, the edge was refused as `.gitignore is outside the file_surface of A`."""
+    dag = tmp_path / "dag.yaml"
+    dag.write_text("topic: t\nworkers: {sh: x}\nnodes:\n"
+                   "  - {id: A, discipline: sh, file_surface: [.gitignore, src/*]}\n"
+                   "  - {id: B, discipline: sh, file_surface: [docs/]}\n"
+                   "edges:\n  - {id: e1, from: A, to: B, predicate: PRODUCES, payload: [.gitignore, src/.gitattributes, lib/x]}\n")
+    result = orch("validate", "--dag", str(dag))
+    assert result.rc == 1
+    assert "payload[0]: A cannot produce .gitignore: a .gitignore chooses which new files in the repository" in result.out
+    assert "its file_surface grants only some of that (it takes `**`)" in result.out
+    assert "payload[1]: A cannot produce src/.gitattributes: a .gitattributes chooses" in result.out
+    assert "payload[2]: lib/x is outside the file_surface of A" in result.out
