@@ -45,8 +45,9 @@ def changes_between(repo: str | Path, base: str, head: str | None = None) -> lis
     pairs = git.changed_paths(repo, base, head)
     if head is None:
         known = {p for _, p in pairs}
-        for ln in git.lines(repo, "ls-files", "--others", "--exclude-standard"):
-            if ln not in known:
+        # -z: a name git would quote (core.quotePath: `"donn\303\251es/.gitignore"`) is read as it is
+        for ln in git.git(repo, "ls-files", "-z", "--others", "--exclude-standard").stdout.split("\0"):
+            if ln and ln not in known:
                 pairs.append(("A", ln))
     return sorted(set(pairs), key=lambda sp: (sp[1], sp[0]))
 

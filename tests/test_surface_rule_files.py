@@ -166,3 +166,19 @@ def test_a_payload_naming_a_rules_file_under_a_shallow_surface_says_what_it_take
     assert "its file_surface grants only some of that (it takes `**`)" in result.out
     assert "payload[1]: A cannot produce src/.gitattributes: a .gitattributes chooses" in result.out
     assert "payload[2]: lib/x is outside the file_surface of A" in result.out
+
+
+def test_the_worktree_gate_reads_untracked_names_git_would_quote(tmp_path):
+    """rv73: `ls-files --others` without -z gave `"donn\\303\\251es/.gitignore"`, matched by no token (not even
+    `données/`) and not known as a rules file."""
+    import subprocess
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "base"], check=True)
+    (tmp_path / "données").mkdir()
+    (tmp_path / "données" / ".gitignore").write_text("*.log\n")
+    (tmp_path / "données" / "é.txt").write_text("x\n")
+    changes = reconcile_node.changes_between(tmp_path, "HEAD")
+    assert changes == [("A", "données/.gitignore"), ("A", "données/é.txt")]
+    assert reconcile_node.check("N", ["données/"], changes).code == 0
+    assert reconcile_node.check("N", ["données/*"], changes).data["undeclared"] == ["données/.gitignore"]
