@@ -121,7 +121,7 @@ def test_a_request_for_a_gitattributes_widens_the_surface_to_its_folder(tmp_path
     repo, result = _run(tmp_path, orch, "ask", "src/*")
     assert result.rc == 75 and "seam final-acceptance" in result.out, result.out + result.err
     widened = [e["context"]["reason"] for e in journal(repo, "rules") if e["kind"] == "dag"]
-    assert widened == ["WIDEN A: the worker asked for src/"], widened
+    assert widened == ["WIDEN A: the worker asked for src/.gitattributes (as src/, all it reaches)"], widened
     assert "src/.gitattributes" in _merged(repo)
 
 

@@ -156,12 +156,11 @@ def validate(data: object, file: str, *, topic: str | None = None,
                 if not n.serialize and not n.complete and n.id not in model.on_cycle
                 and (n.id in sound or _flags_readable(node_lines[n.id]))}
     for a, b, pairs in graph.surface_conflicts(surfaces, model.layer_deps, exempt=model.exempt):
-        tokens = ", ".join(f"`{x}`" if x == y else f"`{x}` ~ `{y}`" for x, y in pairs)
-        cased = any(not surface.overlap_as_written(x, y) for x, y in pairs)
+        tokens = ", ".join(f"`{x}`" if x == y else f"`{x}` ~ `{y}`" + _CASED * (not surface.overlap_as_written(x, y))
+                           for x, y in pairs)
         rep.add(node_lines[b].key_line("file_surface"), f"nodes.{b}.file_surface", "surface-conflict",
-                f"concurrent nodes `{a}` and `{b}` both claim {tokens}"
-                f"{' (one path where case is not told apart, as on macOS and Windows)' if cased else ''}; "
-                "mark one `serialize: true` or make one depend on the other")
+                f"concurrent nodes `{a}` and `{b}` both claim {tokens}; mark one `serialize: true` "
+                "or make one depend on the other")
     if rep.problems:
         return None, sorted(rep.problems, key=lambda p: (p.line, p.field))
     return Dag(path=file, topic=str(topic_value), base=str(data.get("base", "HEAD")), mode=str(mode),
@@ -172,6 +171,9 @@ def validate(data: object, file: str, *, topic: str | None = None,
                keep_ignored=defaults.get("keep_ignored"),
                _groups=tuple(model.groups), _layer_deps=model.layer_deps,
                _effective=model.effective), []
+
+
+_CASED = " (one path where case is not told apart, as on macOS and Windows)"
 
 
 def _item_line(raw: Mapping, j: int) -> int:

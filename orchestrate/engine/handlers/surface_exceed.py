@@ -24,14 +24,16 @@ def handle(ctx: Context) -> Outcome:
     ns = c.nodes[node_id]
     asked = list(ns.freeze["paths"])
     tokens = ctx.dag.by_id[node_id].file_surface
-    # a .gitattributes is asked for as its whole folder, which is what it reaches (surface.covering)
-    paths = list(dict.fromkeys(rule_files.needed(p) for p in asked if surface.covering(tokens, p) is None))
+    # a rules file (.gitattributes, .gitignore, .gitmodules) is granted as all it reaches (surface.covering)
+    grants = {p: rule_files.needed(p) for p in asked if surface.covering(tokens, p) is None}
+    paths = list(dict.fromkeys(grants.values()))
+    said = ", ".join(p if token == p else f"{p} (as {token}, all it reaches)" for p, token in grants.items())
     ctx.subject = node_id
     if not paths:
         return _refused(ctx, node_id, f"its worker asked for {', '.join(asked)}, already inside its "
                         f"surface ({', '.join(tokens)}): nothing to widen")
     if ns.widens >= WIDEN_LIMIT:
-        return _refused(ctx, node_id, f"its worker asked for {', '.join(paths)}, but its surface was widened "
+        return _refused(ctx, node_id, f"its worker asked for {said}, but its surface was widened "
                         f"{ns.widens} times already at its workers' request, the most granted to one node "
                         "(ask for every path in one freeze); a person may widen it in the plan")
     against = {n: ctx.dag.by_id[n].file_surface for n in ctx.dag.concurrent_with(node_id)}
@@ -40,22 +42,22 @@ def handle(ctx: Context) -> Outcome:
                              "summary": verdict.summary, "items": [i.line() for i in verdict.items]})
     if verdict.code == 0:
         try:
-            amend.amend_node(ctx, node_id, f"WIDEN {node_id}: the worker asked for {', '.join(paths)}",
+            amend.amend_node(ctx, node_id, f"WIDEN {node_id}: the worker asked for {said}",
                              add_surface=paths)
         except DagInvalid as exc:
             ctx.out.line(f"{node_id}: widening would make the DAG invalid ({exc.problems[0]}); serializing")
         else:
-            ctx.out.line(f"{node_id}: surface widened with {', '.join(paths)}; worker resumed")
+            ctx.out.line(f"{node_id}: surface widened with {said}; worker resumed")
             ctx.emit("node", {"node": node_id, "freeze": None, "widens": ns.widens + 1}, derived_from=[gate["id"]])
             start(ctx, node_id, c.nodes[node_id].base, resume_attempt=True)
             return Outcome.WIDEN
-    amend.amend_node(ctx, node_id, f"SERIALIZE {node_id}: {', '.join(paths)} collide with concurrent surfaces",
+    amend.amend_node(ctx, node_id, f"SERIALIZE {node_id}: {said} collide with concurrent surfaces",
                      add_surface=paths, serialize=True)
     ctx.emit("node", {"node": node_id, "status": PENDING, "freeze": None, "widens": ns.widens + 1,
-                      "feedback": f"you asked for {', '.join(paths)}; they collide with work that may run "
+                      "feedback": f"you asked for {said}; they collide with work that may run "
                                   "at the same time, so you now run alone after it"},
              derived_from=[gate["id"]])
-    ctx.out.line(f"{node_id}: {', '.join(paths)} collide with a concurrent surface; rescheduled into the serial rest")
+    ctx.out.line(f"{node_id}: {said} collide with a concurrent surface; rescheduled into the serial rest")
     return Outcome.SERIALIZE
 
 
