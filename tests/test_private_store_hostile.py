@@ -5,8 +5,10 @@ is nowhere, loose or packed. The campaigns need the sandbox (only a sandboxed wo
 own); the store-level tests below them do not."""
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
+import zlib
 
 import pytest
 
@@ -96,7 +98,10 @@ def test_a_worker_whose_commit_is_only_in_a_pack_is_merged_whole(tmp_path, orch)
 # brought in by hand.
 
 def _store(tmp_path, script: str):
-    repo = make_repo(tmp_path / "repo", {"f.txt": "x\n"})
+    return _store_in(make_repo(tmp_path / "repo", {"f.txt": "x\n"}), tmp_path, script)
+
+
+def _store_in(repo, tmp_path, script: str):
     private = tmp_path / "objects" / "t" / "A+1"
     private.mkdir(parents=True)
     env = dict(os.environ, **private_objects.env(private, repo / ".git" / "objects"))
@@ -143,3 +148,43 @@ def test_a_whole_store_is_brought_in_loose_and_packed(tmp_path):
     assert repo.git("rev-list", "--objects", head)  # both commits, one loose, one packed, and all they hold
     assert repo.git("show", f"{head}:g.txt") == "y" and repo.git("show", f"{head}:h.txt") == "z"
     assert not [p for p in (repo / ".git" / "objects").iterdir() if p.name.startswith("tmp_orchestrate")]
+
+
+def _loose(repo) -> set[str]:
+    objects = repo / ".git" / "objects"
+    return {p.parent.name + p.name for p in objects.glob("??/*") if p.is_file()}
+
+
+def test_objects_the_repository_holds_packed_are_not_brought_in_again_and_the_store_goes(tmp_path):
+    """rv74: a worker's `git add -A` over a checkout git finds racily clean writes a copy of every file to its
+    store (the read-only shared objects cannot be freshened); each was brought in as a loose duplicate of
+    the packed original, O(the repository) on every such node, and the store itself was never removed."""
+    repo = make_repo(tmp_path / "repo", {f"f{i}.txt": f"{i}\n" for i in range(5)})
+    repo.git("gc", "-q")
+    assert not _loose(repo)
+    repo, private, new = _store_in(repo, tmp_path, 'echo new | git hash-object -w --stdin\n')
+    for i in range(5):  # what git writes when it cannot freshen the pack: a loose copy of each
+        data = f"{i}\n".encode()
+        raw = b"blob %d\0" % len(data) + data
+        sha = hashlib.sha1(raw).hexdigest()
+        (private / sha[:2]).mkdir(exist_ok=True)
+        (private / sha[:2] / sha[2:]).write_bytes(zlib.compress(raw))
+    assert len(list(private.glob("??/*"))) == 6
+    private_objects.bring_in(repo, private, repo / ".git" / "objects")
+    assert _loose(repo) == {new}  # the five the pack holds stayed out
+    assert not private.exists()
+
+
+@sandboxed
+def test_a_worker_that_rewrites_every_blob_adds_none_to_the_repository(tmp_path, orch):
+    worker = 'git ls-files | xargs git hash-object -w >/dev/null\necho a > a.txt && git add -A && git commit -qm "A: work"\n'
+    repo = hostile.campaign_repo(tmp_path, hostile.dag("bwrap", ""), "#!/bin/sh\n" + worker)
+    repo.git("gc", "-q")  # the repository's objects packed, as a clone's are
+    hostile._WATCHED[-1] = (repo, "hostile", hostile.git_dir_state(repo))
+    result = orch("run", cwd=repo)
+    assert "A: merged into campaign/hostile" in result.out + result.err, result.out + result.err
+    added = _loose(repo)
+    new_blob = repo.git("rev-parse", "campaign/hostile:a.txt")
+    assert all(sha == new_blob or repo.git("cat-file", "-t", sha) in ("commit", "tree") for sha in added), added
+    # ^ the new blob, trees and commits: no copy of a blob the pack holds
+    assert not [p for p in (repo / ".scratch" / "objects").rglob("*") if p.is_file()]

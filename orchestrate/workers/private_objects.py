@@ -12,8 +12,9 @@ store, so a commit naming a blob or tree that is in neither fails the attempt (t
 are whole: the user's, or new commits brought in so). Only then are the objects moved into the shared
 store. Refused outright, before anything is read: an `info/alternates` or `info/http-alternates` (objects
 kept elsewhere, which the worker may delete after its commit names them) and anything under `pack/` that is
-not a regular file (a FIFO named `*.pack` would block index-pack for ever). O(the worker's new objects),
-never O(the repository).
+not a regular file (a FIFO named `*.pack` would block index-pack for ever). An object the repository holds
+already, loose or packed, is skipped unread, and the store is removed once all is in: O(the worker's new
+objects), never O(the repository).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import stat
 import zlib
 from pathlib import Path
 
-from orchestrate import git
+from orchestrate import git, git_files
 from orchestrate.errors import OrchestrateError
 
 
@@ -53,15 +54,19 @@ def bring_in(root: Path, private: Path, shared: Path) -> int:
     shutil.rmtree(stage, ignore_errors=True)  # a crash's, for this very attempt
     try:
         stage.mkdir()
-        staged, size = _stage_loose(private, shared, stage)
+        staged, size = _stage_loose(root, private, stage)
         commits = {name for name, kind in staged.items() if kind == "commit"}
         packed, size = _stage_packs(root, private, stage, size)
         if packed:
             commits |= _commits_in(root, stage, _budget(size))
         _check_complete(root, stage, shared, commits, staged, _budget(size))
-        return _move_in(stage, shared)
+        moved = _move_in(stage, shared)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+    # all of it is in the repository now (a resumed attempt reads it there): a store left behind is disk the
+    # campaign never gets back; a refused one stays, for a person to look at
+    shutil.rmtree(private, ignore_errors=True)
+    return moved
 
 
 def _budget(size: int) -> float:
@@ -69,25 +74,36 @@ def _budget(size: int) -> float:
     return 60 + size / _MIB
 
 
-def _stage_loose(private: Path, shared: Path, stage: Path) -> tuple[dict[str, str], int]:
-    """Copy every loose object `shared` lacks into `stage`, each verified: ({its id: its kind}, bytes copied)."""
+def _stage_loose(root: Path, private: Path, stage: Path) -> tuple[dict[str, str], int]:
+    """Copy every loose object the repository lacks into `stage`, each verified: ({its id: its kind}, bytes
+    copied). One the repository holds, loose or packed, is left unread: nothing reads the private store after
+    this (it is removed), and a worker's `git add -A` over a checkout git finds racily clean writes a copy of
+    every file there (it cannot freshen the read-only shared objects), which would be O(the repository)."""
     staged, size = {}, 0
-    for folder in sorted(p for p in private.iterdir() if p.is_dir() and not p.is_symlink() and len(p.name) == 2):
-        for path in sorted(folder.iterdir()):
-            name = folder.name + path.name
-            if (shared / folder.name / path.name).exists():
-                _copy_verified(path, name, None)
-                continue
-            target = stage / folder.name / path.name
+    found = [(folder.name + path.name, path)
+             for folder in sorted(p for p in private.iterdir() if p.is_dir() and not p.is_symlink() and len(p.name) == 2)
+             for path in sorted(folder.iterdir())]
+    held = _held(root, [name for name, _ in found])
+    for name, path in found:
+        if name not in held:
+            target = stage / name[:2] / name[2:]
             target.parent.mkdir(exist_ok=True)
             staged[name] = _copy_verified(path, name, target).decode()
             size += target.stat().st_size
     return staged, size
 
 
+def _held(root: Path, names: list[str]) -> set[str]:
+    """Which of `names` (well-formed object ids) the repository's own store holds, in one git call."""
+    ids = [n for n in names if git_files.is_full_id(n)]  # a file named otherwise is no object git would read
+    if not ids:
+        return set()
+    said = git.git(root, "cat-file", "--batch-check=%(objectname)", input="".join(f"{n}\n" for n in ids)).stdout
+    return {line for line in said.splitlines() if not line.endswith(" missing")}
+
+
 def _stage_packs(root: Path, private: Path, stage: Path, size: int) -> tuple[bool, int]:
     """Copy every pack into `stage` and index it there, named by its checksum: (any pack, bytes so far)."""
-    from orchestrate import git_files
     packs = private / "pack"
     if not os.path.lexists(packs):
         return False, size
@@ -193,7 +209,6 @@ def _copy_verified(path: Path, name: str, into: Path | None) -> bytes:
     """Check that `path` is a regular file holding the zlib-compressed object `name` (read in chunks, never
     whole, and never through a link or from a FIFO, which the worker could have put there), writing its
     bytes to `into` as they are read; returns its kind (b"commit", ...)."""
-    from orchestrate import git_files
     try:
         fd, _ = git_files.open_regular(path)
     except OSError as exc:
