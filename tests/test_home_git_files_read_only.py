@@ -1,0 +1,47 @@
+"""Your git files in $HOME are read-only in the sandbox, though $HOME is writable (rv74): a worker's
+`git config --global` fails there, as its own. Before, the write went through, the watch put it back, and
+since it could not tell whose it was it failed every attempt running beside it: a finished node's work and
+an attempt of its were thrown away for another node's deed."""
+from __future__ import annotations
+
+import pytest
+
+from orchestrate.workers import sandbox
+from tests.engine_helpers import campaign_repo, statuses
+from tests.helpers import IDENTITY
+
+NO_SANDBOX = sandbox.probe()
+pytestmark = pytest.mark.skipif(NO_SANDBOX is not None, reason=f"no sandbox here: {NO_SANDBOX}")
+
+# Culprit tries to set an alias in your ~/.gitconfig, then says it is done; Innocent runs until then (so the
+# write lands while it runs, whatever the timing), for at most a minute.
+WORKER = r"""#!/bin/sh
+case "$ORCH_NODE" in
+  Culprit) if git config --global alias.zz status; then echo wrote; else echo refused; fi > b/said
+           touch "$HOME/culprit-done" ;;
+  Innocent) n=0; while [ ! -e "$HOME/culprit-done" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done
+            echo done >> a/x ;;
+esac
+"""
+
+DAG = """\
+topic: home
+mode: autonomous
+defaults: {timeout: 120, max_attempts: 1, sandbox: bwrap}
+workers: {sh: ./work.sh}
+nodes:
+  - {id: Innocent, title: i, file_surface: [a/], discipline: sh}
+  - {id: Culprit, title: c, file_surface: [b/], discipline: sh}
+"""
+
+
+def test_a_workers_write_to_your_git_config_fails_in_its_sandbox_and_no_one_else_pays(tmp_path, orch, home):
+    repo = campaign_repo(tmp_path, DAG, WORKER, files={"a/x": "a\n", "b/x": "b\n"})
+    result = orch("run", "--jobs", "2", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75 and "seam final-acceptance" in text, text
+    assert (home / ".gitconfig").read_text() == IDENTITY
+    assert "changed what no worker may change" not in text
+    assert repo.git("show", "campaign/home:b/said") == "refused"
+    assert repo.git("show", "campaign/home:a/x") == "a\ndone"
+    assert statuses(repo, orch, "home") == {"Culprit": "ACCEPTED", "Innocent": "ACCEPTED"}
