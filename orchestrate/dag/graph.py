@@ -102,6 +102,19 @@ def kahn_order(deps: Mapping[str, Iterable[str]]) -> list[str]:
     return [n for layer in _generations(deps, set(), known_only=True) for n in layer]
 
 
+def heights(deps: Mapping[str, Iterable[str]]) -> dict[str, int]:
+    """For each node, how many nodes long the longest chain from it through its dependents is (1: none depends
+    on it). Nodes on or behind a cycle are left out."""
+    order = kahn_order(deps)
+    known = set(order)
+    below: dict[str, int] = {n: 1 for n in order}
+    for node in reversed(order):  # each node's dependents come later in the order: theirs are final
+        for d in deps.get(node, ()):
+            if d in known and below[d] < below[node] + 1:
+                below[d] = below[node] + 1
+    return below
+
+
 def _strong_components(graph: Mapping[str, list[str]]) -> list[list[str]]:
     """Tarjan's algorithm, iterative (a deep chain must not hit Python's recursion limit)."""
     index: dict[str, int] = {}

@@ -13,6 +13,7 @@ due, and nothing else starts until it has run.
 """
 from __future__ import annotations
 
+from orchestrate.dag import graph
 from orchestrate.engine import evaluations
 from orchestrate.recorder.campaign import ABANDONED, ACCEPTED, DISPATCHED, INVALIDATED, LANDED, PENDING, REWORK, SKIPPED
 from orchestrate.workers import handwork
@@ -149,7 +150,10 @@ def _eager(ctx) -> list[str]:
     if due:  # it waits for what is in flight to settle, and nothing else starts meanwhile
         return [] if flight else [m for m in dag.group_of(due[0]) if m in ready]
     candidates = [n for n in ready if n not in serial]
-    machine = [n for n in candidates if not handwork.is_human(dag, n)]
+    # more ready than free slots: the head of the longest chain of dependents first (the critical path, with no
+    # durations to go by), ties in the natural order; a node that heads nothing waits for one that does
+    height = dag.cached("heights", lambda: graph.heights(dag.layer_deps()))
+    machine = sorted((n for n in candidates if not handwork.is_human(dag, n)), key=lambda n: -height.get(n, 1))
     slots = free_slots(ctx)
     chosen: list[str] = []
     unboxed = _unboxed_test(ctx)
