@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from gates import collision_check
-from orchestrate.dag.surface import fold, overlap, overlap_as_written
+from orchestrate.dag.surface import overlap, overlap_as_written
+from orchestrate.dag.wildmatch import fold
 
 
 @pytest.mark.parametrize("a, b", [

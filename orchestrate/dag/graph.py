@@ -11,7 +11,7 @@ import re
 from collections import defaultdict
 from typing import Iterable, Mapping
 
-from orchestrate.dag import surface
+from orchestrate.dag import surface, wildmatch
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -280,7 +280,7 @@ def _token_pairs(tokens: list[str]) -> list[tuple[str, str]]:
     capital, no class) the folded forms are the tokens."""
     folded: dict[str, list[str]] = defaultdict(list)
     for t in tokens:
-        folded[surface.fold(t)].append(t)
+        folded[wildmatch.fold(t)].append(t)
     if all(len(same) == 1 and same[0] == f for f, same in folded.items()):
         return _overlapping_tokens(tokens)
     return [(t, t) for t in tokens] + [

@@ -23,7 +23,8 @@ def _rules_file(path: str) -> tuple[str, str] | None:
     """(folder, name) for a rules file at `path`, its name compared as a checkout that ignores case (and NTFS
     or HFS+) would find it; None for any other path. Only the top `.gitmodules` is read."""
     folder, _, name = path.rstrip("/").rpartition("/")
-    if name.isascii() and "~" not in name and "git" not in name.lower():  # most names: at once
+    # most names at once: what is not a short name (`~`) nor spelled with what HFS+ ignores starts `.git`
+    if name.isascii() and "~" not in name and not name.lower().startswith(".git"):
         return None
     name = name.translate(_IGNORED_BY_HFS).split(":", 1)[0].rstrip(". ").lower()
     found = name if name in _RULES else next((rule for rule in _RULES if _short_for(name, rule)), None)

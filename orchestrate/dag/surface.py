@@ -20,13 +20,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from orchestrate.dag import wildmatch
 from orchestrate.dag.rule_files import needed, rules_folder, rules_reach
 
 _GLOB_CHARS = frozenset("*?[\\")
 _ESCAPABLE = frozenset("*?[]\\!^-:")  # what a backslash may make literal; anything else looks like a Windows path
-_CLASSES = {"alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "blank": " \t", "cntrl": "\x00-\x1f\x7f",
-            "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~", "punct": "!-/:-@\\[-`{-~",
-            "space": " \t\n\r\f\v", "upper": "A-Z", "xdigit": "0-9A-Fa-f"}  # C locale, as git
 _BAD_ESCAPE = re.compile(r"\\[^" + re.escape("".join(sorted(_ESCAPABLE))) + "]")
 _CLASS_NAME = re.compile(r"\[:([a-z]*):\]")
 
@@ -90,9 +88,9 @@ def token_problem(token: object) -> str | None:
     if token != token.strip():
         return f"`{token}` has leading or trailing white space"
     if "[:" in token and (bad := _CLASS_NAME.search(token)):
-        if bad.group(1) not in _CLASSES:
+        if bad.group(1) not in wildmatch.CLASSES:
             return (f"`{token}` names the unknown character class `[:{bad.group(1)}:]`, which git matches with "
-                    f"nothing; classes: {', '.join(_CLASSES)}")
+                    f"nothing; classes: {', '.join(wildmatch.CLASSES)}")
     if "[" in token and _slash_in_class(token):
         return (f"`{token}` has a `/` inside `[...]`: git never matches `/` with a class, and the token does "
                 "not split into directories the way it reads; write one class per path segment")
@@ -100,25 +98,17 @@ def token_problem(token: object) -> str | None:
 
 
 def _slash_in_class(token: str) -> bool:
-    raw, i = _bytes(token), 0
+    raw, i = wildmatch.to_bytes(token), 0
     while i < len(raw):
         if raw[i:i + 1] == b"\\":
             i += 2
-        elif raw[i:i + 1] == b"[" and (parsed := _bracket(raw, i)) is not None:
+        elif raw[i:i + 1] == b"[" and (parsed := wildmatch.bracket(raw, i)) is not None:
             if b"/" in raw[i:parsed[1]]:
                 return True
             i = parsed[1]
         else:
             i += 1
     return False
-
-
-_SPECIAL = re.compile(r"[*?\[\\]")  # _GLOB_CHARS as a character class
-
-
-def _first_special(pattern: str) -> int:
-    found = _SPECIAL.search(pattern)
-    return found.start() if found else len(pattern)
 
 
 @lru_cache(maxsize=65536)
@@ -128,7 +118,7 @@ def _segments(token: str) -> tuple[str, ...]:
     followed by `*` and then anything (`src/a*/**`)."""
     t = token.rstrip("/")
     segs = t.split("/")
-    f = _first_special(t)
+    f = wildmatch.first_special(t)
     if t.startswith("**", f) and f > 0 and t[f - 1] != "/":
         k = t.count("/", 0, f)
         head = t[:f].rsplit("/", 1)[-1]
@@ -156,10 +146,10 @@ def covers(token: str, path: str) -> bool:
         return True
     if not is_glob(t):
         return False
-    rx = _regex(t)
+    rx = wildmatch.regex(t)
     if rx is None:
         return False
-    raw = _bytes(p)
+    raw = wildmatch.to_bytes(p)
     if rx.fullmatch(raw):
         return True
     if _open_ended(token):
@@ -169,105 +159,6 @@ def covers(token: str, path: str) -> bool:
                 return True
             cut = raw.find(b"/", cut + 1)
     return False
-
-
-def _bytes(text: str) -> bytes:
-    # git matches a path's bytes, not its characters: `?` and a class take one byte of `é`, which has two
-    return text.encode("utf-8", "surrogateescape")
-
-
-@lru_cache(maxsize=65536)
-def _regex(pattern: str) -> re.Pattern | None:
-    """`pattern` as git's wildmatch (WM_PATHNAME) reads it, as a regex over a whole path's UTF-8 bytes; None
-    when git would match nothing at all (an unclosed or unknown character class)."""
-    raw = _bytes(pattern)
-    out: list[bytes] = []
-    i, n = 0, len(raw)
-    first_special = len(_bytes(pattern[:_first_special(pattern)]))
-    while i < n:
-        ch = raw[i:i + 1]
-        if ch == b"\\":
-            if i + 1 >= n:
-                return None
-            out.append(re.escape(raw[i + 1:i + 2]))
-            i += 2
-        elif ch == b"?":
-            out.append(b"[^/]")
-            i += 1
-        elif ch == b"*":
-            j = i
-            while j < n and raw[j:j + 1] == b"*":
-                j += 1
-            # git strips the literal prefix before wildmatch, so a `**` right after it counts as leading
-            at_start = i == 0 or raw[i - 1:i] == b"/" or i == first_special
-            if j - i >= 2 and at_start and j < n and raw[j:j + 1] == b"/":
-                out.append(b"(?:.*/)?")  # `**/`: zero or more whole directories
-                j += 1
-            elif j - i >= 2 and at_start and j == n:
-                out.append(b".*")
-            else:
-                out.append(b"[^/]*")
-            i = j
-        elif ch == b"[":
-            parsed = _bracket(raw, i)
-            if parsed is None:
-                return None
-            out.append(parsed[0])
-            i = parsed[1]
-        else:
-            out.append(re.escape(ch))
-            i += 1
-    return re.compile(b"".join(out), re.DOTALL)
-
-
-def _bracket(raw: bytes, start: int) -> tuple[bytes, int] | None:
-    """The regex for the class opening at byte `start` and the index after it; None if git matches nothing.
-    Each item is one byte, as in git: `[é]` is a class of two bytes and matches neither `é` nor anything."""
-    i, n = start + 1, len(raw)
-    negate = i < n and raw[i:i + 1] in (b"!", b"^")
-    i += negate
-    items: list[bytes] = []
-    first = True
-    prev: bytes | None = None
-    while i < n and (raw[i:i + 1] != b"]" or first):
-        first = False
-        ch = raw[i:i + 1]
-        if ch == b"\\" and i + 1 < n:
-            ch = raw[i + 1:i + 2]
-            i += 1
-        elif ch == b"[" and raw.startswith(b"[:", i):
-            end = raw.find(b"]", i + 2)  # git reads up to the first `]`: a class only when `:` is just before it
-            if end == -1:
-                return None
-            if end - 1 >= i + 2 and raw[end - 1:end] == b":":
-                name = raw[i + 2:end - 1].decode("utf-8", "surrogateescape")
-                if name not in _CLASSES:
-                    return None
-                items.append(_CLASSES[name].encode())
-                prev = None
-                i = end + 1
-                continue
-        elif ch == b"-" and prev is not None and i + 1 < n and raw[i + 1:i + 2] != b"]":
-            hi = raw[i + 1:i + 2]
-            i += 1
-            if hi == b"\\" and i + 1 < n:
-                hi = raw[i + 1:i + 2]
-                i += 1
-            if prev <= hi:  # git matches the low end by itself first: `[z-a]` matches `z`
-                items.pop()
-                items.append(re.escape(prev) + b"-" + re.escape(hi))
-            prev = None
-            i += 1
-            continue
-        items.append(re.escape(ch))
-        prev = ch
-        i += 1
-    if i >= n:
-        return None
-    body = b"".join(items)
-    if negate:
-        return b"[^/" + body + b"]", i + 1
-    return ((b"(?!/)[" + body + b"]") if body else b"(?!)"), i + 1
 
 
 def _open_ended(token: str) -> bool:
@@ -281,58 +172,8 @@ def overlap(a: str, b: str) -> bool:
     other)? Decided conservatively: when unsure, yes."""
     if overlap_as_written(a, b):
         return True
-    fa, fb = fold(a), fold(b)
+    fa, fb = wildmatch.fold(a), wildmatch.fold(b)
     return (fa, fb) != (a, b) and overlap_as_written(fa, fb)
-
-
-@lru_cache(maxsize=65536)
-def fold(token: str) -> str:
-    """`token` as a checkout that ignores case reads it: it covers the lower-case form of every path `token`
-    covers. Names are lowered; a class is rewritten as the lower-case forms of the bytes it matches, not by
-    lowering its text, which would change what it matches: `[!A-Z]` matches `a`, `[!a-z]` does not; `[A-z]`
-    matches `_`, `[a-z]` does not; `[a-Z]` is `a` alone (git matches a reversed range's low end only)."""
-    if "[" not in token:
-        return token.lower()
-    if _regex(token.rstrip("/")) is None:  # a class git matches nothing with: the glob covers only its own text
-        return token
-    raw, out, run, i = _bytes(token), [], bytearray(), 0
-    while i < len(raw):
-        ch = raw[i:i + 1]
-        if ch == b"\\":
-            run += raw[i:i + 2]
-            i += 2
-        elif ch == b"[" and (parsed := _bracket(raw, i)) is not None:
-            out.append(run.decode("utf-8", "surrogateescape").lower())
-            run = bytearray()
-            out.append(_folded_class(parsed[0]))
-            i = parsed[1]
-        else:
-            run += ch
-            i += 1
-    out.append(run.decode("utf-8", "surrogateescape").lower())
-    return "".join(out)
-
-
-def _folded_class(regex: bytes) -> str:
-    """A class (as `_bracket`'s regex) written back as the lower-case forms of the bytes it matches."""
-    rx = re.compile(regex, re.DOTALL)
-    matched = {b + 32 if 65 <= b <= 90 else b for b in range(256) if rx.fullmatch(bytes((b,)))}
-    if not matched:
-        return "?"  # a class matching nothing: any byte, conservatively (`_bracket` never gives one)
-    items, run = [], []
-    for b in sorted(matched) + [None]:
-        if run and (b is None or b != run[-1] + 1):
-            lo, hi = _class_char(run[0]), _class_char(run[-1])
-            items.append(lo if len(run) == 1 else lo + hi if len(run) == 2 else f"{lo}-{hi}")
-            run = []
-        if b is not None:
-            run.append(b)
-    return "[" + "".join(items) + "]"
-
-
-def _class_char(b: int) -> str:
-    char = bytes((b,)).decode("utf-8", "surrogateescape")  # a byte past ASCII as the surrogate _bytes turns back
-    return char if char.isalnum() and b < 128 else "\\" + char
 
 
 def overlap_as_written(a: str, b: str) -> bool:
