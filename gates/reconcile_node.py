@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from gates.shared import gatecli
+from gates.shared import case_names, gatecli
 from gates.shared.verdict import FAIL, PASS, Item, Verdict
 from orchestrate import git
 from orchestrate.dag import rule_files, surface
@@ -15,11 +15,20 @@ from orchestrate.errors import UsageError
 NAME = "reconcile-node"
 
 
-def check(node_id: str, node_surface: Sequence[str], changes: Sequence[tuple[str, str]]) -> Verdict:
-    """Judge (status, path) changes against the node's own tokens; a sibling's surface grants nothing."""
+def check(node_id: str, node_surface: Sequence[str], changes: Sequence[tuple[str, str]],
+          collide: Mapping[str, str] | None = None) -> Verdict:
+    """Judge (status, path) changes against the node's own tokens; a sibling's surface grants nothing.
+    `collide`: {added path: a name outside the change it is one with where case is not told apart}
+    (gates/shared/case_names.py); such a path is undeclared when that name lies outside the surface."""
     items = []
     for status, path in changes:
         token = surface.covering(tuple(node_surface), path)
+        other = (collide or {}).get(path)
+        if token and other and not surface.covering(tuple(node_surface), other):
+            items.append(Item("UNDECLARED", f"{status} {path}", f"one with {other}, outside the declared surface "
+                              f"of {node_id}, where case is not told apart (macOS, Windows): a checkout holds "
+                              "only one of them"))
+            continue
         items.append(Item("OK", f"{status} {path}", f"declared surface of {node_id} ({token})") if token else
                      Item("UNDECLARED", f"{status} {path}", _outside(node_id, node_surface, path)))
     bad = [i for i in items if i.status == "UNDECLARED"]
@@ -37,6 +46,11 @@ def _outside(node_id: str, node_surface: Sequence[str], path: str) -> str:
         return f"outside the declared surface of {node_id}"
     return (f"{rule_files.rules_reach(path)}, and the surface of {node_id} grants only some of that "
             f"(it takes `{rule_files.needed(path)}`)")
+
+
+def added(changes: Sequence[tuple[str, str]]) -> list[str]:
+    """The paths a change added (a rename's new side is an addition: `--no-renames`)."""
+    return [path for status, path in changes if status == "A"]
 
 
 def changes_between(repo: str | Path, base: str, head: str | None = None) -> list[tuple[str, str]]:
@@ -79,7 +93,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         if a.base or a.head:
             if not (a.base and a.head):
                 raise UsageError("give both --base and --head")
-            return check(a.node, tokens, changes_between(a.repo, git.resolve(a.repo, a.base), git.resolve(a.repo, a.head)))
+            base, head = git.resolve(a.repo, a.base), git.resolve(a.repo, a.head)
+            changes = changes_between(a.repo, base, head)
+            return check(a.node, tokens, changes, case_names.collisions(a.repo, base, head, added(changes)))
         return check(a.node, tokens, [("M", p) for p in gatecli.read_paths(a.path)])
 
     return gatecli.run_gate(p, argv, decide)

@@ -101,3 +101,50 @@ def test_one_pass_over_folds_finds_every_overlap_the_pairs_do():
         expected = {(a, b) for a, b in itertools.combinations(tokens, 2) if surface.overlap(a, b)}
         found = {(a, b) for a, b in graph._token_pairs(tokens) if a != b}
         assert found == expected, tokens
+
+
+# A path a node adds beside a name of its folder that differs in case alone: one file on macOS and Windows,
+# so under `src/a*` a node would overwrite `src/A1.py` (outside it) in your checkout.
+
+def _commit(repo, files: dict[str, str]) -> str:
+    repo.write(files)
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "x")
+    return repo.git("rev-parse", "HEAD")
+
+
+def test_names_one_with_another_of_their_folder_are_found_only_when_the_change_made_them(repo):
+    from gates.shared.case_names import collisions
+    base = _commit(repo, {"src/A1.py": "a\n", "src/lib/x.py": "x\n", "README.md": "r\n", "readme.md": "r\n"})
+    head = _commit(repo, {"src/a1.py": "evil\n", "Src/y.py": "y\n", "src/Lib/z.py": "z\n", "src/new.py": "n\n",
+                          "README.md": "changed\n"})
+    added = ["src/a1.py", "Src/y.py", "src/Lib/z.py", "src/new.py"]
+    assert collisions(repo, base, head, added) == {"src/a1.py": "src/A1.py", "Src/y.py": "src",
+                                                   "src/Lib/z.py": "src/lib"}
+    assert collisions(repo, base, head, ["README.md"]) == {}  # the pair was there before the change
+
+
+def test_the_gate_refuses_a_case_twin_of_a_file_outside_the_surface(repo):
+    from gates import reconcile_node
+    from gates.shared.case_names import collisions
+    base = _commit(repo, {"src/A1.py": "a\n"})
+    head = _commit(repo, {"src/a1.py": "evil\n", "src/a2.py": "fine\n"})
+    changes = reconcile_node.changes_between(repo, base, head)
+    found = collisions(repo, base, head, reconcile_node.added(changes))
+    verdict = reconcile_node.check("N", ["src/a*"], changes, found)
+    assert verdict.code == 1 and verdict.data["undeclared"] == ["src/a1.py"]
+    assert "one with src/A1.py, outside the declared surface of N" in verdict.items[0].detail
+    assert reconcile_node.check("N", ["src/"], changes, found).code == 0  # both are the node's: its own affair
+
+
+def test_a_campaign_does_not_merge_a_case_twin_of_a_file_outside_the_surface(tmp_path, orch):
+    from tests.engine_helpers import campaign_repo, journal
+    dag = ("topic: twin\nworkers: {sh: ./work.sh}\ndefaults: {max_attempts: 1}\n"
+           "nodes:\n  - {id: A, title: a, file_surface: ['src/a*'], discipline: sh}\n")
+    repo = campaign_repo(tmp_path, dag, "#!/bin/sh\necho evil > src/a1.py\n", files={"src/A1.py": "mine\n"})
+    result = orch("run", cwd=repo)
+    assert result.rc == 75 and "seam realignment for node A" in result.out, result.out + result.err
+    assert "src/a1.py" not in repo.git("ls-tree", "-r", "--name-only", "campaign/twin").split()
+    gate = [e["context"] for e in journal(repo, "twin")
+            if e["kind"] == "gate" and e["context"].get("gate") == "reconcile-node"][-1]
+    assert any("one with src/A1.py" in line for line in gate["items"]), gate

@@ -8,6 +8,7 @@ each member's own gates on its own change, one verdict for all of them.
 from __future__ import annotations
 
 from gates import adherence, coherence, evaluators, premise, reconcile_node
+from gates.shared import case_names
 from gates.shared.verdict import Verdict
 from orchestrate import git
 from orchestrate.engine import budget, evaluations, judge, schedule, watch
@@ -129,7 +130,8 @@ def _judge(ctx: Context, node_id: str, shared: list[Verdict]) -> tuple[list[Verd
             shared = shared + _put_back(ctx, ns, worktree)
         touched = reconcile_node.changes_between(ctx.root, ns.base, ns.head)
         checks = shared + [
-            reconcile_node.check(node_id, node.file_surface, touched),
+            reconcile_node.check(node_id, node.file_surface, touched,
+                                 case_names.collisions(ctx.root, ns.base, ns.head, reconcile_node.added(touched))),
             coherence.check(ctx.root, ns.base, ns.head, ledger=ctx.layout.ledger, topic=c.topic,
                             worktree=worktree, project_gates=False),
         ] + [_payload(ctx, e, ns.head) for e in ctx.dag.outgoing(node_id) if e.predicate == "PRODUCES"]
