@@ -13,11 +13,14 @@ from orchestrate import git, git_batch
 def collisions(repo: str | Path, base: str, head: str, added: Iterable[str]) -> dict[str, str]:
     """{added path: the other name} for each added path whose own name, or a folder's on its way, is new at
     `head` and one with another name of the same folder there (the other name's path, from the top)."""
-    names: dict[tuple[str, str], list[str]] = {}
+    names: dict[tuple[str, str], dict[str, list[str]]] = {}  # (commit, folder) -> {lower-case name: names}
 
-    def listed(commit: str, folder: str) -> list[str]:
+    def listed(commit: str, folder: str) -> dict[str, list[str]]:
         if (commit, folder) not in names:
-            names[commit, folder] = _names(Path(repo), commit, folder)
+            by_lower: dict[str, list[str]] = {}
+            for n in _names(Path(repo), commit, folder):
+                by_lower.setdefault(n.lower(), []).append(n)
+            names[commit, folder] = by_lower
         return names[commit, folder]
 
     found = {}
@@ -25,8 +28,8 @@ def collisions(repo: str | Path, base: str, head: str, added: Iterable[str]) -> 
         parts = path.split("/")
         for k, name in enumerate(parts):
             folder = "/".join(parts[:k])
-            others = [n for n in listed(head, folder) if n != name and n.lower() == name.lower()]
-            if others and name not in listed(base, folder):  # a pair the change did not make is not its own
+            others = [n for n in listed(head, folder).get(name.lower(), ()) if n != name]
+            if others and name not in listed(base, folder).get(name.lower(), ()):  # a pair the change did not make
                 found[path] = f"{folder}/{others[0]}" if folder else others[0]
                 break
     return found
