@@ -132,7 +132,7 @@ def test_a_changed_gate_rule_makes_the_run_replay_report_the_first_divergence(tm
     from gates import reconcile_node
     from gates.shared.verdict import Verdict
 
-    def stricter(node_id, surface, changes):  # a "new rule": nothing may touch more than nothing
+    def stricter(node_id, surface, changes, collide=None):  # a "new rule": nothing may touch more than nothing
         return Verdict("reconcile-node", 1, "FAIL: stricter rule") if changes else Verdict("reconcile-node", 0, "PASS")
 
     monkeypatch.setattr(reconcile_node, "check", stricter)
