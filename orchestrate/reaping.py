@@ -26,7 +26,7 @@ def _environ(pid: int) -> set[bytes]:
     was let go between the open and the read, or the open says ESRCH: measured, 1 read in 20 of a chain of
     execs), which would spare a leftover or end a notifier's delivery, so an empty read is read again until the
     exec is done and the kernel's bounds of the environment meet (`env -i`: none at all) or the process is gone."""
-    done = False
+    done = None  # the exec (its code start and environment bounds) whose memory read empty once it was done
     for _ in range(_SETTLING):
         try:
             with open(f"/proc/{pid}/environ", "rb") as fh:
@@ -41,11 +41,12 @@ def _environ(pid: int) -> set[bytes]:
         if fields is None or len(fields) < 49 or fields[0] in (b"Z", b"X") or int(fields[6]) & _KERNEL_THREAD:
             return set()
         if fields[48] != b"0" and fields[23] != b"0":  # the exec done (code start set after the environment's
-            if fields[47] == fields[48] or done:  # bounds, which meet while it is laid out): none (`env -i`), or
-                return set()  # empty though opened after the exec was done: its pages unmapped (rv34), for good
-            done = True  # read once more: the last open may have caught the memory the exec let go
-            continue
-        done = False
+            this = (fields[23], fields[47], fields[48])  # bounds, which meet while it is laid out): none (`env -i`),
+            if fields[47] == fields[48] or done == this:  # or empty though opened after this very exec was done:
+                return set()  # its pages unmapped (rv34), for good
+            done = this  # read once more: the last open may have caught the memory the exec let go, or the next
+            continue  # exec of a chain (`exec env sh -c 'exec ...'`) may have begun: a new `this`, read again
+        done = None
         time.sleep(0.001)
     return set()
 
