@@ -7,7 +7,7 @@ from typing import Mapping, Sequence
 from gates.shared import case_names, gatecli
 from gates.shared.verdict import FAIL, PASS, Item, Verdict
 from orchestrate import git
-from orchestrate.dag import rule_files, surface
+from orchestrate.dag import surface
 from orchestrate.dag.load import load_dag
 from orchestrate.dag.schema import did_you_mean
 from orchestrate.errors import UsageError
@@ -42,10 +42,8 @@ def check(node_id: str, node_surface: Sequence[str], changes: Sequence[tuple[str
 
 
 def _outside(node_id: str, node_surface: Sequence[str], path: str) -> str:
-    if rule_files.rules_folder(path) is None or not any(surface.covers(t, path) for t in node_surface):
-        return f"outside the declared surface of {node_id}"
-    return (f"{rule_files.rules_reach(path)}, and the surface of {node_id} grants only some of that "
-            f"(it takes `{rule_files.needed(path)}`)")
+    return surface.short_of(tuple(node_surface), path, f"the surface of {node_id}") \
+        or f"outside the declared surface of {node_id}"
 
 
 def added(changes: Sequence[tuple[str, str]]) -> list[str]:

@@ -4,7 +4,7 @@ and returns the `Model` the `Dag` keeps. Every problem goes to the loader's repo
 field such as `edges[3].predicate` (the index is the position in the `edges:` list)."""
 from __future__ import annotations
 
-from orchestrate.dag import graph, rule_files, surface
+from orchestrate.dag import graph, surface
 from orchestrate.dag.condition import ConditionError, compile_condition
 from orchestrate.dag.edge_schema import duplicates, one_discovery_per_node, parse_all, sugar
 from orchestrate.dag.edges import (
@@ -154,10 +154,9 @@ def _semantics(rep: Report, edges: list[Edge], by_id: dict[str, Node], layer_dep
             _condition(rep, e, src, params, effective[e.src])
         for j, path in enumerate(e.payload):
             if surface.covering(src.file_surface, path) is None:
-                why = (f"{path} is outside the file_surface of {e.src}, which cannot produce it"
-                       if rule_files.rules_folder(path) is None or not any(surface.covers(t, path) for t in src.file_surface)
-                       else f"{e.src} cannot produce {path}: {rule_files.rules_reach(path)}, and its file_surface "
-                            f"grants only some of that (it takes `{rule_files.needed(path)}`)")
+                short = surface.short_of(src.file_surface, path, "its file_surface")
+                why = f"{e.src} cannot produce {path}: {short}" if short else \
+                    f"{path} is outside the file_surface of {e.src}, which cannot produce it"
                 rep.add(e.key_line("payload"), f"{e.where}.payload[{j}]", "payload-surface", why)
         if e.guardrails:
             _guardrail_gates(rep, e, src, gates)

@@ -268,6 +268,14 @@ def _grants_below(token: str, folder: str) -> bool:
     return bool(stem) and len(last) >= 2 and not last.strip("*") and covers(stem + "/", folder)
 
 
+def short_of(tokens: tuple[str, ...] | list[str], path: str, whose: str) -> str | None:
+    """Why `tokens`, which list the rules file `path`, still do not grant it (`whose`: "its file_surface", say),
+    as a clause; None when `path` is no rules file or they do not list it at all."""
+    if rules_folder(path) is None or not any(covers(t, path) for t in tokens):
+        return None
+    return f"{rules_reach(path)}, and {whose} grants only some of that (it takes `{needed(path)}`)"
+
+
 def reach_note(token: str) -> str | None:
     """For `validate`: a token naming a rules file itself grants no change to it (see `covering`)."""
     folder = rules_folder(token)
