@@ -208,7 +208,8 @@ def intervals(repo: Path) -> tuple[list[float], list[float], dict[str, int]]:
         if e["kind"] == "intent" and effect == "worktree-add":
             times.append(at)
         elif e["kind"] == "result" and effect == "worktree-add":
-            made["reused" if e["context"].get("reused") else "fresh"] += 1
+            # one checked out for a batch (workers/prepared.py) is a full checkout taken as a spare
+            made["reused" if e["context"].get("reused") and not e["context"].get("prepared") else "fresh"] += 1
         elif e["kind"] == "result" and effect == "integration-add":
             made["integration"] += 1
         elif e["kind"] == "transition" and e["context"]["to"] == "MERGE":

@@ -40,6 +40,7 @@ from orchestrate.workers import converted, index_file, unread, untracked, watche
 from orchestrate.errors import GitError
 
 SPARES = 8  # kept per topic at least; more only when the campaign held more worktrees at once (`_peak`)
+BEGUN = "prepared-"  # a checkout begun for a batch of nodes (prepared.py), not yet a spare
 _KEEP = frozenset({"HEAD", "commondir", "gitdir", "index"})  # the index is then replaced by the snapshot
 
 
@@ -50,6 +51,7 @@ class Made:
     snapshot: Path
     digest: str
     base: str  # the commit checked out
+    prepared: bool = False  # checked out beside others for a batch of nodes (prepared.py)
 
 
 _made: dict[str, Made] = {}  # worktree path -> its record, for worktrees this process made or re-based
@@ -64,7 +66,7 @@ def folder(worktrees: Path) -> Path:
     return worktrees / ".pool"
 
 
-def record(path: Path, worktrees: Path, base: str = "") -> None:
+def record(path: Path, worktrees: Path, base: str = "", *, prepared: bool = False) -> None:
     """Remember a worktree orchestrate has just checked out (at `base`: its HEAD when not given), before any
     worker runs in it."""
     admin = git.admin_dir(path)
@@ -78,16 +80,17 @@ def record(path: Path, worktrees: Path, base: str = "") -> None:
     with os.fdopen(fd, "rb") as fh:
         data = fh.read()
     _copy(snapshot, data, st)
-    _made[str(path)] = Made(admin, snapshot, hashlib.sha256(data).hexdigest(), base)
+    _made[str(path)] = Made(admin, snapshot, hashlib.sha256(data).hexdigest(), base, prepared)
     global _peak
     _peak = max(_peak, len(_made))
 
 
-def keep(root: Path, path: Path, worktrees: Path) -> bool:
-    """Move a finished worktree into the pool instead of removing it; False when it must be removed."""
+def keep(root: Path, path: Path, worktrees: Path, *, capped: bool = True) -> bool:
+    """Move a finished worktree into the pool instead of removing it; False when it must be removed.
+    `capped`: not when the pool holds enough spares (one checked out for a node about to start always goes)."""
     made = _made.pop(str(path), None)
     pool = folder(worktrees)
-    if made is None or len(_spares_in(pool)) >= max(SPARES, _peak):
+    if made is None or (capped and len(_spares_in(pool)) >= max(SPARES, _peak)):
         return False
     spare = pool / f"spare-{path.name}"
     # scrubbed first: a `locked` mark or a half-done merge the worker left would refuse the move
@@ -102,9 +105,9 @@ def keep(root: Path, path: Path, worktrees: Path) -> bool:
 
 
 def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None, *,
-         keep_ignored: bool = False) -> bool:
-    """Re-base a spare as `path` (on `branch`, or detached at `base`); False when there was none to use.
-    `keep_ignored`: files the new base's ignore rules match stay (warm build caches)."""
+         keep_ignored: bool = False) -> Made | None:
+    """Re-base a spare as `path` (on `branch`, or detached at `base`): the spare's record, or None when there
+    was none to use. `keep_ignored`: files the new base's ignore rules match stay (warm build caches)."""
     for spare in _spares_in(folder(worktrees)):
         made = _spares.pop(str(spare), None)
         if made is None:  # pooled by another process: its history is unknown here
@@ -115,7 +118,7 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
         if _trusted(spare, made) and _reset_admin(made, spare) and _move(root, made, spare, path):
             if _undone(root, path, made, base) and rebase(path, base, branch, keep_ignored):
                 made.snapshot.unlink(missing_ok=True)
-                return True
+                return made
             discard(root, path)
             if os.path.lexists(path):  # what could not be removed must not hold the place the caller checks out
                 removal.set_aside(path, folder(worktrees))
@@ -123,8 +126,8 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
         else:
             discard(root, spare)
         made.snapshot.unlink(missing_ok=True)
-        return False
-    return False
+        return None
+    return None
 
 
 def _undone(root: Path, path: Path, made: Made, base: str) -> bool:
@@ -265,10 +268,18 @@ def discard(root: Path, path: Path) -> None:
 def drop_left(root: Path, worktrees: Path) -> None:
     """Remove the spares an earlier runner left (resume): nothing about them is known here (`take` would
     discard them), and one a runner killed mid-`keep` moved into the pool without letting go of its branch
-    would keep that branch from being checked out again; and what `take` set aside, once more."""
-    for spare in _spares_in(folder(worktrees)) + removal.set_aside_in(folder(worktrees)):
+    would keep that branch from being checked out again; checkouts begun for a batch of nodes (prepared.py)
+    that it never pooled; and what `take` set aside, once more."""
+    home = folder(worktrees)
+    begun = sorted(p for p in home.iterdir() if p.name.startswith(BEGUN)) if home.is_dir() else []
+    for spare in _spares_in(home) + begun + removal.set_aside_in(home):
         _spares.pop(str(spare), None)
         discard(root, spare)
+
+
+def spares(worktrees: Path) -> int:
+    """How many spares this process pooled are there to take."""
+    return sum(str(spare) in _spares for spare in _spares_in(folder(worktrees)))
 
 
 def _spares_in(pool: Path) -> list[Path]:

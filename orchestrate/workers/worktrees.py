@@ -12,7 +12,7 @@ from pathlib import Path
 
 from orchestrate import git, git_files
 from orchestrate.errors import Halted
-from orchestrate.workers import containment, pool
+from orchestrate.workers import containment, pool, prepared
 
 
 # Worktree path -> the real path of its admin dir, for the worktrees this campaign holds (as read when each was
@@ -54,6 +54,7 @@ def create(ctx, node: str, attempt: int, base: str, *, detached: bool = False) -
     home = ctx.layout.worktrees(topic)
     if detached:
         git.create_branch(ctx.root, branch, base)
+    prepared.supply(ctx.root, home)  # checkouts begun for the batch this node starts in
     reused = pool.take(ctx.root, path, home, base, None if detached else branch,
                        keep_ignored=containment.keeps_ignored(ctx))
     if not reused and detached:
@@ -65,7 +66,8 @@ def create(ctx, node: str, attempt: int, base: str, *, detached: bool = False) -
     if admin is not None:
         _made_here[str(path)] = os.path.realpath(admin)
     ctx.emit("result", {"effect": "worktree-add", "node": node, "branch": branch, "path": str(path),
-                        **({"reused": True} if reused else {}), **({"admin": str(admin)} if admin else {})})
+                        **({"reused": True} if reused else {}), **({"prepared": True} if reused and reused.prepared else {}),
+                        **({"admin": str(admin)} if admin else {})})
     return attempt, branch, path
 
 

@@ -6,7 +6,7 @@ from orchestrate.engine import budget, routing, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED
-from orchestrate.workers import containment, handwork, worktrees
+from orchestrate.workers import containment, handwork, prepared, worktrees
 from orchestrate.workers.launch import start
 
 
@@ -49,8 +49,13 @@ def handle(ctx: Context) -> Outcome:
     if not nodes:
         return Outcome.REFUTED_PREMISE
     watch.refresh(ctx)  # workers still running are checked first: a fresh fingerprint would absolve them
-    for node_id in nodes:
-        start(ctx, node_id, head, extra_env=budget.worker_env(ctx, node_id))
+    home = ctx.layout.worktrees(c.topic)
+    prepared.start(ctx.root, home, len(nodes), head)  # their working copies, checked out several at once
+    try:
+        for node_id in nodes:
+            start(ctx, node_id, head, extra_env=budget.worker_env(ctx, node_id))
+    finally:
+        prepared.settle(ctx.root, home)
     ctx.subject = " ".join(nodes)
     if any(handwork.is_human(ctx.dag, n) for n in nodes):
         return Outcome.NEEDS_HUMAN

@@ -1,0 +1,97 @@
+"""Working copies for a batch of nodes checked out several at once (workers/prepared.py): each node of the batch
+gets one at its base with nothing else in it, the journal says which were made so, nothing is left behind,
+and a checkout that failed or that a crash cut off goes. The threshold is lowered here: these repositories
+are tiny, and the checkouts only pay on big ones."""
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from orchestrate import git
+from orchestrate.errors import GitError
+from orchestrate.workers import pool, prepared
+from tests.engine_helpers import campaign_repo, journal
+
+DAG = """\
+topic: batch
+schedule: {schedule}
+workers: {{sh: "./work.sh"}}
+defaults: {{timeout: 60}}
+nodes:
+  - {{id: A, title: a, file_surface: [a/], discipline: sh}}
+  - {{id: B, title: b, file_surface: [b/], discipline: sh}}
+  - {{id: C, title: c, file_surface: [c/], discipline: sh}}
+  - {{id: D, title: d, depends_on: [A, B, C], file_surface: [d/], discipline: sh}}
+"""
+# Each node writes down what its working copy held when it started: anything but its base is a leak.
+WORKER = r"""#!/bin/sh
+set -eu
+dir="$(echo "$ORCH_NODE" | tr A-Z a-z)"
+found="$(git status --porcelain --ignored --untracked-files=all)"
+mkdir -p "$dir"
+{ echo "head $(git rev-parse HEAD) base $ORCH_BASE"; [ -z "$found" ] || echo "$found"; } > "$dir/seen"
+echo "$ORCH_NODE" > "$dir/made"
+"""
+
+
+@pytest.fixture
+def batched(monkeypatch):
+    monkeypatch.setattr(prepared, "FROM_FILES", 0)
+    monkeypatch.setattr(prepared, "THREADS", 2)
+
+
+def _adds(repo) -> dict[str, dict]:
+    return {e["context"]["node"]: e["context"] for e in journal(repo, "batch")
+            if e["kind"] == "result" and e["context"].get("effect") == "worktree-add"}
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_a_batch_gets_working_copies_checked_out_at_once_each_exactly_its_base(tmp_path, orch, batched, schedule):
+    repo = campaign_repo(tmp_path, DAG.format(schedule=schedule), WORKER, files={".gitignore": "*.o\n"})
+    result = orch("run", "--jobs", "3", cwd=repo)
+    assert result.rc == 75 and "final-acceptance" in result.out, result.out + result.err
+    adds = _adds(repo)
+    assert all(adds[n].get("prepared") for n in "ABC"), adds  # three nodes, one batch
+    assert not adds["D"].get("prepared")  # alone in its batch: a spare of A, B or C, re-based
+    for node in "ABCD":
+        seen = git.out(repo, "show", f"campaign/batch:{node.lower()}/seen").splitlines()
+        head, base = seen[0].split()[1], seen[0].split()[3]
+        assert head == base and seen[1:] == [], (node, seen)
+    home = repo / ".scratch" / "worktrees" / "batch"
+    assert not list(home.glob(f".pool/{pool.BEGUN}*")), list(home.glob(".pool/*"))
+
+
+def test_a_small_repository_checks_out_one_at_a_time(tmp_path, orch, monkeypatch):
+    monkeypatch.setattr(prepared, "THREADS", 2)  # FROM_FILES as shipped: these four files are far below it
+    repo = campaign_repo(tmp_path, DAG.format(schedule="eager"), WORKER)
+    assert orch("run", "--jobs", "3", cwd=repo).rc == 75
+    assert not any(add.get("prepared") for add in _adds(repo).values())
+
+
+def test_a_checkout_that_failed_is_removed_and_the_node_checks_out_its_own(tmp_path):
+    from tests.engine_helpers import make_repo
+    repo = make_repo(tmp_path / "repo", {"f.txt": "x\n"})
+    home = tmp_path / "worktrees"
+    place = pool.folder(home) / f"{pool.BEGUN}1"
+    place.mkdir(parents=True)
+    (place / "half").write_text("what git wrote before the disk filled\n")
+    failed: Future = Future()
+    failed.set_exception(GitError(["worktree", "add"], 128, "", "fatal: No space left on device"))
+    prepared._pending[failed] = (place, git.out(repo, "rev-parse", "HEAD"))
+    prepared.settle(repo, home)
+    assert not os.path.lexists(place) and not prepared._pending
+    assert pool.spares(home) == 0
+
+
+def test_a_checkout_a_crash_cut_off_goes_on_resume(tmp_path):
+    from tests.engine_helpers import make_repo
+    repo = make_repo(tmp_path / "repo", {"f.txt": "x\n"})
+    home = tmp_path / "worktrees"
+    place = pool.folder(home) / f"{pool.BEGUN}1"
+    git.worktree_add_detached(repo, place, "HEAD")
+    pool.drop_left(repo, home)
+    assert not os.path.lexists(place)
+    assert all(Path(w["worktree"]) != place for w in git.worktrees(repo))
