@@ -197,15 +197,16 @@ workers: {sh: "./work.sh"}
 defaults: {timeout: 120, sandbox: bwrap}
 nodes:
   - {id: A, title: judged ahead, file_surface: [a/], discipline: sh, evaluators: [
-      {name: plants, run: 'echo PLANTED >> "$HOME/.bashrc"; n=0; while [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done'},
-      {name: late, run: 'echo LATE >> "$HOME/.bashrc"'}]}
+      {name: plants, run: 'echo PLANTED >> "$HOME/.bash_aliases"; n=0; while [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done'},
+      {name: late, run: 'echo LATE >> "$HOME/.bash_aliases"'}]}
 """
 
 
 def test_a_sigterm_stops_evaluators_run_ahead_and_puts_back_what_they_planted(tmp_path):
     """rv51: stopped while A's first evaluator ran ahead, the runner killed it, then waited for the next one,
     which started after the kill; and what either wrote in $HOME (a start-up file: code the user's next shell
-    runs) stayed, unblamed, for the resume to take in as the state to guard."""
+    runs) stayed, unblamed, for the resume to take in as the state to guard. (One made anew: those there are
+    read-only in the sandbox.)"""
     home = tmp_path / "home"
     home.mkdir()
     (home / ".bashrc").write_text("# mine\n")
@@ -215,7 +216,7 @@ def test_a_sigterm_stops_evaluators_run_ahead_and_puts_back_what_they_planted(tm
                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     try:
         for _ in range(1200):
-            if "PLANTED" in (home / ".bashrc").read_text():
+            if (home / ".bash_aliases").exists():
                 break
             assert runner.poll() is None, runner.communicate()
             time.sleep(0.05)
@@ -228,7 +229,8 @@ def test_a_sigterm_stops_evaluators_run_ahead_and_puts_back_what_they_planted(tm
             runner.kill()
             runner.communicate()
     assert runner.returncode == 130, out + err
-    assert (home / ".bashrc").read_text() == "# mine\n", out + err  # put back; the second evaluator never ran
+    assert (home / ".bashrc").read_text() == "# mine\n", out + err
+    assert not (home / ".bash_aliases").exists(), out + err  # put back; the second evaluator never ran
     assert "A: changed what no worker may change" in out + err
 
 
@@ -356,7 +358,7 @@ workers: {sh: "./work.sh"}
 defaults: {max_attempts: 1, sandbox: bwrap}
 nodes:
   - {id: A, title: plants, file_surface: [a/], discipline: sh, evaluators: [
-      {name: plants, run: 'echo PLANTED >> "$HOME/.bashrc"; exit 127'}]}
+      {name: plants, run: 'echo PLANTED >> "$HOME/.bash_aliases"; exit 127'}]}
 """
 
 
@@ -380,4 +382,5 @@ def test_an_evaluator_run_ahead_that_started_before_the_loop_counted_is_still_lo
     result = orch("run", cwd=repo)
     assert result.rc == 75 and "could not start" in result.out + result.err, result.out + result.err
     assert (home / ".bashrc").read_text() == "# mine\n", result.out + result.err
+    assert not (home / ".bash_aliases").exists(), result.out + result.err  # made anew: .bashrc is read-only there
     assert "A: changed what no worker may change" in result.out + result.err

@@ -1,5 +1,5 @@
-"""Your git files in $HOME are read-only in the sandbox, though $HOME is writable (rv74): a worker's
-`git config --global` fails there, as its own. Before, the write went through, the watch put it back, and
+"""Your git files and start-up files in $HOME are read-only in the sandbox, though $HOME is writable (rv74): a
+worker's `git config --global`, or a line an installer appends to ~/.bashrc, fails there, as its own. Before, the write went through, the watch put it back, and
 since it could not tell whose it was it failed every attempt running beside it: a finished node's work and
 an attempt of its were thrown away for another node's deed."""
 from __future__ import annotations
@@ -45,3 +45,40 @@ def test_a_workers_write_to_your_git_config_fails_in_its_sandbox_and_no_one_else
     assert repo.git("show", "campaign/home:b/said") == "refused"
     assert repo.git("show", "campaign/home:a/x") == "a\ndone"
     assert statuses(repo, orch, "home") == {"Culprit": "ACCEPTED", "Innocent": "ACCEPTED"}
+
+
+# The same for your shell's start-up files: Culprit appends to one (or adds a file to a folder your shell sources).
+STARTUP = r"""#!/bin/sh
+case "$ORCH_NODE" in
+  Culprit) if sh -c "$WRITE"; then echo wrote; else echo refused; fi > b/said
+           touch "$HOME/culprit-done" ;;
+  Innocent) n=0; while [ ! -e "$HOME/culprit-done" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done
+            echo done >> a/x ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("made, write", [
+    (".bashrc", 'echo "export PATH=/opt/evil:\\$PATH" >> "$HOME/.bashrc"'),
+    (".profile", 'printf "x\\n" > "$HOME/.profile.new" && mv "$HOME/.profile.new" "$HOME/.profile"'),
+    (".bashrc.d/", 'echo "alias ls=evil" > "$HOME/.bashrc.d/evil.sh"'),
+])
+def test_a_workers_write_to_your_start_up_files_fails_in_its_sandbox_and_no_one_else_pays(
+        tmp_path, orch, home, monkeypatch, made, write):
+    if made.endswith("/"):
+        (home / made).mkdir()
+        (home / made / "mine.sh").write_text("# mine\n")
+    else:
+        (home / made).write_text("# mine\n")
+    monkeypatch.setenv("WRITE", write)
+    repo = campaign_repo(tmp_path, DAG, STARTUP, files={"a/x": "a\n", "b/x": "b\n"})
+    result = orch("run", "--jobs", "2", cwd=repo)
+    text = result.out + result.err
+    assert result.rc == 75 and "seam final-acceptance" in text, text
+    assert "changed what no worker may change" not in text
+    assert repo.git("show", "campaign/home:b/said") == "refused"
+    assert statuses(repo, orch, "home") == {"Culprit": "ACCEPTED", "Innocent": "ACCEPTED"}
+    if made.endswith("/"):
+        assert sorted(p.name for p in (home / made).iterdir()) == ["mine.sh"]
+    else:
+        assert (home / made).read_text() == "# mine\n"

@@ -117,7 +117,7 @@ def test_what_a_sandboxed_worker_plants_in_its_object_store_fails_its_attempt_an
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
-# In the sandbox your git files in $HOME that exist are read-only (rv74): a worker's or its judging's write fails
+# In the sandbox your git and start-up files in $HOME that exist are read-only (rv74): a worker's or its judging's write fails
 # there, as its own, and the watch has nothing to put back or blame; without the sandbox it puts back and blames.
 GUARDED = {"bwrap": True, "none": False}
 REFUSED = "Read-only file system"
@@ -138,12 +138,17 @@ def test_git_config_planted_in_home_is_put_back_and_blamed(tmp_path, orch, mode,
 
 def _reported(tmp_path, orch, worker: str, mode: str, *said: str):
     """Run the one-node campaign: it pauses, having said each of `said`; (the repository, its first commit)."""
+    return _said(tmp_path, orch, worker, mode, *said)[:2]
+
+
+def _said(tmp_path, orch, worker: str, mode: str, *said: str):
+    """`_reported`, and what the run printed."""
     repo, baseline, result = run(tmp_path, orch, worker, mode)
     text = result.out + result.err
     assert result.rc == 75, text
     for line in said:
         assert line in text, (line, text)
-    return repo, baseline
+    return repo, baseline, text
 
 
 def test_start_up_files_planted_in_home_are_put_back_and_blamed(tmp_path, orch, mode, home):
@@ -159,8 +164,10 @@ def test_start_up_files_planted_in_home_are_put_back_and_blamed(tmp_path, orch, 
               f'echo "ssh-ed25519 AAAA evil" > "$HOME/.ssh/authorized_keys"\n'
               f'echo "import os; os.system(\'true\')" > "{site}/evil.pth"\necho "/opt/other" > "{site}/mine.pth"\n'
               f'echo "import sys" > "{site}/usercustomize.py"\n')
-    repo, baseline = _reported(tmp_path, orch, worker, mode, "~/.bashrc was changed", "~/.ssh/authorized_keys was "
-                               "created", "evil.pth was created", "mine.pth was changed", "usercustomize.py was created")
+    guarded = ("~/.bashrc was changed", "mine.pth was changed")  # they exist: read-only in the sandbox
+    repo, baseline, text = _said(tmp_path, orch, worker, mode, "~/.ssh/authorized_keys was created",
+                                 "evil.pth was created", "usercustomize.py was created")
+    assert all((line in text) is not GUARDED[mode] for line in guarded), text
     assert (home / ".bashrc").read_text() == "# mine\n" and (site / "mine.pth").read_text() == "/opt/mine\n"
     assert not (home / ".ssh" / "authorized_keys").exists() and sorted(p.name for p in site.iterdir()) == ["mine.pth"]
     assert repo.git("rev-parse", "campaign/hostile") == baseline
@@ -195,9 +202,10 @@ def test_start_up_entries_of_every_kind_planted_in_home_are_removed_and_blamed(t
               'echo "evil" > "$HOME/.config/fish/conf.d/x.fish"\n'
               f'mkdir -p "{site}/usercustomize" && echo "import os" > "{site}/usercustomize/__init__.py"\n'
               f'mkfifo "{site}/zz.pth"\nmkdir -p "{other}" && echo "import os" > "{other}/later.pth"\n')
-    repo, baseline = _reported(tmp_path, orch, worker, mode, "~/.bash_aliases was created", "conf.d/x.fish was created",
-                               "usercustomize was created (not a file)", "zz.pth was created (not a file)",
-                               "python3.99/site-packages/later.pth was created")
+    repo, baseline, text = _said(tmp_path, orch, worker, mode, "~/.bash_aliases was created",
+                                 "usercustomize was created (not a file)", "zz.pth was created (not a file)",
+                                 "python3.99/site-packages/later.pth was created")
+    assert ("conf.d/x.fish was created" in text) is not GUARDED[mode], text  # a folder of yours: read-only there
     assert not (home / ".bash_aliases").exists() and not (home / ".config" / "fish" / "conf.d" / "x.fish").exists()
     assert sorted(p.name for p in site.iterdir()) == [] and list(other.iterdir()) == []
     assert sorted(p.name for p in (home / ".config" / "fish" / "conf.d").iterdir()) == ["mine.d", "mine.fish"]

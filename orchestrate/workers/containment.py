@@ -83,24 +83,25 @@ def jail(ctx, node_id: str, attempt: int, worktree: Path, run_dir: Path) -> Jail
     admin = git.admin_dir(worktree)
     extra = _configured(ctx.layout.ledger)[1]
     writable = [str(worktree), str(admin), str(objects), str(run_dir), *extra]
-    return Jail(tuple(dict.fromkeys(writable)), (str(ctx.root), str(common), *_git_home(ctx.root, writable)),
+    return Jail(tuple(dict.fromkeys(writable)), (str(ctx.root), str(common), *_home_read_only(ctx.root, writable)),
                 str(objects), private_objects.env(objects, common / "objects"), str(admin))
 
 
-def _git_home(root: Path, writable: list[str]) -> list[str]:
-    """Your git config, attributes and excludes in $HOME, and what that config names, where they exist: read-only
-    in the sandbox, though $HOME is writable. A worker's `git config --global` fails there, as its own; the watch
+def _home_read_only(root: Path, writable: list[str]) -> list[str]:
+    """Your git config, attributes and excludes in $HOME and what that config names, and your start-up files
+    (startup_files.existing), where they exist: read-only in the sandbox, though $HOME is writable. A worker's
+    `git config --global`, or an installer's line appended to ~/.bashrc, fails there, as its own; the watch
     could not tell whose it was, and failed every attempt running beside it (rv74). One that does not exist
     yet is left to the watch: a bind would make it, empty, in your $HOME."""
-    from orchestrate.workers import git_named
+    from orchestrate.workers import git_named, startup_files
     out = []
-    for path in git_named.home_files(root):
+    for path in [*git_named.home_files(root), *startup_files.existing()]:
         real = os.path.realpath(path)
         # never one holding a writable folder (a config naming $HOME itself as its hooks path)
         if os.path.exists(real) and not any(w == real or w.startswith(real.rstrip("/") + "/")
                                              for w in map(os.path.realpath, writable)):
             out.append(real)
-    return out
+    return list(dict.fromkeys(out))
 
 
 @contextmanager
@@ -143,7 +144,7 @@ def _judging(ctx, worktree: Path):
     own = git.admin_dir(worktree) if Path(worktree).resolve() != ctx.layout.integration(ctx.topic).resolve() \
         and git_files.linked(Path(worktree), common) else None
     writable = tuple(dict.fromkeys([str(worktree), *([str(own)] if own else []), *_configured(ctx.layout.ledger)[1]]))
-    readable = (str(ctx.root), str(common), *_git_home(ctx.root, list(writable)))
+    readable = (str(ctx.root), str(common), *_home_read_only(ctx.root, list(writable)))
 
     def wrap(argv, cwd):
         ctx.judging_ran()

@@ -50,6 +50,22 @@ def look(inside: tuple[str, ...]) -> tuple[dict[Path, bytes | None], tuple[Path,
              else None for path in paths}, tuple(path for path, plain in listed if not plain))
 
 
+def existing() -> list[Path]:
+    """The watched start-up files there now and the listed folders that are folders (not links): what the
+    sandbox can keep read-only. What is not there yet stays the watch's to find (a bind would make it)."""
+    mine = home()
+    files = [mine / name for name in IN_HOME if os.path.lexists(mine / name)]
+    folders = [mine / name for name in SOURCED if _is_folder(mine / name)]
+    return files + folders + [path for path, plain in _listed() if plain and path.parent.name == "site-packages"]
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def odd() -> list[Path]:
     """What is in a listed folder that is neither a file nor a link."""
     return [path for path, plain in _listed() if not plain]
