@@ -18,7 +18,7 @@ NAME = "reconcile-node"
 def check(node_id: str, node_surface: Sequence[str], changes: Sequence[tuple[str, str]],
           collide: Mapping[str, str] | None = None) -> Verdict:
     """Judge (status, path) changes against the node's own tokens; a sibling's surface grants nothing.
-    `collide`: {added path: a name outside the change it is one with where case is not told apart}
+    `collide`: {added path: a name outside the change it is one with where case or composition is not told apart}
     (gates/shared/case_names.py); such a path is undeclared when that name lies outside the surface."""
     items = []
     for status, path in changes:
@@ -26,7 +26,7 @@ def check(node_id: str, node_surface: Sequence[str], changes: Sequence[tuple[str
         other = (collide or {}).get(path)
         if token and other and not surface.covering(tuple(node_surface), other):
             items.append(Item("UNDECLARED", f"{status} {path}", f"one with {other}, outside the declared surface "
-                              f"of {node_id}, where case is not told apart (macOS, Windows): a checkout holds "
+                              f"of {node_id}, where case or accents' composition is not told apart (macOS, Windows): a checkout holds "
                               "only one of them"))
             continue
         items.append(Item("OK", f"{status} {path}", f"declared surface of {node_id} ({token})") if token else

@@ -14,6 +14,8 @@ from orchestrate.dag.wildmatch import fold
 @pytest.mark.parametrize("a, b", [
     ("SRC/util.py", "src/util.py"), ("README.md", "readme.md"), ("Docs/", "docs/*.md"), ("SRC", "src/x/y.py"),
     ("x/[[:upper:]]*", "x/a"), ("x/[[:lower:]]", "x/Q"), ("x/[A-C]", "x/b"), ("Ünï/", "ünï/a"),
+    # composed and decomposed accents: one name on macOS
+    ("docs/caf\u00e9.md", "docs/cafe\u0301.md"), ("CAFE\u0301/", "caf\u00e9/x"), ("x/*\u00e9", "x/ae\u0301"),
 ])
 def test_tokens_that_name_one_path_where_case_is_not_told_apart_overlap(a, b):
     assert not overlap_as_written(a, b)
@@ -27,6 +29,12 @@ def test_folding_adds_no_overlap_between_different_names(a, b):
 
 def test_a_fold_lowers_names_and_widens_cased_classes():
     assert fold("Src/[[:upper:]]x[[:lower:]]") == "src/[a-z]x[a-z]"
+
+
+def test_a_fold_composes_accents_and_a_names_fold_reads_no_glob():
+    from orchestrate.dag.wildmatch import fold_name
+    assert fold("Cafe\u0301/[A]") == "caf\u00e9/[a]"
+    assert fold_name("E\u0301[A].txt") == "\u00e9[a].txt"  # a name: its brackets are its own text
 
 
 def test_a_request_for_a_case_variant_of_a_concurrent_path_serializes():
@@ -44,7 +52,8 @@ def test_validate_names_case_variant_surfaces_of_concurrent_nodes(tmp_path, orch
     result = orch("validate", "--dag", str(dag))
     assert result.rc == 1
     assert (f"{dag}:5: nodes.B.file_surface: concurrent nodes `A` and `B` both claim `SRC/util.py` ~ "
-            "`src/util.py` (one path where case is not told apart, as on macOS and Windows)") in result.out
+            "`src/util.py` (one path where case or accents' composition is not told apart, as on macOS and "
+            "Windows)") in result.out
     assert "nodes.C" not in result.out  # C runs after B: one after the other, case or not
 
 
@@ -122,6 +131,14 @@ def test_names_one_with_another_of_their_folder_are_found_only_when_the_change_m
     assert collisions(repo, base, head, added) == {"src/a1.py": "src/A1.py", "Src/y.py": "src",
                                                    "src/Lib/z.py": "src/lib"}
     assert collisions(repo, base, head, ["README.md"]) == {}  # the pair was there before the change
+
+
+def test_a_name_added_with_its_accents_composed_otherwise_is_found(repo):
+    from gates.shared.case_names import collisions
+    base = _commit(repo, {"docs/caf\u00e9.md": "mine\n"})
+    head = _commit(repo, {"docs/cafe\u0301.md": "evil\n", "docs/other.md": "fine\n"})
+    found = collisions(repo, base, head, ["docs/cafe\u0301.md", "docs/other.md"])
+    assert found == {"docs/cafe\u0301.md": "docs/caf\u00e9.md"}
 
 
 def test_the_gate_refuses_a_case_twin_of_a_file_outside_the_surface(repo):

@@ -1,25 +1,27 @@
-"""Names that are one where case is not told apart (macOS's and Windows' default checkouts), for reconcile-node:
-a path a change added, or a folder on its way, that is new beside a name of its folder differing in case
-alone. There the two are one file (or folder), and a checkout of the merge holds only one of them: a node
-whose surface grants `src/a1.py` (`src/a*`) would overwrite `src/A1.py`, outside it, in your checkout."""
+"""Names that are one where case is not told apart (macOS's and Windows' default checkouts), nor composed and
+decomposed accents (macOS: `café` written either way), for reconcile-node: a path a change added, or a folder
+on its way, that is new beside a name of its folder differing in case or composition alone. There the two are
+one file (or folder), and a checkout of the merge holds only one of them: a node whose surface grants
+`src/a1.py` (`src/a*`) would overwrite `src/A1.py`, outside it, in your checkout."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Iterable
 
 from orchestrate import git, git_batch
+from orchestrate.dag.wildmatch import fold_name
 
 
 def collisions(repo: str | Path, base: str, head: str, added: Iterable[str]) -> dict[str, str]:
     """{added path: the other name} for each added path whose own name, or a folder's on its way, is new at
     `head` and one with another name of the same folder there (the other name's path, from the top)."""
-    names: dict[tuple[str, str], dict[str, list[str]]] = {}  # (commit, folder) -> {lower-case name: names}
+    names: dict[tuple[str, str], dict[str, list[str]]] = {}  # (commit, folder) -> {folded name: names}
 
     def listed(commit: str, folder: str) -> dict[str, list[str]]:
         if (commit, folder) not in names:
             by_lower: dict[str, list[str]] = {}
             for n in _names(Path(repo), commit, folder):
-                by_lower.setdefault(n.lower(), []).append(n)
+                by_lower.setdefault(fold_name(n), []).append(n)
             names[commit, folder] = by_lower
         return names[commit, folder]
 
@@ -28,8 +30,8 @@ def collisions(repo: str | Path, base: str, head: str, added: Iterable[str]) -> 
         parts = path.split("/")
         for k, name in enumerate(parts):
             folder = "/".join(parts[:k])
-            others = [n for n in listed(head, folder).get(name.lower(), ()) if n != name]
-            if others and name not in listed(base, folder).get(name.lower(), ()):  # a pair the change did not make
+            others = [n for n in listed(head, folder).get(fold_name(name), ()) if n != name]
+            if others and name not in listed(base, folder).get(fold_name(name), ()):  # a pair the change did not make
                 found[path] = f"{folder}/{others[0]}" if folder else others[0]
                 break
     return found

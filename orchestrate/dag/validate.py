@@ -173,7 +173,7 @@ def validate(data: object, file: str, *, topic: str | None = None,
                _effective=model.effective), []
 
 
-_CASED = " (one path where case is not told apart, as on macOS and Windows)"
+_CASED = " (one path where case or accents' composition is not told apart, as on macOS and Windows)"
 
 
 def _item_line(raw: Mapping, j: int) -> int:

@@ -3,6 +3,7 @@ and its case-folded form. dag/surface.py builds what a surface token means on th
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 CLASSES = {"alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "blank": " \t", "cntrl": "\x00-\x1f\x7f",
@@ -119,12 +120,12 @@ def bracket(raw: bytes, start: int) -> tuple[bytes, int] | None:
 
 @lru_cache(maxsize=65536)
 def fold(token: str) -> str:
-    """`token` as a checkout that ignores case reads it: it covers the lower-case form of every path `token`
-    covers. Names are lowered; a class is rewritten as the lower-case forms of the bytes it matches, not by
+    """`token` as a checkout that ignores case and Unicode normalization reads it (macOS: `é` composed or not is
+    one name): it covers the lower-case NFC form of every path `token` covers. Names are lowered; a class is rewritten as the lower-case forms of the bytes it matches, not by
     lowering its text, which would change what it matches: `[!A-Z]` matches `a`, `[!a-z]` does not; `[A-z]`
     matches `_`, `[a-z]` does not; `[a-Z]` is `a` alone (git matches a reversed range's low end only)."""
     if "[" not in token:
-        return token.lower()
+        return fold_name(token)
     if regex(token.rstrip("/")) is None:  # a class git matches nothing with: the glob covers only its own text
         return token
     raw, out, run, i = to_bytes(token), [], bytearray(), 0
@@ -134,15 +135,21 @@ def fold(token: str) -> str:
             run += raw[i:i + 2]
             i += 2
         elif ch == b"[" and (parsed := bracket(raw, i)) is not None:
-            out.append(run.decode("utf-8", "surrogateescape").lower())
+            out.append(fold_name(run.decode("utf-8", "surrogateescape")))
             run = bytearray()
             out.append(_folded_class(parsed[0]))
             i = parsed[1]
         else:
             run += ch
             i += 1
-    out.append(run.decode("utf-8", "surrogateescape").lower())
+    out.append(fold_name(run.decode("utf-8", "surrogateescape")))
     return "".join(out)
+
+
+def fold_name(text: str) -> str:
+    """A name (no glob) as macOS and Windows checkouts take it: lowered, then composed (NFC), so that two names
+    they take for one fold alike."""
+    return text.lower() if text.isascii() else unicodedata.normalize("NFC", text.lower())
 
 
 def _folded_class(regex: bytes) -> str:
