@@ -21,7 +21,7 @@ schedule: {schedule}
 workers: {{sh: "./work.sh"}}
 defaults: {{timeout: 60}}
 nodes:
-  - {{id: A, title: a, file_surface: [a/], discipline: sh}}
+  - {{id: A, title: a, file_surface: [a/], discipline: sh{tripwire}}}
   - {{id: B, title: b, file_surface: [b/], discipline: sh}}
   - {{id: C, title: c, file_surface: [c/], discipline: sh}}
   - {{id: D, title: d, depends_on: [A, B, C], file_surface: [d/], discipline: sh}}
@@ -48,13 +48,21 @@ def _adds(repo) -> dict[str, dict]:
             if e["kind"] == "result" and e["context"].get("effect") == "worktree-add"}
 
 
-@pytest.mark.parametrize("schedule", ["eager", "layered"])
-def test_a_batch_gets_working_copies_checked_out_at_once_each_exactly_its_base(tmp_path, orch, batched, schedule):
-    repo = campaign_repo(tmp_path, DAG.format(schedule=schedule), WORKER, files={".gitignore": "*.o\n"})
+# A premise makes the integration worktree (a checkout too) while the batch's are being made.
+TRIPWIRE = ', tripwires: [{{run: "test -f README.md"}}]'
+
+
+@pytest.mark.parametrize("schedule, tripwire", [("eager", ""), ("layered", ""), ("eager", TRIPWIRE)])
+def test_a_batch_gets_working_copies_checked_out_at_once_each_exactly_its_base(tmp_path, orch, batched, schedule,
+                                                                             tripwire):
+    dag = DAG.format(schedule=schedule, tripwire=tripwire.format())
+    repo = campaign_repo(tmp_path, dag, WORKER, files={".gitignore": "*.o\n"})
     result = orch("run", "--jobs", "3", cwd=repo)
     assert result.rc == 75 and "final-acceptance" in result.out, result.out + result.err
     adds = _adds(repo)
     assert all(adds[n].get("prepared") for n in "ABC"), adds  # three nodes, one batch
+    made = [e for e in journal(repo, "batch") if e["kind"] == "result" and e["context"].get("effect") == "integration-add"]
+    assert bool(made) is bool(tripwire)
     assert not adds["D"].get("prepared")  # alone in its batch: a spare of A, B or C, re-based
     for node in "ABCD":
         seen = git.out(repo, "show", f"campaign/batch:{node.lower()}/seen").splitlines()
@@ -66,7 +74,7 @@ def test_a_batch_gets_working_copies_checked_out_at_once_each_exactly_its_base(t
 
 def test_a_small_repository_checks_out_one_at_a_time(tmp_path, orch, monkeypatch):
     monkeypatch.setattr(prepared, "THREADS", 2)  # FROM_FILES as shipped: these four files are far below it
-    repo = campaign_repo(tmp_path, DAG.format(schedule="eager"), WORKER)
+    repo = campaign_repo(tmp_path, DAG.format(schedule="eager", tripwire=""), WORKER)
     assert orch("run", "--jobs", "3", cwd=repo).rc == 75
     assert not any(add.get("prepared") for add in _adds(repo).values())
 

@@ -24,6 +24,17 @@ def handle(ctx: Context) -> Outcome:
     stopped = budget.before_dispatch(ctx, nodes)  # what returned so far is journalled
     if stopped is not None:
         return stopped
+    home = ctx.layout.worktrees(c.topic)
+    # their working copies, checked out several at once, begun first: the integration worktree is one too
+    prepared.start(ctx.root, home, len(nodes), c.tip)
+    try:
+        return _dispatch(ctx, nodes)
+    finally:
+        prepared.settle(ctx.root, home)
+
+
+def _dispatch(ctx: Context, nodes: list[str]) -> Outcome:
+    c = ctx.campaign
     # premises read the head's files: only then is the integration worktree made (a checkout of the whole
     # repository) or brought to the head
     integ = worktrees.integration(ctx) if any(ctx.dag.by_id[n].tripwires for n in nodes) else None
@@ -49,13 +60,8 @@ def handle(ctx: Context) -> Outcome:
     if not nodes:
         return Outcome.REFUTED_PREMISE
     watch.refresh(ctx)  # workers still running are checked first: a fresh fingerprint would absolve them
-    home = ctx.layout.worktrees(c.topic)
-    prepared.start(ctx.root, home, len(nodes), head)  # their working copies, checked out several at once
-    try:
-        for node_id in nodes:
-            start(ctx, node_id, head, extra_env=budget.worker_env(ctx, node_id))
-    finally:
-        prepared.settle(ctx.root, home)
+    for node_id in nodes:
+        start(ctx, node_id, head, extra_env=budget.worker_env(ctx, node_id))
     ctx.subject = " ".join(nodes)
     if any(handwork.is_human(ctx.dag, n) for n in nodes):
         return Outcome.NEEDS_HUMAN
