@@ -7,9 +7,10 @@ A repository of --files tracked files (bigrepo.py builds it), a campaign of --no
 `--jobs` as many, each worker sleeping --sleep seconds then writing one file. With no spare in the pool, every
 node of the batch needs a checkout of the whole repository. Measured in the same run, alternating: orchestrate
 as shipped (workers/prepared.py checks a batch's working copies out several at once) and the same code made to
-check them out one after another (`prepared.THREADS = 1`, the baseline). Printed, for each: from the first
-working copy's intent to the last node's dispatch (the batch's start span, read from the journal), and the
-run's wall time; then the ratios shipped / one at a time. Each run gets a repository of its own, so that no
+check them out (and remove them at the close) one after another (`prepared.THREADS = 1`, the baseline).
+Printed, for each: from the first working copy's intent to the last node's dispatch (the batch's start span,
+read from the journal), from the close to the final question (every working copy removed), and the run's
+wall time; then the ratios shipped / one at a time. Each run gets a repository of its own, so that no
 run finds another's spares or page cache warm for it alone.
 """
 from __future__ import annotations
@@ -53,10 +54,11 @@ def campaign(root: Path, files: int, nodes: int, sandbox: str) -> Path:
     return repo
 
 
-def span(repo: Path) -> float:
-    """Seconds from the first `worktree-add` intent to the last node's dispatch, from the journal."""
+def spans(repo: Path) -> tuple[float, float]:
+    """Seconds from the first `worktree-add` intent to the last node's dispatch, and from the campaign's close
+    entry to its final question (CLOSE removing every working copy), from the journal."""
     from orchestrate.recorder import segments
-    first = last = None
+    first = last = closed = asked = None
     for line in segments.read_bytes(repo / ".ledger" / "state" / "wave" / "journal.jsonl").decode().splitlines():
         e = json.loads(line)
         at = datetime.fromisoformat(e["created_at"].replace("Z", "+00:00")).timestamp()
@@ -64,11 +66,15 @@ def span(repo: Path) -> float:
             first = at
         elif e["kind"] == "node" and e["context"].get("status") == "DISPATCHED":
             last = at
-    assert first is not None and last is not None, "no node was dispatched"
-    return last - first
+        elif e["kind"] == "close":
+            closed = at
+        elif e["kind"] == "seam" and closed is not None:
+            asked = at
+    assert None not in (first, last, closed, asked), "the campaign did not run to its final question"
+    return last - first, asked - closed
 
 
-def measure(root: Path, a, threads: int) -> tuple[float, float]:
+def measure(root: Path, a, threads: int) -> tuple[float, float, float]:
     repo = campaign(root, a.files, a.nodes, a.sandbox)
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", RUN, str(threads), "run", "--jobs", str(a.nodes), "--quiet",
@@ -76,7 +82,7 @@ def measure(root: Path, a, threads: int) -> tuple[float, float]:
                           env=dict(ENV, CI="true", SLEEP=str(a.sleep)))
     wall = time.monotonic() - started
     assert done.returncode == 75, done.stdout + done.stderr
-    return span(repo), wall
+    return (*spans(repo), wall)
 
 
 def main() -> None:
@@ -91,19 +97,17 @@ def main() -> None:
     from orchestrate.workers import prepared
     print(f"{a.nodes} independent nodes, --jobs {a.nodes}, {a.files} files, workers of {a.sleep:g} s; "
           f"checkouts at once as shipped: {prepared.THREADS}")
-    found: dict[str, list[tuple[float, float]]] = {"shipped": [], "one at a time": []}
+    found: dict[str, list[tuple[float, float, float]]] = {"shipped": [], "one at a time": []}
     with tempfile.TemporaryDirectory(prefix="first-wave-") as tmp:
         for round_ in range(a.repeat):
             for name, threads in (("shipped", 0), ("one at a time", 1)):
                 found[name].append(measure(Path(tmp) / f"{round_}-{threads}", a, threads))
-                print(f"  round {round_ + 1} {name:>14}: start span {found[name][-1][0]:6.2f} s, "
-                      f"run {found[name][-1][1]:6.2f} s", flush=True)
-    best = {name: (min(s for s, _ in runs), min(w for _, w in runs)) for name, runs in found.items()}
-    print(f"start span: shipped {best['shipped'][0]:.2f} s, one at a time {best['one at a time'][0]:.2f} s, "
-          f"ratio {best['shipped'][0] / best['one at a time'][0]:.2f}")
-    print(f"run:        shipped {best['shipped'][1]:.2f} s, one at a time {best['one at a time'][1]:.2f} s, "
-          f"ratio {best['shipped'][1] / best['one at a time'][1]:.2f}")
-
+                start, close, run = found[name][-1]
+                print(f"  round {round_ + 1} {name:>14}: start span {start:6.2f} s, close {close:5.2f} s, "
+                      f"run {run:6.2f} s", flush=True)
+    for i, what in enumerate(("start span", "close", "run")):
+        shipped, alone = (min(r[i] for r in found[name]) for name in ("shipped", "one at a time"))
+        print(f"{what + ':':<11} shipped {shipped:.2f} s, one at a time {alone:.2f} s, ratio {shipped / alone:.2f}")
 
 if __name__ == "__main__":
     main()

@@ -70,6 +70,12 @@ def test_a_batch_gets_working_copies_checked_out_at_once_each_exactly_its_base(t
         assert head == base and seen[1:] == [], (node, seen)
     home = repo / ".scratch" / "worktrees" / "batch"
     assert not list(home.glob(f".pool/{pool.BEGUN}*")), list(home.glob(".pool/*"))
+    # CLOSE removed every one (the spares, the integration worktree), several at once, each intent with its result
+    assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1 and not any(home.iterdir())
+    removals = [(e["kind"], e["context"]["path"]) for e in journal(repo, "batch")
+                if e["context"].get("effect") == "worktree-remove"]
+    assert sorted(p for k, p in removals if k == "intent") == sorted(p for k, p in removals if k == "result")
+    assert any(p.endswith("integration/batch") for _, p in removals) is bool(tripwire), removals
 
 
 def test_a_small_repository_checks_out_one_at_a_time(tmp_path, orch, monkeypatch):

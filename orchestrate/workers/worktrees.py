@@ -89,6 +89,29 @@ def remove(ctx, node: str, path: str) -> None:
     ctx.emit("result", {"effect": "worktree-remove", "node": node, "path": path, **({"pooled": True} if pooled else {})})
 
 
+def remove_all(ctx, named: list[tuple[str, str]]) -> None:
+    """Remove every worktree of `named` ((node, path) pairs), several at once: the campaign closes, nothing is
+    pooled, and on a big repository each is thousands of files to unlink (the final question waited for them
+    one by one). Intents first, then the removals in threads (by descriptors: no thread changes directory),
+    then one prune and the results; a crash between leaves intents without results, and CLOSE, run again,
+    removes what is left."""
+    from concurrent.futures import ThreadPoolExecutor
+    live = [(node, path) for node, path in named if path and Path(path).exists()]
+    for node, path in named:
+        if (node, path) not in live:
+            remove(ctx, node, path)  # gone already: its records go
+    for node, path in live:
+        ctx.emit("intent", {"effect": "worktree-remove", "node": node, "path": path})
+        _made_here.pop(path, None)
+    common = git.git_common_dir(ctx.root)
+    with ThreadPoolExecutor(max_workers=max(1, min(len(live), prepared.THREADS))) as threads:
+        list(threads.map(lambda path: git_files.remove_worktree(common, Path(path)), [p for _, p in live]))
+    git.git(ctx.root, "worktree", "prune", check=False)
+    for node, path in live:
+        pool.forget(Path(path))
+        ctx.emit("result", {"effect": "worktree-remove", "node": node, "path": path})
+
+
 def integration(ctx) -> Path:
     """The one worktree where the campaign head is checked out (never the user's), on a detached HEAD.
 

@@ -40,12 +40,10 @@ def handle(ctx: Context) -> Outcome:
         ctx.emit("halt", {"reason": ctx.halt_reason}, derived_from=[entry["id"]])
         return Outcome.FAILED
     mine = str(ctx.layout.worktrees(c.topic)) + os.sep
-    for entry in git.worktrees(ctx.root):  # failed attempts were kept for inspection until now
-        if entry["worktree"].startswith(mine):
-            worktrees.remove(ctx, Path(entry["worktree"]).name, entry["worktree"])
+    held = [(Path(entry["worktree"]).name, entry["worktree"]) for entry in git.worktrees(ctx.root)
+            if entry["worktree"].startswith(mine)]  # failed attempts were kept for inspection until now
     integ = ctx.layout.integration(c.topic)
-    if integ.exists():
-        worktrees.remove(ctx, "(integration)", str(integ))
+    worktrees.remove_all(ctx, held + ([("(integration)", str(integ))] if integ.exists() else []))
     ctx.layout.active_dag.unlink(missing_ok=True)
     missing = not_accepted(ctx)
     reason = (f"campaign/{c.topic} is complete at {c.tip[:12]}" if not missing else
