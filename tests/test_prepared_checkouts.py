@@ -109,3 +109,20 @@ def test_a_checkout_a_crash_cut_off_goes_on_resume(tmp_path):
     pool.drop_left(repo, home)
     assert not os.path.lexists(place)
     assert all(Path(w["worktree"]) != place for w in git.worktrees(repo))
+
+
+def test_a_checkout_that_failed_leaves_the_index_copies_of_the_nodes_running(tmp_path, batched):
+    """The pool's folder holds the copy of each running node's index its checkout wrote (pool.record); a batch
+    checkout that failed must not take the folder with it, or each node running fails when it is judged."""
+    from tests.engine_helpers import make_repo
+    repo = make_repo(tmp_path / "repo", {"f.txt": "x\n"})
+    home = tmp_path / "worktrees"
+    running = home / "A"
+    git.worktree_add_detached(repo, running, "HEAD")
+    pool.record(running, home, git.out(repo, "rev-parse", "HEAD"))
+    prepared.start(repo, home, 2, "0" * 40)  # a commit that is not there: git fails both, for real
+    assert prepared._pending
+    prepared.settle(repo, home)
+    assert not prepared._pending and pool.spares(home) == 0
+    assert pool.unseen(running, "HEAD", "HEAD") == []  # its index copy still there to judge it by
+    pool.forget(running)

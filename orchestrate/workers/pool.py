@@ -242,7 +242,7 @@ def own_index(path: Path, base: str, head: str) -> None:
 
 def forget(path: Path) -> None:
     """A worktree (or spare) that was removed: drop its record and its index copy; the pool folder goes
-    with its last spare."""
+    with the last spare or index copy it held."""
     if (made := _made.pop(str(path), None) or _spares.pop(str(path), None)) is not None:
         made.snapshot.unlink(missing_ok=True)
         try:  # its admin dir left behind: a worker rewrote its gitdir to name a file that is there (git keeps
@@ -251,8 +251,10 @@ def forget(path: Path) -> None:
                 removal.remove(made.admin)
         except OSError:
             pass
-    pool = path.parent
-    if pool.name == ".pool" and pool.is_dir() and not any(p.is_dir() for p in pool.iterdir()):
+    # never while it holds the index copy of a worktree still held (a node running): it goes with the last
+    pool = path.parent if path.parent.name == ".pool" else folder(path.parent)
+    held = {str(m.snapshot) for m in (*_made.values(), *_spares.values())}
+    if pool.name == ".pool" and pool.is_dir() and not any(p.is_dir() or str(p) in held for p in pool.iterdir()):
         try:
             removal.remove(pool)
         except OSError:  # something a worker put there meanwhile: it goes with the next spare
