@@ -82,3 +82,28 @@ def test_a_workers_write_to_your_start_up_files_fails_in_its_sandbox_and_no_one_
         assert sorted(p.name for p in (home / made).iterdir()) == ["mine.sh"]
     else:
         assert (home / made).read_text() == "# mine\n"
+
+
+# A start-up file, or the global git config, that is /dev/null (`ln -s /dev/null ~/.bash_logout`, CI's
+# GIT_CONFIG_GLOBAL=/dev/null): bound read-only, a device is unusable there (bwrap's binds are nodev), and
+# every command's `> /dev/null` in every worker and evaluator would fail.
+DEVNULL = r"""#!/bin/sh
+if echo x > /dev/null; then echo ok; else echo refused; fi > b/said
+"""
+
+
+@pytest.mark.parametrize("how", ["startup-link", "git-config-global"])
+def test_a_start_up_file_or_git_config_that_is_dev_null_leaves_dev_null_usable(tmp_path, orch, home, monkeypatch,
+                                                                               how):
+    if how == "startup-link":
+        (home / ".bash_logout").symlink_to("/dev/null")
+    else:
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+        for who in ("AUTHOR", "COMMITTER"):  # the identity ~/.gitconfig gave
+            monkeypatch.setenv(f"GIT_{who}_NAME", "Someone")
+            monkeypatch.setenv(f"GIT_{who}_EMAIL", "someone@example.com")
+    dag = DAG.replace("  - {id: Innocent, title: i, file_surface: [a/], discipline: sh}\n", "")
+    repo = campaign_repo(tmp_path, dag, DEVNULL, files={"b/x": "b\n"})
+    result = orch("run", cwd=repo)
+    assert result.rc == 75 and "seam final-acceptance" in result.out + result.err, result.out + result.err
+    assert repo.git("show", "campaign/home:b/said") == "ok"

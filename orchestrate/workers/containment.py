@@ -92,13 +92,15 @@ def _home_read_only(root: Path, writable: list[str]) -> list[str]:
     (startup_files.existing), where they exist: read-only in the sandbox, though $HOME is writable. A worker's
     `git config --global`, or an installer's line appended to ~/.bashrc, fails there, as its own; the watch
     could not tell whose it was, and failed every attempt running beside it (rv74). One that does not exist
-    yet is left to the watch: a bind would make it, empty, in your $HOME."""
+    yet is left to the watch: a bind would make it, empty, in your $HOME. Only files and folders: a device
+    (a start-up file linking to /dev/null, GIT_CONFIG_GLOBAL=/dev/null) bound so is unusable (bwrap's binds
+    are nodev), and every `> /dev/null` in the sandbox would fail."""
     from orchestrate.workers import git_named, startup_files
     out = []
     for path in [*git_named.home_files(root), *startup_files.existing()]:
         real = os.path.realpath(path)
         # never one holding a writable folder (a config naming $HOME itself as its hooks path)
-        if os.path.exists(real) and not any(w == real or w.startswith(real.rstrip("/") + "/")
+        if (os.path.isfile(real) or os.path.isdir(real)) and not any(w == real or w.startswith(real.rstrip("/") + "/")
                                              for w in map(os.path.realpath, writable)):
             out.append(real)
     return list(dict.fromkeys(out))
