@@ -126,3 +126,26 @@ def test_a_checkout_that_failed_leaves_the_index_copies_of_the_nodes_running(tmp
     assert not prepared._pending and pool.spares(home) == 0
     assert pool.unseen(running, "HEAD", "HEAD") == []  # its index copy still there to judge it by
     pool.forget(running)
+
+
+def test_a_batch_never_names_its_checkouts_as_an_earlier_one_did(tmp_path, batched):
+    """A checkout a SIGKILLed runner left running (git runs in a session of its own) goes on after the resume
+    removed its folder, fails, and git then removes the folder and the admin dir it was given, by name: the
+    resumed run's checkouts must not have those names (git names an admin dir after its folder)."""
+    from tests.engine_helpers import make_repo
+    repo = make_repo(tmp_path / "repo", {"f.txt": "x\n"})
+    home = tmp_path / "worktrees"
+    admins = git.git_common_dir(repo) / "worktrees"
+    head = git.out(repo, "rev-parse", "HEAD")
+    prepared.start(repo, home, 2, head)
+    earlier = {place.name for place, _ in prepared._pending.values()}
+    prepared.settle(repo, home)
+    earlier |= {p.name for p in admins.iterdir()}
+    pool._spares.clear()  # the runner is gone; its resume removes what it left
+    pool.drop_left(repo, home)
+    prepared.start(repo, home, 2, head)
+    later = {place.name for place, _ in prepared._pending.values()}
+    prepared.settle(repo, home)
+    later |= {p.name for p in admins.iterdir()}
+    assert len(later) == 2 and not later & earlier, (earlier, later)
+    pool.drop_left(repo, home)

@@ -17,6 +17,7 @@ goes with the pool's other leftovers (pool.drop_left).
 from __future__ import annotations
 
 import os
+import secrets
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def start(root: Path, worktrees: Path, count: int, base: str) -> None:
     home = pool.folder(worktrees)
     home.mkdir(parents=True, exist_ok=True)
     threads = ThreadPoolExecutor(max_workers=min(need, THREADS), thread_name_prefix="checkouts")
-    for place in _places(home, need):
+    for place in _places(home, need, secrets.token_hex(4)):
         _pending[threads.submit(git.worktree_add_detached, root, place, base)] = (place, base)
     threads.shutdown(wait=False)  # its threads end with the last checkout
 
@@ -77,13 +78,16 @@ def _pool(root: Path, worktrees: Path, future: Future) -> None:
     pool.forget(place)
 
 
-def _places(home: Path, count: int) -> list[Path]:
-    """`count` names in the pool's folder nothing holds (a crash's leftover is removed on resume)."""
+def _places(home: Path, count: int, batch: str) -> list[Path]:
+    """`count` names in the pool's folder nothing holds (a crash's leftover is removed on resume), each new to
+    this batch (`batch`, drawn for it): a checkout a SIGKILLed runner left running goes on after the resume
+    removed its folder, fails, and git then removes the folder and admin dir it was given, by name; the
+    resumed run's checkouts, named as those were, would lose theirs (git names an admin dir after its folder)."""
     found: list[Path] = []
     n = 0
     while len(found) < count:
         n += 1
-        place = home / f"{pool.BEGUN}{n}"
+        place = home / f"{pool.BEGUN}{batch}-{n}"
         if not os.path.lexists(place) and not os.path.lexists(home / f"spare-{place.name}") \
                 and all(p != place for p, _ in _pending.values()):
             found.append(place)
