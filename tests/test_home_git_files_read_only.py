@@ -62,10 +62,18 @@ esac
     (".bashrc", 'echo "export PATH=/opt/evil:\\$PATH" >> "$HOME/.bashrc"'),
     (".profile", 'printf "x\\n" > "$HOME/.profile.new" && mv "$HOME/.profile.new" "$HOME/.profile"'),
     (".bashrc.d/", 'echo "alias ls=evil" > "$HOME/.bashrc.d/evil.sh"'),
+    # a link to your dotfiles' folder, which the watch never lists through (rv40): only the sandbox guards it
+    (".bashrc.d@", 'echo "alias ls=evil" > "$HOME/.bashrc.d/evil.sh"'),
 ])
 def test_a_workers_write_to_your_start_up_files_fails_in_its_sandbox_and_no_one_else_pays(
         tmp_path, orch, home, monkeypatch, made, write):
-    if made.endswith("/"):
+    if made.endswith("@"):
+        dotfiles = home / "dotfiles" / "bashrc.d"  # where a dotfiles checkout lives, in the writable $HOME
+        dotfiles.mkdir(parents=True)
+        (dotfiles / "mine.sh").write_text("# mine\n")
+        made = made[:-1] + "/"
+        (home / made[:-1]).symlink_to(dotfiles)
+    elif made.endswith("/"):
         (home / made).mkdir()
         (home / made / "mine.sh").write_text("# mine\n")
     else:

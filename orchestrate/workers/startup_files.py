@@ -51,19 +51,14 @@ def look(inside: tuple[str, ...]) -> tuple[dict[Path, bytes | None], tuple[Path,
 
 
 def existing() -> list[Path]:
-    """The watched start-up files there now and the listed folders that are folders (not links): what the
-    sandbox can keep read-only. What is not there yet stays the watch's to find (a bind would make it)."""
+    """The watched start-up files there now and the listed folders there now: what the sandbox can keep
+    read-only. A listed folder that links to one (your dotfiles' `bashrc.d`) counts: the watch never lists
+    through a link (rv40), so only the sandbox keeps a worker from adding to it. What is not there yet stays
+    the watch's to find (a bind would make it)."""
     mine = home()
     files = [mine / name for name in IN_HOME if os.path.lexists(mine / name)]
-    folders = [mine / name for name in SOURCED if _is_folder(mine / name)]
+    folders = [mine / name for name in SOURCED if os.path.isdir(mine / name)]
     return files + folders + [path for path, plain in _listed() if plain and path.parent.name == "site-packages"]
-
-
-def _is_folder(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
 
 
 def odd() -> list[Path]:
