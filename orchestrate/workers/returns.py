@@ -157,8 +157,12 @@ def _settle(ctx, outcome) -> None:
     if path.exists() and (wrong := _cleared(ctx, path, ns.base, head, owned=clean)):
         fail_attempt(ctx, outcome, ns.base, f"node {outcome.node}: {wrong}; its attempt failed")
         return
-    if ns.objects and head != ns.base and git.rev_parse(ctx.root, ns.branch) == ns.base:
-        git.update_ref(ctx.root, f"refs/heads/{ns.branch}", head, ns.base, reason=f"node {outcome.node} returned")
+    if ns.objects and head != ns.base:
+        # the branch is moved here only: at its base, or (an attempt resumed after a widening) at the head its
+        # freeze returned, which the resumed worker built on; else MERGE refuses the judged head as moved (rv75)
+        at = git.rev_parse(ctx.root, ns.branch)
+        if at != head and (at == ns.base or (at == ns.head and git.is_ancestor(ctx.root, at, head))):
+            git.update_ref(ctx.root, f"refs/heads/{ns.branch}", head, at, reason=f"node {outcome.node} returned")
     update = {"node": outcome.node, "head": head, "rc": outcome.rc, "log": outcome.log,
               "seconds": round(ns.seconds + outcome.seconds, 3)}
     if outcome.freeze_error:
