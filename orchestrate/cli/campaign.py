@@ -148,6 +148,7 @@ def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, ans
 @click.option("--topic", help="Campaign topic (default: the one in flight or paused; several: listed).")
 @click.option("--as", "as_who", metavar="WHO", help="Who decides (default: git config user.email).")
 @click.option("--note", default="", help="Why; a rework note goes into the node's next brief.")
+@click.option("--node", metavar="NODE", help="Answer only if the open seam asks about NODE (else exit 2).")
 # a plain float: the range is checked in decide, so -1 and 0 get the one-line error nan and inf get, not
 # click's usage block
 @click.option("--limit-usd", type=float, metavar="X",
@@ -155,8 +156,8 @@ def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, ans
 @click.option("--limit-tokens", type=click.IntRange(min=1), metavar="N",
               help="budget raise: the campaign's new limit in tokens (input plus output).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
-def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: str, limit_usd: float | None,
-           limit_tokens: int | None, quiet: bool) -> int:
+def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: str, node: str | None,
+           limit_usd: float | None, limit_tokens: int | None, quiet: bool) -> int:
     """Answer an open human seam: SEAM is one of the seams listed below, CHOICE one its line offers
     (`orchestrate status` shows the open seam and its choices).
 
@@ -179,7 +180,7 @@ def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: 
     \b
     Exit codes:
       0  recorded (for final acceptance: the campaign is complete), or left for the running campaign
-      2  the seam is not open (or an answer is already recorded, waiting for `orchestrate resume` to
+      2  the seam is not open (for --node NODE: not about that node; or an answer is already recorded, waiting for `orchestrate resume` to
          apply it), the choice is not one it offers, the campaign was abandoned, several
          campaigns to choose from, or no identity to record; nothing is written
       4  a runner holds the campaign and takes no answer now (or one already waits for it)
@@ -198,7 +199,7 @@ def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: 
         note = limit_note(limit_usd, limit_tokens, note)
     from orchestrate.engine.runner import decide as decide_seam
     topic = _picked(topic)
-    return decide_seam(Path.cwd(), seam, choice, topic=topic, as_who=as_who, note=note, quiet=quiet)
+    return decide_seam(Path.cwd(), seam, choice, topic=topic, as_who=as_who, note=note, quiet=quiet, node=node)
 
 
 @cli.command(short_help="Let an edge a guardrail blocked through")

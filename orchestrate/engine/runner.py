@@ -190,7 +190,7 @@ def _stopped_in(recorder: Recorder, end: str) -> str:
 
 @like_ctrl_c
 def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str | None, note: str,
-           quiet: bool, edge: str | None = None) -> int:
+           quiet: bool, edge: str | None = None, node: str | None = None) -> int:
     """Record an answer to the open seam; final acceptance completes the campaign at once."""
     from orchestrate.engine import resume
     from orchestrate.report.status import answer_text
@@ -204,7 +204,7 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
     except Concurrency as busy:
         if not runs_workers(lock.holder()):  # another decide, an abandon: no runner
             raise  # to take an answer left for it; the person tries again in a moment
-        return _leave_answer(layout, name, seam, choice, as_who, note, out, busy)  # eager runs go past a seam
+        return _leave_answer(layout, name, seam, choice, as_who, note, out, busy, node)  # eager runs go past a seam
     try:
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
@@ -215,7 +215,7 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
             raise UsageError(f"an answer is already recorded for campaign {name}, waiting to be applied: "
                              f"{answer_text(campaign.decision)}; no seam is open until then",
                              hint=f"`orchestrate resume --topic {name}` applies it, then asks any seam after it")
-        seams.check_answer(campaign.seam, seam, choice)
+        seams.check_answer(campaign.seam, seam, choice, node)
         if edge is not None and campaign.seam.get("edge") != edge:
             raise UsageError(f"edge {edge} is not waiting at a guardrail (the open guardrail seam is on edge "
                              f"{campaign.seam.get('edge')})", hint="`orchestrate status` shows it")
@@ -243,7 +243,7 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
 
 
 def _leave_answer(layout: Layout, name: str, seam: str, choice: str, as_who: str | None, note: str,
-                  out: Reporter, busy: Exception) -> int:
+                  out: Reporter, busy: Exception, node: str | None = None) -> int:
     """`decide` while a runner holds the campaign: the answer is left for it (seams/inbox.py) when the seam
     is open and the campaign takes answers so; otherwise the runner's lock stands (exit 4)."""
     from orchestrate.recorder.locate import peek
@@ -254,7 +254,7 @@ def _leave_answer(layout: Layout, name: str, seam: str, choice: str, as_who: str
     campaign = peek(layout, name)
     if campaign.seam is None or campaign.seam["seam"] not in NODE_SEAMS:  # the runner is pausing, or no seam
         raise busy
-    seams.check_answer(campaign.seam, seam, choice)
+    seams.check_answer(campaign.seam, seam, choice, node)
     ctx = Context(layout=layout, campaign=campaign, recorder=None, executor=LocalExecutor(1), out=Reporter(quiet=True))
     ctx.reload_dag()
     if not answers.taken(ctx):
@@ -262,7 +262,8 @@ def _leave_answer(layout: Layout, name: str, seam: str, choice: str, as_who: str
                           "it takes answers once it pauses", hint="wait for the pause, then decide again") from None
     who = seams.who(layout.root, as_who)
     inbox.leave(layout, name, campaign.seam, choice, note, who)
-    out.always(f"left for the running campaign: {seam} {choice} by {who}; its runner applies it at its next step "
+    about = f" for node {campaign.seam['node']}" if campaign.seam.get("node") else ""
+    out.always(f"left for the running campaign: {seam} {choice}{about} by {who}; its runner applies it at its next step "
                f"(if it has stopped meanwhile, `orchestrate resume --topic {name}` does)")
     return 0
 

@@ -40,14 +40,20 @@ def who(repo, as_who: str | None) -> str:
     return email
 
 
-def check_answer(open_seam: dict | None, seam: str, choice: str) -> None:
-    """Refuse (exit 2, nothing written) an answer to a seam that is not open, or a choice it does not offer."""
+def check_answer(open_seam: dict | None, seam: str, choice: str, node: str | None = None) -> None:
+    """Refuse (exit 2, nothing written) an answer to a seam that is not open, or a choice it does not offer;
+    with `node`, one the open seam does not ask about (under eager, seams of one name open one after another:
+    an answer meant for a node whose question was answered already would settle the next node's)."""
     if seam not in CHOICES:
         from orchestrate.dag.schema import did_you_mean
         raise UsageError(f"no seam named `{seam}`{did_you_mean(seam, CHOICES)}", hint=f"seams: {', '.join(SEAMS)}")
     if not open_seam or open_seam.get("seam") != seam:
         current = f"the open seam is {open_seam['seam']}" if open_seam else "no seam is open"
         raise UsageError(f"seam {seam} is not open ({current})", hint="`orchestrate status` shows open seams")
+    if node is not None and open_seam.get("node") != node:
+        about = f"node {open_seam['node']}" if open_seam.get("node") else "the whole campaign"
+        raise UsageError(f"seam {seam} is open for {about}, not for node {node} (its question was answered "
+                         "already, or waits behind this one)", hint="`orchestrate status` shows open seams")
     if choice not in open_seam["choices"]:
         raise UsageError(f"{choice} is not a choice at seam {seam}",
                          hint=f"choose one of: {', '.join(open_seam['choices'])}")
