@@ -53,3 +53,7 @@ class Layout:
 
     def runs(self, topic: str) -> Path:
         return self.scratch / "runs" / topic
+
+    def answer(self, topic: str) -> Path:
+        """The answer `decide` leaves for a running campaign (seams/inbox.py)."""
+        return self.scratch / "answers" / f"{topic}.json"

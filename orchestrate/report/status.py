@@ -36,6 +36,11 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
                 row["waiting"] = "its inputs have settled: it starts when `orchestrate resume` runs the campaign"
         if data["decision"]:  # a recorded answer waits: `orchestrate resume` applies it, whatever the state
             data["runner"]["resume"] = True
+    if left := left_answer(layout.answer(chosen), data):
+        data["left_answer"] = left
+        for row in data["nodes"]:
+            if left.get("node") and row["id"] == left["node"] and left["seam_id"] == (data["seams"] or [{}])[0].get("id"):
+                row["waiting"] = f"answered {left['seam']} {left['choice']} (orchestrate decide): waiting to be applied"
     data["last_entry"] = _last_entry_time(layout.journal(chosen))
     data["others"] = [c for c in known if c["topic"] != chosen]
     data["usage"] = usage(layout.journal(chosen))
@@ -51,6 +56,20 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
         return json.dumps(data, indent=2)
     from orchestrate.printable import printable
     return printable("\n".join(render(data)))  # a seam's reason, a verdict's items: a worker's words
+
+
+def left_answer(place: Path, data: dict) -> dict | None:
+    """The answer `decide` left for a runner (seams/inbox.py) to the open seam or one queued behind it, which
+    the runner (or `resume`, if it stopped first) applies: until then the seam still shows as open. Read only:
+    a stale one is the runner's to remove."""
+    try:
+        left = json.loads(place.read_text())
+    except (OSError, ValueError):
+        return None
+    asked = {s.get("id") for s in data["seams"] + data["queued_seams"]}
+    if not isinstance(left, dict) or left.get("seam_id") not in asked:
+        return None
+    return {k: left.get(k) for k in ("seam_id", "seam", "node", "choice", "who", "note", "at")}
 
 
 def campaigns(ledger: Path) -> list[dict]:
@@ -277,6 +296,11 @@ def render(data: dict) -> list[str]:
         lines.append(f"answer recorded, waiting to be applied: {answer_text(answer)}; {by}")
         if answer.get("note"):
             lines += _indented("    note: ", answer["note"])
+    if left := data.get("left_answer"):
+        who = data.get("runner") or {}
+        by = "the runner applies it at its next step" if who.get("alive") else \
+            f"`orchestrate resume --topic {data['topic']}` applies it"
+        lines.append(f"answer left by `orchestrate decide`, waiting to be applied: {answer_text(left)}; {by}")
     for seam in data.get("queued_seams", []):
         node = f" for node {seam['node']}" if seam.get("node") else ""
         reason = (seam.get("reason") or "").splitlines()

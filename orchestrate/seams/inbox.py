@@ -22,7 +22,7 @@ from orchestrate.errors import Concurrency
 
 
 def path(layout, topic: str) -> Path:
-    return layout.scratch / "answers" / f"{topic}.json"
+    return layout.answer(topic)
 
 
 def leave(layout, topic: str, seam: dict, choice: str, note: str, who: str) -> None:
