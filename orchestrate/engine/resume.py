@@ -19,6 +19,7 @@ from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.upkeep import sync_index
 from orchestrate.recorder.paths import Layout
+from orchestrate.recorder.sketch import find as sketch_path
 from orchestrate.workers import handwork, pool, worktrees
 
 REPAIR = {"source_entity": "orchestrate:resume", "source_type": "repair"}
@@ -99,7 +100,7 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
     checkpoints.settle(ledger, recorder.topic, _committed_entries(ledger, f"state/{recorder.topic}/checkpoints"), warn)
     if current == committed:
         if crashed:
-            _restore_recorder_files(ledger, rel)
+            _restore_recorder_files(layout, recorder.topic, rel, warn)
         return
     if not current.startswith(committed):
         raise ForeignWrite(f"{rel}: differs from its last commit in more than new lines (the engine only appends); "
@@ -125,7 +126,7 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
         recorder.commit(t.get("subject") or f"{recorder.topic}: {t['from']} {t['outcome']} -> {t['to']}")
         warn("committed a transition that was journalled just before the crash")
     elif crashed:
-        _restore_recorder_files(ledger, rel)
+        _restore_recorder_files(layout, recorder.topic, rel, warn)
 
 
 def _committed_entries(ledger: Path, folder: str) -> dict[str, tuple[str, int]]:
@@ -171,18 +172,54 @@ def _refuse_segments(ledger: Path, journal: Path, changed: list[tuple[str, str]]
                        hint=f"put them back with `{' && '.join(steps)}`, then resume")
 
 
-def _restore_recorder_files(ledger: Path, journal_rel: str) -> None:
-    """Put every recorder file but the journal back to its last commit (a half-done state's edits). Its sealed
-    segments are as committed by then (settle_journal refuses or undoes anything else)."""
+def _restore_recorder_files(layout: Layout, topic: str, journal_rel: str, warn: Callable[[str], None]) -> None:
+    """Put the files this campaign's runner writes in a step (checkpoints, sketch and report, the active-dag
+    pointer, and its DAG copy in the states that amend it) back to their last commit: a half-done state's
+    edits. Its sealed segments are as committed by then (settle_journal refuses or undoes anything else).
+    Nothing else in the recorder is this runner's to undo (rv75): the settings, the default DAG, another
+    campaign's files (its runner may be writing them now), and the DAG copy edited while the runner was in
+    a state that never amends it are a person's edits, made while no runner ran; such a DAG edit opens the
+    dag-amendment seam. One the engine may have half-amended is put back, kept in .scratch/rejected/<topic>/."""
+    ledger = layout.ledger
     sync_index(ledger)  # the crashed runner's commits left the index behind: status then shows only its edits
     changed = [ln[3:] for ln in git.git(ledger, "status", "--porcelain=v1", "--untracked-files=all").stdout.splitlines()]
+    found = sketch_path(ledger, topic)
+    sketch = f"log/{found.stem}" if found else None
+    dag = f"state/{topic}/dag.yaml"
     for path in changed:
         if path == journal_rel or path.endswith(".tmp"):
             continue
+        if not (path.startswith(f"state/{topic}/") or path == "active-dag" or path.rsplit(".", 1)[0] == sketch):
+            continue
+        if path == dag:
+            if _last_state(ledger / journal_rel) not in AMENDING:
+                continue
+            if (ledger / path).is_file():
+                kept = layout.scratch / "rejected" / topic / "dag.yaml"
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_bytes((ledger / path).read_bytes())
+                warn(f"{ledger / path} differed from its last commit (the step the crash cut off amends it): put "
+                     f"back; what it held is kept in {kept}")
         if git.git(ledger, "cat-file", "-e", f"HEAD:{path}", check=False):
             git.git(ledger, "checkout", "HEAD", "--", path)
         else:
             (ledger / path).unlink(missing_ok=True)
+
+
+AMENDING = ("SURFACE_EXCEED", "SEAM")  # the states that write the campaign's DAG copy (engine/amend.py)
+
+
+def _last_state(journal: Path) -> str:
+    """The state the journal's last transition entered: the one a crashed runner was in."""
+    for raw in reversed(segments.tail(journal, 1 << 20).splitlines()):
+        if b'"transition"' in raw:
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                continue
+            if entry.get("kind") == "transition":
+                return entry["context"].get("to", "")
+    return ""
 
 
 def stale_git_locks(ctx: Context) -> list[Path]:
