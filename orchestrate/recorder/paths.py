@@ -56,4 +56,8 @@ class Layout:
 
     def answer(self, topic: str) -> Path:
         """The answer `decide` leaves for a running campaign (seams/inbox.py)."""
-        return self.scratch / "answers" / f"{topic}.json"
+        return answer_path(self.scratch, topic)
+
+
+def answer_path(scratch: Path, topic: str) -> Path:
+    return scratch / "answers" / f"{topic}.json"

@@ -22,7 +22,8 @@ from orchestrate.errors import Concurrency
 
 
 def path(layout, topic: str) -> Path:
-    return layout.answer(topic)
+    from orchestrate.recorder.paths import answer_path
+    return answer_path(layout.scratch, topic)
 
 
 def leave(layout, topic: str, seam: dict, choice: str, note: str, who: str) -> None:
