@@ -202,8 +202,8 @@ def decide(cwd: Path, seam: str, choice: str, *, topic: str | None, as_who: str 
     try:
         lock.acquire()
     except Concurrency as busy:
-        if not runs_workers(lock.holder()):  # another decide, an abandon: no runner
-            raise  # to take an answer left for it; the person tries again in a moment
+        if lock.busy is None or not runs_workers(lock.busy):  # another decide, an abandon (or a holder not yet
+            raise  # named, rv75): no runner to take an answer left for it; the person tries again in a moment
         return _leave_answer(layout, name, seam, choice, as_who, note, out, busy, node)  # eager runs go past a seam
     try:
         recorder = Recorder(layout.ledger, name).pin()

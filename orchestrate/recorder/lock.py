@@ -29,13 +29,17 @@ class CampaignLock:
         self.command = command  # which `orchestrate` command holds it, for whoever finds it held
         self._lock = None
         self.took_over: dict | None = None
+        self.busy: dict | None = None  # what the holder had written when acquire found the lock taken
 
     def acquire(self) -> "CampaignLock":
         lock = FileLock(self.path, timeout=0)
         try:
             lock.acquire()
         except Busy:
-            holder = self.holder() or {}
+            holder = self.busy = self.holder()
+            if holder is None:  # the holder is between taking the flock and saying who it is, or leaving (rv75)
+                raise Concurrency(f"campaign {self.topic} is held by an orchestrate command starting or ending",
+                                  hint="try again in a moment") from None
             who = f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} since {holder.get('started', '?')}"
             if runs_workers(holder):
                 raise Concurrency(f"campaign {self.topic} is being run by {who}",
