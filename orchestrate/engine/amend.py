@@ -23,26 +23,17 @@ def amend_node(ctx, node_id: str, reason: str, *, add_surface: list[str] | None 
                serialize: bool | None = None, expect: dict[int, int] | None = None) -> None:
     """Rewrite one node of the campaign DAG, re-validate, and record the new schedule.
 
-    An amendment that would make the DAG invalid is not written; DagInvalid says why.
+    An amendment that would make the DAG invalid is not written; DagInvalid says why. A person's edit of the
+    file not yet approved (made while the run went on past a seam) is set aside first, not amended over.
     """
     path = ctx.dag_file
+
+    def change(text: str) -> str:
+        return _changed(text, str(path), node_id, add_surface, serialize, expect)
     if ctx.campaign.dag_hash and file_hash(path) != ctx.campaign.dag_hash:
-        raise Halted(f"{path} changed outside the engine while the campaign ran, so it cannot be amended now",
-                     hint="restore it from the recorder (`git -C .ledger diff HEAD` shows the edit), or keep it and "
-                          "`orchestrate resume`: a person's edit of the plan opens the dag-amendment seam before "
-                          "anything uses it")
-    data, _ = yamlfile.load(path.read_text(), str(path))
-    data = _plain(data)
-    for raw in data["nodes"]:
-        if raw.get("id") == node_id:
-            if add_surface:
-                raw["file_surface"] = list(dict.fromkeys(list(raw.get("file_surface") or []) + add_surface))
-            if serialize is not None:
-                raw["serialize"] = serialize
-            for index, rc in (expect or {}).items():
-                raw["tripwires"][index]["expect"] = rc
-    new_text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+        _set_aside(ctx, path, node_id, change)
     old_text = path.read_text()
+    new_text = change(old_text)
     write_atomic(path, new_text)
     try:
         dag = ctx.reload_dag(edited=True)
@@ -56,6 +47,45 @@ def amend_node(ctx, node_id: str, reason: str, *, add_surface: list[str] | None 
     past = ctx.campaign.layers[: ctx.campaign.k]
     layers = past + remaining_layers(dag, past)
     ctx.emit("schedule", {"layers": layers, "dag_hash": file_hash(path), "reason": reason})
+
+
+def _changed(text: str, where: str, node_id: str, add_surface, serialize, expect) -> str:
+    data, _ = yamlfile.load(text, where)
+    data = _plain(data)
+    for raw in data["nodes"]:
+        if raw.get("id") == node_id:
+            if add_surface:
+                raw["file_surface"] = list(dict.fromkeys(list(raw.get("file_surface") or []) + add_surface))
+            if serialize is not None:
+                raw["serialize"] = serialize
+            for index, rc in (expect or {}).items():
+                raw["tripwires"][index]["expect"] = rc
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _set_aside(ctx, path: Path, node_id: str, change) -> None:
+    """The DAG copy holds an edit the dag-amendment seam has not approved: a person's, made while the eager run
+    went on past a node's seam (an edit that could be a worker's was put back by the watch). The engine
+    amends the approved version; the edit, with the same amendment, is kept for the person to copy back,
+    and the seam then asks about it (rv75: this halted the run, and every resume halted again)."""
+    recorded = recorded_text(ctx.layout.ledger, path, ctx.campaign.dag_hash)
+    if recorded is None:
+        raise Halted(f"{path} changed outside the engine while the campaign ran, and the version last approved "
+                     "is not in the recorder, so it cannot be amended now",
+                     hint="restore it from the recorder (`git -C .ledger diff HEAD` shows the edit), then "
+                          "`orchestrate resume`")
+    edit = path.read_text()
+    try:
+        kept_text = change(edit)
+    except Exception:  # noqa: BLE001 - an edit that does not parse, or lost the node: kept as it is
+        kept_text = edit
+    kept = ctx.layout.scratch / "rejected" / ctx.topic / path.name
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(kept, kept_text)
+    write_atomic(path, recorded.decode())
+    ctx.out.always(f"{path} holds an edit not yet approved: set aside, with {node_id}'s amendment, in {kept}, "
+                   f"while the engine amends {node_id}; copy it back (cp {kept} {path}) and the dag-amendment "
+                   "seam asks about it")
 
 
 def _rewatch(ctx, path) -> None:
