@@ -109,7 +109,11 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
                                 f"HEAD -- {rel}` (or commit a deliberate edit in {ledger}), then resume")
     tail = [json.loads(raw) for raw in current[len(committed):].splitlines()]
     last_transition = max((i for i, e in enumerate(tail) if e["kind"] == "transition"), default=-1)
-    kept = tail[: last_transition + 1] + [e for e in tail[last_transition + 1:] if e["kind"] in WRITE_AHEAD]
+    after = tail[last_transition + 1:]
+    # only answers after the last transition: `decide`'s own batch (it writes nothing else), its commit cut off;
+    # the person's answer is kept, as the decision status shows and the campaign applies (rv75)
+    answered = bool(after) and all(e["kind"] == "decision" for e in after)
+    kept = tail if answered else tail[: last_transition + 1] + [e for e in after if e["kind"] in WRITE_AHEAD]
     if len(kept) != len(tail):
         sealed = segments.sealed(journal)
         before = committed if committed.strip() else sealed[-1].read_bytes() if sealed else b""
@@ -120,7 +124,13 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
         body = b"".join(json.dumps(e, sort_keys=True, separators=(",", ":")).encode() + b"\n" for e in kept)
         write_atomic(journal, committed + body)
         warn(f"dropped {len(tail) - len(kept)} journal entr(ies) of a state that did not finish; it runs again")
-    if last_transition >= 0:
+    if answered:
+        d = after[-1]["context"]
+        recorder.head = git.rev_parse(ledger, "HEAD") or ""
+        recorder.commit(f"{recorder.topic}: decide {d.get('seam')} {d.get('choice')} ({d.get('who')})")
+        warn(f"committed the answer {d.get('seam')} {d.get('choice')} by {d.get('who')}, recorded just before "
+             "the command that recorded it stopped")
+    elif last_transition >= 0:
         t = tail[last_transition]["context"]
         recorder.head = git.rev_parse(ledger, "HEAD") or ""
         recorder.commit(t.get("subject") or f"{recorder.topic}: {t['from']} {t['outcome']} -> {t['to']}")

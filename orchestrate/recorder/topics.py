@@ -37,12 +37,13 @@ def in_flight(ledger: Path) -> list[str]:
 
 
 _ABANDONED = b'"abandoned":true'
-_DECISION, _FINAL, _ACCEPT = b'"kind":"decision"', b'"seam":"final-acceptance"', b'"choice":"accept"'
+_DONE = b'"to":"DONE"'  # the transition an accepted final acceptance ends in
 
 
 def ended(ledger: Path, topic: str) -> bool:
-    """Accepted at final acceptance, or abandoned: nothing is left to resume or decide. A campaign that
-    has closed but waits at final acceptance (or was refused there) has not ended."""
+    """Accepted at final acceptance (and that answer applied: DONE), or abandoned: nothing is left to resume or
+    decide. A campaign that has closed but waits at final acceptance (or was refused there, or holds an
+    acceptance the command that recorded it stopped before applying: rv75) has not ended."""
     try:
         data = segments.read_bytes(ledger / "state" / topic / "journal.jsonl")
     except OSError:
@@ -51,7 +52,7 @@ def ended(ledger: Path, topic: str) -> bool:
     if at < 0:
         return False
     for line in data[data.rfind(b"\n", 0, at) + 1:].splitlines():  # the close entry and what follows it
-        if _ABANDONED in line or (_DECISION in line and _FINAL in line and _ACCEPT in line):
+        if _ABANDONED in line or (_DONE in line and b'"kind":"transition"' in line):
             return True
     return False
 
