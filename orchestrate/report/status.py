@@ -231,6 +231,8 @@ def waiting_reason(c: Campaign, node: str, k: int, plan=None) -> str:
         return f"frozen: {s.freeze.get('freeze')}"
     if s.status == "DISPATCHED":
         return "worker running" if s.spawned >= s.attempt else "queued for a --jobs slot"
+    if s.status == "LANDED" and (peers := _group_waits(c, node, plan)):
+        return peers
     if s.status == "LANDED":
         conflict = "; its merge will conflict (see below)" if c.probes.get(node, {}).get("clean") is False else ""
         judged = s.accepted_at and s.accepted_at == s.head
@@ -244,6 +246,21 @@ def waiting_reason(c: Campaign, node: str, k: int, plan=None) -> str:
         return (f"layer {k} starts after layer {c.k} is merged" if c.schedule == "layered"
                 else "starts once what it depends on has merged")
     return ""
+
+
+def _group_waits(c: Campaign, node: str, plan) -> str:
+    """A landed LOOPS_WITH member is judged with its whole group: what the group still waits for (a peer's
+    seam, a peer not landed yet), or "" when it waits for nothing but its judging."""
+    dag = plan() if plan is not None else None
+    if dag is None or node not in dag.by_id:
+        return ""
+    peers = [m for m in dag.group_of(node) if m != node and m in c.nodes]
+    for seam in ([c.seam] if c.seam else []) + list(c.queued):
+        if seam.get("node") in peers:
+            return f"its LOOPS_WITH group waits for seam {seam['seam']} for {seam['node']}"
+    out = [m for m in peers if c.nodes[m].status not in ("LANDED",) + SETTLED]
+    return f"judged with its LOOPS_WITH group once {', '.join(out)} {'has' if len(out) == 1 else 'have'} landed" \
+        if out else ""
 
 
 def _eager_pending(c: Campaign, node: str, dag) -> str:
