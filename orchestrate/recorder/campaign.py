@@ -183,7 +183,7 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
         _open_seam(c, {**ctx, "id": event["id"]})
     elif kind == "decision":
         c.decision = {**ctx, "id": event["id"], "source_type": event.get("source_type"),
-                      "case": (c.seam or {}).get("case")}
+                      "case": (c.seam or {}).get("case"), "shown": (c.seam or {}).get("dag_hash")}
         c.seam = None
         if event.get("source_type") == "policy":
             c.policy_log.append(ctx.get("node"))

@@ -157,6 +157,8 @@ def _apply(ctx: Context, d: dict) -> Outcome:
         ctx.out.line(f"skipped {', '.join(skipped)}")
         return Outcome.SKIP
     if seam == "dag-amendment":
+        if (held := _shown_version(ctx, d)) is not None:
+            return held
         try:
             dag = ctx.reload_dag(edited=True)
         except DagInvalid as exc:
@@ -184,3 +186,32 @@ def _apply(ctx: Context, d: dict) -> Outcome:
                 ctx.emit("node", {"node": other, "env_error": ""})
     seams.rework(ctx, node, note, d["who"])
     return Outcome.REWORK
+
+
+def _shown_version(ctx: Context, d: dict) -> Outcome | None:
+    """An accepted amendment adopts the version its seam showed. Edited again since (rv75: the later edit was
+    adopted unseen, a widened surface with it), the shown version is put back and the later edit kept in
+    .scratch/rejected/<topic>/, to be copied back and shown by the seam it opens then."""
+    from orchestrate.atomic import write_atomic
+    from orchestrate.recorder.approved import file_hash, recorded_text
+    shown, path = d.get("shown"), ctx.dag_file
+    try:
+        now = file_hash(path)
+    except OSError:
+        now = None
+    if not shown or now == shown:
+        return None
+    text = recorded_text(ctx.layout.ledger, path, shown)
+    if text is None:
+        ctx.halt_reason = f"{path} was edited again after the dag-amendment seam showed it, and the version shown is gone"
+        ctx.emit("halt", {"reason": ctx.halt_reason}, derived_from=[d["id"]])
+        return Outcome.HALTED
+    if now is not None:
+        kept = ctx.layout.scratch / "rejected" / ctx.topic / path.name
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(kept, path.read_bytes().decode())
+        ctx.out.always(f"{path} was edited again after the seam showed it: the version shown is the one accepted; "
+                       f"the later edit is kept in {kept}: copy it back (cp {kept} {path}) and the seam asks about it")
+    write_atomic(path, text.decode())
+    return None
+
