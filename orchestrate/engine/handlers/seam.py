@@ -214,4 +214,3 @@ def _shown_version(ctx: Context, d: dict) -> Outcome | None:
                        f"the later edit is kept in {kept}: copy it back (cp {kept} {path}) and the seam asks about it")
     write_atomic(path, text.decode())
     return None
-
