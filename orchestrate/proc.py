@@ -21,9 +21,17 @@ _GIT_LEAKS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTOR
               "GIT_COMMON_DIR", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
 
 
+# A value of this process's own in the environment of everything it starts, git included, and in the campaign
+# lock it holds (recorder/lock.py): a resume after this process died stops by it what it left running. Only a
+# worker's processes carried the runner's tags: a killed runner's `git worktree add` went on after the resume,
+# and when it failed git removed, by name, the admin dir the resume had just made (rv76).
+ORIGIN = os.urandom(8).hex()
+
+
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _GIT_LEAKS}
     env["GIT_TERMINAL_PROMPT"] = "0"  # never hang on a credential prompt
+    env["ORCH_ORIGIN"] = ORIGIN
     if extra:
         env.update(extra)
     return env

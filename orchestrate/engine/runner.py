@@ -103,6 +103,7 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
         if lock.took_over:
             out.always(f"notice: took over the lock of pid {lock.took_over.get('pid')} on "
                        f"{lock.took_over.get('host')}, which is no longer running")
+        killed = _stop_leftovers(name, lock.took_over)  # first: one may be a git writing what rebuild reads
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=from_log, warn=lambda m: out.always(f"warning: {m}"),
                                   crashed=lock.took_over is not None)
@@ -117,7 +118,7 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
             ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=ex,
                                   out=out, answers=read_answers(answers)))
             ctx.reload_dag()
-            _stop_leftovers(ctx, lock.took_over)
+            _say_stopped(ctx, lock.took_over, killed)
             _unqueue(ctx)
             # before repair starts an attempt again: what it then does to the git dir and the checkout is
             # compared with this (what the dead runner's workers did before is not seen)
@@ -135,13 +136,21 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
             return drive(ctx)
 
 
-def _stop_leftovers(ctx: Context, dead: dict | None) -> None:
+def _stop_leftovers(topic: str, dead: dict | None) -> list[int]:
     """A runner that died (kill -9, a lost machine) leaves its workers, evaluators and campaign checks
-    running: each carries the runner's tags, so they are found and stopped before anything starts again."""
+    running, each carrying the runner's tags, and whatever git it had started (a checkout of a whole
+    repository takes seconds), each carrying its origin (proc.ORIGIN, written in the lock): all are stopped
+    before anything is read or started again. The pids killed."""
     if not dead or not dead.get("pid"):
-        return
+        return []
     from orchestrate import reaping
-    killed = reaping.kill_tagged({"ORCH_TOPIC": ctx.topic, "ORCH_RUNNER": str(dead["pid"])})
+    killed = reaping.kill_tagged({"ORCH_TOPIC": topic, "ORCH_RUNNER": str(dead["pid"])})
+    if isinstance(origin := dead.get("origin"), str) and origin:
+        killed += [pid for pid in reaping.kill_tagged({"ORCH_ORIGIN": origin}, orphans=False) if pid not in killed]
+    return killed
+
+
+def _say_stopped(ctx: Context, dead: dict | None, killed: list[int]) -> None:
     if killed:
         ctx.emit("repair", {"repair": "leftover-kill", "pids": killed, "runner": dead["pid"],
                             "message": f"stopped {len(killed)} process(es) the dead runner {dead['pid']} left"},

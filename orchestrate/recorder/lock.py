@@ -50,8 +50,10 @@ class CampaignLock:
         if previous and not holder_alive(previous):
             self.took_over = previous  # its holder died: the kernel released the flock
         self._lock = lock
+        from orchestrate.proc import ORIGIN  # (not at import: `status` reads holders, and starts fast)
         write_atomic(self.info, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
-                                            "started": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}))
+                                            "started": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                            "origin": ORIGIN}))
         return self
 
     def release(self) -> None:
@@ -67,7 +69,8 @@ class CampaignLock:
         self.release()
 
     def holder(self) -> dict | None:
-        """What the holder wrote: pid, host, started, command (absent: written before commands were named)."""
+        """What the holder wrote: pid, host, started, command (absent: written before commands were named), origin
+        (the value in the environment of everything it started: proc.ORIGIN)."""
         try:
             found = json.loads(self.info.read_text())
         except (OSError, ValueError):
