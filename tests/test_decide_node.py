@@ -34,3 +34,17 @@ def test_an_answer_bound_to_a_node_is_refused_for_another_nodes_seam_and_nothing
     assert right.rc == 0, right.out + right.err
     decisions = [e["context"] for e in journal(repo, "two") if e["kind"] == "decision"]
     assert [(d["node"], d["choice"]) for d in decisions] == [("A", "skip")]
+
+
+def test_a_decide_a_moment_after_the_seam_was_answered_is_told_who_answered_it(tmp_path, orch):
+    """rv75: with a runner holding the campaign, a second person's answer to a seam answered a moment ago was
+    told "being run by pid ... wait for it" (exit 4), as if waiting would let it answer."""
+    from orchestrate.recorder.lock import CampaignLock
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    assert orch("run", "--no-interactive", cwd=repo).rc == 75
+    assert orch("decide", "realignment", "skip", "--node", "A", "--note", "first", cwd=repo).rc == 0
+    with CampaignLock(repo / ".scratch" / "locks", "two"):  # as the runner that applies it holds it
+        late = orch("decide", "realignment", "skip", "--node", "A", "--note", "second", cwd=repo)
+    assert late.rc == 2, late.out + late.err
+    assert "seam realignment is not open: it was answered skip for node A by " in late.err, late.err
+    assert [e["context"]["note"] for e in journal(repo, "two") if e["kind"] == "decision"] == ["first"]

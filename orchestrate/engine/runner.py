@@ -261,6 +261,9 @@ def _leave_answer(layout: Layout, name: str, seam: str, choice: str, as_who: str
     from orchestrate.seams import inbox
     from orchestrate.recorder.campaign import NODE_SEAMS
     campaign = peek(layout, name)
+    if campaign.seam is None and (answered := inbox.answered(layout, name, seam)):  # a moment ago, and applied (rv75)
+        raise UsageError(f"seam {seam} is not open: it was answered {answered}, and the running campaign applied "
+                         "that answer", hint="`orchestrate status` shows what it does now")
     if campaign.seam is None or campaign.seam["seam"] not in NODE_SEAMS:  # the runner is pausing, or no seam
         raise busy
     seams.check_answer(campaign.seam, seam, choice, node)

@@ -97,3 +97,24 @@ def _read(target: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def answered(layout, topic: str, seam: str) -> str:
+    """Who answered `seam` last, and how, when the journal's newest decision is that answer ('' if not): a
+    `decide` that comes a moment after it is told so, not that a runner holds the campaign (rv75)."""
+    from orchestrate.recorder import segments
+    for raw in reversed(segments.tail(layout.journal(topic), 1 << 16).splitlines()):
+        if b'"decision"' not in raw:
+            continue
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if entry.get("kind") != "decision":
+            continue
+        cx = entry.get("context") or {}
+        if cx.get("seam") != seam:
+            return ""
+        about = f" for node {cx['node']}" if cx.get("node") else ""
+        return f"{cx.get('choice')}{about} by {cx.get('who')}"
+    return ""
