@@ -37,3 +37,21 @@ def test_an_edit_made_after_the_seam_showed_the_amendment_is_not_adopted_with_it
     assert "title: b renamed" in copy.read_text() and "README.md" not in copy.read_text()
     kept = (repo / ".scratch" / "rejected" / "amend" / "dag.yaml").read_text()
     assert "README.md" in kept
+
+
+def test_an_edit_taken_back_settles_its_seam_with_nothing_to_amend(tmp_path, orch):
+    """rv75: the dag-amendment seam stayed open after the person took the edit back, to be accepted as a no-op."""
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    assert orch("run", "--no-interactive", cwd=repo).rc == 75  # A's attempts spent
+    copy = repo / ".ledger" / "state" / "amend" / "dag.yaml"
+    approved = copy.read_text()
+    copy.write_text(approved.replace("title: b,", "title: b renamed,"))
+    assert orch("decide", "realignment", "rework", "--note", "NOTE-FIX", cwd=repo).rc == 0
+    assert orch("resume", "--no-interactive", cwd=repo).rc == 75
+    assert json.loads(orch("status", "--json", cwd=repo).out)["seams"][0]["seam"] == "dag-amendment"
+
+    copy.write_text(approved)  # taken back
+    done = orch("resume", "--no-interactive", cwd=repo)
+    assert done.rc == 75 and "final-acceptance" in done.out, done.out + done.err
+    assert "the edit was undone" in done.out and copy.read_text() == approved
+    assert not (repo / ".scratch" / "rejected" / "amend").exists()

@@ -75,6 +75,9 @@ def _unattended(ctx: Context) -> tuple[str, str, str, str] | None:
     """An answer that needs nobody at this terminal: left by `decide`, in the answers file, or the policy."""
     seam = ctx.campaign.seam
     name = seam["seam"]
+    if name == "dag-amendment" and _undone(ctx):
+        ctx.out.line("seam dag-amendment: the edit was undone, the DAG is the version last approved: nothing to amend")
+        return "accept", "the edit was undone: the DAG is the version last approved", "orchestrate", "policy"
     left = inbox.waiting(ctx.layout, ctx.topic, seam, ctx.campaign.queued) if answers.taken(ctx) else None
     if left is not None:
         ctx.out.always(f"seam {name}: {left['who']} answered {left['choice']} (orchestrate decide)")
@@ -93,6 +96,16 @@ def _unattended(ctx: Context) -> tuple[str, str, str, str] | None:
         if decided is not None:
             return decided
     return None
+
+
+def _undone(ctx: Context) -> bool:
+    """Is the campaign's DAG copy the version last approved again (the person took the edit back)? Then the
+    dag-amendment seam has nothing to ask (rv75: it stayed open, to be accepted as a no-op)."""
+    from orchestrate.recorder.approved import file_hash
+    try:
+        return bool(ctx.campaign.dag_hash) and file_hash(ctx.dag_file) == ctx.campaign.dag_hash
+    except OSError:
+        return False
 
 
 def _prompted(ctx: Context) -> tuple[str, str, str, str] | None:
@@ -199,8 +212,8 @@ def _shown_version(ctx: Context, d: dict) -> Outcome | None:
         now = file_hash(path)
     except OSError:
         now = None
-    if not shown or now == shown:
-        return None
+    if not shown or now == shown or (d.get("source_type") == "policy" and now == ctx.campaign.dag_hash):
+        return None  # (the policy's accept of an edit taken back adopts the approved version: `_undone`)
     text = recorded_text(ctx.layout.ledger, path, shown)
     if text is None:
         ctx.halt_reason = f"{path} was edited again after the dag-amendment seam showed it, and the version shown is gone"
