@@ -148,6 +148,8 @@ def load(text: str, file: str, *, fast: bool = True) -> tuple[object, list[Probl
         data = loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
         return None, [_syntax(exc, text, file)]
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses anywhere: no mark, but the character
+        return None, [_refused_character(exc, text, file)]
     except yaml.YAMLError as exc:
         return None, [Problem(file, 0, "", "yaml", f"malformed YAML: {' '.join(str(exc).split())}")]
     except RecursionError:  # libyaml composes any depth; building it here recurses once a level
@@ -207,6 +209,17 @@ def _syntax(exc: yaml.MarkedYAMLError, text: str, file: str) -> Problem:
     fix = next((f for words, where, clue, f in _FIXES
                 if words in looked["said"] and re.search(clue, looked[where])), None)
     return Problem(file, line, "", "yaml", f"malformed YAML: {what}" + (f"; {fix}" if fix else ""))
+
+
+def _refused_character(exc: yaml.reader.ReaderError, text: str, file: str) -> Problem:
+    """A character YAML does not allow (a pasted escape sequence, a NUL): the line it is first on, and how to
+    write it instead. (The reader's position counts bytes under libyaml and characters without it.)"""
+    code = exc.character if isinstance(exc.character, int) else ord(str(exc.character or "\0")[0])
+    at = text.find(chr(code))
+    line = text.count("\n", 0, at) + 1 if at >= 0 else 0
+    escape = f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    return Problem(file, line, "", "yaml", f"malformed YAML: the character U+{code:04X} is not allowed in YAML: "
+                                          f"remove it, or write it as `{escape}` inside double quotes")
 
 
 # A document's values with every alias written out: a DAG of 100,000 nodes holds about 1,000,000. A few lines of

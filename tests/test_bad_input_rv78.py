@@ -1,0 +1,43 @@
+"""rv78: bad input that got no line, hung, or validated and then stopped a campaign."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.helpers import make_repo
+
+VALID = """\
+workers: {sh: "true"}
+nodes:
+  - id: A
+    file_surface: [a.txt]
+    discipline: sh
+"""
+
+
+def _orch(repo, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "orchestrate", *args], cwd=repo, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout, env=dict(os.environ, CI="true"))
+
+
+def test_a_control_character_in_the_dag_is_named_by_its_line_with_the_escape_to_write(tmp_path):
+    dag = tmp_path / "dag.yaml"
+    dag.write_text(VALID + '    title: "red \x1b[31m"\n')
+    repo = make_repo(tmp_path / "repo")
+    done = _orch(repo, "validate", "--dag", str(dag), "--json")
+    assert done.returncode == 1, done.stderr
+    (problem,) = json.loads(done.stdout)
+    assert problem["line"] == 6, problem
+    assert "U+001B" in problem["message"] and "`\\x1b`" in problem["message"]
+    assert "<unicode string>" not in problem["message"] and "position" not in problem["message"]
+
+
+def test_a_control_character_in_config_yaml_is_named_by_its_line(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    assert _orch(repo, "init").returncode == 0
+    (repo / ".ledger" / "config.yaml").write_text("coherence:\n  names: [\"a\x00b\"]\n")
+    done = _orch(repo, "validate")
+    assert done.returncode == 1
+    assert "config.yaml:2: malformed YAML: the character U+0000" in done.stdout, done.stdout
