@@ -99,14 +99,14 @@ def _parsed(path: Path) -> tuple[object, list]:
     if not path.exists():
         return None, []
     from orchestrate.dag import yamlfile  # yaml is heavy; only a run that has a config pays for it
-    from orchestrate.dag.schema import did_you_mean
+    from orchestrate.dag.schema import did_you_mean, kind_of
     Problem = yamlfile.Problem
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _regular_text(path)
     except OSError as exc:
         return None, [Problem(str(path), 0, "", "unreadable", f"cannot read the config: {exc.strerror or exc}")]
     except UnicodeDecodeError as exc:
-        line = path.read_bytes()[:exc.start].count(b"\n") + 1
+        line = exc.object[:exc.start].count(b"\n") + 1
         return None, [Problem(str(path), line, "", "unreadable",
                               f"cannot read the config: not UTF-8 text (byte {exc.start}); save it as UTF-8")]
     data, found = yamlfile.load(text, str(path), fast=False)
@@ -114,11 +114,23 @@ def _parsed(path: Path) -> tuple[object, list]:
         return None, found
     if not isinstance(data, dict):
         return None, [Problem(str(path), getattr(data, "line", 1), "", "not-a-mapping",
-                              f"expected a mapping of settings at the top, got {type(data).__name__}")]
+                              f"expected a mapping of settings at the top, got {kind_of(data)}")]
     unknown = [Problem(str(path), data.key_line(key), str(key), "unknown-section",
                        f"unknown setting{did_you_mean(str(key), SECTIONS)}; settings: {', '.join(SECTIONS)}")
                for key in data if key not in SECTIONS]
     return data, unknown
+
+
+def _regular_text(path: Path) -> str:
+    """The file's text, when it is a regular file: a pipe planted there would block the read for good
+    (it is opened without waiting for a writer, and refused)."""
+    import errno
+    import stat
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return fh.read().decode("utf-8")
 
 
 def _as_problem(Problem, file: str, name: str, exc: UsageError):

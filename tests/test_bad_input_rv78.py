@@ -41,3 +41,23 @@ def test_a_control_character_in_config_yaml_is_named_by_its_line(tmp_path):
     done = _orch(repo, "validate")
     assert done.returncode == 1
     assert "config.yaml:2: malformed YAML: the character U+0000" in done.stdout, done.stdout
+
+
+def test_a_pipe_where_config_yaml_should_be_is_refused_not_waited_on(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    assert _orch(repo, "init").returncode == 0
+    config = repo / ".ledger" / "config.yaml"
+    config.unlink()
+    os.mkfifo(config)  # no writer will ever come: reading it blocked validate (and run) for good
+    done = _orch(repo, "validate", timeout=20)
+    assert done.returncode == 1, done.stderr
+    assert "config.yaml: cannot read the config: not a regular file" in done.stdout, done.stdout
+
+
+def test_config_yaml_that_is_a_list_says_so_in_words(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    assert _orch(repo, "init").returncode == 0
+    (repo / ".ledger" / "config.yaml").write_text("- coherence\n")
+    done = _orch(repo, "validate")
+    assert "expected a mapping of settings at the top, got a list" in done.stdout, done.stdout
+    assert "Sequence" not in done.stdout
