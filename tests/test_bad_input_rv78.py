@@ -61,3 +61,14 @@ def test_config_yaml_that_is_a_list_says_so_in_words(tmp_path):
     done = _orch(repo, "validate")
     assert "expected a mapping of settings at the top, got a list" in done.stdout, done.stdout
     assert "Sequence" not in done.stdout
+
+
+def test_a_tripwire_expecting_an_exit_code_no_command_can_give_is_invalid(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    for expect, ok in (("300", False), ("-1", False), ("255", True), ("0", True)):
+        dag = tmp_path / f"dag{expect}.yaml"
+        dag.write_text(VALID + f"    tripwires: [{{run: \"true\", expect: {expect}}}]\n")
+        done = _orch(repo, "validate", "--dag", str(dag))
+        assert done.returncode == (0 if ok else 1), (expect, done.stderr)
+        if not ok:
+            assert f"{dag}:6: nodes.A.tripwires[0].expect: must be 0 to 255" in done.stdout, done.stdout

@@ -45,6 +45,7 @@ def bounded(low: int, high: int, unit: str = "") -> Checker:
 
 is_timeout = bounded(1, 7 * 24 * 3600, " s")  # one second to seven days
 is_count = bounded(1, 100)  # attempts and reworks
+is_exit_code = bounded(0, 255)  # a tripwire's `expect`: no command exits with any other
 
 
 def is_pos_number(v: object) -> str | None:
@@ -96,7 +97,7 @@ POLICY_FIELDS: dict[str, tuple[Checker | None, bool]] = {"realignment": (None, F
 POLICY_RULE_FIELDS: dict[str, tuple[Checker, bool]] = {
     "choice": (is_text, True), "limit": (is_pos_int, False), "then": (is_text, False)}
 TRIPWIRE_FIELDS: dict[str, tuple[Checker, bool]] = {
-    "run": (is_text, True), "expect": (is_int, False), "why": (is_str, False), "timeout": (is_pos_int, False)}
+    "run": (is_text, True), "expect": (is_exit_code, False), "why": (is_str, False), "timeout": (is_pos_int, False)}
 GATE_FIELDS: dict[str, tuple[Checker | None, bool]] = {"plugin": (is_text, True)}  # plus the plugin's config
 COMMAND_GATE_FIELDS: dict[str, tuple[Checker | None, bool]] = {
     "plugin": (is_text, True), "run": (is_text, True), "timeout": (is_pos_int, False), "review": (is_bool, False)}
