@@ -72,3 +72,13 @@ def test_a_tripwire_expecting_an_exit_code_no_command_can_give_is_invalid(tmp_pa
         assert done.returncode == (0 if ok else 1), (expect, done.stderr)
         if not ok:
             assert f"{dag}:6: nodes.A.tripwires[0].expect: must be 0 to 255" in done.stdout, done.stdout
+
+
+def test_an_error_whose_line_cannot_be_written_keeps_its_exit_code(tmp_path):
+    """`2>/dev/full`: the one line is lost, but a script still reads the documented code (2 here), not the 1 of
+    an interpreter that died printing it."""
+    with open("/dev/full", "w") as full:
+        for args, want in ((["status"], 2), (["validate", "--dag", str(tmp_path / "none.yaml")], 2)):
+            done = subprocess.run([sys.executable, "-m", "orchestrate", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                                  stderr=full, stdin=subprocess.DEVNULL, timeout=60, env=dict(os.environ, CI="true"))
+            assert done.returncode == want, (args, done.returncode)

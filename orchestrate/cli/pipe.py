@@ -83,6 +83,8 @@ def guarded():
     real, errors = sys.stdout, sys.stderr
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the command's whole duration
+    elif not isinstance(sys.stderr, _Stdout):  # `2>/dev/full`: an error line that cannot be written is lost,
+        sys.stderr = _Stdout(sys.stderr)      # never a second failure that replaces the command's exit code
     wrapper = None
     if not isinstance(real, _Stdout):
         wrapper = sys.stdout = _Stdout(real) if real is not None else \
