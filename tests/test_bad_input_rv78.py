@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 
@@ -82,3 +83,19 @@ def test_an_error_whose_line_cannot_be_written_keeps_its_exit_code(tmp_path):
             done = subprocess.run([sys.executable, "-m", "orchestrate", *args], cwd=tmp_path, stdout=subprocess.PIPE,
                                   stderr=full, stdin=subprocess.DEVNULL, timeout=60, env=dict(os.environ, CI="true"))
             assert done.returncode == want, (args, done.returncode)
+
+
+def test_report_refuses_to_replace_a_pipe_or_device_named_by_o(tmp_path):
+    """The report is written whole and renamed into place: run as root, `report -o /dev/full` (or
+    /dev/null, /dev/stdout) replaced the device node with a regular file and said it succeeded."""
+    repo = make_repo(tmp_path / "repo")
+    assert _orch(repo, "init").returncode == 0
+    assert _orch(repo, "run", "--no-interactive", timeout=180).returncode == 75  # the starter plan, paused at the end
+    pipe = tmp_path / "report.html"
+    os.mkfifo(pipe)
+    done = _orch(repo, "report", "-o", str(pipe))
+    assert done.returncode == 2, done.stderr
+    assert "not a regular file" in done.stderr, done.stderr
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
+    written = tmp_path / "new.html"
+    assert _orch(repo, "report", "-o", str(written)).returncode == 0 and written.is_file()

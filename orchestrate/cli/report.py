@@ -60,6 +60,9 @@ def _check_output(output: Path) -> None:
         raise UsageError(f"{output}: no folder {folder}", hint="create it first, or pass -o in a folder that exists")
     if not folder.is_dir():
         raise UsageError(f"{output}: {folder} is not a folder", hint="pass -o FILE in a folder")
+    if output.exists() and not output.is_file():  # the report replaces the file whole: run as root, `-o /dev/full`
+        raise UsageError(f"{output}: not a regular file (a device, pipe or socket), which the report would replace",
+                         hint="pass -o FILE naming a regular file, or a new one")  # turned the device into a file
 
 
 @cli.command(short_help="Print the DAG as text, Mermaid or DOT")
