@@ -99,3 +99,19 @@ def test_report_refuses_to_replace_a_pipe_or_device_named_by_o(tmp_path):
     assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
     written = tmp_path / "new.html"
     assert _orch(repo, "report", "-o", str(written)).returncode == 0 and written.is_file()
+
+
+def test_a_gate_given_an_invalid_dag_names_each_problem_with_its_line(tmp_path):
+    """A gate said only `ERROR: dag.yaml: 1 problem(s) in the DAG`: no line, no fix; `validate` had to be run."""
+    dag = tmp_path / "dag.yaml"
+    dag.write_text(VALID + "    colour: red\n")
+    repo = make_repo(tmp_path / "repo")
+    done = subprocess.run([sys.executable, "-m", "orchestrate", "gate", "authorize", "--dag", str(dag), "--path", "a.txt"],
+                          cwd=repo, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"{dag}:6: nodes.A.colour: unknown key `colour`" in done.stdout, done.stdout
+    as_json = subprocess.run([sys.executable, "-m", "orchestrate", "gate", "authorize", "--dag", str(dag), "--path",
+                              "a.txt", "--json"], cwd=repo, capture_output=True, text=True, timeout=60)
+    verdict = json.loads(as_json.stdout)
+    assert verdict["code"] == 2 and [i["status"] for i in verdict["items"]] == ["INVALID"], verdict
+    assert f"{dag}:6:" in verdict["items"][0]["subject"]

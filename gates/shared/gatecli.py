@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Callable, NoReturn, Sequence
 
-from gates.shared.verdict import USAGE, Verdict
+from gates.shared.verdict import USAGE, Item, Verdict
 from orchestrate.errors import OrchestrateError, UsageError
 
 EXIT_CODES = {0: "pass", 1: "fail", 2: "usage or environment error (a gate that cannot run never passes)"}
@@ -93,8 +93,9 @@ def run_gate(p: argparse.ArgumentParser, argv: Sequence[str] | None,
         return int(exc.code or 0)
     try:
         verdict = decide(args)
-    except OrchestrateError as exc:
-        verdict = Verdict(p.prog.split()[-1], USAGE, f"ERROR: {exc}")
+    except OrchestrateError as exc:  # an invalid DAG: each of its problems, with its line, as an item
+        problems = tuple(Item("INVALID", str(problem)) for problem in getattr(exc, "problems", ()))
+        verdict = Verdict(p.prog.split()[-1], USAGE, f"ERROR: {exc}", problems)
     emit(verdict, as_json=args.json)
     return verdict.code
 
