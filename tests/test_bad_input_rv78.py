@@ -115,3 +115,17 @@ def test_a_gate_given_an_invalid_dag_names_each_problem_with_its_line(tmp_path):
     verdict = json.loads(as_json.stdout)
     assert verdict["code"] == 2 and [i["status"] for i in verdict["items"]] == ["INVALID"], verdict
     assert f"{dag}:6:" in verdict["items"][0]["subject"]
+
+
+def test_an_empty_topic_is_refused_not_taken_for_the_campaign_in_flight(tmp_path):
+    """`orchestrate abandon --topic "$T" --note ...` with T unset abandoned whichever campaign was in flight."""
+    repo = make_repo(tmp_path / "repo")
+    assert _orch(repo, "init").returncode == 0
+    assert _orch(repo, "run", "--no-interactive", timeout=180).returncode == 75
+    for args in (["abandon", "--note", "wrong one"], ["decide", "final-acceptance", "accept"], ["status"],
+                 ["status", "--json"]):
+        done = _orch(repo, *args, "--topic", "")
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "--topic is empty" in done.stderr, done.stderr
+    status = json.loads(_orch(repo, "status", "--json").stdout)
+    assert status["abandoned"] is None and status["accepted"] is not True, status

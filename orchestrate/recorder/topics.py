@@ -68,6 +68,8 @@ def pick(ledger: Path, topic: str | None, *, newest_ended: bool = False) -> str:
     their states, to choose from. `newest_ended` (the commands that only read: `status`, `report`,
     `doctor`, `why`): when every campaign has ended, the newest, since there is then nothing to confuse."""
     from orchestrate.errors import UsageError
+    if topic == "":  # `--topic "$T"` with T unset: not "the default", which `abandon` or `decide` would then act on
+        raise UsageError("--topic is empty", hint="name a campaign, or leave --topic out for the one in flight")
     if topic:
         return topic
     candidates = open_topics(ledger)
