@@ -7,6 +7,8 @@ import stat
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import make_repo
 
 VALID = """\
@@ -129,3 +131,26 @@ def test_an_empty_topic_is_refused_not_taken_for_the_campaign_in_flight(tmp_path
         assert "--topic is empty" in done.stderr, done.stderr
     status = json.loads(_orch(repo, "status", "--json").stdout)
     assert status["abandoned"] is None and status["accepted"] is not True, status
+
+
+@pytest.mark.parametrize("field, line", [
+    ("depends_on: 5", "nodes.A.depends_on: expected a list"),
+    ("outputs: [[x]]", "nodes.A.outputs: every entry must be text"),
+    ("evaluators: [{name: [x], run: \"true\"}]", "nodes.A.evaluators[0].name: expected text"),
+])
+def test_a_wrong_type_inside_a_node_is_a_problem_not_an_internal_error(tmp_path, field, line):
+    """Each was a TypeError out of validation: exit 70 and a traceback for a typo in the plan."""
+    dag = tmp_path / "dag.yaml"
+    dag.write_text(VALID + f"    {field}\n")
+    done = _orch(make_repo(tmp_path / "repo"), "validate", "--dag", str(dag))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and f"{dag}:6: {line}" in done.stdout, done.stdout
+
+
+def test_an_id_that_is_a_list_is_a_problem_not_an_internal_error(tmp_path):
+    dag = tmp_path / "dag.yaml"
+    dag.write_text(VALID + "  - {id: [B], file_surface: [b.txt], discipline: sh}\n"
+                   "edges: [{id: e, from: A, to: [B], predicate: TRIGGERS, type: discovery}]\n")
+    done = _orch(make_repo(tmp_path / "repo"), "validate", "--dag", str(dag))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and f"{dag}:6: nodes[1].id:" in done.stdout, done.stdout

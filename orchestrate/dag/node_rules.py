@@ -72,8 +72,9 @@ def node(rep: Report, raw: Mapping, where: str, workers: Mapping, defaults: Mapp
             rep.add(tokens.item_line(j), f"{where}.file_surface", "surface-token", why)
         else:
             usable.append(token)
-    for j, dep in enumerate(raw.get("depends_on") or ()):
-        if isinstance(dep, bool) and isinstance(raw["depends_on"], Sequence) and (why := id_problem(dep)):
+    deps = raw.get("depends_on")
+    for j, dep in enumerate(deps if isinstance(deps, Sequence) else ()):  # `depends_on: 5` is the field's to report
+        if isinstance(dep, bool) and (why := id_problem(dep)):
             rep.add(raw["depends_on"].item_line(j), f"{where}.depends_on", "id", why)
     # Most nodes have neither: skip the calls and the field names built for their messages.
     evaluators, plugin_gates = _evaluators(rep, raw["evaluators"], raw.key_line("evaluators"),
@@ -228,6 +229,8 @@ def _evaluators(rep: Report, value: object, line: int, where: str, gates: dict) 
             rep.add(value.item_line(i), loc, "type",
                     f"expected a gate name or a mapping like {{name: ..., run: ...}}, got {kind_of(item)}")
             continue
+        if not isinstance(name, str):  # `name: [a]`: reported by the field's own check
+            continue
         if name in seen:
             rep.add(value.item_line(i), loc, "duplicate-gate", f"gate '{name}' is listed twice")
         seen.add(name)
@@ -283,7 +286,9 @@ def _outcome_fields(rep: Report, raw: Mapping, where: str) -> None:
         seen = set()
         for j, key in enumerate(outputs):
             line = outputs.item_line(j) if isinstance(outputs, Sequence) else raw.line
-            if isinstance(key, str) and not key.isidentifier():
+            if not isinstance(key, str):  # reported by the field's own check of its entries
+                continue
+            if not key.isidentifier():
                 rep.add(line, f"{where}.outputs", "type",
                         f"`{key}` cannot be read as src.outputs.<key>: use letters, digits and `_`")
             elif key in seen:

@@ -109,7 +109,8 @@ def validate(data: object, file: str, *, topic: str | None = None,
     declared: set[str] = set()
     raw_edges = data.get("edges") if isinstance(data.get("edges"), Sequence) else ()
     # a discovery edge's target gets its worker from a plugin: its discipline needs no `workers:` entry
-    discovered = {e.get("to") for e in raw_edges if isinstance(e, Mapping) and e.get("type") == "discovery"}
+    discovered = {e.get("to") for e in raw_edges
+                  if isinstance(e, Mapping) and e.get("type") == "discovery" and isinstance(e.get("to"), str)}
     sound: set[str] = set()  # nodes whose own fields have no problem
     for i, raw in enumerate(nodes_raw):
         where = f"nodes[{i}]"
@@ -119,7 +120,8 @@ def validate(data: object, file: str, *, topic: str | None = None,
         if isinstance(raw.get("id"), str):
             declared.add(raw["id"])
         node, ok = node_rules.node(rep, raw, where, workers, defaults, base_dir, gates,
-                                   has_workers="workers" in data and raw.get("id") not in discovered, looked=looked)
+                                   has_workers="workers" in data and not (isinstance(raw.get("id"), str)
+                                                                          and raw["id"] in discovered), looked=looked)
         if node is None:
             continue
         where = f"nodes.{node.id}"
