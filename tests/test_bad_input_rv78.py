@@ -154,3 +154,13 @@ def test_an_id_that_is_a_list_is_a_problem_not_an_internal_error(tmp_path):
     done = _orch(make_repo(tmp_path / "repo"), "validate", "--dag", str(dag))
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr and f"{dag}:6: nodes[1].id:" in done.stdout, done.stdout
+
+
+def test_a_problem_quoting_a_value_with_a_newline_stays_one_line(tmp_path):
+    dag = tmp_path / "dag.yaml"
+    dag.write_text(VALID.replace("id: A", 'id: "A\\nB"'))
+    done = _orch(make_repo(tmp_path / "repo"), "validate", "--dag", str(dag))
+    assert done.returncode == 1, done.stderr
+    (line,) = [ln for ln in done.stdout.splitlines() if ".id:" in ln]
+    assert "`A\\nB` is not a valid id" in line, done.stdout
+    assert all(ln.startswith(str(dag)) for ln in done.stdout.splitlines()), done.stdout

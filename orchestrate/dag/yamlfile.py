@@ -28,9 +28,10 @@ class Problem:
     code: str
     message: str
 
-    def __str__(self) -> str:
+    def __str__(self) -> str:  # one line, whatever a value it quotes holds (an id "a\nb")
         where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        text = f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        return text.replace("\r", "\\r").replace("\n", "\\n")
 
     def as_dict(self) -> dict:
         return {"file": self.file, "line": self.line, "field": self.field, "code": self.code, "message": self.message}
