@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -164,3 +165,24 @@ def test_a_problem_quoting_a_value_with_a_newline_stays_one_line(tmp_path):
     (line,) = [ln for ln in done.stdout.splitlines() if ".id:" in ln]
     assert "`A\\nB` is not a valid id" in line, done.stdout
     assert all(ln.startswith(str(dag)) for ln in done.stdout.splitlines()), done.stdout
+
+
+def test_init_with_git_info_exclude_in_odd_shapes_is_one_line_not_a_traceback(tmp_path):
+    """A folder at .git/info/exclude, a file at .git/info, or a Latin-1 comment in exclude: each was exit 70."""
+    repo = make_repo(tmp_path / "repo")
+    info = repo / ".git" / "info"
+    shutil.rmtree(info)
+    (info / "exclude").mkdir(parents=True)
+    done = _orch(repo, "init")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert ".git/info/exclude: cannot add .ledger/ and .scratch/ to it" in done.stderr, done.stderr
+    shutil.rmtree(info)
+    info.write_text("")
+    done = _orch(repo, "init")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    info.unlink()
+    info.mkdir()
+    (info / "exclude").write_bytes(b"# caf\xe9\n")
+    done = _orch(repo, "init")
+    assert done.returncode == 0, done.stderr
+    assert (info / "exclude").read_bytes() == b"# caf\xe9\n.ledger/\n.scratch/\n"

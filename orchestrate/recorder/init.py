@@ -66,11 +66,17 @@ def _entries(text: str) -> set[str]:
 
 def _exclude(root: Path) -> list[str]:
     exclude = git.git_common_dir(root) / "info" / "exclude"
-    exclude.parent.mkdir(parents=True, exist_ok=True)
-    text = exclude.read_text() if exclude.exists() else ""
+    try:
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        data = exclude.read_bytes() if exclude.exists() else b""
+    except (FileExistsError, NotADirectoryError, IsADirectoryError):  # git's own layout, not ours to move
+        raise UsageError(f"{exclude}: cannot add .ledger/ and .scratch/ to it: a folder or a file is in the way",
+                         hint="make .git/info a folder and .git/info/exclude a file, then run `orchestrate init` "
+                              "again") from None
+    text = data.decode("utf-8", errors="surrogateescape")  # a comment in Latin-1 is kept byte for byte
     present = _entries(text)
     missing = [e for e in EXCLUDES if e.rstrip("/") not in present]
     if missing:
         prefix = "" if not text or text.endswith("\n") else "\n"
-        write_atomic(exclude, text + prefix + "".join(f"{m}\n" for m in missing))
+        write_atomic(exclude, (text + prefix + "".join(f"{m}\n" for m in missing)).encode("utf-8", "surrogateescape"))
     return missing
