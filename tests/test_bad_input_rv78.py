@@ -186,3 +186,13 @@ def test_init_with_git_info_exclude_in_odd_shapes_is_one_line_not_a_traceback(tm
     done = _orch(repo, "init")
     assert done.returncode == 0, done.stderr
     assert (info / "exclude").read_bytes() == b"# caf\xe9\n.ledger/\n.scratch/\n"
+
+
+def test_run_in_a_repository_whose_git_config_git_cannot_read_says_so_not_no_commit_yet(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    assert _orch(repo, "init").returncode == 0
+    with open(repo / ".git" / "config", "a") as config:
+        config.write("[core\n")
+    done = _orch(repo, "run", "--no-interactive")
+    assert done.returncode == 2, done.stderr
+    assert "bad config line" in done.stderr and "no commit yet" not in done.stderr, done.stderr

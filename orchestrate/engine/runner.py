@@ -349,6 +349,7 @@ def _topic_of(dag_file: Path, topic: str | None, root: Path) -> str | None:
     if dag is None:
         return None
     if git.rev_parse(root, "HEAD") is None and git.rev_parse(root, dag.base) is None:
+        git.git(root, "rev-parse", "--git-dir")  # a repository git cannot read (a bad .git/config) says so here
         raise UsageError(f"{root} has no commit yet: a campaign starts from one",
                          hint="make a first commit (`git add -A && git commit -m start`), then run again")
     if (wrong := base_problem(dag, root)) is not None:  # (and no problem: `base:` names a commit here)
