@@ -273,6 +273,18 @@ def fail_attempt(ctx, outcome, head: str, why: str) -> None:
 REPORT_MOST = 1 << 20  # bytes of $ORCH_USAGE read
 OUTPUTS_MOST = 64 << 10  # bytes of $ORCH_OUTPUTS read: values for edge conditions, not documents
 USAGE_KEYS = {"input_tokens": int, "output_tokens": int, "cost_usd": (int, float), "model": str}
+USAGE_MOST = 10 ** 15  # a reported token count or dollar amount above this is a lie, not a bill (rv79)
+
+
+def _strict_json(raw: bytes | str):
+    """JSON as RFC 8259 has it: NaN and Infinity (which Python's parser takes) are refused, and so is nesting
+    too deep for the parser (a RecursionError otherwise), each as a ValueError (rv79)."""
+    def refuse(name: str):
+        raise ValueError(f"{name} is not a JSON number")
+    try:
+        return json.loads(raw, parse_constant=refuse)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def run_dir(ctx, node_id: str) -> Path:
@@ -286,10 +298,10 @@ def reported_usage(ctx, outcome) -> dict:
     against the node, never a failed attempt: usage is bookkeeping, not evidence), {} when none was written."""
     path = usage_path(run_dir(ctx, outcome.node), outcome.attempt)
     try:
-        usage = json.loads(git_files.small(path, REPORT_MOST))["usage"]  # no link followed, no FIFO waited on
+        usage = _strict_json(git_files.small(path, REPORT_MOST))["usage"]  # no link followed, no FIFO waited on
         clean = {k: usage[k] for k in USAGE_KEYS if k in usage}
         bad = [k for k, v in clean.items() if not isinstance(v, USAGE_KEYS[k]) or isinstance(v, bool)
-               or (k != "model" and v < 0)]
+               or (k != "model" and not 0 <= v <= USAGE_MOST)]  # a huge int would overflow the sums (rv79)
         if not isinstance(usage, dict) or bad or not clean:
             raise ValueError(f"bad {', '.join(bad)}" if bad else "no known key")
     except FileNotFoundError:
@@ -325,7 +337,7 @@ def read_outputs(path: Path, declared: list[str]) -> dict:
     if len(raw) > OUTPUTS_MOST:
         return {"error": f"{path.name} holds more than {OUTPUTS_MOST} bytes (outputs are values for conditions)"}
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = _strict_json(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         return {"error": f"{path.name} is not UTF-8: {exc}"}
     except ValueError as exc:
