@@ -88,10 +88,14 @@ def limit_note(cost_usd: float | None, tokens: int | None, note: str) -> str:
 
 def limit_from(note: str) -> dict:
     """{cost_usd, tokens} named in a `budget raise` note as `cost_usd=X` / `tokens=N`; {} when it names none.
-    A note is how an answers file or a prompt gives the limit too, so the CLI writes it the same way."""
+    A note is how an answers file or a prompt gives the limit too, so the CLI writes it the same way. The first
+    value of a key wins: `--limit-usd 6 --note "... cost_usd=1000 ..."` is written `cost_usd=6 ...` and means 6,
+    not the number the person's words mention after it (rv79)."""
     found: dict = {}
     for word in (note or "").replace(",", " ").split():
         key, _, value = word.partition("=")
+        if key in found:
+            continue
         try:
             number = float(value) if key == "cost_usd" else int(value) if key == "tokens" else None
         except ValueError:
