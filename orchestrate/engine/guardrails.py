@@ -46,7 +46,7 @@ def cross(ctx, edge) -> bool:
     answer = recorded.get("answer")
     if answer is None:
         raise Blocked({"seam": "guardrail", "node": edge.dst, "edge": edge.id, "choices": ["approve", "skip", "halt"],
-                       "reason": f"blocked: {recorded['message']}", "bound_to": c.nodes[edge.src].merge,
+                       "reason": f"blocked: {recorded['message']}", "bound_to": c.nodes[edge.src].merge or c.tip,
                        "gates": [recorded["entry"]]})
     return answer == "approve"
 
@@ -60,9 +60,10 @@ def _run(ctx, edge) -> dict:
         names = rails.get(side) or []
         if not names:
             continue
-        at = src.merge if side == "output" else c.tip
+        # an ABANDONED source (a conditional edge on its status) merged nothing: it contributed nothing (rv79)
+        at = (src.merge or c.tip) if side == "output" else c.tip
         env = {"ORCH_TOPIC": c.topic, "ORCH_NODE": edge.dst, "ORCH_EDGE": edge.id, "ORCH_HEAD": at,
-               "ORCH_BASE": _before(ctx, src) if side == "output" else at}
+               "ORCH_BASE": _before(ctx, src, at) if side == "output" else at}
         log = ctx.layout.runs(c.topic) / "guardrails" / f"{edge.id}-{side}.log"
         logs.append(str(log))
         for name, verdict, entity in _check(ctx, names, at, env, log):
@@ -103,10 +104,10 @@ def _cites(c, edge) -> list[str]:
     return [settled] if settled else []
 
 
-def _before(ctx, src) -> str:
+def _before(ctx, src, at: str) -> str:
     """The campaign head just before the source's merge: the diff ORCH_BASE..ORCH_HEAD is its contribution."""
-    if src.head == src.base:  # nothing was merged: no contribution
-        return src.merge
+    if not src.merge or src.head == src.base:  # nothing was merged (or it was ABANDONED): no contribution
+        return at
     return git.out(ctx.root, "rev-parse", f"{src.merge}^1")
 
 
