@@ -54,6 +54,13 @@ def decide(ctx, nodes: list[str] | None = None) -> list[str]:
             skipped.append(node_id)
         else:
             ctx.routed.add(node_id)
+    # a LOOPS_WITH group lands together or not at all: a member whose peer was skipped is skipped too (rv79)
+    for node_id in pending:
+        peer = next((m for m in dag.group_of(node_id) if m != node_id and c.nodes[m].status == SKIPPED), None)
+        if peer is not None and c.nodes[node_id].status == PENDING:
+            ctx.routed.discard(node_id)
+            skipped.append(_skip(ctx, node_id, f"its LOOPS_WITH peer {peer} is skipped, and the group lands "
+                                               "together or not at all"))
     return skipped
 
 
