@@ -310,8 +310,9 @@ def _reconcile_worker(ctx: Context, ns) -> None:
         proc.kill_group(spawn["pid"])
         _repaired(ctx, "worker-kill", f"{ns.id}: stopped worker process group {spawn['pid']} left by the dead runner")
     _repaired(ctx, "worker-retry", f"{ns.id}: attempt {ns.attempt} was cut off; it runs again as a new attempt")
+    from orchestrate.engine import budget
     from orchestrate.workers.launch import start
-    start(ctx, ns.id, ctx.campaign.tip)
+    start(ctx, ns.id, ctx.campaign.tip, extra_env=budget.worker_env(ctx, ns.id))  # as DISPATCH tells it (rv79)
 
 
 def _ours(pid: int, topic: str, node: str, worktree: Path) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gates import collision_check
 from orchestrate.dag import rule_files, surface
-from orchestrate.engine import amend, schedule
+from orchestrate.engine import amend, budget, schedule
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.errors import DagInvalid
@@ -49,7 +49,8 @@ def handle(ctx: Context) -> Outcome:
         else:
             ctx.out.line(f"{node_id}: surface widened with {said}; worker resumed")
             ctx.emit("node", {"node": node_id, "freeze": None, "widens": ns.widens + 1}, derived_from=[gate["id"]])
-            start(ctx, node_id, c.nodes[node_id].base, resume_attempt=True)
+            # told what it may still spend, as every worker started under a budget is (rv79)
+            start(ctx, node_id, c.nodes[node_id].base, resume_attempt=True, extra_env=budget.worker_env(ctx, node_id))
             return Outcome.WIDEN
     amend.amend_node(ctx, node_id, f"SERIALIZE {node_id}: {said} collide with concurrent surfaces",
                      add_surface=paths, serialize=True)

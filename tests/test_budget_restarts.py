@@ -1,0 +1,61 @@
+"""Every worker started under a budget is told what it may still spend (README, Budgets), also one started
+again without DISPATCH: after its surface was widened, and a retry `resume` starts for an attempt a
+killed runner cut off (rv79: both ran with ORCH_BUDGET_* unset)."""
+from __future__ import annotations
+
+import time
+
+from tests.engine_helpers import campaign_repo, cli
+
+DAG = """\
+topic: rb
+budget: {cost_usd: 20}
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: N1, file_surface: [n1.txt], discipline: sh}
+"""
+
+# each run notes what it was told, reports $5; the first run asks for extra.txt
+WIDEN_WORKER = r"""#!/bin/sh
+echo "told ${ORCH_BUDGET_COST_USD:-nothing}" >> "$(dirname "$ORCH_USAGE")/told.log"
+printf '{"usage": {"input_tokens": 1, "output_tokens": 1, "cost_usd": 5}}' > "$ORCH_USAGE"
+if [ ! -e "$(dirname "$ORCH_USAGE")/froze" ]; then
+  touch "$(dirname "$ORCH_USAGE")/froze"
+  printf '{"freeze": "surface-exceed", "paths": ["extra.txt"]}' > "$ORCH_RETURN"; exit 0
+fi
+echo 1 > n1.txt; echo 1 > extra.txt
+"""
+
+
+def _told(repo) -> list[str]:
+    return (repo / ".scratch" / "runs" / "rb" / "N1" / "told.log").read_text().splitlines()
+
+
+def test_a_worker_resumed_after_a_widening_is_told_what_it_may_still_spend(tmp_path, orch):
+    repo = campaign_repo(tmp_path, DAG, WIDEN_WORKER)
+    result = orch("run", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert "surface widened with extra.txt; worker resumed" in result.out
+    assert _told(repo) == ["told 20.000000", "told 15.000000"]
+
+
+# the first attempt waits to be cut off (resume stops it); the retry returns at once
+CUT_WORKER = r"""#!/bin/sh
+echo "told ${ORCH_BUDGET_COST_USD:-nothing}" >> "$(dirname "$ORCH_USAGE")/told.log"
+[ "$ORCH_ATTEMPT" != 1 ] || exec sleep 300
+echo 1 > n1.txt
+"""
+
+
+def test_a_retry_resume_starts_for_a_cut_off_attempt_is_told_what_it_may_still_spend(tmp_path):
+    repo = campaign_repo(tmp_path, DAG, CUT_WORKER)
+    assert cli(repo, "run", fault="poll:1").returncode == -9  # killed while its worker runs
+    told = repo / ".scratch" / "runs" / "rb" / "N1" / "told.log"
+    for _ in range(1800):  # the orphaned first attempt has started (an event, not a delay)
+        if told.exists() and told.read_text().strip():
+            break
+        time.sleep(0.05)
+    resumed = cli(repo, "resume")
+    assert resumed.returncode == 75, resumed.stdout + resumed.stderr
+    assert "it runs again as a new attempt" in resumed.stdout
+    assert _told(repo) == ["told 20.000000", "told 20.000000"]
