@@ -36,8 +36,12 @@ def test_a_worker_resumed_after_a_widening_is_told_what_it_may_still_spend(tmp_p
     result = orch("run", cwd=repo)
     assert result.rc == 75, result.out + result.err
     assert "surface widened with extra.txt; worker resumed" in result.out
-    assert _told(repo) == ["told 20.000000", "told 15.000000"]
+    assert _told(repo) == ["told 20.000000", "told 15.000000"], resumed.stdout + resumed.stderr
 
+
+# Without the sandbox: a worker in bubblewrap dies with the killed runner (--die-with-parent), before or after it
+# wrote its line as the machine's load decides; without it, it runs on until the resume stops it.
+UNBOXED = DAG.replace("nodes:", "defaults: {sandbox: none}\nnodes:")
 
 # the first attempt waits to be cut off (resume stops it); the retry returns at once
 CUT_WORKER = r"""#!/bin/sh
@@ -48,7 +52,7 @@ echo 1 > n1.txt
 
 
 def test_a_retry_resume_starts_for_a_cut_off_attempt_is_told_what_it_may_still_spend(tmp_path):
-    repo = campaign_repo(tmp_path, DAG, CUT_WORKER)
+    repo = campaign_repo(tmp_path, UNBOXED, CUT_WORKER)
     assert cli(repo, "run", fault="poll:1").returncode == -9  # killed while its worker runs
     told = repo / ".scratch" / "runs" / "rb" / "N1" / "told.log"
     for _ in range(1800):  # the orphaned first attempt has started (an event, not a delay)
@@ -59,3 +63,30 @@ def test_a_retry_resume_starts_for_a_cut_off_attempt_is_told_what_it_may_still_s
     assert resumed.returncode == 75, resumed.stdout + resumed.stderr
     assert "it runs again as a new attempt" in resumed.stdout
     assert _told(repo) == ["told 20.000000", "told 20.000000"]
+
+
+# the first attempt reports $5, then waits to be cut off; the retry reports $5 and returns
+SPENT_WORKER = r"""#!/bin/sh
+echo "told ${ORCH_BUDGET_COST_USD:-nothing}" >> "$(dirname "$ORCH_USAGE")/told.log"
+printf '{"usage": {"input_tokens": 1, "output_tokens": 1, "cost_usd": 5}}' > "$ORCH_USAGE"
+[ "$ORCH_ATTEMPT" != 1 ] || exec sleep 300
+echo 1 > n1.txt
+"""
+
+
+def test_what_a_cut_off_attempt_spent_counts_before_its_retry_starts(tmp_path):
+    """rv79: resume stopped the cut-off attempt and started the retry without reading what the first had
+    reported: $5 spent went uncounted, the retry was told $20 was left, and the budget could be passed."""
+    import json
+    repo = campaign_repo(tmp_path, UNBOXED, SPENT_WORKER)
+    assert cli(repo, "run", fault="poll:1").returncode == -9  # killed while its worker runs
+    spent = repo / ".scratch" / "runs" / "rb" / "N1" / "usage-1.json"
+    for _ in range(1800):  # the orphaned first attempt has reported (an event, not a delay)
+        if spent.exists() and spent.read_text().endswith("}}"):
+            break
+        time.sleep(0.05)
+    resumed = cli(repo, "resume")
+    assert resumed.returncode == 75, resumed.stdout + resumed.stderr
+    assert _told(repo) == ["told 20.000000", "told 15.000000"], resumed.stdout + resumed.stderr
+    total = json.loads(cli(repo, "status", "--json").stdout)["usage"]["total"]
+    assert total["cost_usd"] == 10, total

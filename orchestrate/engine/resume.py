@@ -309,10 +309,22 @@ def _reconcile_worker(ctx: Context, ns) -> None:
     if spawn is not None and spawn.get("pid") and _ours(spawn["pid"], ctx.topic, ns.id, ctx.root / ns.worktree):  # no pid: a remote task
         proc.kill_group(spawn["pid"])
         _repaired(ctx, "worker-kill", f"{ns.id}: stopped worker process group {spawn['pid']} left by the dead runner")
+    _cut_off_usage(ctx, ns)
     _repaired(ctx, "worker-retry", f"{ns.id}: attempt {ns.attempt} was cut off; it runs again as a new attempt")
     from orchestrate.engine import budget
     from orchestrate.workers.launch import start
     start(ctx, ns.id, ctx.campaign.tip, extra_env=budget.worker_env(ctx, ns.id))  # as DISPATCH tells it (rv79)
+
+
+def _cut_off_usage(ctx: Context, ns) -> None:
+    """What the cut-off attempt reported to $ORCH_USAGE before it was stopped, journalled as its own row: it was
+    spent, and the budget counts it before the retry is told what it may still spend (rv79)."""
+    from orchestrate.workers.local import WorkOutcome
+    from orchestrate.workers.returns import reported_usage
+    said = reported_usage(ctx, WorkOutcome(ns.id, ns.attempt, None, 0.0, False, "", None, ""))
+    if said:
+        ctx.emit("result", {"effect": "worker-cut-off", "node": ns.id, "attempt": ns.attempt, **said},
+                 source_entity=f"worker:{ns.id}", source_type="worker")
 
 
 def _ours(pid: int, topic: str, node: str, worktree: Path) -> bool:

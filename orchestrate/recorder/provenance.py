@@ -63,12 +63,16 @@ class Chain:
                 "usage": {"attempts": self.usage, "total": usage_total(self.usage)}}
 
 
+# the results that carry an attempt's usage: its worker's end, and an attempt a dead runner's resume cut off
+USAGE_EFFECTS = ("worker-start", "worker-cut-off")
+
+
 def usage_rows(entries: list[dict], node: str | None = None) -> list[dict]:
     """What each attempt reported to $ORCH_USAGE, from its journalled result: {node, attempt, usage | error}."""
     rows = []
     for e in entries:
         cx = e["context"]
-        if e["kind"] != "result" or cx.get("effect") != "worker-start" or (node and cx.get("node") != node):
+        if e["kind"] != "result" or cx.get("effect") not in USAGE_EFFECTS or (node and cx.get("node") != node):
             continue
         if isinstance(cx.get("usage"), dict):
             rows.append({"node": cx.get("node"), "attempt": cx.get("attempt"), "usage": cx["usage"]})

@@ -94,7 +94,7 @@ def usage(journal: Path) -> dict | None:
         return None
     entries = []
     for line in data.split(b"\n"):
-        if b'"worker-start"' in line and b'"usage' in line:
+        if (b'"worker-start"' in line or b'"worker-cut-off"' in line) and b'"usage' in line:
             try:
                 entries.append(json.loads(line))
             except ValueError:
