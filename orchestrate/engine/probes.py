@@ -14,14 +14,15 @@ same two commits): counting it alike means a node spends the same attempts which
 the attempt budget still bounds a node that a moving head sends back again and again. Giving up stays
 MERGE's decision: a node (or group) whose conflict would spend its last attempt is not reworked here; its
 conflict stays pending (status shows it), it is judged in its turn, and MERGE refuses it and escalates
-(or abandons it) as before. So the transition table is unchanged: CHECKPOINT goes on as it did, and
+(or abandons it) as before. A node an open seam asks about (review-divergence) is left to that seam's
+answer too: reworked under it, an accept found no landed node to merge (rv77). So the transition table is unchanged: CHECKPOINT goes on as it did, and
 DISPATCH picks the REWORK nodes up (schedule.to_dispatch).
 """
 from __future__ import annotations
 
 from gates.shared.verdict import ALTERNATIVE, Item, Verdict
 from orchestrate import git
-from orchestrate.engine import evaluations, judge
+from orchestrate.engine import evaluations, judge, schedule
 from orchestrate.errors import GitError
 from orchestrate.recorder.campaign import LANDED, REWORK
 
@@ -57,10 +58,17 @@ def after_merge(ctx) -> list[str]:
             found.append(entry)
     reworked: list[str] = []
     judging = set(evaluations.in_flight(ctx))  # its worktree is in use: MERGE finds the conflict in its turn
+    asked = schedule.held(ctx)  # a seam asks a person about it (review-divergence): the answer settles it
     for entry in found:
         node_id = entry["context"]["node"]
-        if c.nodes[node_id].status == LANDED and not judging & set(ctx.dag.group_of(node_id)):  # not already
-            reworked += _rework(ctx, entry)  # reworked with its group
+        group = set(ctx.dag.group_of(node_id))
+        if c.nodes[node_id].status != LANDED or judging & group:  # reworked with its group already, or judged
+            continue
+        if asked & group:  # an accept merges its judged head, so MERGE finds the conflict and reworks it then
+            ctx.out.line(f"{node_id}: conflict found before its turn ({', '.join(entry['context']['conflicts'])}); "
+                         "not reworked now, as a seam asks about it: its answer comes first")
+            continue
+        reworked += _rework(ctx, entry)
     return reworked
 
 
