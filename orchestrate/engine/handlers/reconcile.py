@@ -11,7 +11,7 @@ from gates import adherence, coherence, evaluators, premise, reconcile_node
 from gates.shared import case_names
 from gates.shared.verdict import Verdict
 from orchestrate import git
-from orchestrate.engine import budget, evaluations, judge, schedule, watch
+from orchestrate.engine import budget, evaluations, judge, probes, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED, LANDED, PENDING, REWORK
@@ -39,6 +39,11 @@ def handle(ctx: Context) -> Outcome:
             judge.environment_stop(ctx, [n], why)
         ctx.subject = " ".join(stopped)
         return Outcome.ESCALATE
+    # eager: a node that landed after a merge moved the head past its base was never probed (probes run as the
+    # head moves, when it had not landed yet): probed now, before it is judged; all of them conflicting, they
+    # start again from the head (rv77)
+    if schedule.eager(ctx) and probes.after_merge(ctx) and not schedule.landed(ctx):
+        return Outcome.REWORK
     siblings.before_reading(ctx)  # files that went uncompared, now to be read: compared first
     _prefetch(ctx)
     if not schedule.landed(ctx):  # eager: their evaluators run ahead (started as the run resumed here, or run
