@@ -52,6 +52,10 @@ _FIXED = (
     # which reads that repository's config, where a worker may define drivers of any name
     ("diff.ignoreSubmodules", "dirty"),  # and git.NO_SUBMODULE_DIRT where `.gitmodules` could say otherwise
     ("core.splitIndex", "false"),  # an index in one file: the admin dir a worker had is cleared to it
+    # git's default: a file one side adds in a folder the other side moved is a conflict (rv77). `true` in your
+    # config had merges move it silently, outside the adding node's judged diff: the probe said clean, and MERGE
+    # refused the node as if its history brought in other commits
+    ("merge.directoryRenames", "conflict"),
 )
 # The built-in three-way text merge, spelled as a driver: what a path gets when its driver is neutralised.
 TEXT_MERGE = "git merge-file --marker-size=%L %A %O %B"
