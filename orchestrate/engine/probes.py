@@ -1,6 +1,8 @@
 """Conflicts found early: when the campaign head moves, every landed node still waiting for its turn is
 trial-merged onto the new head (`git merge-tree --write-tree`: no checkout, milliseconds), so a conflict
 is known before the node is judged and merged.
+Under the eager schedule RECONCILE also probes, first, the nodes that landed after the head moved past
+their base (they had not landed when it moved), so those too are probed before they are judged.
 
 Each probe is journalled (`probe`: the node, its judged head, the head it was merged onto, the nodes
 merged since that judged head was last known clean that could conflict with it, clean or not, the
