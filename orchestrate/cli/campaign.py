@@ -106,7 +106,8 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
 @cli.command(short_help="Continue a campaign from where it stopped")
 @click.option("--topic", help="Campaign topic (default: the one in flight or paused; several: listed).")
 @click.option("--from-log", is_flag=True, help="Ignore checkpoints and rebuild the state from the journal alone.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1),
+              help="Workers at once (default: what the campaign was run with).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only results, seams, repairs and errors.")
 @answers_option
 @click.option("--interactive/--no-interactive", default=None,

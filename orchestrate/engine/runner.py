@@ -114,7 +114,7 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
             abandon.refuse_resume(recorder)
         if campaign.state == "HALT":
             _refuse_answered_halt(recorder, campaign)
-        with _executor(layout, executor, jobs) as ex:
+        with _executor(layout, executor, jobs or campaign.jobs) as ex:  # (the run's, unless told otherwise)
             ctx = _hooked(Context(layout=layout, campaign=campaign, recorder=recorder, executor=ex,
                                   out=out, answers=read_answers(answers)))
             ctx.reload_dag()

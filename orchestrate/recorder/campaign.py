@@ -50,6 +50,7 @@ class Campaign:
     brief_dir: str = ""
     dag_hash: str = ""
     mode: str = "interactive"
+    jobs: int | None = None  # the run's --jobs (its executor's), which `resume` keeps unless it is given one
     baseline: str = ""
     branch: str = ""
     layers: list[list[str]] = field(default_factory=list)
@@ -135,6 +136,7 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
             setattr(c, key, ctx[key])
         c.layer_base = ctx["tip"]
         c.schedule = ctx.get("schedule", "layered")
+        c.jobs = ctx.get("jobs") if type(ctx.get("jobs")) is int and ctx["jobs"] > 0 else None
         for layer in ctx["layers"]:
             for n in layer:
                 c.node(n)
