@@ -69,3 +69,22 @@ def test_outputs_nested_too_deep_or_not_json_numbers_fail_outputs_present(tmp_pa
     assert gates and gates[0]["code"] == 1 and why in gates[0]["summary"], gates
     assert not any(e["kind"] == "edge_eval" for e in journal(repo, "deep"))
 
+
+
+@pytest.mark.parametrize("model, kept", [("m" * 200, True), ("m" * 201, False), ("x" * (1 << 19), False)])
+def test_a_model_name_longer_than_a_name_is_a_malformed_usage_file(tmp_path, model, kept):
+    """rv79: a 1 MiB `model` string was journalled as it was, and shown in every report."""
+    import json
+    from types import SimpleNamespace
+
+    from orchestrate.recorder.paths import Layout
+    from orchestrate.workers.local import WorkOutcome
+    from orchestrate.workers.returns import reported_usage
+    layout = Layout(tmp_path)
+    (layout.runs("t") / "N1").mkdir(parents=True)
+    (layout.runs("t") / "N1" / "usage-1.json").write_text(json.dumps({"usage": {"cost_usd": 1, "model": model}}))
+    said: list[str] = []
+    ctx = SimpleNamespace(layout=layout, topic="t", out=SimpleNamespace(line=said.append))
+    found = reported_usage(ctx, WorkOutcome("N1", 1, 0, 0.0))
+    assert ("usage" in found) is kept and ("usage_error" in found) is not kept, found
+    assert len(json.dumps(found)) < 1000

@@ -274,6 +274,7 @@ REPORT_MOST = 1 << 20  # bytes of $ORCH_USAGE read
 OUTPUTS_MOST = 64 << 10  # bytes of $ORCH_OUTPUTS read: values for edge conditions, not documents
 USAGE_KEYS = {"input_tokens": int, "output_tokens": int, "cost_usd": (int, float), "model": str}
 USAGE_MOST = 10 ** 15  # a reported token count or dollar amount above this is a lie, not a bill (rv79)
+MODEL_MOST = 200  # characters of a reported model name: it is journalled, and shown in every report (rv79)
 
 
 def _strict_json(raw: bytes | str):
@@ -301,7 +302,8 @@ def reported_usage(ctx, outcome) -> dict:
         usage = _strict_json(git_files.small(path, REPORT_MOST))["usage"]  # no link followed, no FIFO waited on
         clean = {k: usage[k] for k in USAGE_KEYS if k in usage}
         bad = [k for k, v in clean.items() if not isinstance(v, USAGE_KEYS[k]) or isinstance(v, bool)
-               or (k != "model" and not 0 <= v <= USAGE_MOST)]  # a huge int would overflow the sums (rv79)
+               or (k != "model" and not 0 <= v <= USAGE_MOST)  # a huge int would overflow the sums (rv79)
+               or (k == "model" and len(v) > MODEL_MOST)]
         if not isinstance(usage, dict) or bad or not clean:
             raise ValueError(f"bad {', '.join(bad)}" if bad else "no known key")
     except FileNotFoundError:
