@@ -154,6 +154,11 @@ class Builder:
         if isinstance(node, (ast.List, ast.Tuple)):
             return Lit(tuple(self._list_item(e, depth) for e in node.elts))
         what = _FORBIDDEN.get(type(node), f"{type(node).__name__} expressions are")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and (dashed := _DASHED.search(self.text)):
+            name = dashed.group(1)  # `src.gates.outputs-present.rc`: a gate name with a dash, read as a minus
+            raise ConditionError(f"{self.fail(what, node).message}: `-` reads as a minus; a gate named with `-` "
+                                 f"is read with `_` in its place: src.gates.{name.replace('-', '_')}.rc",
+                                 self.col(node))
         raise self.fail(what, node)
 
     def _unary(self, node: ast.UnaryOp, depth: int) -> Expr:
@@ -259,7 +264,7 @@ class Builder:
                                      f"(declared: {_listing(self.scope.outputs)})", col)
             return
         if shape == ("gates",) and len(parts) == 4 and parts[3] == "rc":
-            if self.scope is not None and parts[2] not in self.scope.gates:
+            if self.scope is not None and gate_named(parts[2], self.scope.gates) is None:
                 raise ConditionError(f"{self.scope.source} has no gate '{parts[2]}' "
                                      f"(gates: {_listing(self.scope.gates)})", col)
             return
@@ -283,6 +288,17 @@ class Builder:
         if not isinstance(item, Lit) or isinstance(item.value, tuple):
             raise self.fail("list items other than strings, numbers, true, false and null are", node)
         return item.value
+
+
+_DASHED = re.compile(r"src\.gates\.([A-Za-z_][\w]*(?:-[\w]+)+)\.rc")
+
+
+def gate_named(written: str, gates) -> str | None:
+    """The gate `src.gates.<written>.rc` reads: its own name, or one written with `-` where the condition has `_`
+    (a dash reads as a minus: `outputs-present` is `src.gates.outputs_present.rc`); None when there is none."""
+    if written in gates:
+        return written
+    return next((g for g in gates if g.replace("-", "_") == written), None)
 
 
 def is_number(value: object) -> bool:

@@ -12,6 +12,7 @@ it is never silently false.
 from __future__ import annotations
 
 from orchestrate.dag.condition import ConditionError, ConditionTypeError, compile_condition
+from orchestrate.dag.condition_syntax import gate_named
 from orchestrate.recorder.campaign import ABANDONED, ACCEPTED, PENDING, SKIPPED
 
 
@@ -146,8 +147,8 @@ def _value(name: str, src, params: dict):
         return src.failures
     if parts[:2] == ["src", "outputs"]:
         return src.outputs.get(parts[2], _MISSING)
-    if parts[:2] == ["src", "gates"]:
-        return src.gate_rcs.get(parts[2], _MISSING)
+    if parts[:2] == ["src", "gates"]:  # (a gate named with `-` is written with `_` in a condition)
+        return src.gate_rcs.get(gate_named(parts[2], src.gate_rcs) or parts[2], _MISSING)
     if parts[0] == "params":
         return params.get(parts[1], _MISSING)
     return _MISSING
