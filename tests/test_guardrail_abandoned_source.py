@@ -47,3 +47,24 @@ def test_a_block_from_an_abandoned_source_is_a_seam_bound_to_the_campaign_head(t
     assert orch("approve", "--edge", "e1", "--as", "t@x", cwd=repo).rc == 0
     assert orch("resume", "--topic", "ab", cwd=repo).rc == 75
     assert statuses(repo, orch, "ab") == {"N1": "ABANDONED", "N2": "ACCEPTED"}
+
+
+OUTPUTS_DAG = """\
+topic: ao
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: N1, file_surface: [n1.txt], discipline: sh, outputs: [go], max_rework: 1, on_exhausted: continue}
+  - {id: N2, file_surface: [n2.txt], discipline: sh}
+edges:
+  - {id: e1, from: N1, to: N2, predicate: TRIGGERS, type: conditional, when: "src.outputs.go == true"}
+"""
+
+
+def test_a_condition_reading_what_an_abandoned_source_never_left_says_what_to_do(tmp_path, orch):
+    """rv79: the run halted with "no recorded value for src.outputs.go", and every resume halted the same way,
+    with nothing said about why there was none or how to go on."""
+    repo = campaign_repo(tmp_path, OUTPUTS_DAG, WORKER)
+    result = orch("run", cwd=repo)
+    text = result.out + result.err
+    assert result.rc != 0 and "no recorded value for src.outputs.go (N1 was abandoned and left none)" in text, text
+    assert "read src.status first, as in `src.status == 'ACCEPTED' and ...`" in text, text

@@ -133,7 +133,11 @@ def _evaluate(ctx, edge, src) -> tuple[bool, dict]:
                 values[name] = value
         return cond.evaluate(values)
     except (ConditionError, ConditionTypeError) as exc:
-        raise ConditionFailed(f"{where}: {getattr(exc, 'message', None) or exc}; nothing was dispatched") from None
+        said = getattr(exc, "message", None) or str(exc)
+        if src.status == ABANDONED and said.startswith("no recorded value for src."):  # what to do about it (rv79)
+            said += (f" ({edge.src} was abandoned and left none): read src.status first, as in `src.status == "
+                     f"'ACCEPTED' and ...`, in {ctx.dag_file}, then `orchestrate resume`")
+        raise ConditionFailed(f"{where}: {said}; nothing was dispatched") from None
 
 
 _MISSING = object()
