@@ -90,3 +90,21 @@ def test_what_a_cut_off_attempt_spent_counts_before_its_retry_starts(tmp_path):
     assert _told(repo) == ["told 20.000000", "told 15.000000"], resumed.stdout + resumed.stderr
     total = json.loads(cli(repo, "status", "--json").stdout)["usage"]["total"]
     assert total["cost_usd"] == 10, total
+
+
+def test_a_cut_off_attempt_a_killed_resume_journalled_counts_once(tmp_path):
+    """rv80: a resume killed after it journalled the cut-off attempt's row, before the retry it started was
+    committed, left the attempt as cut off again: the next resume journalled its row a second time ($15 counted)."""
+    import json
+    repo = campaign_repo(tmp_path, UNBOXED, SPENT_WORKER)
+    assert cli(repo, "run", fault="poll:1").returncode == -9  # killed while its worker runs
+    spent = repo / ".scratch" / "runs" / "rb" / "N1" / "usage-1.json"
+    for _ in range(1800):  # the orphaned first attempt has reported (an event, not a delay)
+        if spent.exists() and spent.read_text().endswith("}}"):
+            break
+        time.sleep(0.05)
+    assert cli(repo, "resume", fault="flush:1").returncode == -9  # the resume itself killed at its first commit
+    resumed = cli(repo, "resume")
+    assert resumed.returncode == 75, resumed.stdout + resumed.stderr
+    total = json.loads(cli(repo, "status", "--json").stdout)["usage"]["total"]
+    assert total["cost_usd"] == 10, total

@@ -292,7 +292,7 @@ def _reconcile_worker(ctx: Context, ns) -> None:
     from orchestrate.workers.local import WorkOutcome
     from orchestrate.workers.returns import returned
     entries = ctx.recorder.read()
-    result = spawn = None
+    result = spawn = cut = None
     for e in entries:
         cx = e["context"]
         if e["kind"] == "result" and cx.get("node") == ns.id and cx.get("attempt") == ns.attempt:
@@ -300,6 +300,8 @@ def _reconcile_worker(ctx: Context, ns) -> None:
                 result = cx
             elif cx.get("effect") == "worker-spawn":
                 spawn = cx
+            elif cx.get("effect") == "worker-cut-off":  # a resume that died before its retry was recorded (rv80)
+                cut = cx
     if result is not None:
         outcome = WorkOutcome(ns.id, ns.attempt, result["rc"], result.get("seconds", 0.0), result.get("timed_out", False),
                               result.get("log", ""), result.get("freeze"), result.get("freeze_error", ""))
@@ -309,7 +311,8 @@ def _reconcile_worker(ctx: Context, ns) -> None:
     if spawn is not None and spawn.get("pid") and _ours(spawn["pid"], ctx.topic, ns.id, ctx.root / ns.worktree):  # no pid: a remote task
         proc.kill_group(spawn["pid"])
         _repaired(ctx, "worker-kill", f"{ns.id}: stopped worker process group {spawn['pid']} left by the dead runner")
-    _cut_off_usage(ctx, ns)
+    if cut is None:  # journalled once: counted twice, the budget would be spent by what was never spent
+        _cut_off_usage(ctx, ns)
     _repaired(ctx, "worker-retry", f"{ns.id}: attempt {ns.attempt} was cut off; it runs again as a new attempt")
     from orchestrate.engine import budget
     from orchestrate.workers.launch import start
