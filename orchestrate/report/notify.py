@@ -49,7 +49,8 @@ class Notifier:
                "ORCH_SEAM": (seam or {}).get("seam", ""), "ORCH_VERDICT": verdict,
                "ORCH_DECIDE": "\n".join(decide_commands(topic, seam)) if seam else "",
                "ORCH_MESSAGE": one_line(message or _message(event, topic, node, seam, verdict)),
-               "ORCH_NOTIFIER": reaping.NOTIFIER}  # what it sends in the background is not ended with the run
+               "ORCH_NOTIFIER": reaping.NOTIFIER,  # what it sends in the background is not ended with the run,
+               "ORCH_ORIGIN": ""}  # nor by a resume after the run died, which ends what carries the run's origin
         for command in self.commands:
             if event in command.events:
                 thread = threading.Thread(target=self._run, args=(command, env), daemon=True,
