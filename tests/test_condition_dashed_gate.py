@@ -34,3 +34,13 @@ def test_the_dashed_spelling_is_told_how_to_write_it(tmp_path, orch):
     result = orch("validate", cwd=repo)
     assert result.rc == 1, result.out + result.err
     assert "a gate named with `-` is read with `_` in its place: src.gates.outputs_present.rc" in result.out
+
+
+def test_a_name_is_resolved_by_the_gates_declared_not_by_those_that_ran():
+    """rv80: with gates `a-b` and `a_b` declared and only `a-b` run, `src.gates.a_b.rc` read `a-b`'s code."""
+    from types import SimpleNamespace
+
+    from orchestrate.engine.routing import _MISSING, _value
+    src = SimpleNamespace(gate_rcs={"a-b": 1})
+    assert _value("src.gates.a_b.rc", src, {}, ["a-b", "a_b"]) is _MISSING
+    assert _value("src.gates.a_b.rc", src, {}, ["a-b"]) == 1

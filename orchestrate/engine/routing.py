@@ -128,7 +128,7 @@ def _evaluate(ctx, edge, src) -> tuple[bool, dict]:
                                  can_abandon=node.on_exhausted == "continue")
         values = {}
         for name in cond.names:
-            value = _value(name, src, dag.params)
+            value = _value(name, src, dag.params, dag.effective_gates(edge.src))
             if value is not _MISSING:
                 values[name] = value
         return cond.evaluate(values)
@@ -143,7 +143,9 @@ def _evaluate(ctx, edge, src) -> tuple[bool, dict]:
 _MISSING = object()
 
 
-def _value(name: str, src, params: dict):
+def _value(name: str, src, params: dict, gates=()):
+    """The recorded value a condition's `name` reads; `gates`: the source's declared gates, by which a name
+    written with `_` for `-` is resolved (never by the gates that happen to have run: rv80)."""
     parts = name.split(".")
     if name == "src.status":
         return src.status
@@ -152,7 +154,7 @@ def _value(name: str, src, params: dict):
     if parts[:2] == ["src", "outputs"]:
         return src.outputs.get(parts[2], _MISSING)
     if parts[:2] == ["src", "gates"]:  # (a gate named with `-` is written with `_` in a condition)
-        return src.gate_rcs.get(gate_named(parts[2], src.gate_rcs) or parts[2], _MISSING)
+        return src.gate_rcs.get(gate_named(parts[2], gates) or parts[2], _MISSING)
     if parts[0] == "params":
         return params.get(parts[1], _MISSING)
     return _MISSING
