@@ -44,3 +44,13 @@ def test_a_name_is_resolved_by_the_gates_declared_not_by_those_that_ran():
     src = SimpleNamespace(gate_rcs={"a-b": 1})
     assert _value("src.gates.a_b.rc", src, {}, ["a-b", "a_b"]) is _MISSING
     assert _value("src.gates.a_b.rc", src, {}, ["a-b"]) == 1
+
+
+def test_two_gates_a_condition_cannot_tell_apart_are_refused():
+    """rv80: with gates `a-b` and `a_b` on one node, `a-b` could not be named at all."""
+    import pytest
+
+    from orchestrate.dag.condition import ConditionError, compile_condition
+    with pytest.raises(ConditionError, match="N1 has gates a-b, a_b, which a condition cannot tell apart"):
+        compile_condition("src.gates.a_b.rc == 0", gates=["a-b", "a_b"], source="N1")
+    assert compile_condition("src.gates.a_b.rc == 0", gates=["a-b"], source="N1").names == ("src.gates.a_b.rc",)

@@ -267,6 +267,10 @@ class Builder:
             if self.scope is not None and gate_named(parts[2], self.scope.gates) is None:
                 raise ConditionError(f"{self.scope.source} has no gate '{parts[2]}' "
                                      f"(gates: {_listing(self.scope.gates)})", col)
+            if self.scope is not None and len(twins := [g for g in self.scope.gates
+                                                        if g.replace("-", "_") == parts[2]]) > 1:
+                raise ConditionError(f"{self.scope.source} has gates {_listing(twins)}, which a condition cannot "
+                                     "tell apart (a `-` in a gate's name is read as `_`): rename one", col)
             return
         raise ConditionError(f"unknown name '{dotted}'; src offers {_SRC_FIELDS}", col)
 
