@@ -42,3 +42,14 @@ def test_a_resume_given_jobs_uses_them(tmp_path):
     resumed = cli(repo, "resume", "--jobs", "3")
     assert resumed.returncode == 75, resumed.stdout + resumed.stderr
     assert _batches(resumed.stdout) == [3], resumed.stdout
+
+
+def test_only_a_jobs_the_person_gave_is_kept():
+    """rv80: a run given no --jobs recorded its machine's CPU count, which a resume elsewhere then used."""
+    from orchestrate.recorder.campaign import Campaign, apply
+    opened = {"topic": "t", "dag_path": "d", "brief_dir": "b", "dag_hash": "h", "mode": "interactive",
+              "baseline": "0" * 40, "branch": "campaign/t", "layers": [["A"]], "tip": "0" * 40, "jobs": 8}
+    for given, kept in ((True, 8), (False, None)):
+        c = Campaign()
+        apply(c, {"kind": "open", "context": {**opened, "jobs_given": given}})
+        assert c.jobs == kept

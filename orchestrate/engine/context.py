@@ -54,6 +54,7 @@ class Context:
     routed: set = field(default_factory=set)  # eager: pending nodes whose incoming edges were decided
     announced: set = field(default_factory=set)  # ids of the seams this run has told a person about
     schedule_override: str | None = None  # --schedule
+    jobs_given: bool = False  # --jobs was given (resume keeps it; a width the machine chose it chooses anew)
     spending: object = None  # engine/budget.py's Spending: the journal's usage and budget raises, folded once
     fill_slots: bool = False  # resumed in AWAIT: nodes that wait for a slot start first (handlers/await_.py)
     launching: str = ""  # the node whose start() is asking the executor now (it says itself how that went)

@@ -74,7 +74,7 @@ def run_campaign(cwd: Path, dag_path: Path | None, *, topic: str | None, mode: s
         with _executor(layout, executor, jobs) as ex:
             ctx = Context(layout=layout, campaign=Campaign(dag_path=str(dag_file)), recorder=None, executor=ex,
                           out=Reporter(quiet=quiet), topic_override=topic, mode_override=mode, answers=replies,
-                          schedule_override=schedule)
+                          schedule_override=schedule, jobs_given=jobs is not None)
             return drive(_hooked(ctx))
 
 

@@ -50,7 +50,7 @@ class Campaign:
     brief_dir: str = ""
     dag_hash: str = ""
     mode: str = "interactive"
-    jobs: int | None = None  # the run's --jobs (its executor's), which `resume` keeps unless it is given one
+    jobs: int | None = None  # the run's --jobs, when given: `resume` keeps it unless it is given one
     baseline: str = ""
     branch: str = ""
     layers: list[list[str]] = field(default_factory=list)
@@ -136,7 +136,9 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
             setattr(c, key, ctx[key])
         c.layer_base = ctx["tip"]
         c.schedule = ctx.get("schedule", "layered")
-        c.jobs = ctx.get("jobs") if type(ctx.get("jobs")) is int and ctx["jobs"] > 0 else None
+        # only a --jobs the person gave: one the machine chose (its CPUs) is chosen anew where it resumes (rv80)
+        given = ctx.get("jobs_given", True) and type(ctx.get("jobs")) is int and ctx["jobs"] > 0
+        c.jobs = ctx["jobs"] if given else None
         for layer in ctx["layers"]:
             for n in layer:
                 c.node(n)

@@ -68,7 +68,7 @@ def handle(ctx: Context) -> Outcome:
                       "dag_hash": file_hash(copy), "mode": mode, "schedule": ctx.schedule_override or dag.schedule, "baseline": baseline, "branch": branch,
                       "layers": layers, "tip": baseline, "source": str(source),
                       # the run's --jobs, for the report's lower bound on the makespan (None: unbounded, Dask)
-                      "jobs": getattr(ctx.executor, "jobs", None)})
+                      "jobs": getattr(ctx.executor, "jobs", None), "jobs_given": ctx.jobs_given})
     ctx.reload_dag()
     write_atomic(ctx.layout.active_dag, str(copy) + "\n")
     opened = now()
