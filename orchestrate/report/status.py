@@ -92,9 +92,10 @@ def usage(journal: Path) -> dict | None:
         return None
     if b'"usage' not in data:
         return None
+    effects = [f'"{effect}"'.encode() for effect in provenance.USAGE_EFFECTS]  # the results that carry usage
     entries = []
     for line in data.split(b"\n"):
-        if (b'"worker-start"' in line or b'"worker-cut-off"' in line) and b'"usage' in line:
+        if b'"usage' in line and any(effect in line for effect in effects):
             try:
                 entries.append(json.loads(line))
             except ValueError:

@@ -40,6 +40,7 @@ from orchestrate.workers import converted, index_file, unread, untracked, watche
 from orchestrate.errors import GitError
 
 SPARES = 8  # kept per topic at least; more only when the campaign held more worktrees at once (`_peak`)
+SPARE = "spare-"  # a kept worktree, waiting for the next node
 BEGUN = "prepared-"  # a checkout begun for a batch of nodes (prepared.py), not yet a spare
 _KEEP = frozenset({"HEAD", "commondir", "gitdir", "index"})  # the index is then replaced by the snapshot
 
@@ -92,7 +93,7 @@ def keep(root: Path, path: Path, worktrees: Path, *, capped: bool = True) -> boo
     pool = folder(worktrees)
     if made is None or (capped and len(_spares_in(pool)) >= max(SPARES, _peak)):
         return False
-    spare = pool / f"spare-{path.name}"
+    spare = spare_place(pool, path)
     # scrubbed first: a `locked` mark or a half-done merge the worker left would refuse the move
     if spare.exists() or not _trusted(path, made) or not _reset_admin(made, path) or not _move(root, made, path, spare):
         return False
@@ -284,8 +285,13 @@ def spares(worktrees: Path) -> int:
     return sum(str(spare) in _spares for spare in _spares_in(folder(worktrees)))
 
 
+def spare_place(pool: Path, path: Path) -> Path:
+    """Where worktree `path` waits in the pool folder `pool` as a spare."""
+    return pool / f"{SPARE}{path.name}"
+
+
 def _spares_in(pool: Path) -> list[Path]:
-    return sorted(p for p in pool.iterdir() if p.is_dir() and p.name.startswith("spare-")) if pool.is_dir() else []
+    return sorted(p for p in pool.iterdir() if p.is_dir() and p.name.startswith(SPARE)) if pool.is_dir() else []
 
 
 def _trusted(spare: Path, made: Made) -> bool:

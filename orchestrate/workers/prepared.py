@@ -88,7 +88,7 @@ def _places(home: Path, count: int, batch: str) -> list[Path]:
     while len(found) < count:
         n += 1
         place = home / f"{pool.BEGUN}{batch}-{n}"
-        if not os.path.lexists(place) and not os.path.lexists(home / f"spare-{place.name}") \
+        if not os.path.lexists(place) and not os.path.lexists(pool.spare_place(home, place)) \
                 and all(p != place for p, _ in _pending.values()):
             found.append(place)
     return found
