@@ -49,6 +49,11 @@ def test_a_node_landing_after_the_head_moved_is_probed_before_it_is_judged(tmp_p
     first_gate = next(i for i, e in enumerate(entries) if e["kind"] == "gate" and e["context"].get("node") == "C")
     assert probe < first_gate
     assert not [e for e in entries if e["kind"] == "result" and e["context"].get("aborted")]
+    # nor were its evaluators run ahead for it (sandboxed): the probe, at its landing, knew it starts again
+    started = [e["context"]["attempt"] for e in entries
+               if e["kind"] == "result" and e["context"].get("effect") == "evaluators-start"
+               and e["context"]["node"] == "C"]
+    assert 1 not in started
     rework = next(e for e in entries[probe:] if e["kind"] == "node" and e["context"].get("status") == "REWORK")
     assert rework["context"]["node"] == "C" and rework["derived_from"] == [entries[probe]["id"]]
     assert "C: conflict found before its turn (e/three.txt with node B); REWORK" in result.out

@@ -79,9 +79,10 @@ def pending(ctx, node_id: str) -> bool:
         return True
     if not ahead(ctx) or not _eligible(ctx, node_id):
         return False
-    from orchestrate.engine import schedule
+    from orchestrate.engine import probes, schedule
     got = ctx.evaluated.get((node_id, ctx.campaign.nodes[node_id].attempt))
-    return (got is None or got[0] != ctx.dag.effective_checks(node_id)) and node_id not in schedule.held(ctx)
+    return ((got is None or got[0] != ctx.dag.effective_checks(node_id)) and node_id not in schedule.held(ctx)
+            and not probes.starts_again(ctx, node_id))
 
 
 def in_flight(ctx) -> list[str]:
@@ -105,9 +106,13 @@ def tick(ctx) -> None:
         # their evaluators read them, never while they run there (rv68: the put-back raced the evaluator's writes)
         from orchestrate.workers import siblings
         siblings.before_reading(ctx)
+    from orchestrate.engine import probes
     for node_id in c.with_status(LANDED):
         key = (node_id, c.nodes[node_id].attempt)
         if key in ctx.evaluating or not pending(ctx, node_id):
+            continue
+        probes.on_landing(ctx, node_id)  # one whose judged head cannot merge starts again instead
+        if not pending(ctx, node_id):
             continue
         if ctx.judge_pool is None:
             ctx.judge_pool = ThreadPoolExecutor(max_workers=getattr(ctx.executor, "jobs", None) or 4,

@@ -1,8 +1,9 @@
 """Conflicts found early: when the campaign head moves, every landed node still waiting for its turn is
 trial-merged onto the new head (`git merge-tree --write-tree`: no checkout, milliseconds), so a conflict
 is known before the node is judged and merged.
-Under the eager schedule RECONCILE also probes, first, the nodes that landed after the head moved past
-their base (they had not landed when it moved), so those too are probed before they are judged.
+Under the eager schedule a node that lands after the head moved past its base (it had not landed when it
+moved) is probed as it lands, before its evaluators run ahead (`on_landing`), or else first thing in
+RECONCILE, so those too are probed before they are judged.
 
 Each probe is journalled (`probe`: the node, its judged head, the head it was merged onto, the nodes
 merged since that judged head was last known clean that could conflict with it, clean or not, the
@@ -39,24 +40,10 @@ def after_merge(ctx) -> list[str]:
         return []
     found = []  # the probe entries that found a conflict
     for node_id in _due(ctx):
-        ns = c.nodes[node_id]
-        merged = _could_conflict(ctx, node_id, merged_since(c, _clean_at(ctx, node_id)))
-        if not merged:  # known clean without a merge: remembered by this runner, not journalled
-            ctx.known_clean[node_id] = (ns.head, c.tip)
-            continue
-        trial = git.merge_tree(ctx.root, c.tip, ns.head)
-        if trial is None:
-            _unable.add(str(ctx.root))
-            ctx.out.line("this git has no `merge-tree --write-tree` (git 2.38 or later): conflicts are found "
-                         "when each node merges, not before its turn")
+        entry = _probe(ctx, node_id)
+        if str(ctx.root) in _unable:
             return []
-        conflicts = trial[1]
-        if not conflicts:
-            ctx.known_clean[node_id] = (ns.head, c.tip)
-        entry = ctx.emit("probe", {"node": node_id, "head": ns.head, "onto": c.tip, "merged": merged,
-                                   "clean": not conflicts, "conflicts": conflicts},
-                         derived_from=[c.nodes[m].settled_entry for m in merged if c.nodes[m].settled_entry])
-        if conflicts:
+        if entry is not None:
             found.append(entry)
     reworked: list[str] = []
     judging = set(evaluations.in_flight(ctx))  # its worktree is in use: MERGE finds the conflict in its turn
@@ -76,6 +63,47 @@ def after_merge(ctx) -> list[str]:
     return reworked
 
 
+def on_landing(ctx, node_id: str) -> None:
+    """Probe a node just landed when a merge moved the campaign head past its base while it ran (the probes
+    at that merge could not see it): before its evaluators run ahead, not after (see `starts_again`)."""
+    if str(ctx.root) not in _unable and _due(ctx, (node_id,)):
+        _probe(ctx, node_id)
+
+
+def starts_again(ctx, node_id: str) -> bool:
+    """Is this landed node's judged head known to conflict with the campaign head, so that RECONCILE reworks
+    it (from `_left`)? Its evaluators then need not run ahead. Not when the rework would spend its last
+    attempt: it is judged in its turn and MERGE decides, as before."""
+    c = ctx.campaign
+    ns, last = c.nodes[node_id], c.probes.get(node_id)
+    return (last is not None and not last["clean"] and last["onto"] == c.tip and last["head"] == ns.head
+            and len(ctx.dag.group_of(node_id)) == 1
+            and judge.next_verdict(ctx.dag.by_id[node_id], ns.failures + 1) == "rework")
+
+
+def _probe(ctx, node_id: str) -> dict | None:
+    """Trial-merge one landed node's judged head onto the campaign head: the journalled probe when it
+    conflicts, else None (clean, or no merge since could conflict with it, or this git cannot probe)."""
+    c, ns = ctx.campaign, ctx.campaign.nodes[node_id]
+    merged = _could_conflict(ctx, node_id, merged_since(c, _clean_at(ctx, node_id)))
+    if not merged:  # known clean without a merge: remembered by this runner, not journalled
+        ctx.known_clean[node_id] = (ns.head, c.tip)
+        return None
+    trial = git.merge_tree(ctx.root, c.tip, ns.head)
+    if trial is None:
+        _unable.add(str(ctx.root))
+        ctx.out.line("this git has no `merge-tree --write-tree` (git 2.38 or later): conflicts are found "
+                     "when each node merges, not before its turn")
+        return None
+    conflicts = trial[1]
+    if not conflicts:
+        ctx.known_clean[node_id] = (ns.head, c.tip)
+    entry = ctx.emit("probe", {"node": node_id, "head": ns.head, "onto": c.tip, "merged": merged,
+                               "clean": not conflicts, "conflicts": conflicts},
+                     derived_from=[c.nodes[m].settled_entry for m in merged if c.nodes[m].settled_entry])
+    return entry if conflicts else None
+
+
 def _left(ctx, fresh: set[str]) -> list[dict]:
     """The conflicts an earlier probe found at this very head and judged head that nothing acted on (the node's
     evaluators were running ahead then, rv77): acted on as if found now, once they have ended. One left for a
@@ -87,13 +115,15 @@ def _left(ctx, fresh: set[str]) -> list[dict]:
             and c.nodes[n].status == LANDED and p["head"] == c.nodes[n].head]
 
 
-def _due(ctx) -> list[str]:
-    """Landed nodes, of every layer, whose judged head may conflict with the campaign head and has not
-    been probed against it. A worker that failed is left to RECONCILE (which tells a failing environment
-    from a failing attempt); a node that branched from this very head, or changed nothing, cannot conflict."""
+def _due(ctx, among=None) -> list[str]:
+    """Landed nodes, of every layer (or `among` those), whose judged head may conflict with the campaign head
+    and has not been probed against it. A worker that failed is left to RECONCILE (which tells a failing
+    environment from a failing attempt); a node that branched from this very head, or changed nothing, cannot
+    conflict."""
     c = ctx.campaign
     due = []
-    for node_id, ns in c.nodes.items():
+    for node_id in c.nodes if among is None else among:
+        ns = c.nodes[node_id]
         if ns.status != LANDED or ns.rc not in (0, None) or ns.head in (ns.base, "") or ns.base == c.tip:
             continue
         last = c.probes.get(node_id)
