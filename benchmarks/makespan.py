@@ -1,6 +1,7 @@
 """Makespan: a campaign's wall time against its lower bound max(critical path, total work / jobs).
 
 Run by hand: .venv/bin/python benchmarks/makespan.py [--jobs 4] [--nodes 40] [--seed 11] [--scale 1.0]
+                                                     [--files 0] [--shapes random,chains,judged]
 
 Two DAGs, each node's worker sleeping a fixed time before its commit:
 - `random`: --nodes nodes, each depending on 1-3 earlier ones, durations 1-5 s drawn with --seed;
@@ -9,7 +10,9 @@ Two DAGs, each node's worker sleeping a fixed time before its commit:
 - `judged`: the same chains with the time spent in each node's evaluator instead of its worker, every
   worker in the sandbox (bubblewrap): evaluators run ahead while the rest goes on (engine/evaluations.py);
   skipped where the sandbox cannot run.
-Durations are multiplied by --scale (0.25 for a quick look). The campaign's fixed cost (validation,
+Durations are multiplied by --scale (0.25 for a quick look). --files N adds N small files to each
+repository (a real project's size: every working copy the run checks out, and every look at one, costs
+more), in folders of 100. The campaign's fixed cost (validation,
 working copies, gates, merges, recorder) is measured in the same run on the same DAG with workers that
 do not sleep, and added to the bound, so the ratio shows what scheduling loses, not what the engine
 costs (overhead.py measures that). Target (DESIGN §14.3, eager schedule): ratio <= 1.15; the layered
@@ -56,9 +59,15 @@ def critical_path(deps: dict[str, list[str]], cost: dict[str, float]) -> float:
     return max(finish.values())
 
 
-def campaign(root: Path, name: str, deps: dict[str, list[str]], cost: dict[str, float], judged: bool = False) -> Path:
+def campaign(root: Path, name: str, deps: dict[str, list[str]], cost: dict[str, float], judged: bool = False,
+             files: int = 0) -> Path:
     repo = root / name
     repo.mkdir()
+    for i in range(files):
+        folder = repo / "filler" / f"d{i // 100:04d}"
+        if i % 100 == 0:
+            folder.mkdir(parents=True)
+        (folder / f"f{i:06d}.txt").write_text(f"filler {i}\n")
     env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
                GIT_COMMITTER_EMAIL="b@x")
     run = lambda *a: subprocess.run(a, cwd=repo, env=env, check=True, capture_output=True)  # noqa: E731
@@ -97,12 +106,15 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=40)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--files", type=int, default=0)
+    ap.add_argument("--shapes", default="random,chains,judged")
     a = ap.parse_args()
     compiled()
     shapes = {"random": random_dag(a.nodes, a.seed), "chains": chains(), "judged": chains()}
+    shapes = {name: shapes[name] for name in a.shapes.split(",")}
     if subprocess.run(["sh", "-c", "command -v bwrap && bwrap --ro-bind / / true"], capture_output=True).returncode:
         print("judged: skipped (no bubblewrap that runs here; evaluators run ahead only in the sandbox)")
-        del shapes["judged"]
+        shapes.pop("judged", None)
     print(f"{'dag':>7} {'nodes':>5} {'critical':>9} {'work/jobs':>9} {'fixed':>7} {'wall':>7} {'ratio':>6}  schedule")
     with tempfile.TemporaryDirectory() as tmp:
         for name, (deps, cost) in shapes.items():
@@ -110,9 +122,9 @@ def main() -> None:
             cp, spread = critical_path(deps, cost), sum(cost.values()) / a.jobs
             for schedule in ("eager", "layered"):
                 judged = name == "judged"
-                fixed = wall(campaign(Path(tmp), f"{name}-{schedule}-fixed", deps, {n: 0.0 for n in deps}, judged),
-                             a.jobs, schedule)
-                took = wall(campaign(Path(tmp), f"{name}-{schedule}", deps, cost, judged), a.jobs, schedule)
+                fixed = wall(campaign(Path(tmp), f"{name}-{schedule}-fixed", deps, {n: 0.0 for n in deps}, judged,
+                                      a.files), a.jobs, schedule)
+                took = wall(campaign(Path(tmp), f"{name}-{schedule}", deps, cost, judged, a.files), a.jobs, schedule)
                 bound = max(cp, spread) + fixed
                 target = "  (target <= 1.15)" if schedule == "eager" else ""
                 print(f"{name:>7} {len(deps):>5} {cp:>8.1f}s {spread:>8.1f}s {fixed:>6.1f}s {took:>6.1f}s "
