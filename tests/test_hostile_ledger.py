@@ -96,3 +96,14 @@ def test_why_and_report_refuse_a_foreign_line_as_resume_does(damaged, orch):
         assert undone in said.err and "Traceback" not in said.err
     assert '"exit_code": 1' in orch("why", "A", "--json", cwd=repo).out  # a script reading stdout reads why
     assert {p: p.stat().st_mtime_ns for p in (repo / ".ledger/log").glob("*.html")} == written
+
+
+def test_graph_refuses_a_foreign_line_as_report_does(damaged, orch):
+    """rv84: `graph` folds the campaign's journal whole as `report` does, and a line that is not JSON ended
+    it in a traceback (exit 70), with or without --topic."""
+    repo, _, _ = damaged
+    for args in (("graph", "--topic", "hostile"), ("graph", "--format", "mermaid")):
+        said = orch(*args, cwd=repo)
+        assert said.rc == 1 and said.out == "", said.out + said.err
+        assert said.err.startswith("orchestrate: error: journal.jsonl:3: ") and said.err.count("\n") == 1, said.err
+        assert "no graph was drawn" in said.err

@@ -87,8 +87,9 @@ def graph(dag_path: Path | None, topic: str | None, fmt: str) -> int:
     \b
     Exit codes:
       0  printed
-      1  the DAG is invalid
-      2  unreadable file or unknown campaign
+      1  the DAG is invalid, or the campaign's journal holds a line orchestrate did not write (the
+         first is named; `orchestrate doctor` lists them all)
+      2  unreadable file, unknown campaign, or several in flight or paused and no --topic
     """
     from orchestrate.report import graph_export
     from orchestrate.report.shape import shape
@@ -119,7 +120,7 @@ def _campaign_or_default(topic: str | None):
     """(dag, statuses, edge decisions, name): a named campaign, else the one not yet ended (in flight, paused
     at any seam, final acceptance included, or halted: the rule resume and status use), else the default DAG."""
     from orchestrate.dag.load import load_dag
-    from orchestrate.recorder import topics
+    from orchestrate.recorder import damage, topics
     from orchestrate.recorder.locate import project
     from orchestrate.report import html
     layout = project(Path.cwd())
@@ -131,5 +132,6 @@ def _campaign_or_default(topic: str | None):
             dag = load_dag(layout.default_dag)
             return dag, None, None, dag.topic
         topic = flying[0]
+    damage.refuse(layout.journal(topic), "no graph was drawn")  # folded whole, as `report` folds it
     data = html.collect(layout, topic)
     return data.dag, html.statuses(data.campaign, data.dag), data.campaign.edges, topic
