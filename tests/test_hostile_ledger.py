@@ -107,3 +107,13 @@ def test_graph_refuses_a_foreign_line_as_report_does(damaged, orch):
         assert said.rc == 1 and said.out == "", said.out + said.err
         assert said.err.startswith("orchestrate: error: journal.jsonl:3: ") and said.err.count("\n") == 1, said.err
         assert "no graph was drawn" in said.err
+
+
+def test_replay_of_a_campaign_refuses_a_foreign_line_as_resume_does(damaged, orch):
+    """rv84: `replay --campaign` parsed every line of the journal as an entry of its own: a line that is not
+    JSON (or has no context) ended it in a traceback (exit 70)."""
+    repo, _, _ = damaged
+    said = orch("replay", "--campaign", "hostile", cwd=repo)
+    assert said.rc == 1, said.out + said.err
+    assert said.err.startswith("orchestrate: error: journal.jsonl:3: ") and said.err.count("\n") == 1, said.err
+    assert "nothing was replayed" in said.err

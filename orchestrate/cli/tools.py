@@ -92,7 +92,7 @@ def replay(paths: tuple[Path, ...], update: bool, topic: str | None, recorder: P
     \b
     Exit codes:
       0  nothing failed
-      1  a transcript or the campaign diverged
+      1  a transcript or the campaign diverged, or its journal holds a line orchestrate did not write
       2  a path is missing, binary or not a transcript (nothing runs then)
     """
     if topic:

@@ -6,7 +6,7 @@ is not such an entry was written by something else (a worker without the sandbox
 tool): folding it could crash or silently change the campaign, so `resume` stops on it before any
 repair, naming the line, and `status` says it is there. A torn last line (no newline: a crash
 mid-append) is not damage: resume drops it. `orchestrate doctor` lists every problem of every entry. The
-commands that read a campaign whole (`why`, `report`, `graph`) refuse it as `resume` does.
+commands that read a campaign whole (`why`, `report`, `graph`, `replay --campaign`) refuse it as `resume` does.
 """
 from __future__ import annotations
 

@@ -64,7 +64,8 @@ def _journal(ledger: Path, topic: str) -> list[dict]:
     path = ledger / "state" / topic / "journal.jsonl"
     if not path.exists():
         raise UsageError(f"no recorded campaign `{topic}` in {ledger}", hint="check --campaign and --recorder")
-    from orchestrate.recorder import segments
+    from orchestrate.recorder import damage, segments
+    damage.refuse(path, "nothing was replayed")  # a line of another's would be replayed as a recorded fact
     return [json.loads(line) for line in segments.read_bytes(path).splitlines() if line.strip()]
 
 
