@@ -346,8 +346,8 @@ def _repaired(ctx: Context, what: str, message: str) -> None:
 
 
 def pick(layout: Layout, topic: str | None) -> str:
-    if topic:
-        return topic
+    if topic is not None:  # an empty one is refused there, never taken for the campaign in flight
+        return topics.pick(layout.ledger, topic)
     flying = sorted(set(topics.in_flight(layout.ledger)) | set(_unopened(layout)))
     if not flying:
         raise UsageError("no campaign is in flight", hint="`orchestrate status` shows the last one")
