@@ -33,6 +33,13 @@ def test_every_help_has_an_example_and_its_exit_codes(orch, name):
         assert text.index("Options:") < text.index("Examples:")  # after the options, where the eye looks
 
 
+@pytest.mark.parametrize("name", [None] + COMMANDS)
+def test_no_help_line_runs_past_a_hundred_columns(orch, name):
+    """rv84: the exit codes, kept as written by click's \\b, are not re-wrapped: decide's ran to 136 columns."""
+    text = orch(*([name] if name else []), "--help").out
+    assert not [ln for ln in text.splitlines() if len(ln) > 100], text
+
+
 def test_every_example_names_a_real_command():
     for name in COMMANDS:
         help_text = cli.commands[name].help or ""
@@ -104,3 +111,18 @@ def test_the_command_list_gives_each_command_a_whole_summary(orch):
     """rv45: click cut every summary mid-sentence (`End a campaign for good, as a recorded human decision: who...`)."""
     listed = orch("--help").out.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert len(listed) == len(COMMANDS) and not [ln for ln in listed if ln.endswith("...")], listed
+
+
+def test_an_options_default_is_said_whole(orch):
+    """rv84: each help said less than the command does: resume's --jobs default left out the run given none
+    (then one per CPU, test_resume_keeps_jobs.py), abandon's --topic the paused or halted campaign it picks as
+    decide does, graph's --topic that a campaign not yet ended comes before the default DAG, clean's exit 2 an
+    unknown topic."""
+    def said(name, start):
+        return " ".join(orch(name, "--help").out.split(start, 1)[1].split())
+    assert said("resume", "--jobs").startswith("INTEGER RANGE Workers at once (default: the --jobs the campaign was "
+                                               "run with, if one was given; else one per CPU).")
+    assert said("abandon", "--topic").startswith("TEXT Campaign topic (default: the one in flight, paused or halted")
+    assert said("graph", "--topic").startswith("TEXT Draw this campaign's DAG with its nodes' statuses (default: the "
+                                               "one in flight or paused, final acceptance included; else")
+    assert said("clean", "Exit codes:").split(" 2 ", 1)[1].startswith("--topic names no campaign, or one that has not")

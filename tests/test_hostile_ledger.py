@@ -4,6 +4,8 @@ recorder's history; `status`, `doctor` and `resume` name the damage without a tr
 stops before it repairs or dispatches anything."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from orchestrate.recorder import damage
@@ -117,3 +119,16 @@ def test_replay_of_a_campaign_refuses_a_foreign_line_as_resume_does(damaged, orc
     assert said.rc == 1, said.out + said.err
     assert said.err.startswith("orchestrate: error: journal.jsonl:3: ") and said.err.count("\n") == 1, said.err
     assert "nothing was replayed" in said.err
+
+
+def test_each_command_refusing_a_foreign_line_lists_that_exit_in_its_help(damaged, orch):
+    """rv84: decide, approve, skip, realign and abandon refuse such a journal with exit 1, which their help
+    did not list (nor resume's, which named only a halt)."""
+    repo, _, _ = damaged
+    for args in (("decide", "final-acceptance", "accept"), ("approve", "--edge", "e1"), ("skip", "--edge", "e1"),
+                 ("realign", "--rediscover", "A"), ("abandon", "--note", "x"), ("resume",)):
+        said = orch(*args, "--topic", "hostile", cwd=repo)
+        assert said.rc == 1 and "a line orchestrate did not write" in said.err, (args, said.out + said.err)
+        codes = orch(args[0], "--help").out.split("Exit codes:\n", 1)[1]
+        one = re.search(r"^    1 (.*?)^    2 ", codes, re.M | re.S)
+        assert one and "a line orchestrate did not write" in " ".join(one.group(1).split()), (args[0], codes)

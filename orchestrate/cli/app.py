@@ -26,7 +26,8 @@ Exit codes:
   4    another runner holds the campaign, or the recorder moved under this one
   70   internal error (a bug: please report it with the traceback)
   75   paused at a human seam (`orchestrate decide` answers it)
-  130  interrupted by Ctrl-C, or SIGTERM to a runner (state is saved; `orchestrate resume` continues)"""
+  130  interrupted by Ctrl-C, or SIGTERM to a runner (state is saved; `orchestrate resume`
+       continues)"""
 
 
 class HelpLast(click.Command):

@@ -107,7 +107,7 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
 @click.option("--topic", help="Campaign topic (default: the one in flight or paused; several: listed).")
 @click.option("--from-log", is_flag=True, help="Ignore checkpoints and rebuild the state from the journal alone.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1),
-              help="Workers at once (default: what the campaign was run with).")
+              help="Workers at once (default: the --jobs the campaign was run with, if one was given; else one per CPU).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only results, seams, repairs and errors.")
 @answers_option
 @click.option("--interactive/--no-interactive", default=None,
@@ -130,7 +130,8 @@ def resume(topic: str | None, from_log: bool, jobs: int | None, quiet: bool, ans
     \b
     Exit codes:
       0    done
-      1    halted (the message says why and how to go on or abandon it)
+      1    halted (the message says why and how to go on or abandon it), or the journal holds a
+           line orchestrate did not write (the first is named)
       2    no campaign to resume, several to choose from, or an unknown topic
       4    another runner holds the campaign
       75   paused at a human seam
@@ -181,9 +182,11 @@ def decide(seam: str, choice: str, topic: str | None, as_who: str | None, note: 
     \b
     Exit codes:
       0  recorded (for final acceptance: the campaign is complete), or left for the running campaign
-      2  the seam is not open (for --node NODE: not about that node; or an answer is already recorded, waiting for `orchestrate resume` to
-         apply it), the choice is not one it offers, the campaign was abandoned, several
-         campaigns to choose from, or no identity to record; nothing is written
+      1  the journal holds a line orchestrate did not write (the first is named); nothing is written
+      2  the seam is not open (for --node NODE: not about that node; or an answer is already
+         recorded, waiting for `orchestrate resume` to apply it), the choice is not one it offers,
+         the campaign was abandoned, several campaigns to choose from, or no identity to record;
+         nothing is written
       4  a runner holds the campaign and takes no answer now (or one already waits for it)
     """
     from orchestrate.errors import UsageError
@@ -219,6 +222,7 @@ def approve(edge: str, topic: str | None, as_who: str | None, note: str, quiet: 
     \b
     Exit codes:
       0  recorded
+      1  the journal holds a line orchestrate did not write (the first is named); nothing is written
       2  EDGE is not the edge waiting at the guardrail seam, or nobody can be named as the approver;
          nothing is written
       4  a runner holds the campaign and takes no answer now (or one already waits for it)
@@ -244,6 +248,7 @@ def skip(edge: str, topic: str | None, as_who: str | None, note: str, quiet: boo
     \b
     Exit codes:
       0  recorded
+      1  the journal holds a line orchestrate did not write (the first is named); nothing is written
       2  EDGE is not the edge waiting at the guardrail seam; nothing is written
       4  a runner holds the campaign and takes no answer now (or one already waits for it)
     """
@@ -275,6 +280,7 @@ def realign(node: str, topic: str | None, as_who: str | None, note: str, quiet: 
     \b
     Exit codes:
       0  recorded
+      1  the journal holds a line orchestrate did not write (the first is named); nothing is written
       2  the node has no recorded resolution or was already dispatched, or no identity to record;
          nothing is written
       4  a runner holds the campaign: realign once it has paused (exit 75) or ended
@@ -310,7 +316,7 @@ def status(topic: str | None, as_json: bool) -> int:
 
 
 @cli.command(short_help="End a campaign for good, as a recorded human decision")
-@click.option("--topic", help="Campaign topic (default: the one in flight).")
+@click.option("--topic", help="Campaign topic (default: the one in flight, paused or halted; several: listed).")
 @click.option("--as", "as_who", metavar="WHO", help="Who decides (default: git config user.email).")
 @click.option("--note", required=True, help="Why the campaign ends here (recorded).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
@@ -326,7 +332,10 @@ def abandon(topic: str | None, as_who: str | None, note: str, quiet: bool) -> in
     \b
     Exit codes:
       0  abandoned
-      2  the campaign has already ended, or no --note; nothing is written
+      1  the journal holds a line orchestrate did not write (the first is named), or lines of a
+         halted runner's that it did not commit; nothing is written
+      2  the campaign has already ended, several to choose from, no --note, or no identity to
+         record; nothing is written
       4  a runner holds it
     """
     from orchestrate.engine.abandon import abandon as end
@@ -352,7 +361,8 @@ def clean(topic: str | None, dry_run: bool, as_json: bool) -> int:
     \b
     Exit codes:
       0  cleaned (or nothing to clean)
-      2  --topic names a campaign that has not ended (in flight, paused, or at final acceptance)
+      2  --topic names no campaign, or one that has not ended (in flight, paused, or at final
+         acceptance)
     """
     import json
 

@@ -68,8 +68,9 @@ def _check_output(output: Path) -> None:
 @cli.command(short_help="Print the DAG as text, Mermaid or DOT")
 @click.option("--dag", "dag_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Draw this DAG file (no statuses).")
-@click.option("--topic", help="Draw this campaign's DAG with its nodes' statuses (default: the DAG at "
-                              ".ledger/state/dag.yaml without statuses, or the campaign in flight).")
+@click.option("--topic", help="Draw this campaign's DAG with its nodes' statuses (default: the one in flight "
+                              "or paused, final acceptance included; else .ledger/state/dag.yaml, without "
+                              "statuses).")
 @click.option("--format", "fmt", type=click.Choice(["mermaid", "dot", "text"]), default="text", show_default=True,
               help="mermaid: starts with `flowchart`, pastes into GitHub Markdown; dot: Graphviz; text: the terminal.")
 def graph(dag_path: Path | None, topic: str | None, fmt: str) -> int:
