@@ -188,3 +188,17 @@ def test_a_rows_reason_under_eager_says_what_the_node_is_doing_not_its_layer():
     assert [waiting_reason(c, n, 0 if n == "A" else 1) for n in "ABCDE"] == [
         "worker running", "worker running", "accepted, waiting to be merged", "waiting to be judged",
         "starts once what it depends on has merged"]
+
+
+def test_status_json_has_the_same_keys_whether_a_runner_holds_the_campaign_or_not(tmp_path, orch):
+    """rv84: a script reading `status --json` found `runner.command` and `runner.origin` only while a lock
+    holder was there, and `left_answer` only while an answer waited: a key it read could vanish."""
+    from orchestrate.recorder.lock import CampaignLock
+    repo = campaign_repo(tmp_path, TWO_LAYERS.format(topic="keys"), HONEST)
+    assert orch("run", "--quiet", "--no-interactive", cwd=repo).rc == 75
+    _, resting = status(orch, repo)
+    with CampaignLock(repo / ".scratch" / "locks", "keys", "resume"):  # as a running runner holds it
+        _, held = status(orch, repo)
+    assert held["runner"]["alive"] is True and resting["runner"]["alive"] is False
+    assert set(held) == set(resting) and set(held["runner"]) == set(resting["runner"]), (held, resting)
+    assert resting["left_answer"] is None and resting["runner"]["command"] is None

@@ -36,8 +36,8 @@ def show(cwd: Path, topic: str | None, as_json: bool) -> str:
                 row["waiting"] = "its inputs have settled: it starts when `orchestrate resume` runs the campaign"
         if data["decision"]:  # a recorded answer waits: `orchestrate resume` applies it, whatever the state
             data["runner"]["resume"] = True
-    if left := left_answer(layout.answer(chosen), data):
-        data["left_answer"] = left
+    data["left_answer"] = left = left_answer(layout.answer(chosen), data)  # null when none: keys stay put
+    if left:
         for row in data["nodes"]:
             if left.get("node") and row["id"] == left["node"] and left["seam_id"] == (data["seams"] or [{}])[0].get("id"):
                 row["waiting"] = f"answered {left['seam']} {left['choice']} (orchestrate decide): waiting to be applied"
@@ -139,12 +139,12 @@ def runner(locks: Path, topic: str, state: str, closed: bool) -> dict:
         holder = json.loads(CampaignLock(locks, topic).info.read_text())
     except (OSError, ValueError):
         holder = None
+    unknown = dict.fromkeys(("pid", "host", "command", "started", "origin"))  # the same keys, held or not
     if isinstance(holder, dict):
         from orchestrate.recorder.lock import holder_alive
         alive = holder_alive(holder)
-        return {**holder, "alive": alive, "resume": not alive}
-    return {"pid": None, "host": None, "started": None, "alive": False,
-            "resume": state not in RESTING and not (closed and state == "DONE")}
+        return {**unknown, **holder, "alive": alive, "resume": not alive}
+    return {**unknown, "alive": False, "resume": state not in RESTING and not (closed and state == "DONE")}
 
 
 def planner(c: Campaign, ledger: Path):
