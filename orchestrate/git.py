@@ -52,8 +52,10 @@ def toplevel(path: str | Path) -> Path:
     """The top of the working tree containing `path` (git_batch keeps it), or UsageError naming the fix."""
     from orchestrate import git_batch
     if (top := git_batch.toplevel(path)) is None:
-        raise UsageError(f"{Path(path).resolve()} is not inside a git repository",
-                         hint="run from the project's checkout, or `git init` first")
+        bare = out(path, "rev-parse", "--is-bare-repository", check=False) == "true"  # told apart from none
+        said, hint = (("a bare repository: it has no checkout", "run from a clone with a working tree: `git clone BARE DIR`")
+                      if bare else ("not inside a git repository", "run from the project's checkout, or `git init` first"))
+        raise UsageError(f"{Path(path).resolve()} is {said}", hint=hint)
     return top
 
 
@@ -162,10 +164,8 @@ def commit_subjects(repo: str | Path, rev_range: str, *extra: str) -> list[tuple
 # ---- changes ----------------------------------------------------------------------------------
 
 def changed_paths(repo: str | Path, base: str, head: str | None = None) -> list[tuple[str, str]]:
-    """[(status letter, path)] between two commits (or base and the working tree), renames split in two.
-
-    `--no-renames` reports a rename as a deletion plus an addition, so both its old and new path count.
-    """
+    """[(status letter, path)] between two commits (or base and the working tree), renames split in two:
+    `--no-renames` reports a rename as a deletion plus an addition, so both its old and new path count."""
     if head:  # between two commits: asked of the kept differ, which keeps its answers (git_diffs)
         from orchestrate import git_diffs
         if (found := git_diffs.changed(repo, base, head)) is not None:

@@ -95,6 +95,10 @@ def test_a_bare_repository_has_its_own_message(tmp_path, orch):
                     ("replay", "--campaign", "x"), ("realign", "--rediscover", "A")):
         r = orch(*command, cwd=bare)
         assert r.rc == 2 and "is a bare repository" in r.err and "not inside a git repository" not in r.err, command
+    for gate in (("adherence", "--topic", "t", "--base", "HEAD"), ("close-check", "--topic", "t"),
+                 ("coherence", "--base", "HEAD"), ("trial-merge", "main")):  # rv84: "not inside a git repository"
+        r = orch("gate", *gate, cwd=bare)
+        assert r.rc == 2 and "is a bare repository" in r.out + r.err, (gate, r.out + r.err)
     assert not (bare / ".ledger").exists() and not (bare / ".scratch").exists()
     assert orch("status", cwd=tmp_path).err.count("not inside a git repository") == 1  # no repository at all
 

@@ -51,13 +51,7 @@ def checkout(cwd: Path) -> Path:
     recorder (`cd .ledger/state` to edit the DAG), the project's: the recorder is a repository too, and taken for
     the project it would get a recorder of its own and campaigns run on it. A recorder is told by its files and
     by the project's exclude, where `init` lists it."""
-    try:
-        top = git.main_worktree(cwd)
-    except UsageError:
-        if git.out(cwd, "rev-parse", "--is-bare-repository", check=False) == "true":
-            raise UsageError(f"{Path(cwd).resolve()} is a bare repository: it has no checkout for workers to "
-                             "branch from", hint="run from a clone with a working tree: `git clone BARE DIR`") from None
-        raise
+    top = git.main_worktree(cwd)  # a bare repository is told apart there
     if top.name == ".ledger" and (top / "config.yaml").is_file() and (top / "state").is_dir():
         try:
             outer = git.main_worktree(top.parent)
