@@ -125,4 +125,6 @@ def test_an_options_default_is_said_whole(orch):
     assert said("abandon", "--topic").startswith("TEXT Campaign topic (default: the one in flight, paused or halted")
     assert said("graph", "--topic").startswith("TEXT Draw this campaign's DAG with its nodes' statuses (default: the "
                                                "one in flight or paused, final acceptance included; else")
+    for name in ("run", "resume"):  # --quiet keeps warnings and the 30 s progress line too (README, Watching a run)
+        assert said(name, "-q, --quiet").startswith("Print only seams, halts, ") and "progress line" in said(name, "-q")
     assert said("clean", "Exit codes:").split(" 2 ", 1)[1].startswith("--topic names no campaign, or one that has not")

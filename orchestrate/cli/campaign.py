@@ -56,7 +56,8 @@ def init() -> int:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Workers at once (default: one per CPU).")
 @click.option("--schedule", type=click.Choice(["eager", "layered"]),
               help="Override the DAG's `schedule:` (default eager). Fixed for the campaign once it opens.")
-@click.option("--quiet", "-q", is_flag=True, help="Print only results, seams and errors.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Print only seams, halts, warnings, the final line and a progress line every 30 s (no live view).")
 @answers_option
 @click.option("--interactive/--no-interactive", default=None,
               help="Ask at seams or never ask (default: ask when stdin is a terminal and CI is not true).")
@@ -108,7 +109,8 @@ def run(dag_path: Path | None, topic: str | None, mode: str | None, jobs: int | 
 @click.option("--from-log", is_flag=True, help="Ignore checkpoints and rebuild the state from the journal alone.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1),
               help="Workers at once (default: the --jobs the campaign was run with, if one was given; else one per CPU).")
-@click.option("--quiet", "-q", is_flag=True, help="Print only results, seams, repairs and errors.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Print only seams, halts, repairs, warnings, the final line and a progress line every 30 s.")
 @answers_option
 @click.option("--interactive/--no-interactive", default=None,
               help="Ask at seams or never ask (default: ask when stdin is a terminal and CI is not true).")
