@@ -132,6 +132,23 @@ def test_version_and_usage_errors(orch):
     assert bad.rc == 2 and "No such option" in bad.err
 
 
+def test_a_command_line_error_is_one_line_naming_the_help_to_read(orch, tmp_path):
+    """Click's own form (a usage line, a 'Try' line, a blank and the error) is said in one line, as every other
+    error orchestrate reports; --json gets the same error as JSON."""
+    for args, said in ((["run", "--jobs", "0"], "'--jobs' / '-j': 0 is not in the range x>=1"),
+                       (["graph", "--dag", str(tmp_path)], "is a directory"),
+                       (["decide"], "Missing argument 'SEAM'"),
+                       (["bogus"], "No such command 'bogus'")):
+        bad = orch(*args, cwd=tmp_path)
+        command = "orchestrate" + ("" if args[0] == "bogus" else f" {args[0]}")
+        assert bad.rc == 2 and bad.out == "", bad.err
+        assert bad.err.splitlines() == [bad.err.strip()] and bad.err.startswith("orchestrate: error: "), bad.err
+        assert said in bad.err and f"(`{command} --help` lists what it takes)" in bad.err, bad.err
+    as_json = orch("validate", "--json", "--bogus", cwd=tmp_path)
+    assert json.loads(as_json.out) == {"error": "No such option '--bogus'",
+                                       "hint": "`orchestrate validate --help` lists what it takes", "exit_code": 2}
+
+
 def test_a_bug_prints_a_traceback_and_exits_70(demo, orch, monkeypatch):
     import orchestrate.dag.load as dagfile
 

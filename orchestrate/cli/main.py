@@ -19,7 +19,7 @@ from orchestrate.cli import (  # noqa: F401  (each registers its commands)
     tools,
 )
 from orchestrate.cli.app import cli
-from orchestrate.errors import ExitCode, OrchestrateError, ProcError
+from orchestrate.errors import ExitCode, OrchestrateError, ProcError, UsageError
 
 
 def _report_bug(exc: BaseException) -> None:
@@ -45,9 +45,10 @@ def _run(argv: list[str] | None) -> int:
         rc = cli.main(args=argv, prog_name="orchestrate", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        _json_error(as_json, exc.format_message(), None, ExitCode.USAGE)
+    except click.ClickException as exc:  # a word of the command line: one line, as every other error
+        ctx = getattr(exc, "ctx", None)
+        hint = f"`{ctx.command_path} --help` lists what it takes" if ctx is not None else None
+        _print_error(UsageError(exc.format_message().rstrip("."), hint=hint), as_json)
         return ExitCode.USAGE
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("orchestrate: interrupted", err=True)
