@@ -3,7 +3,8 @@
 A request is granted at most WIDEN_LIMIT times per node. Granting costs no attempt, so without a bound a
 worker that freezes on every run (for a path its surface already covers, or a new path each time) was
 widened and restarted forever. A request naming only paths the surface covers, or one past the limit,
-is a failed attempt instead: it is judged as one, so `max_attempts` and then a person bound it.
+is a failed attempt instead: it is judged as one, so `max_attempts` and then a person bound it. So is a request
+from an attempt whose spend reached its node's budget: granted, the worker would run on past it.
 """
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ def handle(ctx: Context) -> Outcome:
     paths = list(dict.fromkeys(grants.values()))
     said = ", ".join(p if token == p else f"{p} (as {token}, all it reaches)" for p, token in grants.items())
     ctx.subject = node_id
+    if budget.crossed(ctx, node_id):  # widened or serialized, it would run on past its budget (README, Budgets)
+        return _refused(ctx, node_id, f"its worker asked for {', '.join(asked)}, but what the node spent reached "
+                        f"its budget (nodes.{node_id}.budget): neither widened nor resumed")
     if not paths:
         return _refused(ctx, node_id, f"its worker asked for {', '.join(asked)}, already inside its "
                         f"surface ({', '.join(tokens)}): nothing to widen")
