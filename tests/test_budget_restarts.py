@@ -36,7 +36,7 @@ def test_a_worker_resumed_after_a_widening_is_told_what_it_may_still_spend(tmp_p
     result = orch("run", cwd=repo)
     assert result.rc == 75, result.out + result.err
     assert "surface widened with extra.txt; worker resumed" in result.out
-    assert _told(repo) == ["told 20.000000", "told 15.000000"], resumed.stdout + resumed.stderr
+    assert _told(repo) == ["told 20.000000", "told 15.000000"], result.out
 
 
 # Without the sandbox: a worker in bubblewrap dies with the killed runner (--die-with-parent), before or after it
@@ -94,17 +94,27 @@ def test_what_a_cut_off_attempt_spent_counts_before_its_retry_starts(tmp_path):
 
 def test_a_cut_off_attempt_a_killed_resume_journalled_counts_once(tmp_path):
     """rv80: a resume killed after it journalled the cut-off attempt's row, before the retry it started was
-    committed, left the attempt as cut off again: the next resume journalled its row a second time ($15 counted)."""
+    committed, left the attempt as cut off again: the next resume journalled its row a second time. Each
+    attempt's row is journalled once: the first's, the retry's that killed resume started (rv81: it ran and
+    spent, but was dropped with that resume's commit and never counted), and the last one's."""
     import json
+
+    from tests.engine_helpers import journal
     repo = campaign_repo(tmp_path, UNBOXED, SPENT_WORKER)
     assert cli(repo, "run", fault="poll:1").returncode == -9  # killed while its worker runs
-    spent = repo / ".scratch" / "runs" / "rb" / "N1" / "usage-1.json"
-    for _ in range(1800):  # the orphaned first attempt has reported (an event, not a delay)
-        if spent.exists() and spent.read_text().endswith("}}"):
-            break
-        time.sleep(0.05)
-    assert cli(repo, "resume", fault="flush:1").returncode == -9  # the resume itself killed at its first commit
+    runs = repo / ".scratch" / "runs" / "rb" / "N1"
+    for attempt in (1, 2):
+        spent = runs / f"usage-{attempt}.json"
+        for _ in range(1800):  # the orphaned attempt has reported (an event, not a delay)
+            if spent.exists() and spent.read_text().endswith("}}"):
+                break
+            time.sleep(0.05)
+        if attempt == 1:
+            assert cli(repo, "resume", fault="flush:1").returncode == -9  # the resume killed at its first commit
     resumed = cli(repo, "resume")
     assert resumed.returncode == 75, resumed.stdout + resumed.stderr
+    rows = [(e["context"]["effect"], e["context"]["attempt"]) for e in journal(repo, "rb") if e["kind"] == "result"
+            and e["context"].get("effect") in ("worker-start", "worker-cut-off") and "usage" in e["context"]]
+    assert rows == [("worker-cut-off", 1), ("worker-cut-off", 2), ("worker-start", 3)], rows
     total = json.loads(cli(repo, "status", "--json").stdout)["usage"]["total"]
-    assert total["cost_usd"] == 10, total
+    assert total["cost_usd"] == 15, total

@@ -16,6 +16,9 @@ from orchestrate.report.live import Reporter
 from orchestrate.workers.local import Executor
 
 WRITE_AHEAD = frozenset({"intent", "result"})
+# What ends a batch of held entries, written in one append just before its commit: a transition, or the close of
+# resume's repairs, which are committed before the run goes on and may hold an attempt started again (rv81)
+BATCH_ENDS = frozenset({"transition", "repaired"})
 _COUNTING = threading.Lock()
 
 

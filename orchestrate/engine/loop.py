@@ -52,7 +52,9 @@ def _walk(ctx: Context) -> State:
         if ctx.recorder is not None and ctx.recorder.held:  # only resume's repairs are held here (an attempt started
             # again among them): recorded before the run goes on, else `status` shows the attempt cut off as the one
             # running and an interrupt loses them (rv45); here, where an interrupt stops the workers it started
-            ctx.recorder.commit(f"{ctx.topic}: resume repaired what its runner left")
+            subject = f"{ctx.topic}: resume repaired what its runner left"
+            ctx.emit("repaired", {"subject": subject})  # the batch is whole: a crash at its commit keeps it
+            ctx.recorder.commit(subject)
         while state not in TERMINAL:
             evaluations.tick(ctx)  # eager: evaluators that ended are taken in, those of nodes that landed start
             ctx.out.state(state.value, ctx.campaign, ctx.layout.runs(ctx.topic), _focus(ctx, state))

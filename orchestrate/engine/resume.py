@@ -12,7 +12,7 @@ from typing import Callable
 
 from orchestrate import git, proc
 from orchestrate.atomic import sweep_temp_files, write_atomic
-from orchestrate.engine.context import WRITE_AHEAD, Context
+from orchestrate.engine.context import BATCH_ENDS, WRITE_AHEAD, Context
 from orchestrate.errors import ForeignWrite, UsageError
 from orchestrate.recorder import checkpoints, damage, guard, segments, topics
 from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
@@ -73,8 +73,9 @@ def _cross_check(campaign: Campaign, lines: list[bytes], warn: Callable[[str], N
 def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], None], *, crashed: bool) -> None:
     """Make the journal and the recorder's files agree after a crash.
 
-    Held (bookkeeping) entries are only ever written in one batch ending with a transition, just before
-    a commit. Uncommitted entries after the last transition are therefore a torn batch: they are dropped,
+    Held (bookkeeping) entries are only ever written in one batch ending with a transition (or with the close
+    of resume's repairs), just before a commit. Uncommitted entries after the last such end are therefore a
+    torn batch: they are dropped,
     and the recorder's files go back to their last commit. A complete batch whose commit did not happen
     is committed now, with the files that belong to it.
     """
@@ -108,7 +109,7 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
                            hint=f"see `git -C {ledger} diff HEAD -- {rel}`; put it back with `git -C {ledger} checkout "
                                 f"HEAD -- {rel}` (or commit a deliberate edit in {ledger}), then resume")
     tail = [json.loads(raw) for raw in current[len(committed):].splitlines()]
-    last_transition = max((i for i, e in enumerate(tail) if e["kind"] == "transition"), default=-1)
+    last_transition = max((i for i, e in enumerate(tail) if e["kind"] in BATCH_ENDS), default=-1)
     after = tail[last_transition + 1:]
     # only answers after the last transition: `decide`'s own batch (it writes nothing else), its commit cut off;
     # the person's answer is kept, as the decision status shows and the campaign applies (rv75)
@@ -134,7 +135,8 @@ def settle_journal(layout: Layout, recorder: Recorder, warn: Callable[[str], Non
         t = tail[last_transition]["context"]
         recorder.head = git.rev_parse(ledger, "HEAD") or ""
         recorder.commit(t.get("subject") or f"{recorder.topic}: {t['from']} {t['outcome']} -> {t['to']}")
-        warn("committed a transition that was journalled just before the crash")
+        warn("committed a transition that was journalled just before the crash" if "from" in t else
+             "committed the repairs of a resume that stopped before it committed them")
     elif crashed:
         _restore_recorder_files(layout, recorder.topic, rel, warn)
 
