@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-from orchestrate.errors import OrchestrateError
+from orchestrate.errors import OrchestrateError, UsageError
 
 POLL = 0.02  # seconds between tries while another process holds the lock
 
@@ -39,9 +39,7 @@ class FileLock:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):  # a link to nothing, or a file, where a folder goes
-            raise OrchestrateError(f"{self.path.parent} cannot be made: something that is not a folder is on its way "
-                                   "(a link leading nowhere, a file)",
-                                   hint="remove it, or make the folder it leads to") from None
+            raise in_the_way(self.path.parent) or UsageError(f"{self.path.parent} cannot be made") from None
         deadline = time.monotonic() + self.timeout
         while True:
             # not through a link: `.scratch/locks/` is writable by a worker without the sandbox, and a link
@@ -83,3 +81,18 @@ class FileLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def in_the_way(folder: Path) -> UsageError | None:
+    """Why `folder` cannot be made, as input that cannot be used (exit 2): the outermost of it and its parents
+    that is there but is no folder, named with the way to move it aside. None when nothing is in its way."""
+    blocker = next((p for p in reversed((folder, *folder.parents)) if not p.is_dir() and (p.exists() or p.is_symlink())),
+                   None)
+    if blocker is None:
+        return None
+    if not blocker.exists():
+        return UsageError(f"{blocker}: a link to {os.readlink(blocker)}, which is gone, where orchestrate keeps a "
+                          f"folder; {folder} cannot be made", hint=f"remove the link (`rm {blocker}`), or make the "
+                                                                   "folder it leads to")
+    return UsageError(f"{blocker}: a file where orchestrate keeps a folder; {folder} cannot be made",
+                      hint=f"move it aside (`mv {blocker} {blocker}.moved`), then run the command again")

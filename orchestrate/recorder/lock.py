@@ -10,9 +10,13 @@ from pathlib import Path
 
 from orchestrate.atomic import write_atomic
 from orchestrate.errors import Concurrency
-from orchestrate.flock import Busy, FileLock
+from orchestrate.flock import Busy, FileLock, in_the_way
 
 
+# The folders in .scratch a campaign's commands make as they go: a file (or a link to nothing) in the way of one
+# is refused before anything is written; met later it ended a campaign under way with a traceback (exit 70)
+SCRATCH = ("worktrees/{}", "integration/{}", "runs/{}", "answers", "rejected/{}", "groups/{}", "probe/{}",
+           "guardrails/{}")
 RUNNERS = ("run", "resume")  # the commands that hold a campaign while its workers run
 
 
@@ -32,6 +36,10 @@ class CampaignLock:
         self.busy: dict | None = None  # what the holder had written when acquire found the lock taken
 
     def acquire(self) -> "CampaignLock":
+        scratch = self.path.parent.parent
+        for folder in SCRATCH:
+            if (wrong := in_the_way(scratch / folder.format(self.topic))) is not None:
+                raise wrong
         lock = FileLock(self.path, timeout=0)
         try:
             lock.acquire()
