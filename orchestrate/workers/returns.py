@@ -356,12 +356,15 @@ def read_outputs(path: Path, declared: list[str]) -> dict:
 CANNOT_START = (126, 127)
 AGENT_UNAVAILABLE = 69
 AGENT_PREFIX = "orchestrate: "
+# bubblewrap's own exit code when it cannot set the sandbox up (a bind, its chdir into the worktree): it then
+# says why in lines of its own and nothing else runs, so exit 1 with no other line is a worker never started
+SANDBOX_FAILED, SANDBOX_PREFIX = 1, "bwrap: "
 
 
 def environment_error(rc: int | None, log: str) -> str:
     """Why the environment, not the worker, ended this attempt (naming the command and the line that
     says so), or "" when the attempt ran and its exit code is a verdict on its work."""
-    if rc not in CANNOT_START and rc != AGENT_UNAVAILABLE:
+    if rc not in CANNOT_START and rc not in (AGENT_UNAVAILABLE, SANDBOX_FAILED):
         return ""
     try:  # the header orchestrate wrote first, and what the worker printed last (a log can be any size)
         head = git_files.small(log, 4096).decode(errors="replace").splitlines()[:1] if log else []
@@ -371,6 +374,11 @@ def environment_error(rc: int | None, log: str) -> str:
     header = next((ln for ln in head if ln.startswith("# orchestrate: node ")), "")
     command = header.split(": ", 2)[2] if header.count(": ") >= 2 else "?"
     body = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("# orchestrate: ")]
+    if rc == SANDBOX_FAILED:  # only this run's lines: the log of an attempt run again (after a rework) holds both
+        last = max((i for i, ln in enumerate(lines) if ln.startswith("# orchestrate: node ")), default=-1)
+        ours = [ln.strip() for ln in lines[last + 1:] if ln.strip() and not ln.startswith("# orchestrate: ")]
+        said = ours[-1] if ours and all(ln.startswith(SANDBOX_PREFIX) for ln in ours) else ""
+        return f"the sandbox could not start the worker `{command}` (exit 1): {said}" if said else ""
     if rc == AGENT_UNAVAILABLE:
         said = next((ln for ln in body if ln.startswith(AGENT_PREFIX)), "")
         return f"the worker `{command}` cannot work here (exit 69): {said}" if said else ""
