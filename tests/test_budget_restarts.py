@@ -118,3 +118,22 @@ def test_a_cut_off_attempt_a_killed_resume_journalled_counts_once(tmp_path):
     assert rows == [("worker-cut-off", 1), ("worker-cut-off", 2), ("worker-start", 3)], rows
     total = json.loads(cli(repo, "status", "--json").stdout)["usage"]["total"]
     assert total["cost_usd"] == 15, total
+
+
+def test_an_attempt_whose_worker_began_before_a_crash_lost_its_entry_counts(tmp_path):
+    """rv81: the runner killed after a worker's start was journalled (written ahead), before the node's entry for
+    that attempt was (held for the state's commit): resume ran DISPATCH again and what that worker spent was never
+    counted; the next attempt was told $20 were left."""
+    import json
+    repo = campaign_repo(tmp_path, UNBOXED, SPENT_WORKER)
+    assert cli(repo, "run", fault="spawned:1").returncode == -9
+    spent = repo / ".scratch" / "runs" / "rb" / "N1" / "usage-1.json"
+    for _ in range(1800):  # the orphaned first attempt has reported (an event, not a delay)
+        if spent.exists() and spent.read_text().endswith("}}"):
+            break
+        time.sleep(0.05)
+    resumed = cli(repo, "resume")
+    assert resumed.returncode == 75, resumed.stdout + resumed.stderr
+    assert _told(repo) == ["told 20.000000", "told 15.000000"], resumed.stdout + resumed.stderr
+    total = json.loads(cli(repo, "status", "--json").stdout)["usage"]["total"]
+    assert total["cost_usd"] == 10, total

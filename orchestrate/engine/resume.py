@@ -19,6 +19,7 @@ from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
 from orchestrate.recorder.journal import Recorder
 from orchestrate.recorder.upkeep import sync_index
 from orchestrate.recorder.paths import Layout
+from orchestrate.recorder.provenance import USAGE_EFFECTS
 from orchestrate.recorder.sketch import find as sketch_path
 from orchestrate.workers import handwork, pool, worktrees
 
@@ -280,6 +281,7 @@ def repair(ctx: Context) -> None:
         _repaired(ctx, "integration-reset", "cleared uncommitted changes in the integration worktree")
     pool.drop_left(ctx.root, ctx.layout.worktrees(c.topic))  # no repair: this process would never reuse them
     worktrees.learn(ctx.recorder.written())
+    _begun_unrecorded(ctx)
     for ns in c.nodes.values():
         if ns.status == DISPATCHED and not ns.freeze and not handwork.is_human(ctx.dag, ns.id):
             _reconcile_worker(ctx, ns)
@@ -321,14 +323,31 @@ def _reconcile_worker(ctx: Context, ns) -> None:
     start(ctx, ns.id, ctx.campaign.tip, extra_env=budget.worker_env(ctx, ns.id))  # as DISPATCH tells it (rv79)
 
 
-def _cut_off_usage(ctx: Context, ns) -> None:
-    """What the cut-off attempt reported to $ORCH_USAGE before it was stopped, journalled as its own row: it was
-    spent, and the budget counts it before the retry is told what it may still spend (rv79)."""
+def _begun_unrecorded(ctx: Context) -> None:
+    """Attempts whose worker began (its start is written ahead) though the node's own entry for them went with
+    the batch a crash cut off (DISPATCH's, or a resume's retry's): their processes went with the dead runner's
+    leftovers, and what they reported is spent, counted before anything starts again (rv81)."""
+    c, entries = ctx.campaign, ctx.recorder.written()
+    counted = {(cx["node"], cx["attempt"]) for e in entries if e["kind"] == "result"
+               and (cx := e["context"]).get("effect") in USAGE_EFFECTS}
+    for e in entries:
+        cx = e["context"]
+        if e["kind"] == "result" and cx.get("effect") == "worker-spawn" and cx["node"] in c.nodes \
+                and cx["attempt"] > c.nodes[cx["node"]].attempt and (cx["node"], cx["attempt"]) not in counted:
+            counted.add((cx["node"], cx["attempt"]))
+            _cut_off_usage(ctx, c.nodes[cx["node"]], cx["attempt"])
+
+
+def _cut_off_usage(ctx: Context, ns, attempt: int | None = None) -> None:
+    """What the cut-off attempt (the node's, or `attempt`) reported to $ORCH_USAGE before it was stopped,
+    journalled as its own row: it was spent, and the budget counts it before the retry is told what it may
+    still spend (rv79)."""
     from orchestrate.workers.local import WorkOutcome
     from orchestrate.workers.returns import reported_usage
-    said = reported_usage(ctx, WorkOutcome(ns.id, ns.attempt, None, 0.0, False, "", None, ""))
+    attempt = attempt or ns.attempt
+    said = reported_usage(ctx, WorkOutcome(ns.id, attempt, None, 0.0, False, "", None, ""))
     if said:
-        ctx.emit("result", {"effect": "worker-cut-off", "node": ns.id, "attempt": ns.attempt, **said},
+        ctx.emit("result", {"effect": "worker-cut-off", "node": ns.id, "attempt": attempt, **said},
                  source_entity=f"worker:{ns.id}", source_type="worker")
 
 

@@ -5,7 +5,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrate import git
+from orchestrate import faults, git
 from orchestrate.engine.context import Context
 from orchestrate.engine.loop import drive
 from orchestrate.engine.terminate import like_ctrl_c
@@ -333,6 +333,7 @@ def _hooked(ctx: Context) -> Context:
     """Journal each worker's pid as it starts, so resume can stop a worker its dead runner left."""
     def spawned(request, pid: int | None) -> None:
         ctx.emit("result", {"effect": "worker-spawn", "node": request.node, "attempt": request.attempt, "pid": pid})
+        faults.reach("spawned")
         if request.node != ctx.launching:  # it waited in the queue: its attempt begins only now
             ctx.out.line(f"{request.node}: started attempt {request.attempt} (it was queued)")
     ctx.executor.on_spawn = spawned
