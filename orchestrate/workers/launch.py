@@ -31,6 +31,9 @@ def start(ctx, node_id: str, base: str, *, resume_attempt: bool = False, extra_e
     run_dir.mkdir(parents=True, exist_ok=True)
     jail = containment.jail(ctx, node_id, attempt, path, run_dir) if jailed else None
     return_file = run_dir / f"return-{attempt}.json"
+    # this run's report only: what an earlier run of the same attempt (frozen and now resumed, or stopped by the
+    # environment and run again) reported was journalled with its result, and would be read, and counted, again
+    brief.usage_path(run_dir, attempt).unlink(missing_ok=True)
     brief_path = run_dir / f"brief-{attempt}.md"
     write_atomic(brief_path, brief.brief_text(node, topic=c.topic, attempt=attempt, worktree=path, branch=branch,
                                            base=base, return_file=return_file, brief_dir=ctx.brief_dir,
