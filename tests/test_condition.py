@@ -285,8 +285,10 @@ def test_missing_value_is_a_type_error():
 
 @pytest.mark.parametrize("text,expected", [("null", "null"), ("'yes'", "'yes'"), ("[1, true]", "[1, true]")])
 def test_non_bool_literal_results(text: str, expected: str):
+    """Refused when the DAG is validated (rv83); a stored text read back still fails strictly when evaluated."""
+    assert rejected(text).message.startswith(f"a condition needs true or false, but {expected} is ")
     with pytest.raises(ConditionTypeError, match="condition must be true or false, got " + expected.replace("[", r"\[")):
-        cond(text).evaluate({})
+        Condition(text=text, names=()).evaluate({})
 
 
 def test_literal_true_is_a_condition():

@@ -17,6 +17,7 @@ import operator
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
+from orchestrate.dag import condition_types
 from orchestrate.dag.condition_syntax import (
     STATUSES,
     BoolOp,
@@ -65,6 +66,7 @@ def compile_condition(text: str, *, outputs: Collection[str] = (), params: Mappi
                    source=source, can_abandon=can_abandon)
     builder = Builder(text, scope)
     root = builder.build_text()
+    condition_types.check(root, params or {})
     return Condition(text=text, names=tuple(builder.names), _root=root)
 
 
