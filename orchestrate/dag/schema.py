@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import date, datetime
 from typing import Callable
 
 from orchestrate.dag.model import ACTIVATIONS, JOINS, ON_EXHAUSTED, SANDBOXES
@@ -87,7 +88,9 @@ def kind_of(v: object) -> str:
 
 
 _KINDS = {dict: "a mapping", Mapping: "a mapping", list: "a list", Sequence: "a list",
-          int: "a number", float: "a number", str: "text"}
+          int: "a number", float: "a number", str: "text", set: "a set", bytes: "binary data (!!binary)",
+          date: "a date (YAML reads an unquoted 2024-01-01 as one)",
+          datetime: "a date and time (YAML reads an unquoted 2024-01-01 10:00 as one)"}
 
 
 CHECK_FIELDS: dict[str, tuple[Checker, bool]] = {

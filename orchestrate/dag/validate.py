@@ -244,9 +244,10 @@ def _params(rep: Report, value: object, line: int) -> dict:
         if not isinstance(key, str) or not key.isidentifier():
             rep.add(value.key_line(key), f"params.{key}", "type",
                     f"`{key}` cannot be read as params.<name>: use letters, digits and `_`")
-        elif isinstance(v, (dict, list)):
+        elif v is not None and not isinstance(v, (str, int, float)):  # a YAML date no journal entry can hold (rv83)
+            quoted = f"; quote it: {key}: '{v}'" if not isinstance(v, (dict, list, set, bytes)) else ""
             rep.add(value.key_line(key), f"params.{key}", "type",
-                    f"expected text, a number, true/false or null, got {kind_of(v)}")
+                    f"expected text, a number, true/false or null, got {kind_of(v)}{quoted}")
     return dict(value)
 
 

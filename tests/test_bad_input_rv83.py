@@ -1,0 +1,39 @@
+"""rv83: plans that validated and then stopped a campaign mid-run (or were refused for the wrong reason)."""
+from __future__ import annotations
+
+from tests.engine_helpers import campaign_repo
+from tests.helpers import make_repo
+
+VALID = """\
+workers: {sh: "./work.sh"}
+nodes:
+  - id: A
+    file_surface: [a.txt]
+    discipline: sh
+"""
+WORKER = """#!/bin/sh
+echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr A-Z a-z).txt"
+[ -z "$ORCH_OUTPUTS" ] || echo '{"x": 1}' > "$ORCH_OUTPUTS"
+"""
+
+
+def _validate(tmp_path, orch, text: str):
+    dag = tmp_path / "dag.yaml"
+    dag.write_text(text)
+    return dag, orch("validate", "--dag", dag, cwd=make_repo(tmp_path / "repo"))
+
+
+def test_a_param_yaml_reads_as_a_date_is_refused_not_an_internal_error_when_an_edge_reads_it(tmp_path, orch):
+    """`params: {a: 2024-01-01}` validated; the edge reading it journalled a date: TypeError, exit 70."""
+    dag = ("params: {day: 2024-01-01}\nworkers: {sh: ./work.sh}\nnodes:\n"
+           "  - {id: A, file_surface: [a.txt], discipline: sh, outputs: [x]}\n"
+           "  - {id: B, file_surface: [b.txt], discipline: sh}\n"
+           "edges: [{id: e, from: A, to: B, predicate: TRIGGERS, type: conditional, when: 'src.outputs.x == params.day'}]\n")
+    repo = campaign_repo(tmp_path, dag, WORKER)
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 1, done.out + done.err
+    assert ("dag.yaml:1: params.day: expected text, a number, true/false or null, got a date (YAML reads an unquoted "
+            "2024-01-01 as one); quote it: day: '2024-01-01'") in done.out + done.err, done.out + done.err
+    _, done = _validate(tmp_path, orch, "params: {blob: !!binary aGVsbG8=, names: !!set {x}}\n" + VALID)
+    assert done.rc == 1 and "params.blob: expected text, a number, true/false or null, got binary data" in done.out
+    assert "params.names: expected text, a number, true/false or null, got a set" in done.out, done.out
