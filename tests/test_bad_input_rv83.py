@@ -37,3 +37,15 @@ def test_a_param_yaml_reads_as_a_date_is_refused_not_an_internal_error_when_an_e
     _, done = _validate(tmp_path, orch, "params: {blob: !!binary aGVsbG8=, names: !!set {x}}\n" + VALID)
     assert done.rc == 1 and "params.blob: expected text, a number, true/false or null, got binary data" in done.out
     assert "params.names: expected text, a number, true/false or null, got a set" in done.out, done.out
+
+
+def test_a_key_written_beside_a_merge_overrides_it_and_is_no_duplicate(tmp_path, orch):
+    """`- <<: *a` then `id: B`: YAML's merge, where the key written there wins, was refused as `duplicate key
+    id (first at line 3); YAML would silently keep the last one`: untrue, and the plan could not be written so."""
+    text = ("workers: {sh: ./work.sh}\nnodes:\n  - &a {id: A, file_surface: [a.txt], discipline: sh}\n"
+            "  - <<: *a\n    id: B\n    file_surface: [b.txt]\n")
+    dag, done = _validate(tmp_path, orch, text)
+    assert done.rc == 0, done.out
+    assert '"layers": [["A", "B"]]' in orch("layers", "--dag", dag, "--json").out
+    dag, done = _validate(tmp_path, orch, text.replace("    id: B\n", "    id: B\n    id: C\n"))
+    assert done.rc == 1 and f"{dag}:6: id: duplicate key `id` (first at line 5)" in done.out, done.out

@@ -94,10 +94,14 @@ class _Loader(_Base):
         return data
 
     def construct_mapping(self, node, deep=False):  # noqa: D401 - PyYAML hook
+        # A key written here overrides one a merge (`<<: *a`) brings in, as YAML says: only two written here are a
+        # duplicate. The merged pairs come first, so the one written here is kept.
+        written = {id(key_node) for key_node, _ in node.value}
         self.flatten_mapping(node)
         result = Mapping()
         result.line = node.start_mark.line + 1
         lines: dict = {}
+        own: set = set()
         for key_node, value_node in node.value:
             key = self._value(key_node)
             try:
@@ -106,8 +110,10 @@ class _Loader(_Base):
                 raise yaml.constructor.ConstructorError(
                     None, None, "a mapping key must be a plain value", key_node.start_mark) from None
             line = key_node.start_mark.line + 1
-            if key in lines:
+            if key in own and id(key_node) in written:
                 self.duplicates.append((line, str(key), lines[key]))
+            if id(key_node) in written:
+                own.add(key)
             lines[key] = line
             result[key] = self._value(value_node)
         result._lines = lines
