@@ -1,6 +1,8 @@
 """rv83: plans that validated and then stopped a campaign mid-run (or were refused for the wrong reason)."""
 from __future__ import annotations
 
+import pytest
+
 from tests.engine_helpers import campaign_repo
 from tests.helpers import make_repo
 
@@ -49,3 +51,21 @@ def test_a_key_written_beside_a_merge_overrides_it_and_is_no_duplicate(tmp_path,
     assert '"layers": [["A", "B"]]' in orch("layers", "--dag", dag, "--json").out
     dag, done = _validate(tmp_path, orch, text.replace("    id: B\n", "    id: B\n    id: C\n"))
     assert done.rc == 1 and f"{dag}:6: id: duplicate key `id` (first at line 5)" in done.out, done.out
+
+
+@pytest.mark.parametrize("head, line", [
+    ("defaults: []\n", "1: defaults: expected a mapping, got a list"),
+    ("defaults: 0\n", "1: defaults: expected a mapping, got a number"),
+    ("policy: {realignment: ''}\n", "1: policy.realignment: expected a mapping, got text"),
+])
+def test_a_mapping_field_given_an_empty_value_of_another_type_is_refused_not_taken_as_empty(tmp_path, orch, head,
+                                                                                              line):
+    """`defaults: []` (or `0`, `''`, `false`) read as no defaults at all: what the author meant was lost quietly."""
+    dag, done = _validate(tmp_path, orch, head + VALID)
+    assert done.rc == 1 and f"{dag}:{line}" in done.out, done.out
+
+
+def test_workers_given_an_empty_list_is_refused(tmp_path, orch):
+    dag, done = _validate(tmp_path, orch, "workers: []\nnodes: [{id: A, file_surface: [a.txt], worker: ./work.sh}]\n")
+    assert done.rc == 1 and f"{dag}:1: workers: expected a mapping discipline -> command, got a list" in done.out
+    assert _validate(tmp_path, orch, "workers: ~\nnodes: [{id: A, file_surface: [a.txt], worker: ./w}]\n")[1].rc == 0

@@ -63,7 +63,7 @@ def validate(data: object, file: str, *, topic: str | None = None,
                 f"`{schedule}` is not a schedule: use eager (a node starts when its inputs merged) or layered "
                 "(a layer starts when the previous one merged)")
 
-    defaults = data.get("defaults") or Mapping()
+    defaults = _or_empty(data.get("defaults"))
     if not isinstance(defaults, Mapping):
         rep.add(data.key_line("defaults"), "defaults", "type", f"expected a mapping, got {kind_of(defaults)}")
         defaults = Mapping()
@@ -75,7 +75,7 @@ def validate(data: object, file: str, *, topic: str | None = None,
                 rep.add(defaults.key_line(key), f"defaults.{key}", "enum",
                         f"`{defaults[key]}` is not {what}: use {' or '.join(allowed)}")
 
-    workers = data.get("workers") or Mapping()
+    workers = _or_empty(data.get("workers"))
     if not isinstance(workers, Mapping):
         rep.add(data.key_line("workers"), "workers", "type", f"expected a mapping discipline -> command, got {kind_of(workers)}")
         workers = Mapping()
@@ -195,6 +195,12 @@ def _with_deps(node: Node, deps: tuple[str, ...]) -> Node:
     return node if deps == node.depends_on else replaced(node, depends_on=deps)
 
 
+def _or_empty(value: object) -> object:
+    """A mapping field's value, null read as an empty mapping; `defaults: []` or `0` is a mistake to report, not
+    an empty mapping to take quietly (rv83)."""
+    return Mapping() if value is None else value
+
+
 def _flags_readable(raw: Mapping) -> bool:
     return all(isinstance(raw.get(key, False), bool) for key in ("serialize", "complete"))
 
@@ -207,7 +213,7 @@ def _policy(rep: Report, value: object, line: int) -> dict:
         rep.add(line, "policy", "type", f"expected a mapping, got {kind_of(value)}")
         return {}
     rep.fields(value, POLICY_FIELDS, "policy")
-    cases = value.get("realignment") or Mapping()
+    cases = _or_empty(value.get("realignment"))
     if not isinstance(cases, Mapping):
         rep.add(value.key_line("realignment"), "policy.realignment", "type", f"expected a mapping, got {kind_of(cases)}")
         return {}
