@@ -209,7 +209,7 @@ def test_cli_layers_of_the_example():
                                       "layers": [["N1"], ["N2", "N3"], ["N4", "N4h"], ["N5"], ["N6", "N7"]]}
     missing = orchestrate("validate", "--dag", EXAMPLE)
     assert missing.returncode == 1  # the example names gate plugins: they must be installed
-    assert "no gate plugin named 'diff-size' is installed" in missing.stderr
+    assert "no gate plugin named 'diff-size' is installed" in missing.stdout
 
 
 def test_the_example_validates_with_its_plugins_installed(tmp_path):

@@ -64,8 +64,12 @@ def test_a_named_plugin_that_is_not_installed_stops_validate_and_run(tmp_path, s
 
     for r in (checked, ran):
         assert r.rc == 1
-        assert "no gate plugin named 'secret-scan' is installed; installed gate plugins: reviewer" in r.err
+        # rv83: at the line naming it, with the fix; it was one line naming neither file nor line
+        assert ("dag.yaml:4: gates.no-secrets.plugin: no gate plugin named 'secret-scan' is installed; installed gate "
+                "plugins: reviewer; install it, or name one that `orchestrate plugins` lists") in r.out + r.err, r
     assert not (repo / ".ledger" / "state" / "plug").exists()
+    listed = json.loads(orch("validate", "--json", cwd=repo).out)  # was {"error": ...}, not the list --help promises
+    assert [(p["line"], p["field"], p["code"]) for p in listed] == [(4, "gates.no-secrets.plugin", "plugin")], listed
 
 
 def test_x6_a_named_plugin_that_fails_to_import_is_an_error_with_its_cause(tmp_path, site, orch):
@@ -75,8 +79,8 @@ def test_x6_a_named_plugin_that_fails_to_import_is_an_error_with_its_cause(tmp_p
     repo = campaign_repo(tmp_path, DAG, WORKER)
     checked = orch("validate", cwd=repo)
     assert checked.rc == 1
-    assert "gate plugin 'secret-scan' (entry point" in checked.err
-    assert "failed to import: ModuleNotFoundError: No module named 'detect_secrets'" in checked.err
+    assert "gate plugin 'secret-scan' (entry point" in checked.out
+    assert "failed to import: ModuleNotFoundError: No module named 'detect_secrets'" in checked.out
 
 
 def test_x2_a_newer_protocol_is_refused_when_named(tmp_path, site, orch):
@@ -85,4 +89,4 @@ def test_x2_a_newer_protocol_is_refused_when_named(tmp_path, site, orch):
     repo = campaign_repo(tmp_path, DAG, WORKER)
     checked = orch("validate", cwd=repo)
     assert checked.rc == 1
-    assert "requires protocol version 2, but this orchestrate supports version 1" in checked.err
+    assert "requires protocol version 2, but this orchestrate supports version 1" in checked.out

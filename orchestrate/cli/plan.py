@@ -52,7 +52,9 @@ def validate(dag_path: Path | None, as_json: bool, topic: str | None) -> int:
     settings = _config_problems()
     if dag is not None:
         from orchestrate.engine import plugin_gates as plugingates
-        plugingates.load(dag, lambda m: click.echo(f"warning: {m}", err=True))  # a named plugin must load
+        _, unusable = plugingates.problems(dag, lambda m: click.echo(f"warning: {m}", err=True))  # each must load
+        if unusable:
+            dag, problems = None, unusable
     listed = (problems if dag is None else []) + settings
     if as_json:
         click.echo(_json().dumps([p.as_dict() for p in problems + settings], indent=2))

@@ -165,3 +165,19 @@ def load_dag(path: str | Path, *, topic: str | None = None, brief_dir: Path | No
     if dag is None:
         raise DagInvalid(problems, str(path))
     return dag
+
+
+def plugin_problem(dag: Dag, plugin: str, why: str) -> Problem:
+    """A gate plugin that cannot be used, at the first line naming it: a `gates:` entry's `plugin:`, or the `to:`
+    of an EXTENDS edge (`plugin:<name>`)."""
+    data, _ = yamlfile.load(read_text(dag.path), dag.path, fast=False)  # read again: the Dag keeps no lines
+    fix = "install it, or name one that `orchestrate plugins` lists"
+    gates = data.get("gates") if isinstance(data, yamlfile.Mapping) else None
+    for name, spec in (gates.items() if isinstance(gates, yamlfile.Mapping) else ()):
+        if isinstance(spec, yamlfile.Mapping) and spec.get("plugin") == plugin:
+            return Problem(dag.path, spec.key_line("plugin"), f"gates.{name}.plugin", "plugin", f"{why}; {fix}")
+    edges = data.get("edges") if isinstance(data, yamlfile.Mapping) else None
+    for i, edge in enumerate(edges if isinstance(edges, yamlfile.Sequence) else ()):
+        if isinstance(edge, yamlfile.Mapping) and edge.get("to") == f"plugin:{plugin}":
+            return Problem(dag.path, edge.key_line("to"), f"edges[{i}].to", "plugin", f"{why}; {fix}")
+    return Problem(dag.path, 0, "", "plugin", f"{why}; {fix}")

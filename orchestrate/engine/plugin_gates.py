@@ -52,11 +52,26 @@ def load(dag, warn: Callable[[str], None], *, discovered=None) -> dict:
     listed = discovered if discovered is not None else plugins.discover(("gate",))
     loaded = {}
     for name in names:
-        plugin = plugins.require(listed, "gate", name)
+        try:
+            plugin = plugins.require(listed, "gate", name)
+        except plugins.PluginError as exc:
+            exc.plugin = name  # for `problems`, which points at the line naming it
+            raise
         if plugin.state == "warning":
             warn(plugin.reason)
         loaded[name] = plugin
     return loaded
+
+
+def problems(dag, warn: Callable[[str], None]) -> tuple[dict, list]:
+    """`load`, with a plugin that cannot be used said as a problem at the line of the DAG naming it (rv83: one line
+    without file or line, and `validate --json` printed an error object instead of its list of problems)."""
+    from orchestrate import plugins
+    try:
+        return load(dag, warn), []
+    except plugins.PluginError as exc:
+        from orchestrate.dag.load import plugin_problem
+        return {}, [plugin_problem(dag, getattr(exc, "plugin", ""), exc.message)]
 
 
 def run(ctx, gate: PluginGate, cwd, env: dict[str, str]) -> tuple[Verdict, str]:

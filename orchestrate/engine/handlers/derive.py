@@ -39,7 +39,11 @@ def handle(ctx: Context) -> Outcome:
         ctx.halt_reason = f"the DAG {source} is valid but uses what this engine cannot run yet; nothing was written"
         return Outcome.INVALID
     from orchestrate.engine import plugin_gates as plugingates
-    ctx.gate_plugins = plugingates.load(dag, lambda m: ctx.out.always(f"warning: {m}"))  # before any write
+    ctx.gate_plugins, unusable = plugingates.problems(dag, lambda m: ctx.out.always(f"warning: {m}"))  # before any write
+    if unusable:
+        ctx.problems = unusable
+        ctx.halt_reason = f"the DAG {source} names a gate plugin that cannot be used; nothing was written"
+        return Outcome.INVALID
     topic = dag.topic
     baseline = _baseline(ctx.root, dag)
     copy = ctx.layout.state(topic) / "dag.yaml"
