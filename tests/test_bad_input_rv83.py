@@ -69,3 +69,20 @@ def test_workers_given_an_empty_list_is_refused(tmp_path, orch):
     dag, done = _validate(tmp_path, orch, "workers: []\nnodes: [{id: A, file_surface: [a.txt], worker: ./work.sh}]\n")
     assert done.rc == 1 and f"{dag}:1: workers: expected a mapping discipline -> command, got a list" in done.out
     assert _validate(tmp_path, orch, "workers: ~\nnodes: [{id: A, file_surface: [a.txt], worker: ./w}]\n")[1].rc == 0
+
+
+def test_a_dag_yaml_linked_to_a_plan_elsewhere_runs_to_its_end(tmp_path, orch):
+    """`.ledger/state/dag.yaml -> ~/plans/x.yaml` validated, then the run stopped as its first worker started:
+    `state/dag.yaml keep changing behind the engine's back`: the watch compared the file the link leads to
+    with what git commits of a link, the link itself."""
+    repo = campaign_repo(tmp_path, VALID, WORKER)
+    plan = tmp_path / "plans" / "x.yaml"
+    plan.parent.mkdir()
+    default = repo / ".ledger" / "state" / "dag.yaml"
+    default.rename(plan)
+    default.symlink_to(plan)
+    assert orch("validate", cwd=repo).rc == 0
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 75, done.out + done.err
+    assert "behind the engine's back" not in done.out + done.err
+    assert repo.git("show", "campaign/x:a.txt") == "A"  # the topic: the stem of the plan the link leads to
