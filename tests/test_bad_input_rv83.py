@@ -1,6 +1,10 @@
 """rv83: plans that validated and then stopped a campaign mid-run (or were refused for the wrong reason)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from tests.engine_helpers import campaign_repo
@@ -86,3 +90,15 @@ def test_a_dag_yaml_linked_to_a_plan_elsewhere_runs_to_its_end(tmp_path, orch):
     assert done.rc == 75, done.out + done.err
     assert "behind the engine's back" not in done.out + done.err
     assert repo.git("show", "campaign/x:a.txt") == "A"  # the topic: the stem of the plan the link leads to
+
+
+def test_a_brief_file_that_is_a_fifo_or_a_device_is_refused_not_read_forever(tmp_path):
+    """`brief_file: pipe.md` (a FIFO no one writes) held validate for good; `/dev/zero` read until memory ran out."""
+    os.mkfifo(tmp_path / "pipe.md")
+    for name, said in (("pipe.md", "`pipe.md` is not a regular file (prw"), ("/dev/zero", "`/dev/zero` is not a "
+                                                                                           "regular file (crw")):
+        dag = tmp_path / "dag.yaml"
+        dag.write_text(VALID + f"    brief_file: {name}\n")
+        done = subprocess.run([sys.executable, "-m", "orchestrate", "validate", "--dag", str(dag)], cwd=tmp_path,
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+        assert done.returncode == 1 and f"{dag}:6: nodes.A.brief_file: {said}" in done.stdout, done.stdout

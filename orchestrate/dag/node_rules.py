@@ -313,8 +313,14 @@ def brief_problem(path: Path, looked: str = _BESIDE_THE_DAG) -> str | None:
     `looked` says where relative paths were resolved and why (`looked_in`)."""
     if path.is_dir():
         return f"is a folder, not a file ({looked})"
-    try:
-        path.read_bytes().decode("utf-8")
+    import os
+    import stat
+    try:  # a FIFO held validate (and each dispatch) forever, /dev/zero until memory ran out (rv83)
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return f"is not a regular file ({stat.filemode(st.st_mode)}): name a text file"
+            fh.read().decode("utf-8")
     except FileNotFoundError:
         return f"does not exist ({looked})"
     except OSError as exc:
@@ -322,3 +328,4 @@ def brief_problem(path: Path, looked: str = _BESIDE_THE_DAG) -> str | None:
     except UnicodeDecodeError as exc:
         return f"is not UTF-8 text (byte {exc.start}): save it as UTF-8"
     return None
+
