@@ -102,3 +102,14 @@ def test_a_brief_file_that_is_a_fifo_or_a_device_is_refused_not_read_forever(tmp
         done = subprocess.run([sys.executable, "-m", "orchestrate", "validate", "--dag", str(dag)], cwd=tmp_path,
                               capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
         assert done.returncode == 1 and f"{dag}:6: nodes.A.brief_file: {said}" in done.stdout, done.stdout
+
+
+def test_an_inline_evaluator_or_action_named_as_an_implicit_gate_is_refused(tmp_path, orch):
+    """`gates: {outputs-present: ...}` was refused, an evaluator `{name: outputs-present, ...}` not: its results
+    and the engine's own gate's were recorded under one name, which `src.gates.outputs_present.rc` then read."""
+    dag, done = _validate(tmp_path, orch, VALID + "    outputs: [x]\n    evaluators: [{name: outputs-present, run: 'true'}]\n")
+    assert done.rc == 1, done.out
+    assert f"{dag}:7: nodes.A.evaluators[0].name: `outputs-present` is the name of an implicit gate" in done.out
+    dag, done = _validate(tmp_path, orch, VALID + "  - {id: B, file_surface: [b.txt], discipline: sh}\n"
+                          "edges: [{id: e, from: A, to: 'plugin:p', predicate: EXTENDS, actions: [{name: payload-present}]}]\n")
+    assert f"{dag}:7: edges[0].actions[0].name: `payload-present` is the name of an implicit gate" in done.out

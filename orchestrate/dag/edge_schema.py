@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from orchestrate.dag import surface
 from orchestrate.dag.edges import DISCOVER_KINDS, PLUGIN_PREFIX, PREDICATES, ROUTABLE, TYPES, VIOLATIONS, Edge, short_form
-from orchestrate.dag.model import Node, assemble
-from orchestrate.dag.schema import Report, did_you_mean, id_problem, is_str_list, is_text, kind_of
+from orchestrate.dag.model import RESERVED_GATES, Node, assemble
+from orchestrate.dag.schema import Report, did_you_mean, id_problem, is_str_list, is_text, kind_of, reserved
 from orchestrate.dag.yamlfile import Mapping, Sequence
 
 EDGE_FIELDS = {
@@ -226,6 +226,8 @@ def _actions(rep: Report, raw: Mapping, where: str, predicate: object) -> tuple[
             rep.add(action.line, loc, "missing", "required key `name` is missing")
         elif why := (is_text(action["name"]) or id_problem(action["name"])):
             rep.add(action.key_line("name"), f"{loc}.name", "type", why)
+        elif action["name"] in RESERVED_GATES:
+            rep.add(action.key_line("name"), f"{loc}.name", "reserved", reserved(action["name"]))
         else:
             out.append(dict(action))
     return tuple(out)

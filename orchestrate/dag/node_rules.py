@@ -18,6 +18,7 @@ from orchestrate.dag.model import (
     DEFAULT_TIMEOUT,
     JOINS,
     ON_EXHAUSTED,
+    RESERVED_GATES,
     SANDBOXES,
     WORKER_KINDS,
     Check,
@@ -40,6 +41,7 @@ from orchestrate.dag.schema import (
     is_count,
     is_timeout,
     kind_of,
+    reserved,
 )
 from orchestrate.dag.yamlfile import Mapping, Sequence
 
@@ -233,6 +235,8 @@ def _evaluators(rep: Report, value: object, line: int, where: str, gates: dict) 
             continue
         if name in seen:
             rep.add(value.item_line(i), loc, "duplicate-gate", f"gate '{name}' is listed twice")
+        elif name in RESERVED_GATES and isinstance(item, Mapping):  # the gate the engine adds would share its results
+            rep.add(value.item_line(i), f"{loc}.name", "reserved", reserved(name))
         seen.add(name)
     return checks, plugin_gates
 

@@ -136,6 +136,11 @@ DEFAULT_FIELDS: dict[str, tuple[Checker, bool]] = {"timeout": (is_timeout, False
                                                    "keep_ignored": (is_bool, False)}
 
 
+def reserved(name: str) -> str:
+    return (f"`{name}` is the name of an implicit gate, which the engine adds and records under that name; "
+            "rename it")
+
+
 def did_you_mean(word: str, choices) -> str:
     import difflib
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)

@@ -20,6 +20,7 @@ from orchestrate.dag.schema import (
     id_problem,
     is_text,
     kind_of,
+    reserved,
     topic_problem,
 )
 from orchestrate.dag.yamlfile import Mapping, Problem, Sequence
@@ -271,7 +272,7 @@ def _gates(rep: Report, value: object, line: int) -> dict[str, dict]:
         if why := id_problem(name):
             rep.add(value.key_line(name), where, "id", why)
         elif name in RESERVED_GATES:
-            rep.add(value.key_line(name), where, "reserved", f"`{name}` is the name of an implicit gate; rename it")
+            rep.add(value.key_line(name), where, "reserved", reserved(name))
         if not isinstance(spec, Mapping):
             rep.add(value.key_line(name), where, "type", f"expected {{plugin: ..., ...config}}, got {kind_of(spec)}")
             continue
