@@ -96,6 +96,8 @@ def _skip(ctx, node_id: str, why: str) -> str:
 def _taken(ctx, edge) -> bool:
     c = ctx.campaign
     src = c.nodes.get(edge.before)
+    if src is None and edge.type != "conditional" and getattr(ctx.dag.by_id.get(edge.before), "complete", False):
+        return True  # `complete: true` landed before the campaign, counts as satisfied (DESIGN §4); it has no state
     if src is None or src.status == SKIPPED:
         return False
     if edge.type != "conditional":

@@ -1,0 +1,30 @@
+"""rv83: a `complete: true` node "counts as satisfied" (DESIGN §4), yet every node depending on it was SKIPPED
+(`edge(s) not taken: A->B from A`): the node has no state in the campaign, which routing read as not taken."""
+from __future__ import annotations
+
+import pytest
+
+from tests.engine_helpers import campaign_repo, statuses
+
+WORKER = """#!/bin/sh
+echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr A-Z a-z).txt"
+"""
+DAG = """\
+topic: done
+schedule: {schedule}
+workers: {{sh: "./work.sh"}}
+nodes:
+  - {{id: A, file_surface: [a.txt], discipline: sh, complete: true}}
+  - {{id: B, file_surface: [b.txt], discipline: sh, depends_on: [A]}}
+  - {{id: C, file_surface: [c.txt], discipline: sh}}
+edges: [{{id: e, from: A, to: C, predicate: TRIGGERS}}]
+"""
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_nodes_after_a_complete_node_run(tmp_path, orch, schedule):
+    repo = campaign_repo(tmp_path, DAG.format(schedule=schedule), WORKER)
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 75, done.out + done.err
+    assert statuses(repo, orch, "done") == {"B": "ACCEPTED", "C": "ACCEPTED"}
+    assert repo.git("show", "campaign/done:b.txt") == "B"
