@@ -28,3 +28,14 @@ def test_nodes_after_a_complete_node_run(tmp_path, orch, schedule):
     assert done.rc == 75, done.out + done.err
     assert statuses(repo, orch, "done") == {"B": "ACCEPTED", "C": "ACCEPTED"}
     assert repo.git("show", "campaign/done:b.txt") == "B"
+
+
+def test_a_conditional_edge_from_a_complete_node_is_refused(tmp_path, orch):
+    """It was never decided: its target was skipped at once, without an edge_eval or a word on why."""
+    dag = DAG.format(schedule="eager").replace("predicate: TRIGGERS}", "predicate: TRIGGERS, type: conditional,\n"
+                                               "         when: \"src.status == 'ACCEPTED'\"}")
+    repo = campaign_repo(tmp_path, dag, WORKER)
+    done = orch("validate", cwd=repo)
+    assert done.rc == 1, done.out
+    assert ("dag.yaml:9: edges[0].when: A is complete: true, never run, so it records no outcome for a condition to "
+            "read") in done.out, done.out

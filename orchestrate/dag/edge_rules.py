@@ -175,6 +175,11 @@ def _semantics(rep: Report, edges: list[Edge], by_id: dict[str, Node], layer_dep
 
 
 def _condition(rep: Report, e: Edge, src: Node, params: dict, src_gates: list[str]) -> None:
+    if src.complete:  # it never runs: its condition would be left undecided, its target skipped without a word
+        rep.add(e.key_line("when"), f"{e.where}.when", "condition",
+                f"{src.id} is complete: true, never run, so it records no outcome for a condition to read; "
+                f"drop type: conditional and when:, or set {src.id}'s complete: false")
+        return
     can_abandon = src.max_rework is not None and src.on_exhausted == "continue"
     try:
         compile_condition(e.when, outputs=src.outputs, params=params, gates=src_gates,
