@@ -113,3 +113,15 @@ def test_an_inline_evaluator_or_action_named_as_an_implicit_gate_is_refused(tmp_
     dag, done = _validate(tmp_path, orch, VALID + "  - {id: B, file_surface: [b.txt], discipline: sh}\n"
                           "edges: [{id: e, from: A, to: 'plugin:p', predicate: EXTENDS, actions: [{name: payload-present}]}]\n")
     assert f"{dag}:7: edges[0].actions[0].name: `payload-present` is the name of an implicit gate" in done.out
+
+
+def test_a_fallback_worker_nothing_carries_out_is_refused_before_the_run_starts(tmp_path, orch):
+    """`worker: {capabilities: [x], fallback_worker: ./work.sh}` was taken and ignored: with no plugin providing
+    x, the run halted mid-way saying `no fallback is declared`."""
+    repo = campaign_repo(tmp_path, "nodes:\n  - {id: A, file_surface: [a.txt], worker: {capabilities: [nosuch], "
+                                   "fallback_worker: ./work.sh}}\n", WORKER)
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 1, done.out + done.err
+    assert "dag.yaml:2: nodes.A.worker.fallback_worker: this engine has no fallback worker" in done.out + done.err
+    assert "no fallback is declared" not in done.out + done.err
+    assert not (repo / ".ledger" / "state" / "dag").exists()
