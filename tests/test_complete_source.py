@@ -39,3 +39,15 @@ def test_a_conditional_edge_from_a_complete_node_is_refused(tmp_path, orch):
     assert done.rc == 1, done.out
     assert ("dag.yaml:9: edges[0].when: A is complete: true, never run, so it records no outcome for a condition to "
             "read") in done.out, done.out
+
+
+def test_guardrails_on_an_edge_from_a_complete_node_are_refused(tmp_path, orch):
+    """Once such an edge was taken, crossing it looked up the source's state: KeyError, exit 70."""
+    dag = DAG.format(schedule="eager").replace(
+        "discipline: sh, complete: true}", "discipline: sh, complete: true, evaluators: [{name: unit, run: 'true'}]}"
+    ).replace("predicate: TRIGGERS}", "predicate: TRIGGERS, guardrails: {output: [unit], on_violation: block}}")
+    repo = campaign_repo(tmp_path, dag, WORKER)
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 1, done.out + done.err
+    assert "dag.yaml:8: edges[0].guardrails: A is complete: true, never run or merged" in done.out + done.err
+

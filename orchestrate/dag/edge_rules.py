@@ -158,7 +158,11 @@ def _semantics(rep: Report, edges: list[Edge], by_id: dict[str, Node], layer_dep
                 why = f"{e.src} cannot produce {path}: {short}" if short else \
                     f"{path} is outside the file_surface of {e.src}, which cannot produce it"
                 rep.add(e.key_line("payload"), f"{e.where}.payload[{j}]", "payload-surface", why)
-        if e.guardrails:
+        if e.guardrails and src.complete:  # no merge to judge, no state to cite: the run crossed it with a KeyError
+            rep.add(e.key_line("guardrails"), f"{e.where}.guardrails", "complete-source",
+                    f"{src.id} is complete: true, never run or merged, so no crossing of this edge is judged; put "
+                    f"the gates among {e.dst}'s evaluators, or set {src.id}'s complete: false")
+        elif e.guardrails:
             _guardrail_gates(rep, e, src, gates)
         if e.fallback:
             _stand_in(rep, e, e.fallback, f"{e.where}.fallback", by_id, layer_deps)
