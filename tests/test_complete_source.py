@@ -51,3 +51,16 @@ def test_guardrails_on_an_edge_from_a_complete_node_are_refused(tmp_path, orch):
     assert done.rc == 1, done.out + done.err
     assert "dag.yaml:8: edges[0].guardrails: A is complete: true, never run or merged" in done.out + done.err
 
+
+def test_a_discovery_edge_from_a_complete_node_falls_back(tmp_path, orch):
+    """Taken at last, the edge's discovery cited the source's settling entry: KeyError, exit 70."""
+    dag = DAG.format(schedule="eager").replace(
+        "{id: C, file_surface: [c.txt], discipline: sh}",
+        "{id: C, file_surface: [c.txt], discipline: zz}\n"
+        "  - {id: H, file_surface: [h.txt], discipline: sh, activation: on_demand, depends_on: [A]}").replace(
+        "predicate: TRIGGERS}", "predicate: TRIGGERS, type: discovery, discover: {kind: worker, capabilities: "
+                                "[nosuch]}, fallback: H}")
+    repo = campaign_repo(tmp_path, dag, WORKER)
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 75, done.out + done.err
+    assert statuses(repo, orch, "done") == {"B": "ACCEPTED", "C": "SKIPPED", "H": "ACCEPTED"}

@@ -114,5 +114,5 @@ def _cites(c, edge) -> list[str]:
     for key in (c.guardrails.get(edge.id), c.edges.get(edge.id)):
         if key and key.get("entry"):
             return [key["entry"]]
-    settled = c.nodes[edge.src].settled_entry
-    return [settled] if settled else []
+    src = c.nodes.get(edge.src)  # none for a `complete: true` source: it settled before the campaign
+    return [src.settled_entry] if src is not None and src.settled_entry else []
