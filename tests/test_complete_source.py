@@ -64,3 +64,13 @@ def test_a_discovery_edge_from_a_complete_node_falls_back(tmp_path, orch):
     done = orch("run", "--no-interactive", cwd=repo)
     assert done.rc == 75, done.out + done.err
     assert statuses(repo, orch, "done") == {"B": "ACCEPTED", "C": "SKIPPED", "H": "ACCEPTED"}
+
+
+def test_a_loops_with_group_holding_a_complete_node_is_refused(tmp_path, orch):
+    """Routing the group's other member looked up the complete node's state: KeyError, exit 70, on every resume."""
+    repo = campaign_repo(tmp_path, DAG.format(schedule="eager").replace("predicate: TRIGGERS}", "predicate: LOOPS_WITH}"),
+                         WORKER)
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 1, done.out + done.err
+    assert "dag.yaml:8: edges[0]: A is complete: true, never run, so it cannot be reconciled with its LOOPS_WITH " \
+           "peer" in done.out + done.err

@@ -158,6 +158,10 @@ def _semantics(rep: Report, edges: list[Edge], by_id: dict[str, Node], layer_dep
                 why = f"{e.src} cannot produce {path}: {short}" if short else \
                     f"{path} is outside the file_surface of {e.src}, which cannot produce it"
                 rep.add(e.key_line("payload"), f"{e.where}.payload[{j}]", "payload-surface", why)
+        if e.predicate == "LOOPS_WITH" and (done := next((n for n in (e.src, e.dst) if by_id[n].complete), None)):
+            rep.add(e.line, e.where, "complete-source",  # the group's routing looked up its state: KeyError
+                    f"{done} is complete: true, never run, so it cannot be reconciled with its LOOPS_WITH peer; "
+                    f"make the edge TRIGGERS, or set {done}'s complete: false")
         if e.guardrails and src.complete:  # no merge to judge, no state to cite: the run crossed it with a KeyError
             rep.add(e.key_line("guardrails"), f"{e.where}.guardrails", "complete-source",
                     f"{src.id} is complete: true, never run or merged, so no crossing of this edge is judged; put "
