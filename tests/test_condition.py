@@ -137,11 +137,21 @@ def test_python_literals_are_unknown_names(text: str, name: str):
     assert rejected(text).message.startswith(f"unknown name '{name}';")
 
 
-@pytest.mark.parametrize("text", ["src", "src.outputs", "src.nope", "src.gates.tests", "src.gates.tests.stdout",
+@pytest.mark.parametrize("text", ["src", "src.outputs", "src.nope", "src.gates.tests.rc.x",
                                   "src.status.x", "src.outputs.size.x"])
 def test_src_paths_outside_the_namespace(text: str):
     assert rejected(text).message == f"unknown name '{text}'; src offers src.status, src.outputs.<key>, " \
                                      "src.gates.<gate>.rc and src.rework_count"
+
+
+@pytest.mark.parametrize("text,said", [("src.gates.tests.stdout == 'ok'", "tests has no field 'stdout'"),
+                                       ("src.gates.lint.passed", "lint has no field 'passed'"),
+                                       ("src.gates.tests == 0", "'src.gates.tests' is a gate")])
+def test_a_gate_read_as_a_verdict_it_does_not_have_names_rc(text: str, said: str):
+    """rv83: said only `unknown name`, listing every root of the namespace."""
+    name = said.split()[0].strip("'").rsplit(".", 1)[-1]
+    assert rejected(text).message == (f"{said}; a gate offers only its exit code: write src.gates.{name}.rc == 0 for "
+                                      "passed, != 0 for failed")
 
 
 def test_column_counts_characters_and_leading_blanks():

@@ -272,6 +272,10 @@ class Builder:
                 raise ConditionError(f"{self.scope.source} has gates {_listing(twins)}, which a condition cannot "
                                      "tell apart (a `-` in a gate's name is read as `_`): rename one", col)
             return
+        if shape == ("gates",) and len(parts) in (3, 4):  # `src.gates.unit.passed`: a verdict read as it is written
+            said = f"{parts[2]} has no field '{parts[3]}'" if len(parts) == 4 else f"'{dotted}' is a gate"
+            raise ConditionError(f"{said}; a gate offers only its exit code: write src.gates.{parts[2]}.rc == 0 "
+                                 "for passed, != 0 for failed", col)
         raise ConditionError(f"unknown name '{dotted}'; src offers {_SRC_FIELDS}", col)
 
     def _constant(self, node: ast.Constant) -> Expr:
