@@ -125,3 +125,13 @@ def test_a_fallback_worker_nothing_carries_out_is_refused_before_the_run_starts(
     assert "dag.yaml:2: nodes.A.worker.fallback_worker: this engine has no fallback worker" in done.out + done.err
     assert "no fallback is declared" not in done.out + done.err
     assert not (repo / ".ledger" / "state" / "dag").exists()
+
+
+def test_a_key_yaml_reads_as_a_boolean_or_null_is_named_as_written(tmp_path, orch):
+    """`yes: 1` in a node was `nodes.A.True: unknown key True`: a word the author never wrote."""
+    dag, done = _validate(tmp_path, orch, VALID + "    yes: 1\n    ~: 2\n")
+    assert done.rc == 1, done.out
+    assert (f"{dag}:6: nodes.A.true: YAML reads this key (yes, no, on, off, true or false) as true, which names no "
+            "field; quote it if you meant the text") in done.out, done.out
+    assert f"{dag}:7: nodes.A.null: YAML reads this key (~, null or nothing) as null" in done.out, done.out
+    assert "True" not in done.out and "None" not in done.out

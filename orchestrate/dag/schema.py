@@ -184,7 +184,13 @@ class Report:
         each key yields at most one problem, under its own field, so the order is the sorted report's."""
         for key, value in data.items():
             entry = spec.get(key)
-            if entry is None:
+            if entry is None and (key is None or isinstance(key, bool)):  # `yes:` was said as unknown key `True`
+                shown = "null" if key is None else str(key).lower()
+                written = "~, null or nothing" if key is None else "yes, no, on, off, true or false"
+                self.add(data.key_line(key), join_path(where, shown), "unknown-key",
+                         f"YAML reads this key ({written}) as {shown}, which names no field; quote it if you "
+                         "meant the text, or use a known key")
+            elif entry is None:
                 self.add(data.key_line(key), join_path(where, str(key)), "unknown-key",
                          f"unknown key `{key}`{did_you_mean(str(key), spec)}")
             elif entry[0] is not None and (why := entry[0](value)):
