@@ -135,3 +135,17 @@ def test_a_key_yaml_reads_as_a_boolean_or_null_is_named_as_written(tmp_path, orc
             "field; quote it if you meant the text") in done.out, done.out
     assert f"{dag}:7: nodes.A.null: YAML reads this key (~, null or nothing) as null" in done.out, done.out
     assert "True" not in done.out and "None" not in done.out
+
+
+@pytest.mark.parametrize("field", ['evaluators: [{name: e, run: "true\\0x"}]', 'worker: "./work.sh\\0"',
+                                   'tripwires: [{run: "true\\0"}]', 'title: "a\\0b"'])
+def test_a_nul_written_as_an_escape_is_refused_not_an_internal_error_mid_run(tmp_path, orch, field):
+    """`run: "true\\0x"` validated; the run died starting it (ValueError: embedded null byte, exit 70)."""
+    repo = campaign_repo(tmp_path, VALID + f"    {field}\n", WORKER)
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 1, done.out + done.err
+    assert "dag.yaml:6: a value holds the character U+0000 (`\\0`), which no command" in done.out + done.err
+    dag = tmp_path / "dag.json"
+    dag.write_text('{"workers": {"sh": "true"}, "nodes": [{"id": "A", "file_surface": ["a"], "discipline": "sh", '
+                   '"title": "a\\u0000"}]}')
+    assert "dag.json:1: a value holds the character U+0000" in orch("validate", "--dag", dag).out

@@ -60,6 +60,7 @@ class _Loader(_Base):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.duplicates: list[tuple[int, str, int]] = []
+        self.nuls: list[int] = []  # lines of a value holding "\0", which no argv, environment or commit can carry
         self.aliased = _ANCHOR.search(stream) is not None  # else no node is reached twice: nothing to count
 
     def get_single_data(self):  # noqa: D401 - PyYAML hook: the document's size is known before it is built
@@ -79,6 +80,8 @@ class _Loader(_Base):
         Every other tag (numbers, booleans, null, explicit tags) takes PyYAML's own path."""
         tag = node.tag
         if tag == _STR and isinstance(node, yaml.ScalarNode):
+            if "\0" in node.value:
+                self.nuls.append(node.start_mark.line + 1)
             return node.value
         if tag != _MAP and tag != _SEQ:
             return self.construct_object(node, deep=True)
@@ -146,7 +149,7 @@ def load(text: str, file: str, *, fast: bool = True) -> tuple[object, list[Probl
     markers = conflict_markers(text, file)
     if markers:
         return None, markers
-    if fast and text.lstrip().startswith("{"):
+    if fast and text.lstrip().startswith("{") and "\\u0000" not in text:  # the YAML reader finds that line
         quick = _load_json(text)
         if quick is not None:
             return quick, []
@@ -167,6 +170,9 @@ def load(text: str, file: str, *, fast: bool = True) -> tuple[object, list[Probl
     problems = [Problem(file, line, key, "duplicate-key",
                         f"duplicate key `{key}` (first at line {first}); YAML would silently keep the last one")
                 for line, key, first in loader.duplicates]
+    problems += [Problem(file, line, "", "nul", "a value holds the character U+0000 (`\\0`), which no command, "
+                                                "environment or git commit can carry: remove it")
+                 for line in dict.fromkeys(loader.nuls)]
     return data, problems
 
 
