@@ -149,3 +149,16 @@ def test_a_nul_written_as_an_escape_is_refused_not_an_internal_error_mid_run(tmp
     dag.write_text('{"workers": {"sh": "true"}, "nodes": [{"id": "A", "file_surface": ["a"], "discipline": "sh", '
                    '"title": "a\\u0000"}]}')
     assert "dag.json:1: a value holds the character U+0000" in orch("validate", "--dag", dag).out
+
+
+def test_a_json_plan_with_half_a_character_is_refused_not_an_internal_error_mid_run(tmp_path, orch):
+    """JSON's `\\ud800` (no other half) validated, as the YAML reader would not have let it; the run died writing
+    the command (UnicodeEncodeError, exit 70). A whole pair, and an escaped backslash, are fine."""
+    plan = ('{"workers": {"sh": "./work.sh"},\n "nodes": [{"id": "A", "file_surface": ["a.txt"], "discipline": "sh",\n'
+            ' "evaluators": [{"name": "e", "run": "true \\ud800"}]}]}\n')
+    repo = campaign_repo(tmp_path, plan, WORKER)
+    done = orch("run", "--no-interactive", cwd=repo)
+    assert done.rc == 1, done.out + done.err
+    assert "dag.yaml:3: `\\ud800` is half of a character (a lone surrogate)" in done.out + done.err
+    (repo / ".ledger" / "state" / "dag.yaml").write_text(plan.replace("true \\ud800", "echo \\ud83d\\ude00 \\\\ud800"))
+    assert orch("validate", cwd=repo).rc == 0

@@ -152,7 +152,8 @@ def load(text: str, file: str, *, fast: bool = True) -> tuple[object, list[Probl
     if fast and text.lstrip().startswith("{") and "\\u0000" not in text:  # the YAML reader finds that line
         quick = _load_json(text)
         if quick is not None:
-            return quick, []
+            half = _half_character(text, quick, file)
+            return (None, [half]) if half else (quick, [])
     loader = _Loader(text)
     try:
         data = loader.get_single_data()
@@ -281,6 +282,29 @@ def _sequence(items: list) -> "Sequence":
         if item.__class__ is list:  # a list directly inside a list; objects were converted by _pairs
             seq[i] = _sequence(item)
     return seq
+
+
+_SURROGATE = re.compile(r"\\u[dD]([89abAB]|[c-fC-F])[0-9a-fA-F]{2}")
+
+
+def _half_character(text: str, data: object, file: str) -> Problem | None:
+    """JSON's `\\ud800` without its other half: a string no file, argv or commit can hold as UTF-8 (the YAML
+    reader refuses it; json takes it, and the run died writing it: UnicodeEncodeError, exit 70)."""
+    if not _SURROGATE.search(text):
+        return None
+    import json
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+        return None
+    except UnicodeEncodeError:
+        pass
+    found = list(_SURROGATE.finditer(text))
+    paired = {i for i, (a, b) in enumerate(zip(found, found[1:]))
+              if a.group(1) in "89abAB" and b.group(1) not in "89abAB" and a.end() == b.start()}
+    lone = next((m for i, m in enumerate(found) if i not in paired and i - 1 not in paired), found[0])
+    return Problem(file, text.count("\n", 0, lone.start()) + 1, "", "yaml",
+                   f"`{lone.group(0)}` is half of a character (a lone surrogate), which UTF-8 cannot hold: write "
+                   "the character itself, or both of its halves")
 
 
 def _load_json(text: str) -> "Mapping | None":
