@@ -149,3 +149,40 @@ def test_a_batch_never_names_its_checkouts_as_an_earlier_one_did(tmp_path, batch
     later |= {p.name for p in admins.iterdir()}
     assert len(later) == 2 and not later & earlier, (earlier, later)
     pool.drop_left(repo, home)
+
+
+GROUP = """\
+topic: batch
+schedule: {schedule}
+workers: {{sh: "./work.sh"}}
+defaults: {{timeout: 60, sandbox: none}}
+nodes:
+  - {{id: A, title: a, file_surface: [a/], discipline: sh}}
+  - {{id: B, title: b, file_surface: [b/], discipline: sh}}
+  - {{id: C, title: c, file_surface: [c/], discipline: sh}}
+edges:
+  - {{id: e1, from: A, to: B, predicate: LOOPS_WITH}}
+  - {{id: e2, from: B, to: C, predicate: LOOPS_WITH}}
+"""
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+@pytest.mark.parametrize("threads", [True, False])
+def test_a_worker_without_the_sandbox_starts_once_its_whole_batch_has_its_working_copies(tmp_path, orch, monkeypatch,
+                                                                                       schedule, threads):
+    """A LOOPS_WITH group without the sandbox is dispatched as one batch, its workers run one at a time. The first
+    started as soon as its own working copy was made, while the others were still being checked out (in threads,
+    or one after another) and before the pool had copied their indexes, the copy every later look at them is
+    compared with: a worker (rv81's plant: a file rewritten in a peer's finished checkout, with an index written
+    to say it is the commit's) made what it wrote there the peer's base, and the peer's own edit of that file
+    committed it, merged with no failure and no blame. It starts once every working copy of its batch is made."""
+    if threads:
+        monkeypatch.setattr(prepared, "FROM_FILES", 0)
+        monkeypatch.setattr(prepared, "THREADS", 2)
+    repo = campaign_repo(tmp_path, GROUP.format(schedule=schedule), WORKER)
+    assert orch("run", "--jobs", "3", cwd=repo).rc == 75
+    order = [(e["kind"], e["context"]["effect"], e["context"]["node"]) for e in journal(repo, "batch")
+             if e["context"].get("effect") in ("worktree-add", "worker-spawn")]
+    first = order.index(next(o for o in order if o[1] == "worker-spawn"))
+    assert {n for k, effect, n in order[:first] if k == "result" and effect == "worktree-add"} == set("ABC"), order
+    assert bool(_adds(repo)["B"].get("prepared")) is threads

@@ -9,6 +9,7 @@ import json
 import os
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -166,9 +167,23 @@ class LocalExecutor:
     queue: list[WorkRequest] = field(default_factory=list)
     live: dict[str, _Running] = field(default_factory=dict)
     unstarted: list[WorkOutcome] = field(default_factory=list)  # could not start: reported by the next poll
+    held: bool = False  # `holding`
 
     def start(self, request: WorkRequest) -> None:
         self.queue.append(request)
+        self._fill()
+
+    @contextmanager
+    def holding(self):
+        """A request marked `alone` waits while a batch's working copies are made: a worker without the sandbox
+        running then could write a checkout whose index the pool has not copied yet (the copy every later look
+        compares with, pool.py), and what it wrote there would be the node's base, its edit then committing it.
+        Once they are all made (not after an error) it starts."""
+        self.held = True
+        try:
+            yield
+        finally:
+            self.held = False
         self._fill()
 
     def _fill(self) -> None:
@@ -201,6 +216,8 @@ class LocalExecutor:
 
     def _may_start(self, request: WorkRequest) -> bool:
         """In order: the first waiting request blocks those behind it, so none of them waits forever."""
+        if request.alone and self.held:
+            return False
         if not self.live:
             return True
         return len(self.live) < self.jobs and not request.alone \

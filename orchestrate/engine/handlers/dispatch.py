@@ -1,6 +1,8 @@
 """DISPATCH: per node, a worktree on its own branch from the campaign head, its brief, and its worker."""
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from gates import premise
 from orchestrate.engine import budget, routing, schedule, watch
 from orchestrate.engine.context import Context
@@ -8,6 +10,7 @@ from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED
 from orchestrate.workers import containment, handwork, prepared, worktrees
 from orchestrate.workers.launch import start
+from orchestrate.workers.local import LocalExecutor
 
 
 def handle(ctx: Context) -> Outcome:
@@ -27,10 +30,12 @@ def handle(ctx: Context) -> Outcome:
     home = ctx.layout.worktrees(c.topic)
     # their working copies, checked out several at once, begun first: the integration worktree is one too
     prepared.start(ctx.root, home, len(nodes), c.tip)
-    try:
-        return _dispatch(ctx, nodes)
-    finally:
-        prepared.settle(ctx.root, home)
+    # a worker without the sandbox (a LOOPS_WITH group's first) starts once the whole batch has its worktrees
+    with ctx.executor.holding() if len(nodes) > 1 and isinstance(ctx.executor, LocalExecutor) else nullcontext():
+        try:
+            return _dispatch(ctx, nodes)
+        finally:
+            prepared.settle(ctx.root, home)
 
 
 def _dispatch(ctx: Context, nodes: list[str]) -> Outcome:
