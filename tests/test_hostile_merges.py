@@ -188,6 +188,23 @@ def test_a_git_made_ahead_on_path_in_home_is_removed_and_blamed(tmp_path, orch, 
     assert repo.git("rev-parse", "campaign/hostile") == baseline
 
 
+def test_a_module_planted_in_a_user_site_made_since_is_removed_and_blamed(tmp_path, orch, mode, home, monkeypatch):
+    """rv81: orchestrate run by a Python outside a virtualenv imports from its user site-packages first, once there
+    is one; with none when it started, nothing kept the folder read-only (the sandbox binds what exists) and only
+    `.pth` and `*customize` files there were watched. A worker's `pip install --user` (or a `yaml/` of its own)
+    made it, and your next `orchestrate` ran that code in place of PyYAML, outside any sandbox."""
+    import site
+    from orchestrate.workers import startup_files
+    monkeypatch.setattr(site, "ENABLE_USER_SITE", True)  # as for a Python outside a virtualenv
+    own = startup_files.site_folders()[0]
+    worker = (f'echo a > a.txt\nmkdir -p "{own}/yaml" && echo "import os" > "{own}/yaml/__init__.py"\n'
+              f'echo "import os" > "{own}/click.py"\n')
+    repo, baseline, text = _said(tmp_path, orch, worker, mode, "site-packages/click.py was created",
+                                 "site-packages/yaml was created (not a file)")
+    assert list(own.iterdir()) == []
+    assert repo.git("rev-parse", "campaign/hostile") == baseline
+
+
 def test_start_up_entries_of_every_kind_planted_in_home_are_removed_and_blamed(tmp_path, orch, mode, home):
     """rv38: a `.bash_aliases` (Debian's `.bashrc` sources it), a fish `conf.d/` file, a `usercustomize/` package, a
     FIFO named `.pth` (every later Python hangs at start) and a `.pth` in the site folder of a Python whose folder

@@ -2,7 +2,8 @@
 that let someone in, the commands it runs), a program the runner starts by name put ahead of it on PATH,
 and Python's start-up hooks in your user site-packages (`usercustomize`, `sitecustomize`, and any `.pth`
 file, whose `import` lines run at every interpreter's start: your next `python`, and the evaluators' in the
-sandbox, which sees the same `$HOME`). The sandbox leaves `$HOME` writable (agents keep settings and caches
+sandbox, which sees the same `$HOME`; every entry of the user site your next `orchestrate` would import from
+first, `_imported_next`). The sandbox leaves `$HOME` writable (agents keep settings and caches
 there), so the watch compares these as it compares your git config, and puts back what a worker or what
 judged it planted (fingerprint.py). A fixed list: what else your own start-up files source is not known here.
 
@@ -125,11 +126,22 @@ def site_folders() -> list[Path]:
 
 def _listed() -> list[tuple[Path, bool]]:
     """(path, whether it is a file or a link) for each entry that counts in the listed folders."""
-    found = []
+    found, unloaded = [], _imported_next()
     for folder in [home() / name for name in SOURCED] + site_folders():
-        pattern = _HOOKED if folder.name == "site-packages" else _ANY
+        pattern = _HOOKED if folder.name == "site-packages" and folder != unloaded else _ANY
         found += [(folder / name, kind in "fl") for name, kind in _entries(folder, pattern)]
     return found
+
+
+def _imported_next() -> Path | None:
+    """This Python's user site-packages when the next one started like it imports from it first, and this one does
+    not: the user site is on (no virtualenv) and the folder was not there when it started (`sys.path` would name
+    it, and the sandbox keep it read-only). A module made there (`pip install --user` makes the folder) would be
+    imported by your next `orchestrate` in place of what it imports now (PyYAML, orchestrate itself), outside any
+    sandbox: every entry counts, as a `.pth` does."""
+    import site
+    own = site_folders()[0]
+    return own if site.ENABLE_USER_SITE and str(own) not in sys.path else None
 
 
 _PYTHONS = re.compile(r"python3\.\d+")
