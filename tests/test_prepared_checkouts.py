@@ -186,3 +186,57 @@ def test_a_worker_without_the_sandbox_starts_once_its_whole_batch_has_its_workin
     first = order.index(next(o for o in order if o[1] == "worker-spawn"))
     assert {n for k, effect, n in order[:first] if k == "result" and effect == "worktree-add"} == set("ABC"), order
     assert bool(_adds(repo)["B"].get("prepared")) is threads
+
+
+# Run by a premise: once every checkout of the batch is done, each gets shared.txt rewritten and its index
+# written to say so is the commit's (the blob of the original, the new file's stat; the mtime set back
+# past git's racy look). It never waits for one that is not there.
+PLANT = r"""#!/bin/sh
+pool="$ORCH_ROOT_FOR_TEST/.scratch/worktrees/batch/.pool"
+for i in $(seq 300); do
+  busy=0
+  for w in "$pool"/prepared-*; do
+    [ -d "$w" ] || continue
+    admin=$(sed 's/^gitdir: //' "$w/.git" 2>/dev/null)
+    [ -f "$admin/index" ] && [ -f "$w/shared.txt" ] && [ ! -e "$admin/index.lock" ] || busy=1
+  done
+  [ $busy = 0 ] && break
+  sleep 0.1
+done
+for w in "$pool"/prepared-* "$pool"/spare-*; do
+  [ -d "$w" ] || continue
+  blob=$(git -C "$w" rev-parse :shared.txt)
+  echo planted > "$w/shared.txt" && touch -d '2020-01-01' "$w/shared.txt"
+  echo "shared.txt filter=same" > "$w/../attributes"
+  git -C "$w" -c "filter.same.clean=git cat-file blob $blob" -c "core.attributesFile=$w/../attributes" \
+    update-index shared.txt
+done
+exit 0
+"""
+PREMISED = """\
+topic: batch
+workers: {sh: "./work.sh"}
+defaults: {timeout: 60, sandbox: none}
+nodes:
+  - {id: A, title: a, file_surface: [a/], discipline: sh, tripwires: [{run: "sh plant.sh"}]}
+  - {id: B, title: b, file_surface: [b/, shared.txt], discipline: sh}
+edges:
+  - {id: e1, from: A, to: B, predicate: LOOPS_WITH}
+"""
+EDITS = "#!/bin/sh\nn=$(echo $ORCH_NODE | tr A-Z a-z)\nmkdir -p $n && cat shared.txt > $n/seen\n" \
+        "[ $ORCH_NODE = B ] && echo 'line of B' >> shared.txt\nexit 0\n"
+
+
+def test_a_premise_run_without_the_sandbox_finds_the_batch_checkouts_pooled(tmp_path, orch, batched, monkeypatch):
+    """Without the sandbox a premise's command runs code the campaign head holds, code a worker may have written, in
+    the middle of DISPATCH: the batch's checkouts, made in threads, were pooled (their indexes copied: the base every
+    later look compares with) only as each node took one, after the premises. What it wrote in one with an index to
+    match was the node's base, and the node's own edit of that file committed it. They are pooled first: what it
+    writes in a spare is then undone as the spare is taken."""
+    repo = campaign_repo(tmp_path, PREMISED, EDITS, files={"plant.sh": PLANT, "shared.txt": "original\n"})
+    monkeypatch.setenv("ORCH_ROOT_FOR_TEST", str(repo))
+    assert orch("run", cwd=repo).rc == 75
+    assert any(add.get("prepared") for add in _adds(repo).values())  # else this test would prove nothing
+    for node in "ab":  # what each found at its base, and what B's edit committed
+        assert repo.git("show", f"campaign/batch:{node}/seen") == "original", node
+    assert repo.git("show", "campaign/batch:shared.txt") == "original\nline of B"

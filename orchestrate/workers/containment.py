@@ -122,6 +122,17 @@ def judging(ctx, worktree: Path, nodes: tuple[str, ...] = ()):
         hook(list(nodes), ran)
 
 
+def judged_in_sandbox(ctx) -> bool:
+    """Does judging run in the sandbox (`_judging`): whenever any node of the campaign does, or did."""
+    key, cached = campaign_mode(ctx), getattr(ctx, "_judging_sandboxed", None)
+    if cached is None or cached[0] is not ctx.dag or cached[1] != key:  # the DAG itself: an id can be reused
+        # also once a node's worker ran in the sandbox (it had a private object store, `objects`): an edit of the
+        # plan or the config that turns it off leaves code sandboxed workers wrote in worktrees and the head
+        ctx._judging_sandboxed = (ctx.dag, key, any(enabled(ctx, n) for n in ctx.dag.nodes)
+                                  or any(ns.objects for ns in ctx.campaign.nodes.values()))
+    return ctx._judging_sandboxed[2]
+
+
 def _judging(ctx, worktree: Path):
     """What judging runs in `worktree` (evaluators, campaign checks, tripwires, coherence's project evaluators,
     guardrail commands: code a worker may have written) runs in the sandbox whenever any node of the campaign
@@ -131,13 +142,7 @@ def _judging(ctx, worktree: Path):
     `git add`, `git stash`, `git commit` there fails), not another node's
     worktree, not the user's checkout; and nothing it starts outlives it (the PID namespace)."""
     from orchestrate import proc
-    key, cached = campaign_mode(ctx), getattr(ctx, "_judging_sandboxed", None)
-    if cached is None or cached[0] is not ctx.dag or cached[1] != key:  # the DAG itself: an id can be reused
-        # also once a node's worker ran in the sandbox (it had a private object store, `objects`): an edit of the
-        # plan or the config that turns it off leaves code sandboxed workers wrote in worktrees and the head
-        ctx._judging_sandboxed = (ctx.dag, key, any(enabled(ctx, n) for n in ctx.dag.nodes)
-                                  or any(ns.objects for ns in ctx.campaign.nodes.values()))
-    if not ctx._judging_sandboxed[2]:
+    if not judged_in_sandbox(ctx):
         return _tagged_judging(ctx)
     common = git.git_common_dir(ctx.root)  # read from the checkout: no git process per evaluator run
     # its admin dir (index, HEAD), as its worker had; not the integration worktree's, whose HEAD orchestrate reads;

@@ -43,6 +43,10 @@ def _dispatch(ctx: Context, nodes: list[str]) -> Outcome:
     # premises read the head's files: only then is the integration worktree made (a checkout of the whole
     # repository) or brought to the head
     integ = worktrees.integration(ctx) if any(ctx.dag.by_id[n].tripwires for n in nodes) else None
+    if integ is not None and not containment.judged_in_sandbox(ctx):
+        # without the sandbox they run code the head holds, a worker's maybe: the batch's checkouts are pooled
+        # first (their indexes copied), or what it wrote in one, with an index to match, would be a node's base
+        prepared.settle(ctx.root, ctx.layout.worktrees(c.topic))
     head = c.tip
     refuted = []
     for node_id in nodes:
