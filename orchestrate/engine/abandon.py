@@ -27,7 +27,11 @@ def abandon(cwd: Path, *, topic: str | None, as_who: str | None, note: str, quie
         raise UsageError("abandoning a campaign needs a reason", hint="pass --note \"why\"")
     who = seams.who(layout.root, as_who)
     out = Reporter(quiet=quiet)
-    with CampaignLock(layout.scratch / "locks", name, "abandon"):
+    with CampaignLock(layout.scratch / "locks", name, "abandon") as lock:
+        from orchestrate.engine.runner import stop_leftovers
+        if killed := stop_leftovers(name, lock.took_over):  # no resume comes after: none would stop them
+            out.always(f"stopped {len(killed)} process(es) the dead runner (pid {lock.took_over['pid']}) left running: "
+                       f"{' '.join(map(str, killed))}")
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=False, warn=lambda m: out.always(f"warning: {m}"))
         # from the state rebuilt out of what the recorder committed: an abandon cut off before its commit is undone

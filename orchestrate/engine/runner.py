@@ -103,7 +103,7 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
         if lock.took_over:
             out.always(f"notice: took over the lock of pid {lock.took_over.get('pid')} on "
                        f"{lock.took_over.get('host')}, which is no longer running")
-        killed = _stop_leftovers(name, lock.took_over)  # first: one may be a git writing what rebuild reads
+        killed = stop_leftovers(name, lock.took_over)  # first: one may be a git writing what rebuild reads
         recorder = Recorder(layout.ledger, name).pin()
         campaign = resume.rebuild(layout, recorder, from_log=from_log, warn=lambda m: out.always(f"warning: {m}"),
                                   crashed=lock.took_over is not None)
@@ -136,7 +136,7 @@ def resume_campaign(cwd: Path, *, topic: str | None, from_log: bool, jobs: int |
             return drive(ctx)
 
 
-def _stop_leftovers(topic: str, dead: dict | None) -> list[int]:
+def stop_leftovers(topic: str, dead: dict | None) -> list[int]:
     """A runner that died (kill -9, a lost machine) leaves its workers, evaluators and campaign checks
     running, each carrying the runner's tags, and whatever git it had started (a checkout of a whole
     repository takes seconds), each carrying its origin (proc.ORIGIN, written in the lock): all are stopped

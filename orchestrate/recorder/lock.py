@@ -18,6 +18,7 @@ from orchestrate.flock import Busy, FileLock, in_the_way
 SCRATCH = ("worktrees/{}", "integration/{}", "runs/{}", "answers", "rejected/{}", "groups/{}", "probe/{}",
            "guardrails/{}")
 RUNNERS = ("run", "resume")  # the commands that hold a campaign while its workers run
+STOPS_LEFT = ("resume", "abandon")  # those that stop what a dead holder left (by its record: runner.stop_leftovers)
 
 
 def runs_workers(holder: dict | None) -> bool:
@@ -66,7 +67,10 @@ class CampaignLock:
 
     def release(self) -> None:
         if self._lock is not None:
-            self.info.unlink(missing_ok=True)
+            if self.took_over is not None and self.command not in STOPS_LEFT:  # a dead holder's record stays for
+                write_atomic(self.info, json.dumps(self.took_over))  # the resume, which stops what it left (rv81)
+            else:
+                self.info.unlink(missing_ok=True)
             self._lock.release()
             self._lock = None
 
