@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from orchestrate import proc
 from orchestrate.errors import GitError, ProcError, UsageError
+from orchestrate import git_admin
 
 _READ_ENV = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
 
@@ -248,12 +249,11 @@ def worktree_add_detached(repo: str | Path, path: str | Path, start: str) -> Non
 
 
 def _worktree_add(repo: str | Path, args) -> None:
-    """`git worktree add`, tried again when it lost a race with another runner's: git reads every
-    worktree's admin dir while it adds one, and one being written at that moment fails the read
-    (`failed to read .../commondir`). Any other failure is raised at once."""
+    """`git worktree add`, tried again when it lost a race with another git (git_admin.lost_race)."""
     for attempt in range(4):
-        done = git(repo, *args(), check=False)
-        if done or "failed to read" not in done.stderr or attempt == 3:
+        with git_admin.adding(repo):
+            done = git(repo, *args(), check=False)
+        if done or not git_admin.lost_race(done.stderr) or attempt == 3:
             break
         time.sleep(0.05 * (attempt + 1))
     if not done:
@@ -261,11 +261,14 @@ def _worktree_add(repo: str | Path, args) -> None:
 
 
 def worktree_remove(repo: str | Path, path: str | Path) -> None:
-    """The worktree's files and admin dir gone (git_files.remove_worktree: `git worktree remove` removes files by
-    path, following a link a worker without the sandbox still running swaps in for a folder), then a prune."""
+    """Its files and admin dir gone (git_files.remove_worktree: `git worktree remove` removes files by path,
+    following a link a worker without the sandbox swaps in for a folder), then a prune."""
     from orchestrate import git_files
     git_files.remove_worktree(git_common_dir(repo), Path(path))
-    git(repo, "worktree", "prune", check=False)
+    git_admin.prune(repo, check=False)
+
+
+worktree_prune = git_admin.prune  # never beside an add of this process's
 
 
 def worktree_move(repo: str | Path, src: str | Path, dst: str | Path) -> bool:
@@ -395,6 +398,3 @@ def delete_branch(repo: str | Path, branch: str, sha: str) -> bool:
     """Delete refs/heads/`branch` itself (never what a worker's symbolic ref names) only while it points at `sha`."""
     return bool(git(repo, "update-ref", "--no-deref", "-d", f"refs/heads/{branch}", sha, check=False))
 
-
-def worktree_prune(repo: str | Path) -> None:
-    git(repo, "worktree", "prune")

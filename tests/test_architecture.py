@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(p for pkg in ("gates", "orchestrate") for p in (ROOT / pkg).rglob("*.py"))
 # The doors every room goes through (the top-level modules of orchestrate/).
-DOORS = ("orchestrate.errors", "orchestrate.proc", "orchestrate.reaping", "orchestrate.git", "orchestrate.git_batch", "orchestrate.git_diffs", "orchestrate.git_files", "orchestrate.git_pipe", "orchestrate.git_ids", "orchestrate.git_config",
+DOORS = ("orchestrate.errors", "orchestrate.proc", "orchestrate.reaping", "orchestrate.git", "orchestrate.git_batch", "orchestrate.git_diffs", "orchestrate.git_files", "orchestrate.git_pipe", "orchestrate.git_ids", "orchestrate.git_config", "orchestrate.git_admin",
          "orchestrate.memfiles", "orchestrate.stamps", "orchestrate.flock", "orchestrate.config", "orchestrate.atomic", "orchestrate.removal",
          "orchestrate.faults", "orchestrate.resources", "orchestrate.inert", "orchestrate.printable", "orchestrate.plugins")
 # The doors and the plan's model: what the gates may use.

@@ -265,7 +265,7 @@ def repair(ctx: Context) -> None:
         _repaired(ctx, "stale-lock", f"removed a stale git lock {path}")
     for path in sweep_temp_files(ctx.layout.ledger / "state" / c.topic):
         _repaired(ctx, "temp-file", f"removed a leftover temp file {path.name}")
-    git.git(ctx.root, "worktree", "prune")
+    git.worktree_prune(ctx.root)
     worktrees.unlink_foreign_integration(ctx)  # before any git call in it
     integ = ctx.layout.integration(c.topic)
     if integ.exists() and not (integ / ".git").exists():

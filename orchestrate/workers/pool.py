@@ -123,7 +123,7 @@ def take(root: Path, path: Path, worktrees: Path, base: str, branch: str | None,
             discard(root, path)
             if os.path.lexists(path):  # what could not be removed must not hold the place the caller checks out
                 removal.set_aside(path, folder(worktrees))
-                git.git(root, "worktree", "prune", check=False)  # its admin dir names the place it left
+                git.worktree_prune(root, check=False)  # its admin dir names the place it left
         else:
             discard(root, spare)
         made.snapshot.unlink(missing_ok=True)

@@ -80,7 +80,7 @@ def _checkout(spec: dict, cache: Path, task: Path, tree: Path) -> str:
     if tree.exists():
         git.worktree_remove(cache, tree)
         shutil.rmtree(tree, ignore_errors=True)
-    git.git(cache, "worktree", "prune")
+    git.worktree_prune(cache)
     branch = spec["branch"]
     published = git.remote_head(cache, spec["remote"], f"refs/heads/{branch}")
     if published is None:

@@ -106,7 +106,7 @@ def remove_all(ctx, named: list[tuple[str, str]]) -> None:
     common = git.git_common_dir(ctx.root)
     with ThreadPoolExecutor(max_workers=max(1, min(len(live), prepared.THREADS))) as threads:
         list(threads.map(lambda path: git_files.remove_worktree(common, Path(path)), [p for _, p in live]))
-    git.git(ctx.root, "worktree", "prune", check=False)
+    git.worktree_prune(ctx.root, check=False)
     for node, path in live:
         pool.forget(Path(path))
         ctx.emit("result", {"effect": "worktree-remove", "node": node, "path": path})
@@ -126,7 +126,7 @@ def integration(ctx) -> Path:
     if not (path / ".git").exists():
         ctx.emit("intent", {"effect": "integration-add", "path": str(path), "branch": ctx.campaign.branch})
         path.parent.mkdir(parents=True, exist_ok=True)
-        git.git(ctx.root, "worktree", "prune")
+        git.worktree_prune(ctx.root)
         git.worktree_add_detached(ctx.root, path, tip)
         ctx.emit("result", {"effect": "integration-add", "path": str(path)})
         return path
