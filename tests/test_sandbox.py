@@ -367,3 +367,47 @@ def test_user_namespaces_switched_off_are_named(tmp_path):
     assert sandbox.userns_off(tmp_path) == "user.max_user_namespaces = 0"
     (tmp_path / "user" / "max_user_namespaces").write_text("15000\n")
     assert sandbox.userns_off(tmp_path) is None
+
+
+@needs_bwrap
+def test_the_hosts_run_is_hidden_its_sockets_with_it(tmp_path, monkeypatch):
+    """/run holds sockets that run commands outside the sandbox for whoever connects (the user's D-Bus and
+    systemd, docker's, a tmux server: rv81), and a read-only mount does not stop a connect: the sandbox has an
+    empty /run of its own, with an empty private $XDG_RUNTIME_DIR, and the resolver's configuration still reads."""
+    import socket
+    if not os.access("/run", os.W_OK):
+        pytest.skip("a socket in /run needs write access to it (root)")
+    path = Path("/run") / f"orch-sandbox-{uuid.uuid4().hex[:12]}.sock"
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listening.bind(str(path))
+    listening.listen(1)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/4242")
+    try:
+        done = run(f'test -e "{path}" && echo seen || echo hidden; ls -A /run/user/4242 | wc -l; '
+                   'stat -c %a /run/user/4242; touch /run/user/4242/mine && echo writable; '
+                   'test ! -e /etc/resolv.conf || cat /etc/resolv.conf > /dev/null && echo resolver',
+                   cwd=tmp_path, writable=[tmp_path])
+    finally:
+        listening.close()
+        path.unlink()
+    assert lines(done) == ["hidden", "0", "700", "writable", "resolver"], done.stderr
+    assert not Path("/run/user/4242/mine").exists()
+
+
+@needs_bwrap
+def test_a_socket_folder_in_run_named_writable_is_there(tmp_path):
+    """What README says to do for a socket a worker needs (a local database's): name its folder writable."""
+    import socket
+    if not os.access("/run", os.W_OK):
+        pytest.skip("a socket in /run needs write access to it (root)")
+    folder = Path("/run") / f"orch-sandbox-{uuid.uuid4().hex[:12]}"
+    folder.mkdir()
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listening.bind(str(folder / "db.sock"))
+    listening.listen(1)
+    try:
+        done = run(f'test -S "{folder}/db.sock" && echo there', cwd=tmp_path, writable=[tmp_path, folder])
+    finally:
+        listening.close()
+        shutil.rmtree(folder)
+    assert lines(done) == ["there"], done.stderr

@@ -94,9 +94,9 @@ def wrap(argv: Sequence[str], *, cwd: str | Path, writable: Iterable[str | Path]
     repository, a HOME) stays visible, or how part of a writable tree stays read-only; the deeper
     path wins. With `env_keep`, the command sees only the variables named there.
     """
-    out = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    out = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *_runtime()]
     writable = [Path(w).resolve() for w in writable]
-    for path, rw in _binds(writable, [*readable, *_tools(writable)]):
+    for path, rw in _binds(writable, [*readable, *_tools(writable), *_kept_from_run()]):
         out += ["--bind" if rw else "--ro-bind", path, path]
     out += ["--chdir", str(Path(cwd).resolve()), *_options()]
     if env_keep is not None:
@@ -104,6 +104,31 @@ def wrap(argv: Sequence[str], *, cwd: str | Path, writable: Iterable[str | Path]
     else:
         out.append("--")
     return out + [str(a) for a in argv]
+
+
+# Hidden behind empty private folders, as /tmp is: /run holds the sockets that would run a command outside the
+# sandbox for whoever connects (a read-only mount does not stop a connect): the user's D-Bus and systemd
+# (`systemd-run --user`), the system bus, docker's and podman's, agents (ssh, gpg), a tmux server (rv81).
+HIDDEN = ("/tmp", "/run")
+
+
+def _runtime() -> list[str]:
+    """An empty /run of its own, with an empty $XDG_RUNTIME_DIR in it (mode 0700) where the user has one there:
+    tools that keep sockets or locks there make their own, which go with the sandbox."""
+    if not os.path.isdir("/run") or os.path.islink("/run"):
+        return []
+    out = ["--tmpfs", "/run"]
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime.startswith("/run/") and os.path.isabs(runtime):
+        out += ["--perms", "0700", "--dir", runtime]
+    return out
+
+
+def _kept_from_run() -> list[str]:
+    """What the host's /run holds that a worker needs: the resolver's configuration where /etc/resolv.conf leads
+    there (systemd-resolved, resolvconf, NetworkManager); a regular file, never a socket."""
+    real = os.path.realpath("/etc/resolv.conf")
+    return [real] if Path(real).is_relative_to("/run") and os.path.isfile(real) else []
 
 
 def _tools(writable: list[Path]) -> list[str]:
@@ -125,10 +150,10 @@ def _tools(writable: list[Path]) -> list[str]:
     found: list[Path] = []
     for real in sorted({Path(p).resolve() for p in candidates if p}, key=lambda p: len(p.parts)):
         # (os.path.isdir: False, not an error, where a folder on the way cannot be searched: another user's)
-        if not os.path.isdir(real) or real == Path("/tmp") or real in writable or \
+        if not os.path.isdir(real) or str(real) in HIDDEN or real in writable or \
                 any(real.is_relative_to(f) for f in found):
             continue  # (one inside a folder bound read-only already is read-only: no bind of its own)
-        if real.is_relative_to("/tmp") or any(real.is_relative_to(w) for w in writable):
+        if any(real.is_relative_to(h) for h in HIDDEN) or any(real.is_relative_to(w) for w in writable):
             found.append(real)
     return sorted(str(p) for p in found)
 
