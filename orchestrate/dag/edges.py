@@ -204,22 +204,32 @@ def _implicit(node: Node, payloads: dict[str, list[str]]) -> set[str]:
 
 def _walk(node_id: str, by_id: dict[str, Node], spokes: dict[str, list[str]], extends: dict[str, list[str]],
           group: dict[str, tuple[str, ...]]) -> set[str]:
-    visited: set[str] = set()
     found: set[str] = set()
+    for n in visited(node_id, by_id, spokes, group):
+        found.update(own_gates(by_id[n]))
+        found.update(extends.get(n, ()))
+    return found
+
+
+def visited(node_id: str, by_id: dict[str, Node], spokes: dict[str, list[str]],
+            group: dict[str, tuple[str, ...]]) -> list[str]:
+    """The nodes eff(node_id) gathers own gates from, in the walk's order (itself first): its spokes, theirs,
+    and the LOOPS_WITH peers of each, every node once."""
+    seen: set[str] = set()
+    order: list[str] = []
     stack = [node_id]  # explicit stack: a long COMPOSES chain must not hit the recursion limit
     while stack:
         n = stack.pop()
-        if n in visited or n not in by_id:
+        if n in seen or n not in by_id:
             continue
-        visited.add(n)
-        found.update(own_gates(by_id[n]))
-        found.update(extends.get(n, ()))
+        seen.add(n)
+        order.append(n)
         for peer in group.get(n, ()):
-            if peer not in visited:
-                visited.add(peer)
-                found.update(own_gates(by_id[peer]))
+            if peer not in seen:
+                seen.add(peer)
+                order.append(peer)
         stack.extend(reversed(spokes.get(n, ())))
-    return found
+    return order
 
 
 def known_gates(node: Node, gates: dict) -> list[str]:

@@ -130,11 +130,39 @@ class Dag:
 
     def effective_checks(self, node_id: str) -> tuple[Check, ...]:
         """The command checks behind `effective_gates`: the node's own in declared order, then its spokes' and peers'."""
-        own = self.by_id[node_id].evaluators
+        return self.checks_for((node_id,))
+
+    def checks_for(self, starts: tuple[str, ...]) -> tuple[Check, ...]:
+        """The command checks behind the effective gates of `starts` (a node, or a LOOPS_WITH group judged on one
+        tree): their own in declared order, then the rest by name. Inline evaluators are named per node, so two
+        nodes may each have an `exists` of their own: a check is told apart by what it runs, not by its name
+        alone (a hub judged only by its own `exists` never ran its spoke's), and a gathered one whose name is
+        taken is shown as `name (owner)`."""
+        own = list(self.by_id[starts[0]].evaluators)  # a group's other members are gathered as its peers
         named = {c.name for c in own}
-        first = self.cached("check-by-name", self._first_check_by_name)
-        others = sorted(g for g in self.effective_gates(node_id) if g not in named and g in first)
-        return tuple(own) + tuple(first[g] for g in others)  # its own in declared order, then the rest by name
+        wanted = {g for n in starts for g in self.effective_gates(n)}
+        if not wanted & self.cached("ambiguous-checks", self._ambiguous_names):
+            first = self.cached("check-by-name", self._first_check_by_name)
+            return tuple(own) + tuple(first[g] for g in sorted(wanted - named) if g in first)
+        return self.cached(f"checks:{'+'.join(starts)}", lambda: self._gathered(starts, own, wanted))
+
+    def _gathered(self, starts: tuple[str, ...], own: list[Check], wanted: set[str]) -> tuple[Check, ...]:
+        from orchestrate.dag import edges
+        spokes = self.cached("spokes", lambda: {h: [e.dst for e in es] for h, es in self._by_end(
+            lambda e: e.src if e.predicate == "COMPOSES" else None).items()})
+        index = self.cached("group_of", lambda: {m: g for g in self._groups for m in g})
+        owners = dict.fromkeys(m for n in starts for m in edges.visited(n, self.by_id, spokes, index))
+        named = {c.name for c in own}
+        rest: list[Check] = []
+        gathered = set(own)
+        for m in graph.natural_sorted(owners):
+            for c in self.by_id[m].evaluators:
+                if c in gathered or c.name not in wanted:
+                    continue
+                gathered.add(c)
+                taken = c.name in named or any(r.name == c.name for r in rest)
+                rest.append(replaced(c, name=f"{c.name} ({m})") if taken else c)
+        return tuple(own) + tuple(sorted(rest, key=lambda c: c.name))
 
     def _first_check_by_name(self) -> dict[str, Check]:
         found: dict[str, Check] = {}
@@ -142,6 +170,11 @@ class Dag:
             for c in n.evaluators:
                 found.setdefault(c.name, c)
         return found
+
+    def _ambiguous_names(self) -> set[str]:
+        """Check names that stand for different checks on different nodes."""
+        seen: dict[str, Check] = {}
+        return {c.name for n in self.nodes for c in n.evaluators if seen.setdefault(c.name, c) != c}
 
     def incoming(self, node_id: str) -> list:
         """Ordering edges whose later end is `node_id` (for COMPOSES that is the hub), in edge-id order."""

@@ -66,7 +66,7 @@ def _run(ctx, edge) -> dict:
                "ORCH_BASE": _before(ctx, src, at) if side == "output" else at}
         log = ctx.layout.runs(c.topic) / "guardrails" / f"{edge.id}-{side}.log"
         logs.append(str(log))
-        for name, verdict, entity in _check(ctx, names, at, env, log):
+        for name, verdict, entity in _check(ctx, names, at, env, log, edge.src):
             results.append({"gate": name, "side": side, "rc": verdict.code, "summary": verdict.summary,
                             "entity": entity})
     crashed = [r for r in results if r["rc"] not in (0, 1)]
@@ -111,8 +111,8 @@ def _before(ctx, src, at: str) -> str:
     return git.out(ctx.root, "rev-parse", f"{src.merge}^1")
 
 
-def _check(ctx, names: list[str], at: str, env: dict, log) -> list[tuple[str, Verdict, str | None]]:
-    """Run the named gates in a scratch checkout of `at`: (name, verdict, plugin entity or None) each."""
+def _check(ctx, names: list[str], at: str, env: dict, log, source: str) -> list[tuple[str, Verdict, str | None]]:
+    """Run the named gates (of the edge from `source`) in a scratch checkout of `at`: (name, verdict, plugin entity or None) each."""
     from gates import evaluators
     from orchestrate.engine import plugin_gates as plugingates
     dag = ctx.dag
@@ -125,7 +125,7 @@ def _check(ctx, names: list[str], at: str, env: dict, log) -> list[tuple[str, Ve
     try:
         plugin_gates = plugingates.of_dag(dag)
         found = {}
-        commands = tuple(_command(dag, n) for n in names if n not in plugin_gates)
+        commands = tuple(_command(dag, n, source) for n in names if n not in plugin_gates)
         from orchestrate.workers import containment
         if commands:  # one run for the side's command gates, so their log is one file
             with containment.judging(ctx, scratch):
@@ -147,11 +147,14 @@ def _check(ctx, names: list[str], at: str, env: dict, log) -> list[tuple[str, Ve
         git.worktree_remove(ctx.root, scratch)
 
 
-def _command(dag, name: str) -> Check:
-    spec = dag.gates.get(name)
-    if spec is not None:
-        return Check(name, spec["run"], spec.get("timeout"))
-    return dag.cached("check-by-name", dag._first_check_by_name)[name]
+def _command(dag, name: str, source: str) -> Check:
+    """A guardrail names a `gates:` instance or an evaluator of the edge's source (never another node's
+    evaluator that happens to share the name)."""
+    own = next((c for c in dag.by_id[source].evaluators if c.name == name), None)
+    if own is not None:
+        return own
+    spec = dag.gates[name]
+    return Check(name, spec["run"], spec.get("timeout"))
 
 
 def _first_line(text: str) -> str:

@@ -236,12 +236,8 @@ def _group(ctx: Context, members: list[str]) -> Outcome:
 
 def _combined_evaluators(ctx: Context, members: list[str], group_id: str) -> Verdict:
     """The union of the members' effective evaluators, run once on the members merged onto the tip."""
-    from orchestrate.dag.model import Check
     c = ctx.campaign
-    checks: dict[str, Check] = {}
-    for m in members:
-        for check in ctx.dag.effective_checks(m):
-            checks.setdefault(check.name, check)
+    checks = sorted(ctx.dag.checks_for(tuple(members)), key=lambda check: check.name)
     scratch = ctx.layout.scratch / "groups" / c.topic / group_id
     if scratch.exists():
         git.worktree_remove(ctx.root, scratch)
@@ -260,7 +256,7 @@ def _combined_evaluators(ctx: Context, members: list[str], group_id: str) -> Ver
         log = ctx.layout.runs(c.topic) / members[0] / f"group-{c.nodes[members[0]].attempt}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with containment.judging(ctx, scratch, tuple(members)):
-            return evaluators.check(tuple(checks[name] for name in sorted(checks)), scratch, log_path=log,
+            return evaluators.check(tuple(checks), scratch, log_path=log,
                                     default_timeout=timeout, env=ctx.runner_tags())
     finally:
         git.worktree_remove(ctx.root, scratch)
