@@ -90,3 +90,39 @@ def test_x2_a_newer_protocol_is_refused_when_named(tmp_path, site, orch):
     checked = orch("validate", cwd=repo)
     assert checked.rc == 1
     assert "requires protocol version 2, but this orchestrate supports version 1" in checked.out
+
+
+PERSONA = """def check(self, config, cwd, env):
+    return 0, 'reviewed as ' + config['persona']"""
+EXTENDS_DAG = """\
+topic: plug
+workers: {sh: "./work.sh"}
+gates:
+  unit: {plugin: command, run: "true"}
+nodes:
+  - {id: A, file_surface: [a.txt], discipline: sh}
+  - {id: B, file_surface: [b.txt], discipline: sh}
+  - {id: C, file_surface: [c.txt], discipline: sh, evaluators: [unit]}
+  - {id: H, file_surface: [h.txt], discipline: sh}
+edges:
+  - {id: e1, from: A, to: "plugin:reviewer", predicate: EXTENDS, actions: [{name: review, persona: strict},
+                                                                          {name: unit, persona: picky}]}
+  - {id: e2, from: B, to: "plugin:reviewer", predicate: EXTENDS, actions: [{name: review, persona: lenient}]}
+  - {id: e3, from: H, to: A, predicate: COMPOSES}
+"""
+
+
+def test_an_extends_action_judges_its_own_node_and_its_hubs_with_its_own_config(tmp_path, site, orch):
+    site.add("orchestrate-review", "0.3.0", gate("reviewer", body=PERSONA, version="0.3.0"), call=False)
+    repo = campaign_repo(tmp_path, EXTENDS_DAG, "#!/bin/sh\necho x > \"$(echo $ORCH_NODE | tr A-Z a-z).txt\"\n")
+
+    assert orch("run", "--quiet", cwd=repo).rc == 75
+
+    journal = [e["context"] for e in map(json.loads, journal_text(repo, "plug").splitlines()) if e["kind"] == "gate"]
+    seen = {(g["node"], g["gate"], g["summary"]) for g in journal if g["gate"] in ("review", "unit")}
+    assert seen == {("A", "review", "PASS (reviewer): reviewed as strict"), ("A", "unit", "PASS (reviewer): reviewed as picky"),
+                    ("H", "review", "PASS (reviewer): reviewed as strict"), ("H", "unit", "PASS (reviewer): reviewed as picky"),
+                    ("B", "review", "PASS (reviewer): reviewed as lenient")}  # C's `unit` is its command alone
+    evaluated = {g["node"]: g["summary"] for g in journal if g["gate"] == "evaluators"}
+    assert evaluated["A"] == evaluated["H"] == "PASS: no evaluators declared"  # A's `unit` is the plugin's alone
+    assert evaluated["C"] == "PASS: 1 evaluator(s) passed"

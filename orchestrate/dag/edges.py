@@ -205,29 +205,30 @@ def _implicit(node: Node, payloads: dict[str, list[str]]) -> set[str]:
 def _walk(node_id: str, by_id: dict[str, Node], spokes: dict[str, list[str]], extends: dict[str, list[str]],
           group: dict[str, tuple[str, ...]]) -> set[str]:
     found: set[str] = set()
-    for n in visited(node_id, by_id, spokes, group):
+    for n, as_peer in visited(node_id, by_id, spokes, group):
         found.update(own_gates(by_id[n]))
-        found.update(extends.get(n, ()))
+        if not as_peer:
+            found.update(extends.get(n, ()))
     return found
 
 
 def visited(node_id: str, by_id: dict[str, Node], spokes: dict[str, list[str]],
-            group: dict[str, tuple[str, ...]]) -> list[str]:
-    """The nodes eff(node_id) gathers own gates from, in the walk's order (itself first): its spokes, theirs,
-    and the LOOPS_WITH peers of each, every node once."""
+            group: dict[str, tuple[str, ...]]) -> list[tuple[str, bool]]:
+    """The nodes eff(node_id) gathers gates from, in the walk's order (itself first), each once: its spokes,
+    theirs, and the LOOPS_WITH peers of each, which bring their own gates only (`as_peer` true)."""
     seen: set[str] = set()
-    order: list[str] = []
+    order: list[tuple[str, bool]] = []
     stack = [node_id]  # explicit stack: a long COMPOSES chain must not hit the recursion limit
     while stack:
         n = stack.pop()
         if n in seen or n not in by_id:
             continue
         seen.add(n)
-        order.append(n)
+        order.append((n, False))
         for peer in group.get(n, ()):
             if peer not in seen:
                 seen.add(peer)
-                order.append(peer)
+                order.append((peer, True))
         stack.extend(reversed(spokes.get(n, ())))
     return order
 

@@ -146,12 +146,16 @@ class Dag:
             return tuple(own) + tuple(first[g] for g in sorted(wanted - named) if g in first)
         return self.cached(f"checks:{'+'.join(starts)}", lambda: self._gathered(starts, own, wanted))
 
-    def _gathered(self, starts: tuple[str, ...], own: list[Check], wanted: set[str]) -> tuple[Check, ...]:
+    def walked(self, node_id: str) -> list[tuple[str, bool]]:
+        """The nodes whose gates judge `node_id`, in its effective-gates walk's order (edges.visited)."""
         from orchestrate.dag import edges
         spokes = self.cached("spokes", lambda: {h: [e.dst for e in es] for h, es in self._by_end(
             lambda e: e.src if e.predicate == "COMPOSES" else None).items()})
         index = self.cached("group_of", lambda: {m: g for g in self._groups for m in g})
-        owners = dict.fromkeys(m for n in starts for m in edges.visited(n, self.by_id, spokes, index))
+        return edges.visited(node_id, self.by_id, spokes, index)
+
+    def _gathered(self, starts: tuple[str, ...], own: list[Check], wanted: set[str]) -> tuple[Check, ...]:
+        owners = dict.fromkeys(m for n in starts for m, _ in self.walked(n))
         named = {c.name for c in own}
         rest: list[Check] = []
         gathered = set(own)
@@ -172,9 +176,13 @@ class Dag:
         return found
 
     def _ambiguous_names(self) -> set[str]:
-        """Check names that stand for different checks on different nodes."""
+        """Check names that stand for different checks on different nodes, or on one node for a check and on
+        another for a plugin's gate (an EXTENDS action, a plugin's `gates:` instance)."""
         seen: dict[str, Check] = {}
-        return {c.name for n in self.nodes for c in n.evaluators if seen.setdefault(c.name, c) != c}
+        clashing = {c.name for n in self.nodes for c in n.evaluators if seen.setdefault(c.name, c) != c}
+        plugins = {a["name"] for e in self.edges if e.predicate == "EXTENDS" for a in e.actions}
+        plugins |= {name for name, spec in self.gates.items() if spec.get("plugin") != COMMAND_PLUGIN}
+        return clashing | (plugins & seen.keys())
 
     def incoming(self, node_id: str) -> list:
         """Ordering edges whose later end is `node_id` (for COMPOSES that is the hub), in edge-id order."""

@@ -123,7 +123,8 @@ def _check(ctx, names: list[str], at: str, env: dict, log, source: str) -> list[
     log.parent.mkdir(parents=True, exist_ok=True)
     git.worktree_add_detached(ctx.root, scratch, at)
     try:
-        plugin_gates = plugingates.of_dag(dag)
+        own = {c.name for c in dag.by_id[source].evaluators}  # the source's own command gate comes first
+        plugin_gates = {n: g for n, g in plugingates.of_dag(dag).items() if n not in own}
         found = {}
         commands = tuple(_command(dag, n, source) for n in names if n not in plugin_gates)
         from orchestrate.workers import containment

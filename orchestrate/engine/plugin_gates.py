@@ -21,32 +21,48 @@ class PluginGate:
 
 
 def of_dag(dag) -> dict[str, PluginGate]:
-    """Every plugin gate the DAG names, by gate name (EXTENDS actions of earlier nodes first)."""
-    return dag.cached("plugin-gates", lambda: _collect(dag))
+    """The `gates:` instances of a plugin other than `command`, by name: what a node or a guardrail names."""
+    return dag.cached("plugin-gates", lambda: {
+        name: PluginGate(name, spec["plugin"], {k: v for k, v in spec.items() if k != "plugin"})
+        for name, spec in dag.gates.items() if spec.get("plugin") != "command"})
 
 
-def _collect(dag) -> dict[str, PluginGate]:
-    from orchestrate.dag import graph
-    found: dict[str, PluginGate] = {}
-    for name, spec in dag.gates.items():
-        if spec.get("plugin") != "command":
-            found[name] = PluginGate(name, spec["plugin"], {k: v for k, v in spec.items() if k != "plugin"})
-    for e in sorted((e for e in dag.edges if e.predicate == "EXTENDS"), key=lambda e: graph.natural_key(e.src)):
-        for action in e.actions:
-            found.setdefault(action["name"], PluginGate(action["name"], e.plugin,
-                                                        {k: v for k, v in action.items() if k != "name"}))
+def _actions(dag) -> dict[str, list[PluginGate]]:
+    """node -> the gates its EXTENDS edges define, each run by the edge's plugin with the action's config."""
+    found: dict[str, list[PluginGate]] = {}
+    for e in dag.edges:
+        if e.predicate == "EXTENDS":
+            found.setdefault(e.src, []).extend(PluginGate(a["name"], e.plugin, {k: v for k, v in a.items() if k != "name"})
+                                               for a in e.actions)
     return found
 
 
 def for_node(dag, node_id: str) -> list[PluginGate]:
-    every = of_dag(dag)
-    return [every[name] for name in dag.effective_gates(node_id) if name in every]
+    """The plugin gates judging `node_id`, by name. An EXTENDS action belongs to its node (and the hubs that
+    compose it): another node's action of the same name, with its own persona, or a node's command gate of
+    that name, is not it. Along the effective-gates walk the first definition of a name wins, the node's own
+    first."""
+    return dag.cached(f"plugin-gates:{node_id}", lambda: _for_node(dag, node_id))
+
+
+def _for_node(dag, node_id: str) -> list[PluginGate]:
+    instances, actions = of_dag(dag), dag.cached("extends-actions", lambda: _actions(dag))
+    found: dict[str, PluginGate | None] = {}
+    for m, as_peer in dag.walked(node_id):
+        node = dag.by_id[m]
+        for c in node.evaluators:  # a command gate: not the plugin's
+            found.setdefault(c.name, None)
+        for name in node.plugin_gates:
+            found.setdefault(name, instances[name])
+        for gate in () if as_peer else actions.get(m, ()):  # a peer brings its own gates only
+            found.setdefault(gate.name, gate)
+    return [found[name] for name in sorted(found) if found[name] is not None]
 
 
 def load(dag, warn: Callable[[str], None], *, discovered=None) -> dict:
     """{plugin name: Plugin} for every gate plugin the DAG names; PluginError for one that cannot be used."""
     from orchestrate import plugins
-    names = sorted({g.plugin for g in of_dag(dag).values()})
+    names = sorted({g.plugin for g in of_dag(dag).values()} | {e.plugin for e in dag.edges if e.predicate == "EXTENDS"})
     if not names:
         return {}
     listed = discovered if discovered is not None else plugins.discover(("gate",))
