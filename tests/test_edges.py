@@ -24,7 +24,7 @@ EXAMPLE = DAGS / "example.yaml"
 ROWS = {
     "P2": "p2_unknown_predicate", "P3": "p3_lower_case", "P4": "p4_undeclared", "P5": "p5_twice",
     "P6": "p6_self", "P7": "p7_trigger_action", "P9": "p9_composes_cycle", "P10": "p10_no_actions",
-    "P11": "p11_extends_node", "P12": "p12_action_collides", "P17": "p17_payload_outside",
+    "P11": "p11_extends_node", "P12": "p12_action_collides", "P17": "p17_payload_outside", "P17b": "p17b_payload_pattern",
     "L3": "l3_group_ordered", "L3-contracted": "l3b_groups_cross", "L4": "l4_group_overlap", "L7": "l7_loops_twice",
     "C4": "c4_no_when", "C5": "c5_when_on_static", "C6": "c6_unknown_output", "C7": "c7_other_node",
     "C8": "c8_call", "C12": "c12_conditional_composes", "C14": "c14_never_abandoned",

@@ -153,7 +153,11 @@ def _semantics(rep: Report, edges: list[Edge], by_id: dict[str, Node], layer_dep
         if e.when is not None and e.type == "conditional":
             _condition(rep, e, src, params, effective[e.src])
         for j, path in enumerate(e.payload):
-            if surface.covering(src.file_surface, path) is None:
+            if surface.is_glob(path):  # the contract looks each path up at the producer's head, as written
+                rep.add(e.key_line("payload"), f"{e.where}.payload[{j}]", "payload-pattern",
+                        f"{path} is a pattern; a payload names the files (or folders) {e.src} must deliver, "
+                        "each looked up at its head as written")
+            elif surface.covering(src.file_surface, path) is None:
                 short = surface.short_of(src.file_surface, path, "its file_surface")
                 why = f"{e.src} cannot produce {path}: {short}" if short else \
                     f"{path} is outside the file_surface of {e.src}, which cannot produce it"
