@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.engine_helpers import campaign_repo, first_parent_chain, journal
 
 # The API (N2) and its client (N3) only work together: each member's test needs the other's file.
@@ -110,3 +112,37 @@ def test_a_member_worked_by_a_person_joins_its_landed_peer(tmp_path, orch):
     second = orch("resume", "--quiet", "--topic", "pair", cwd=repo)
     assert second.rc == 75, second.out + second.err
     assert statuses(repo, orch) == {"N1": ("ACCEPTED", 1), "N2": ("ACCEPTED", 1), "N3": ("ACCEPTED", 1)}
+
+
+# P asks, once, for a path its concurrent neighbour Z owns: SERIALIZE sends P back while its peer Q has landed.
+ASKING = r"""#!/bin/sh
+set -eu
+n=$(echo "$ORCH_NODE" | tr 'A-Z' 'a-z')
+if [ "$ORCH_NODE" != P ] || printf '%s\n' "$ORCH_SURFACE" | grep -qx z.txt; then
+  echo "$ORCH_NODE" > "$n.txt"
+  if [ "$ORCH_NODE" = P ]; then echo P >> z.txt; fi
+else
+  printf '{"freeze": "surface-exceed", "paths": ["z.txt"]}' > "$ORCH_RETURN"
+fi
+"""
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_a_member_serialized_after_its_peer_landed_runs_and_the_group_lands(tmp_path, orch, schedule):
+    dag = f"""\
+topic: pair
+schedule: {schedule}
+workers: {{sh: "./work.sh"}}
+defaults: {{max_attempts: 2, timeout: 60}}
+nodes:
+  - {{id: P, file_surface: [p.txt], discipline: sh}}
+  - {{id: Q, file_surface: [q.txt], discipline: sh}}
+  - {{id: Z, file_surface: [z.txt], discipline: sh}}
+edges:
+  - {{id: e1, from: P, to: Q, predicate: LOOPS_WITH}}
+"""
+    repo = campaign_repo(tmp_path, dag, ASKING)
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 75, result.out + result.err  # not "layer 0 cannot progress" (an internal error)
+    assert statuses(repo, orch) == {"P": ("ACCEPTED", 2), "Q": ("ACCEPTED", 1), "Z": ("ACCEPTED", 1)}
+    assert repo.git("show", "campaign/pair:z.txt").split() == ["Z", "P"]

@@ -53,7 +53,7 @@ def _layered(ctx) -> list[str]:
         return [] if busy else ready[:1]
     if any(c.nodes[n].status not in SETTLED for n in parallel):
         return []
-    if any(c.nodes[n].status in IN_FLIGHT for n in serial):
+    if any(c.nodes[n].status in IN_FLIGHT and not _waits_for_peer(ctx, n) for n in serial):
         return []
     nxt = [n for n in serial if c.nodes[n].status in WAITING]
     if not nxt:
@@ -137,7 +137,7 @@ def _unboxed_test(ctx):
 def _eager(ctx) -> list[str]:
     c, dag = ctx.campaign, ctx.dag
     window = c.window()
-    flight = [n for n in window if c.nodes[n].status in IN_FLIGHT]
+    flight = [n for n in window if c.nodes[n].status in IN_FLIGHT and not _waits_for_peer(ctx, n)]
     serial = {n for n in window if _serialized(dag, n)}
     if any(n in serial for n in flight):  # a serialized node runs alone
         return []
@@ -182,6 +182,13 @@ def _eager(ctx) -> list[str]:
     busy = any(c.nodes[n].status == DISPATCHED for n in window) or landed(ctx) \
         or any(evaluations.pending(ctx, n) for n in c.with_status(LANDED))  # being judged ahead
     return [] if busy or not people else people[:1]
+
+
+def _waits_for_peer(ctx, node_id: str) -> bool:
+    """A landed LOOPS_WITH member whose peer waits to start again (sent back to run serialized, say): it is
+    judged with the peer, so the serialized peer must not wait for it to settle, or neither ever moves."""
+    c = ctx.campaign
+    return c.nodes[node_id].status == LANDED and any(c.nodes[m].status in WAITING for m in ctx.dag.group_of(node_id))
 
 
 def _serialized(dag, node_id: str) -> bool:
