@@ -124,3 +124,15 @@ def test_D7_realign_rediscover_sets_a_vanished_worker_aside_and_resume_chooses_a
     assert resolutions[0]["name"] == "py-pro" and resolutions[1] is None  # nothing installed now: the fallback
     assert statuses(repo, orch, "disc")["N4"] == "SKIPPED" and statuses(repo, orch, "disc")["N4h"] == "ACCEPTED"
     assert orch("realign", "--rediscover", "N4", cwd=repo).rc == 2  # settled now: no resolution to set aside
+
+
+def test_X3_a_worker_of_an_older_protocol_runs_the_node_with_a_warning(tmp_path, site, orch):
+    site.add("orchestrate-py-pro", "1.4.0", worker("py-pro", body=MIGRATE % "by-py-pro", version="1.4.0",
+                                                   capabilities=["python", "alembic"], protocol_version=0), call=False)
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    warning = ("warning: worker plugin 'py-pro' uses protocol version 0 (current: 1); loading it for backward "
+               "compatibility")
+    assert (result.out + result.err).count(warning) == 1
+    assert repo.git("show", "campaign/disc:migrations/n4.sql").strip() == "by-py-pro"

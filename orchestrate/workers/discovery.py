@@ -36,7 +36,7 @@ def assign(ctx, node_id: str) -> bool:
     if wanted is None:
         return True
     if node_id in c.workers:  # decided before: never re-resolved, but it must still be there (D7)
-        _installed(c.workers[node_id], node_id)
+        _older(ctx, _installed(c.workers[node_id], node_id))
         return True
     found = plugins.discover(("worker",))
     resolution = plugins.resolve(found, wanted, kind="worker")
@@ -47,6 +47,7 @@ def assign(ctx, node_id: str) -> bool:
     for cand in record["candidates"]:
         ctx.out.line(f"  {cand['name']} {cand['version']}: {cand['excluded'] or 'chosen'}")
     if resolution.chosen is not None:
+        _older(ctx, resolution.chosen)
         ctx.out.line(f"{node_id}: worker {resolution.chosen.name} {resolution.chosen.shown_version} "
                      f"provides [{', '.join(wanted)}] ({via})")
         return True
@@ -106,6 +107,13 @@ def _installed(chosen: dict, node_id: str) -> plugins.Plugin:
         raise NoWorker(f"{node_id} was assigned worker {chosen['name']} {chosen['version']}, which is no longer "
                        f"installed; reinstall it or run 'orchestrate realign --rediscover {node_id}'")
     return match
+
+
+def _older(ctx, plugin: plugins.Plugin) -> None:
+    """A worker of an older protocol runs, with the warning a gate plugin's load gives (X3), once a run."""
+    if plugin.state == "warning" and plugin.name not in ctx.warned:
+        ctx.warned.add(plugin.name)
+        ctx.out.always(f"warning: {plugin.reason}")
 
 
 def _cites(c, edge) -> list[str]:
