@@ -3,6 +3,8 @@
 node instead, `warn` crosses and flags; results are recorded once and reused on resume."""
 from __future__ import annotations
 
+import pytest
+
 from tests.engine_helpers import campaign_repo, journal, statuses
 
 WORKER = r"""#!/bin/sh
@@ -130,3 +132,15 @@ def test_R6_an_approval_names_a_human_or_is_refused(tmp_path, orch, monkeypatch)
     assert len(journal(repo, "rails")) == before  # nothing written
     assert orch("approve", "--edge", "e6", "--as", "lead@example.com", cwd=repo).rc == 0
     assert journal(repo, "rails")[-1]["source_entity"] == "human:lead@example.com"
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_a_target_its_join_already_skips_is_never_crossed_so_its_guardrails_never_run(tmp_path, orch, schedule):
+    dag = DAG.replace("edges:\n", f"schedule: {schedule}\nparams: {{strict: false}}\nedges:\n").replace(
+        "  - {id: e7,", "  - {id: e5c, from: N3, to: N5, predicate: TRIGGERS, type: conditional, when: \"params.strict\"}\n"
+                       "  - {id: e7,")
+    repo = campaign_repo(tmp_path, dag, WORKER, {"leak": "1\n"})  # e6's block would be violated
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 75 and "seam final-acceptance" in result.out, result.out + result.err  # no guardrail seam
+    assert statuses(repo, orch, "rails")["N5"] == "SKIPPED"
+    assert "e6" not in [edge for edge, _ in rails(repo)]

@@ -36,12 +36,11 @@ def decide(ctx, nodes: list[str] | None = None) -> list[str]:
         if node.activation == "on_demand" and node_id not in c.enabled:
             skipped.append(_skip(ctx, node_id, "on demand, and no reroute or fallback enabled it"))
             continue
-        taken = []
-        for e in dag.incoming(node_id):
-            crossed = _taken(ctx, e)
-            if crossed and e.guardrails:  # a guardrail runs only on an edge that is taken (G9)
-                crossed = guardrails.cross(ctx, e)
-            taken.append((e, crossed))
+        taken = [(e, _taken(ctx, e)) for e in dag.incoming(node_id)]
+        # a guardrail runs only on an edge that is crossed: taken (G9), into a target that a `join: all` does
+        # not skip already (no one is asked to let a change through to a node that will not run)
+        if node.join == "any" or all(t for _, t in taken):
+            taken = [(e, guardrails.cross(ctx, e) if t and e.guardrails else t) for e, t in taken]
         runs = any(t for _, t in taken) if node.join == "any" else all(t for _, t in taken)
         if taken and not runs:
             why = ", ".join(f"{e.id} from {e.before}" for e, t in taken if not t)
