@@ -150,3 +150,39 @@ def test_an_outputs_file_that_is_not_a_small_utf8_json_object_fails_outputs_pres
     gates = [e["context"] for e in journal(repo) if e["kind"] == "gate" and e["context"]["gate"] == "outputs-present"]
     assert gates and gates[0]["code"] == 1 and summary in gates[0]["summary"], gates
     assert "x" * 1000 not in journal_text(repo, "cond")  # what failed is named, not journalled
+
+
+AMENDED = """\
+topic: cond
+schedule: {schedule}
+workers: {{sh: "./work.sh"}}
+nodes:
+  - {{id: N1, file_surface: [n1.txt], discipline: sh, outputs: [needs_migration, size]}}
+  - {{id: N4, file_surface: [n4.txt], discipline: sh}}
+  - {{id: H, depends_on: [N1], file_surface: [h.txt], discipline: sh, worker: {{kind: human}}}}
+  - {{id: Z, depends_on: [H], file_surface: [z.txt], discipline: sh}}
+edges:
+  - {{id: e4, from: N1, to: N4, predicate: TRIGGERS, type: conditional, when: "src.outputs.needs_migration == true"}}
+"""
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_c13_an_amendment_that_edits_a_decided_condition_is_warned_about_and_changes_nothing(tmp_path, orch, schedule):
+    repo = setup(tmp_path, "false", dag=AMENDED.format(schedule=schedule))
+    assert orch("run", "--quiet", cwd=repo).rc == 75  # N4 skipped; H waits for a person
+    dag = repo / ".ledger" / "state" / "cond" / "dag.yaml"
+    dag.write_text(dag.read_text().replace("needs_migration == true", "needs_migration == false"))
+    work = repo / next(e["context"]["worktree"] for e in journal(repo) if e["kind"] == "node"
+                       and e["context"].get("node") == "H" and e["context"].get("worktree"))
+    (work / "h.txt").write_text("h\n")
+    assert orch("decide", "handwork", "done", cwd=repo).rc == 0
+    assert "seam dag-amendment" in orch("resume", "--quiet", "--topic", "cond", cwd=repo).out
+    assert orch("decide", "dag-amendment", "accept", "--topic", "cond", cwd=repo).rc == 0
+
+    resumed = orch("resume", "--quiet", "--topic", "cond", cwd=repo)
+
+    said = resumed.out + resumed.err
+    assert said.count("warning: edge e4 condition changed since it was evaluated (entry cond:") == 1, said
+    assert "the recorded decision stands" in said
+    assert statuses(repo, orch) == {"N1": "ACCEPTED", "N4": "SKIPPED", "H": "ACCEPTED", "Z": "ACCEPTED"}
+    assert [e["context"]["taken"] for e in journal(repo) if e["kind"] == "edge_eval"] == [False]

@@ -56,7 +56,7 @@ class Context:
     #                                                   clean against: probed, or no merge since could conflict)
     routed: set = field(default_factory=set)  # eager: pending nodes whose incoming edges were decided
     announced: set = field(default_factory=set)  # ids of the seams this run has told a person about
-    warned: set = field(default_factory=set)  # worker plugins this run has warned about (an older protocol)
+    warned: set = field(default_factory=set)  # what this run has warned about once (an old plugin, an edited `when`)
     schedule_override: str | None = None  # --schedule
     jobs_given: bool = False  # --jobs was given (resume keeps it; a width the machine chose it chooses anew)
     spending: object = None  # engine/budget.py's Spending: the journal's usage and budget raises, folded once

@@ -69,6 +69,7 @@ def settle(ctx, nodes: list[str] | None):
     stops the run (FAILED: a halt naming the edge; NEEDS_HUMAN: a guardrail's seam is open)."""
     from orchestrate.engine import guardrails
     from orchestrate.engine.states import Outcome
+    changed_conditions(ctx)
     if nodes is not None and not nodes:
         return None
     try:
@@ -105,10 +106,7 @@ def _taken(ctx, edge) -> bool:
         return False
     recorded = c.edges.get(edge.id)
     if recorded is not None:
-        if recorded.get("when") != edge.when:
-            ctx.out.always(f"warning: edge {edge.id} condition changed since it was evaluated (entry "
-                           f"{recorded.get('entry')}); the recorded decision stands; re-plan with a new node or "
-                           "topic to change it")
+        _changed(ctx, edge, recorded)
         return bool(recorded["taken"])
     result, inputs = _evaluate(ctx, edge, src)
     ctx.emit("edge_eval", {"edge": edge.id, "from": edge.src, "to": edge.dst, "when": edge.when, "taken": result,
@@ -117,6 +115,26 @@ def _taken(ctx, edge) -> bool:
     ctx.out.line(f"edge {edge.id} ({edge.src} -> {edge.dst}): {'taken' if result else 'not taken'} "
                  f"({', '.join(f'{k}={v!r}' for k, v in inputs.items())})")
     return result
+
+
+def changed_conditions(ctx) -> None:
+    """C13: every recorded decision whose edge's `when` was edited since (on resume, after an amendment) is
+    named, though its target was decided long ago and is never crossed again: the edit changes nothing."""
+    if ("conditions", id(ctx.dag)) in ctx.warned:
+        return
+    ctx.warned.add(("conditions", id(ctx.dag)))
+    for edge in ctx.dag.edges:
+        recorded = ctx.campaign.edges.get(edge.id) if edge.type == "conditional" else None
+        if recorded is not None:
+            _changed(ctx, edge, recorded)
+
+
+def _changed(ctx, edge, recorded: dict) -> None:
+    if recorded.get("when") != edge.when and (edge.id, edge.when) not in ctx.warned:
+        ctx.warned.add((edge.id, edge.when))
+        ctx.out.always(f"warning: edge {edge.id} condition changed since it was evaluated (entry "
+                       f"{recorded.get('entry')}); the recorded decision stands; re-plan with a new node or "
+                       "topic to change it")
 
 
 def _evaluate(ctx, edge, src) -> tuple[bool, dict]:
