@@ -1,5 +1,6 @@
-"""A LOOPS_WITH group lands together or not at all (README, seeds-other §3.2), so when a condition skips
-one member, its peers are skipped too rather than merged alone (rv79), under either schedule."""
+"""A LOOPS_WITH group lands together or not at all (README, seeds-other §3.2), so when a condition (or a
+guardrail answered `skip`) skips one member, its peers are skipped too rather than merged alone (rv79),
+under either schedule."""
 from __future__ import annotations
 
 import pytest
@@ -41,3 +42,29 @@ def test_a_group_whose_edges_are_taken_lands_together(tmp_path, orch, schedule):
     repo = campaign_repo(tmp_path, DAG.format(schedule=schedule), WORKER, {"flag": "true\n"})
     assert orch("run", cwd=repo).rc == 75
     assert set(statuses(repo, orch, "grp").values()) == {"ACCEPTED"}
+
+
+BLOCKED = """\
+topic: grp
+schedule: {schedule}
+workers: {{sh: "./work.sh"}}
+gates:
+  never: {{plugin: command, run: "exit 1"}}
+nodes:
+  - {{id: S, file_surface: [s.txt], discipline: sh}}
+  - {{id: P, depends_on: [S], file_surface: [p.txt], discipline: sh}}
+  - {{id: Q, file_surface: [q.txt], discipline: sh}}
+edges:
+  - {{id: e1, from: P, to: Q, predicate: LOOPS_WITH}}
+  - {{id: e2, from: S, to: Q, predicate: TRIGGERS, guardrails: {{output: [never], on_violation: block}}}}
+"""
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_a_member_whose_blocked_edge_is_skipped_in_the_same_run_skips_its_decided_peer(tmp_path, orch, schedule):
+    repo = campaign_repo(tmp_path, BLOCKED.format(schedule=schedule), WORKER)
+    (tmp_path / "answers.yaml").write_text("guardrail: skip\n")  # answered in this run: P was decided before
+    result = orch("run", "--quiet", "--answers", str(tmp_path / "answers.yaml"), cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert statuses(repo, orch, "grp") == {"S": "ACCEPTED", "P": "SKIPPED", "Q": "SKIPPED"}
+    assert "p.txt" not in repo.git("ls-tree", "--name-only", "campaign/grp").split()

@@ -54,8 +54,9 @@ def decide(ctx, nodes: list[str] | None = None) -> list[str]:
             skipped.append(node_id)
         else:
             ctx.routed.add(node_id)
-    # a LOOPS_WITH group lands together or not at all: a member whose peer was skipped is skipped too (rv79)
-    for node_id in pending:
+    # a LOOPS_WITH group lands together or not at all: a member whose peer was skipped is skipped too (rv79),
+    # also one decided in an earlier round (eager, before a guardrail seam on its peer's edge was answered)
+    for node_id in dict.fromkeys(m for n in pending for m in dag.group_of(n)):
         peer = next((m for m in dag.group_of(node_id) if m != node_id and c.nodes[m].status == SKIPPED), None)
         if peer is not None and c.nodes[node_id].status == PENDING:
             ctx.routed.discard(node_id)
