@@ -42,6 +42,8 @@ def for_node(dag, node_id: str) -> list[PluginGate]:
     compose it): another node's action of the same name, with its own persona, or a node's command gate of
     that name, is not it. Along the effective-gates walk the first definition of a name wins, the node's own
     first."""
+    if not dag.cached("plugin-gated", lambda: bool(of_dag(dag)) or any(e.predicate == "EXTENDS" for e in dag.edges)):
+        return []  # most DAGs: no walk per node
     return dag.cached(f"plugin-gates:{node_id}", lambda: _for_node(dag, node_id))
 
 
