@@ -186,3 +186,18 @@ def test_c13_an_amendment_that_edits_a_decided_condition_is_warned_about_and_cha
     assert "the recorded decision stands" in said
     assert statuses(repo, orch) == {"N1": "ACCEPTED", "N4": "SKIPPED", "H": "ACCEPTED", "Z": "ACCEPTED"}
     assert [e["context"]["taken"] for e in journal(repo) if e["kind"] == "edge_eval"] == [False]
+
+
+def test_a_condition_reads_the_exit_code_of_one_of_the_sources_evaluators(tmp_path, orch):
+    dag = DAG.replace("outputs: [needs_migration, size]}",
+                      "outputs: [needs_migration, size], evaluators: [{name: tests, run: \"true\"},"
+                      " {name: lint-ok, run: \"true\"}]}").replace(
+        'when: "src.outputs.needs_migration == true"}', 'when: "src.gates.tests.rc == 0 and src.gates.lint_ok.rc == 0"}')
+    repo = setup(tmp_path, "true", dag=dag)
+
+    result = orch("run", "--quiet", cwd=repo)
+
+    assert result.rc == 75, result.out + result.err  # not "no recorded value for src.gates.tests.rc"
+    evals = [e["context"] for e in journal(repo) if e["kind"] == "edge_eval"]
+    assert [(e["edge"], e["taken"], e["inputs"]) for e in evals] == [
+        ("e4", True, {"src.gates.tests.rc": 0, "src.gates.lint_ok.rc": 0})]

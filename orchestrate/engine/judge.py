@@ -14,6 +14,8 @@ def record(ctx, node: str | None, verdict: Verdict, *, source_entity: str | None
                 "items": items[:MAX_ITEMS], "more_items": max(0, len(items) - MAX_ITEMS)}
     if "outputs" in verdict.data:  # what conditions read as src.outputs.<key>
         recorded["outputs"] = verdict.data["outputs"]
+    if verdict.gate == "evaluators" and verdict.data.get("results"):  # each evaluator's exit code: what
+        recorded["rcs"] = {r["name"]: r["rc"] for r in verdict.data["results"]}  # conditions read as src.gates.X.rc
     return ctx.emit("gate", recorded, **extra)
 
 

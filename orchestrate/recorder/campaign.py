@@ -228,6 +228,7 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
     elif kind == "gate" and ctx.get("node"):
         ns = c.node(ctx["node"])
         ns.gate_rcs[ctx["gate"]] = ctx["code"]
+        ns.gate_rcs.update(ctx.get("rcs") or {})  # the evaluators' own, recorded in one entry
         if "outputs" in ctx:
             ns.outputs = ctx["outputs"]
     # other verdicts, intents and results are provenance: they change no state here
