@@ -90,6 +90,12 @@ def usage_total(rows: list[dict]) -> dict:
     return total
 
 
+def attempt_usage(rows: list[dict]) -> dict:
+    """What one attempt reported, from its rows with usage: a worker resumed in its attempt after its surface
+    was widened reports once per run, and the runs add up; a single report is kept whole (its model too)."""
+    return rows[0]["usage"] if len(rows) == 1 else usage_total(rows)
+
+
 def usage_text(usage: dict) -> str:
     """`1200 in / 300 out tokens, $0.0420 (model)`: the one way usage is written for a person."""
     from orchestrate.printable import one_line

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from orchestrate.atomic import write_atomic
-from orchestrate.recorder.provenance import usage_text, usage_total
+from orchestrate.recorder.provenance import attempt_usage, usage_text, usage_total
 
 
 def path_for(ledger: Path, topic: str, opened: str | None = None) -> Path:
@@ -49,11 +49,16 @@ def usage_section(rows: list[dict]) -> str:
         return ""
     lines = ["## Usage", "", "| node | attempt | usage |", "|---|---|---|"]
     nodes: dict[str, list[dict]] = {}
+    attempts: dict[tuple, list[dict]] = {}  # a worker resumed in its attempt (surface widened) reports per run
     for row in rows:
         nodes.setdefault(row["node"], []).append(row)
-        said = usage_text(row["usage"]) if "usage" in row else "malformed usage file (warning)"
+        attempts.setdefault((row["node"], row["attempt"]), []).append(row)
+    for (node, attempt), mine in attempts.items():
+        good = [r for r in mine if "usage" in r]
+        said = usage_text(attempt_usage(good)) if good else "malformed usage file (warning)"
+        said += "; a malformed usage file (warning)" if good and len(good) < len(mine) else ""
         said = said.replace("|", "\\|").replace("<", "&lt;")  # a model the worker named `a | b<details>`: no cell end, no HTML
-        lines.append(f"| {row['node']} | {row['attempt']} | {said} |")
+        lines.append(f"| {node} | {attempt} | {said} |")
     for node, mine in nodes.items():
         lines.append(f"| {node} | all | {usage_text(usage_total(mine))} |")
     lines += ["", f"Campaign total: {usage_text(usage_total(rows))}.", ""]

@@ -200,7 +200,7 @@ def _usage(rows: list[dict]) -> str:
     if not good:
         return "no worker reported usage" + (f" ({bad} malformed usage file(s))" if bad else "")
     return (f'<span class="usage" data-usage-total="{escape(usage_text(usage_total(rows)))}">'
-            f"{escape(usage_text(usage_total(rows)))}</span> over {len(good)} attempt(s) that reported it"
+            f"{escape(usage_text(usage_total(rows)))}</span> over {nodes_html.attempts(good)} attempt(s) that reported it"
             + (f"; {bad} malformed usage file(s), not counted" if bad else ""))
 
 

@@ -35,7 +35,7 @@ def section(data, node: str, status: str, here: Path) -> str:
         from orchestrate.recorder.provenance import usage_text, usage_total
         said = usage_text(usage_total(mine))
         rows.append(("usage", f'<span class="usage" data-usage-node="{escape(node)}">{escape(said)}</span>'
-                              f" over {len(mine)} attempt(s)"))
+                              f" over {attempts(mine)} attempt(s)"))
     runs = relative(str(data.layout.runs(data.topic) / node), here, data.layout.root)
     rows.append(("logs", f'<a href="{escape(runs)}/">{escape(runs)}/</a>'))
     title = f" — {escape(spec.title)}" if spec and spec.title and spec.title != node else ""
@@ -44,6 +44,12 @@ def section(data, node: str, status: str, here: Path) -> str:
              "<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>",
              _attempts(data, node, here), _gates(h.gates.get(node, [])), seams(h, node), "</section>"]
     return "\n".join(p for p in parts if p)
+
+
+def attempts(rows: list[dict]) -> int:
+    """How many attempts `rows` (provenance.usage_rows) come from: a worker resumed in its attempt after its
+    surface was widened reports once per run, and it is still one attempt."""
+    return len({(r["node"], r["attempt"]) for r in rows})
 
 
 def diffstat(data, merge: dict) -> str:
@@ -80,14 +86,18 @@ def _attempts(data, node: str, here: Path) -> str:
     attempts = data.history.of(node)
     if not attempts:
         return ""
-    from orchestrate.recorder.provenance import usage_text
-    reported = {r["attempt"]: r for r in data.usage if r["node"] == node}
+    from orchestrate.recorder.provenance import attempt_usage, usage_text
+    reported: dict = {}  # attempt -> its rows: a widened worker resumed in its attempt reports once per run
+    for r in data.usage:
+        if r["node"] == node:
+            reported.setdefault(r["attempt"], []).append(r)
     rows = ["<tr><th>attempt</th><th>outcome</th><th>phases</th><th>worker</th><th>usage</th><th>log</th></tr>"]
     for a in attempts:
-        row = reported.get(a.number)
-        usage = "" if row is None else (
-            f'<span class="usage" data-usage-attempt="{a.number}">{escape(usage_text(row["usage"]))}</span>'
-            if "usage" in row else f"malformed usage file: {escape(str(row['error']))}")
+        mine = reported.get(a.number, [])
+        good, bad = [r for r in mine if "usage" in r], [r for r in mine if "usage" not in r]
+        usage = " ".join(([f'<span class="usage" data-usage-attempt="{a.number}">'
+                           f'{escape(usage_text(attempt_usage(good)))}</span>'] if good else [])
+                         + [f"malformed usage file: {escape(str(r['error']))}" for r in bad])
         phases = ", ".join(f"{s.phase} {duration(s.length(data.history.end))}" + ("" if s.end is not None else " …")
                            for s in a.spans)
         worker = "" if a.worker_rc is None else f"exit {a.worker_rc}" + (
