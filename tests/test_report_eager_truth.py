@@ -56,3 +56,34 @@ def test_a_widened_attempt_is_one_attempt_in_the_report_and_the_retrospective(tm
     usage = sketch[sketch.index("## Usage"):]
     assert "| W | 1 | 20 in / 4 out tokens, $0.0200 |" in usage
     assert usage.count("| W | 1 |") == 1
+
+
+AHEAD_DAG = """\
+topic: ahead
+workers: {sh: "./work.sh"}
+nodes:
+  - {id: A, title: a, file_surface: [a.txt], discipline: sh, evaluators: [{name: slow, run: "sleep 1; test -f a.txt"}]}
+"""
+
+
+def _cell_seconds(sketch: str, node: str) -> tuple[float, float]:
+    """(judging s, merge s) of `node`'s row in the retrospective's table."""
+    cells = next(line for line in sketch.splitlines() if line.startswith(f"| {node} | ")).split("|")
+    return float(cells[5]), float(cells[6])
+
+
+def test_evaluators_run_ahead_are_judging_time_in_the_retrospective_as_in_the_report(tmp_path, orch):
+    repo = campaign_repo(tmp_path, AHEAD_DAG, "#!/bin/sh\necho A > a.txt\n")
+    result = orch("run", "--no-interactive", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    entries = journal(repo, "ahead")
+    assert any(e["kind"] == "result" and e["context"].get("effect") == "evaluators-start" for e in entries), \
+        "the evaluators did not run ahead (no sandbox here?)"
+    from orchestrate.recorder.locate import project
+    from orchestrate.report import html
+    history = html.collect(project(repo), "ahead").history
+    judged = sum(s.length(history.end) for a in history.of("A") for s in a.spans if s.phase == "judging")
+    merged = sum(s.length(history.end) for a in history.of("A") for s in a.spans if s.phase == "merging")
+    assert judged >= 1.0  # its evaluator sleeps a second
+    sketch = next((repo / ".ledger" / "log").glob("*-ahead.md")).read_text()
+    assert _cell_seconds(sketch, "A") == (round(judged, 1), round(merged, 1))

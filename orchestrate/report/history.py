@@ -57,6 +57,14 @@ class History:
     def of(self, node: str) -> list[Attempt]:
         return [a for a in self.attempts if a.node == node]
 
+    def spent(self, phase: str) -> dict[str, float]:
+        """node -> seconds its attempts spent in `phase`: judging counts evaluators run ahead of the node's
+        turn (eager, in the sandbox), as the timeline shows them."""
+        total: dict[str, float] = {}
+        for a in self.attempts:
+            total[a.node] = total.get(a.node, 0.0) + sum(s.length(self.end) for s in a.spans if s.phase == phase)
+        return total
+
     @property
     def makespan(self) -> float:
         spans = [s for a in self.attempts for s in a.spans]

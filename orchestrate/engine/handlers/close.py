@@ -86,7 +86,10 @@ def retrospective(ctx: Context) -> str:
     c = ctx.campaign
     dag = ctx.dag
     entries = ctx.recorder.read()
-    judging, merging = _state_seconds(entries, "RECONCILE"), _state_seconds(entries, "MERGE")
+    # read as the report reads them, so the two agree (evaluators run ahead of RECONCILE are judging too)
+    from orchestrate.report import history
+    phases = history.read(c.topic, entries)
+    judging, merging = phases.spent("judging"), phases.spent("merging")
     rows = ["| node | status | attempts | worker s | judging s | merge s | merge |", "|---|---|---|---|---|---|---|"]
     for n in c.merged + [x for x in c.nodes if x not in c.merged]:
         s = c.nodes[n]
@@ -119,25 +122,6 @@ def retrospective(ctx: Context) -> str:
         "## Sufficiency Review", "", *[f"- {r}" for r in review], "",
         sketch.usage_section(provenance.usage_rows(ctx.recorder.read())),
     ])
-
-
-def _state_seconds(entries: list[dict], state: str) -> dict[str, float]:
-    """Seconds each node spent in `state` (RECONCILE: judging; MERGE: merging, checks included), from the
-    journal's timestamps: a state runs from the transition into it to the transition out of it, and its
-    transition names the node (or LOOPS_WITH group) it was about."""
-    from datetime import datetime
-    spent: dict[str, float] = {}
-    began = None
-    for e in entries:
-        if e["kind"] != "transition":
-            continue
-        at = datetime.fromisoformat(e["created_at"].replace("Z", "+00:00"))
-        cx = e["context"]
-        if cx["from"] == state and began is not None and cx.get("detail"):
-            for n in cx["detail"].replace("+", " ").split():
-                spent[n] = spent.get(n, 0.0) + (at - began).total_seconds()
-        began = at
-    return spent
 
 
 def flaky(ctx: Context, entries: list[dict]) -> list[str]:
