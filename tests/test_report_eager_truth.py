@@ -87,3 +87,20 @@ def test_evaluators_run_ahead_are_judging_time_in_the_retrospective_as_in_the_re
     assert judged >= 1.0  # its evaluator sleeps a second
     sketch = next((repo / ".ledger" / "log").glob("*-ahead.md")).read_text()
     assert _cell_seconds(sketch, "A") == (round(judged, 1), round(merged, 1))
+
+
+def test_a_node_whose_evaluators_run_ahead_is_judging_in_the_report_of_a_campaign_in_flight(tmp_path, orch):
+    repo = campaign_repo(tmp_path, AHEAD_DAG, "#!/bin/sh\necho A > a.txt\n")
+    assert orch("run", "--no-interactive", cwd=repo).rc == 75
+    entries = journal(repo, "ahead")
+    began = next(i for i, e in enumerate(entries)
+                 if e["kind"] == "result" and e["context"].get("effect") == "evaluators-start")
+    landed = next(i for i, e in enumerate(entries) if e["kind"] == "node" and e["context"].get("status") == "LANDED")
+    # the journal as a report asked for while the evaluators ran read it (status: "being judged")
+    from orchestrate.report import history
+    so_far = history.read("ahead", entries[:max(began, landed) + 1])
+    (attempt,) = so_far.of("A")
+    assert [(s.phase, s.end is None) for s in attempt.spans][-2:] == [("landed", False), ("judging", True)]
+    whole = history.read("ahead", entries)  # and once judged, the judging began where the evaluators started
+    assert [s.phase for s in whole.of("A")[0].spans] == ["queued", "running", "landed", "judging", "merging"]
+    assert whole.of("A")[0].spans[3].start == attempt.spans[-1].start

@@ -114,6 +114,7 @@ class _Reader:
             self.enter(node, "landed" if cx.get("rc") == 0 else None, t)  # its result is being collected
         elif kind == "result" and cx.get("effect") == "evaluators-start" and node in self.current:
             self.ahead[node] = t
+            self.judged(node)  # judged from now on, as `status` says ("being judged"), not waiting
         elif kind == "intent" and cx.get("effect") == "worker-start" and node in self.current:
             log = cx.get("log")
             if log and log not in self.current[node].logs:
