@@ -144,3 +144,54 @@ def test_a_target_its_join_already_skips_is_never_crossed_so_its_guardrails_neve
     assert result.rc == 75 and "seam final-acceptance" in result.out, result.out + result.err  # no guardrail seam
     assert statuses(repo, orch, "rails")["N5"] == "SKIPPED"
     assert "e6" not in [edge for edge, _ in rails(repo)]
+
+
+STALE_DAG = """\
+topic: rails
+workers: {sh: "./work.sh"}
+gates:
+  tip-green: {plugin: command, run: "test ! -f red || { echo smoke is red; exit 1; }"}
+nodes:
+  - {id: N1, file_surface: [n1.txt], discipline: sh}
+  - {id: N2, file_surface: [n2.txt, red], discipline: sh}
+  - {id: N3, file_surface: [n3.txt], discipline: sh}
+edges:
+  - {id: e3, from: N1, to: N3, predicate: TRIGGERS, guardrails: {input: [tip-green], on_violation: block}}
+"""
+
+STALE_WORKER = r"""#!/bin/sh
+set -eu
+echo "$ORCH_NODE" > "$(echo "$ORCH_NODE" | tr 'A-Z' 'a-z').txt"
+if [ "$ORCH_NODE" = N2 ]; then echo red > red; fi
+"""
+
+
+@pytest.mark.parametrize("schedule", ["eager", "layered"])
+def test_an_input_guardrail_judges_the_head_its_target_branches_from_not_an_older_one(tmp_path, orch, schedule):
+    # --jobs 1, eager: N1 first (it heads N3), e3 passes on N1's merge; then N2 (before N3 in the natural
+    # order) merges `red`; N3 would branch from that head, on which tip-green fails
+    repo = campaign_repo(tmp_path, STALE_DAG.replace("edges:\n", f"schedule: {schedule}\nedges:\n"), STALE_WORKER)
+    result = orch("run", "--quiet", "--jobs", "1", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    started = [e["context"]["node"] for e in journal(repo, "rails") if e["context"].get("effect") == "worker-start"]
+    assert list(dict.fromkeys(started)) == ["N1", "N2"] and statuses(repo, orch, "rails")["N3"] == "PENDING"
+    assert rails(repo)[-1] == ("e3", True)
+    assert "blocked: guardrail tip-green on edge e3 (N1 -> N3): smoke is red" in \
+        orch("status", "--topic", "rails", cwd=repo).out
+    assert orch("approve", "--edge", "e3", cwd=repo).rc == 0
+    resumed = orch("resume", "--quiet", "--topic", "rails", cwd=repo)
+    assert resumed.rc == 75 and statuses(repo, orch, "rails")["N3"] == "ACCEPTED", resumed.out + resumed.err
+
+
+def test_a_reroute_judged_again_at_dispatch_still_enables_its_on_demand_target(tmp_path, orch):
+    # as above, but e3 reroutes: its target N7 must not be decided (skipped, nobody enabled it) while N3's
+    # input guardrail may still be judged again at N3's dispatch
+    dag = STALE_DAG.replace("on_violation: block", "on_violation: reroute, reroute_target: N7").replace(
+        "edges:\n", "  - {id: N7, activation: on_demand, depends_on: [N1], file_surface: [n7.txt], discipline: sh}\n"
+                    "edges:\n")
+    repo = campaign_repo(tmp_path, dag, STALE_WORKER)
+    result = orch("run", "--quiet", "--jobs", "1", cwd=repo)
+    assert result.rc == 75, result.out + result.err
+    assert rails(repo)[-1] == ("e3", True)
+    found = statuses(repo, orch, "rails")
+    assert found["N3"] == "SKIPPED" and found["N7"] == "ACCEPTED", found

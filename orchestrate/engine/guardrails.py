@@ -7,7 +7,9 @@ failed: the run halts naming it, and nothing counts as pass or violation. A viol
 edge's `on_violation`: `block` opens the `guardrail` seam (answered by `orchestrate approve --edge` or
 `orchestrate skip --edge`, in every mode: a guardrail is a sovereignty gate), `reroute` leaves the edge
 untaken and enables its on-demand `reroute_target`, `warn` crosses and records a flag that `status` and
-the close report show. Each result is journalled once and reused on resume, never run again.
+the close report show. Each result is journalled once and reused on resume, never run again, except an
+`input` pass judged on a head the target no longer branches from: a node decided early (eager) or left
+waiting for a `--jobs` slot starts from a newer head, so DISPATCH has it judged again (`stale`).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from gates.shared.verdict import Verdict
 from orchestrate import git
 from orchestrate.dag.model import Check
+from orchestrate.recorder.campaign import PENDING
 
 
 class GuardrailCrashed(Exception):
@@ -34,7 +37,7 @@ def cross(ctx, edge) -> bool:
     """Is the taken `edge` crossed? Runs (or reuses) its guardrails and applies `on_violation`."""
     c = ctx.campaign
     recorded = c.guardrails.get(edge.id)
-    if recorded is None:
+    if recorded is None or _stale(c, edge, recorded):
         recorded = _run(ctx, edge)
     if not recorded["violated"]:
         return True
@@ -49,6 +52,19 @@ def cross(ctx, edge) -> bool:
                        "reason": f"blocked: {recorded['message']}", "bound_to": c.nodes[edge.src].merge or c.tip,
                        "gates": [recorded["entry"]]})
     return answer == "approve"
+
+
+def stale(ctx, node_id: str) -> bool:
+    """Did an `input` guardrail into the pending `node_id` pass on a head other than the one it would now
+    branch from? A violation stands: it was acted on already (flagged, rerouted, or asked about)."""
+    c = ctx.campaign
+    return c.nodes[node_id].status == PENDING and any(
+        _stale(c, e, c.guardrails.get(e.id)) for e in ctx.dag.incoming(node_id) if e.guardrails)
+
+
+def _stale(c, edge, recorded) -> bool:
+    return bool(recorded and edge.guardrails.get("input") and not recorded["violated"]
+                and recorded.get("head") not in (None, c.tip))
 
 
 def _run(ctx, edge) -> dict:
@@ -77,7 +93,8 @@ def _run(ctx, edge) -> dict:
                else f"guardrails on {where} pass")
     entry = ctx.emit("guardrail", {"edge": edge.id, "from": edge.src, "to": edge.dst, "results": results,
                                    "violated": bool(violated) and not crashed, "crashed": bool(crashed),
-                                   "action": rails["on_violation"], "message": message, "logs": logs},
+                                   "action": rails["on_violation"], "message": message, "logs": logs,
+                                   "head": c.tip},
                      source_type="gate", derived_from=_cites(c, edge))
     if crashed:
         r = crashed[0]

@@ -97,8 +97,18 @@ def unrouted(ctx) -> list[str]:
         out += ready
         if all(c.nodes[n].status != PENDING or n in ctx.routed for n in regular):
             out += [n for n in layer if n not in regular and c.nodes[n].status == PENDING
-                    and n not in ctx.routed and inputs_settled(ctx, n)]
+                    and n not in ctx.routed and inputs_settled(ctx, n) and not _may_be_rerouted_to(ctx, n)]
     return out
+
+
+def _may_be_rerouted_to(ctx, node_id: str) -> bool:
+    """Is `node_id` the reroute target of an `input` guardrail whose target waits for a slot? The guardrail
+    is judged again at that dispatch if the head moved (guardrails.stale), and may enable it then. (A
+    serialized target is due only once its layer settled, this node too: it is not waited for.)"""
+    c, dag = ctx.campaign, ctx.dag
+    return any(e.guardrails.get("reroute_target") == node_id and e.guardrails.get("input")
+               and e.dst in ctx.routed and c.nodes[e.dst].status == PENDING and not _serialized(dag, e.dst)
+               for e in dag.edges if e.guardrails)
 
 
 def free_slots(ctx) -> int | None:

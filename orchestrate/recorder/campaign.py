@@ -205,7 +205,8 @@ def apply(c: Campaign, event: dict[str, Any]) -> None:
     elif kind == "edge_eval":
         c.edges[ctx["edge"]] = {"taken": ctx["taken"], "when": ctx.get("when"), "entry": event["id"]}
     elif kind == "guardrail" and not ctx.get("crashed"):  # a crash decided nothing: it runs again
-        c.guardrails[ctx["edge"]] = {"violated": ctx["violated"], "message": ctx["message"], "entry": event["id"]}
+        c.guardrails[ctx["edge"]] = {"violated": ctx["violated"], "message": ctx["message"], "entry": event["id"],
+                                     "head": ctx.get("head")}
     elif kind == "crossing":
         c.guardrails[ctx["edge"]]["answer"] = ctx["answer"]
     elif kind == "flag":

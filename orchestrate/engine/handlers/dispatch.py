@@ -4,7 +4,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 from gates import premise
-from orchestrate.engine import budget, routing, schedule, watch
+from orchestrate.engine import budget, guardrails, routing, schedule, watch
 from orchestrate.engine.context import Context
 from orchestrate.engine.states import Outcome
 from orchestrate.recorder.campaign import INVALIDATED
@@ -20,6 +20,12 @@ def handle(ctx: Context) -> Outcome:
         if stopped is not None:
             return stopped
     nodes = schedule.to_dispatch(ctx)
+    # an `input` guardrail that passed on an older head judges again the head these nodes branch from (§3.6)
+    while stale := [n for n in nodes if guardrails.stale(ctx, n)]:
+        stopped = routing.settle(ctx, stale)
+        if stopped is not None:
+            return stopped
+        nodes = schedule.to_dispatch(ctx)
     if not nodes:
         if schedule.waiting_on_workers(ctx):  # (layered too: a widened worker runs on after a freeze)
             return Outcome.RUNNING
