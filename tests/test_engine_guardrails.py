@@ -195,3 +195,25 @@ def test_a_reroute_judged_again_at_dispatch_still_enables_its_on_demand_target(t
     assert rails(repo)[-1] == ("e3", True)
     found = statuses(repo, orch, "rails")
     assert found["N3"] == "SKIPPED" and found["N7"] == "ACCEPTED", found
+
+
+@pytest.mark.parametrize("answer,n6", [("skip", "SKIPPED"), ("approve", "ACCEPTED")])
+def test_a_block_and_a_reroute_into_one_node_the_block_asks_first(tmp_path, orch, answer, n6):
+    # e8 (reroute) is crossed before e9 (block) in edge order; most severe wins: nothing is enabled until
+    # the block's seam is answered; then the reroute acts as it would alone (e8 untaken, N7 enabled)
+    dag = DAG.replace("{id: e7, from: N5, to: N6, predicate: TRIGGERS, guardrails: {input: [tip-green], "
+                      "on_violation: warn}}",
+                      "{id: e9, from: N5, to: N6, predicate: TRIGGERS, guardrails: {input: [tip-green], "
+                      "on_violation: block}}")
+    repo = campaign_repo(tmp_path, dag, WORKER, {"big": "1\n", "make-red": "1\n"})
+    result = orch("run", "--quiet", cwd=repo)
+    assert result.rc == 75 and "blocked: guardrail tip-green on edge e9" in result.out, result.out + result.err
+    assert sorted(rails(repo)) == [("e6", False), ("e8", True), ("e9", True)]  # all results recorded
+    assert not [e for e in journal(repo, "rails") if e["kind"] == "enable"]
+    assert statuses(repo, orch, "rails")["N7"] == "PENDING"
+    assert orch(answer, "--edge", "e9", cwd=repo).rc == 0
+    resumed = orch("resume", "--quiet", "--topic", "rails", cwd=repo)
+    assert resumed.rc == 75, resumed.out + resumed.err
+    found = statuses(repo, orch, "rails")
+    assert found["N6"] == n6 and found["N7"] == "ACCEPTED", found
+    assert [e["context"]["node"] for e in journal(repo, "rails") if e["kind"] == "enable"] == ["N7"]

@@ -33,25 +33,47 @@ class Blocked(Exception):
     seam: dict
 
 
-def cross(ctx, edge) -> bool:
-    """Is the taken `edge` crossed? Runs (or reuses) its guardrails and applies `on_violation`."""
+def cross(ctx, taken: list) -> list:
+    """The (edge, taken) pairs into one node, each guarded taken edge replaced by whether it is crossed.
+    Every guardrail runs (or is reused) and is recorded first; then the most severe violation acts first
+    (block > reroute > warn, seeds-other §3.6): an unanswered block opens its seam before any reroute
+    enables its target or a warning is flagged. Once answered (approve or skip), each other edge acts as
+    it would alone: an approval names one edge, it waives no other edge's violation."""
     c = ctx.campaign
-    recorded = c.guardrails.get(edge.id)
-    if recorded is None or _stale(c, edge, recorded):
-        recorded = _run(ctx, edge)
+    guarded = [e for e, t in taken if t and e.guardrails]
+    recorded = {}
+    for edge in guarded:
+        found = c.guardrails.get(edge.id)
+        recorded[edge.id] = _run(ctx, edge) if found is None or _stale(c, edge, found) else found
+    for edge in guarded:
+        if recorded[edge.id]["violated"] and edge.guardrails["on_violation"] == "block" \
+                and recorded[edge.id].get("answer") is None:
+            raise Blocked({"seam": "guardrail", "node": edge.dst, "edge": edge.id,
+                           "choices": ["approve", "skip", "halt"], "reason": f"blocked: {recorded[edge.id]['message']}",
+                           "bound_to": c.nodes[edge.src].merge or c.tip, "gates": [recorded[edge.id]["entry"]]})
+    return [(e, _act(ctx, e, recorded[e.id]) if e in guarded else t) for e, t in taken]
+
+
+def _act(ctx, edge, recorded: dict) -> bool:
+    """Apply a recorded result's `on_violation`: is the edge crossed? Its flag or enable is journalled once."""
+    c = ctx.campaign
     if not recorded["violated"]:
         return True
     action = edge.guardrails["on_violation"]
     if action == "warn":
-        return True  # the flag was recorded with the result
+        if not any(f.get("edge") == edge.id for f in c.flags):
+            ctx.emit("flag", {"edge": edge.id, "node": edge.dst, "message": recorded["message"]},
+                     derived_from=[recorded["entry"]])
+        return True
     if action == "reroute":
-        return False  # the target was enabled with the result
-    answer = recorded.get("answer")
-    if answer is None:
-        raise Blocked({"seam": "guardrail", "node": edge.dst, "edge": edge.id, "choices": ["approve", "skip", "halt"],
-                       "reason": f"blocked: {recorded['message']}", "bound_to": c.nodes[edge.src].merge or c.tip,
-                       "gates": [recorded["entry"]]})
-    return answer == "approve"
+        target = edge.guardrails["reroute_target"]
+        if target not in c.enabled:
+            ctx.emit("enable", {"node": target, "edge": edge.id,
+                                "reason": f"rerouted from {edge.dst}: {recorded['message']}"},
+                     derived_from=[recorded["entry"]])
+            ctx.out.line(f"{target}: enabled (reroute of edge {edge.id} ({edge.src} -> {edge.dst}))")
+        return False
+    return recorded["answer"] == "approve"
 
 
 def stale(ctx, node_id: str) -> bool:
@@ -91,7 +113,7 @@ def _run(ctx, edge) -> dict:
     first = violated[0] if violated else None
     message = (f"guardrail {first['gate']} on {where}: {_first_line(first['summary'])}" if first
                else f"guardrails on {where} pass")
-    entry = ctx.emit("guardrail", {"edge": edge.id, "from": edge.src, "to": edge.dst, "results": results,
+    ctx.emit("guardrail", {"edge": edge.id, "from": edge.src, "to": edge.dst, "results": results,
                                    "violated": bool(violated) and not crashed, "crashed": bool(crashed),
                                    "action": rails["on_violation"], "message": message, "logs": logs,
                                    "head": c.tip},
@@ -101,13 +123,6 @@ def _run(ctx, edge) -> dict:
         raise GuardrailCrashed(f"guardrail gate {r['gate']} crashed on edge {edge.id} (exit {r['rc']}); see "
                                f"{logs[0] if len(logs) == 1 else ' and '.join(logs)}")
     ctx.out.line(f"{where}: {message}" + (f"; {rails['on_violation']}" if violated else ""))
-    if violated and rails["on_violation"] == "warn":
-        ctx.emit("flag", {"edge": edge.id, "node": edge.dst, "message": message}, derived_from=[entry["id"]])
-    if violated and rails["on_violation"] == "reroute":
-        target = rails["reroute_target"]
-        ctx.emit("enable", {"node": target, "edge": edge.id,
-                            "reason": f"rerouted from {edge.dst}: {message}"}, derived_from=[entry["id"]])
-        ctx.out.line(f"{target}: enabled (reroute of {where})")
     return c.guardrails[edge.id]
 
 

@@ -40,7 +40,7 @@ def decide(ctx, nodes: list[str] | None = None) -> list[str]:
         # a guardrail runs only on an edge that is crossed: taken (G9), into a target that a `join: all` does
         # not skip already (no one is asked to let a change through to a node that will not run)
         if node.join == "any" or all(t for _, t in taken):
-            taken = [(e, guardrails.cross(ctx, e) if t and e.guardrails else t) for e, t in taken]
+            taken = guardrails.cross(ctx, taken)
         runs = any(t for _, t in taken) if node.join == "any" else all(t for _, t in taken)
         if taken and not runs:
             why = ", ".join(f"{e.id} from {e.before}" for e, t in taken if not t)
