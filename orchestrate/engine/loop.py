@@ -96,12 +96,12 @@ def _walk(ctx: Context) -> State:
         ctx.executor.cancel_all()
         ctx.out.stop_live()
         if ctx.recorder is not None:
+            # this DISPATCH's own DISPATCHED entries are still held, never to be recorded: undo what they began.
+            # A node an earlier round dispatched (eager) was recorded and may be running: it is cut off, not undone
+            unrecorded = [n for n in _held_dispatches(ctx) if n not in queued] if state is State.DISPATCH else []
             ctx.recorder.held.clear()  # the half-done state runs again on resume
-            if state is State.DISPATCH:  # its DISPATCHED entries were never recorded: undo what they began
-                queued += [n for n, ns in ctx.campaign.nodes.items() if ns.status == "DISPATCHED" and ns.prior
-                           and not ns.freeze and not handwork.is_human(ctx.dag, n) and n not in queued]
-            for node in queued:  # never started (or, in DISPATCH, never recorded): not an attempt
-                if launch.never_ran(ctx.campaign.nodes[node]) or state is State.DISPATCH:
+            for node in queued + unrecorded:  # never started, or never recorded: not an attempt
+                if launch.never_ran(ctx.campaign.nodes[node]) or node in unrecorded:
                     launch.roll_back(ctx, node)
             evaluations.settle(ctx, wait_for_them=False)  # stopped; what their code changed is put back
             ctx.emit("interrupt", {"state": state.value})
@@ -120,6 +120,14 @@ def _walk(ctx: Context) -> State:
     finally:
         ctx.out.stop_live()
     return state
+
+
+def _held_dispatches(ctx: Context) -> list[str]:
+    """The nodes the interrupted DISPATCH gave an attempt: their DISPATCHED entries wait for its transition."""
+    held = [e["context"]["node"] for e in ctx.recorder.held
+            if e["kind"] == "node" and e["context"].get("status") == "DISPATCHED"]
+    return [n for n in dict.fromkeys(held) if (ns := ctx.campaign.nodes[n]).status == "DISPATCHED" and ns.prior
+            and not ns.freeze and not handwork.is_human(ctx.dag, n)]
 
 
 def _recorded(recorder, entry: dict) -> bool:
