@@ -66,7 +66,8 @@ def test_without_the_sandbox_not_even_the_runners_own_merge_is_adopted(tmp_path)
     made = [e["context"]["sha"] for e in journal(repo, "adopt") if e["context"].get("effect") == "advance"][-1]
     repo.git("update-ref", "refs/heads/campaign/adopt", made)
     done = cli(repo, "resume")
-    assert "repair:" not in done.stdout and "something other than orchestrate moved it" in done.stdout + done.stderr
+    assert done.returncode == 1 and "repair:" not in done.stdout
+    assert "the merge the stopped runner was making" in done.stderr and "it is not adopted" in done.stderr
 
 
 @needs_bwrap

@@ -208,9 +208,16 @@ def _merged_before_crash(ctx: Context) -> str | None:
     node waits (rv36), or the exact merge (rv38); a campaign check can make the exact merge and kill the
     runner (rv39). And nothing is adopted where a process without the sandbox ran in the campaign: it could
     have written the journal's unsealed tail, intent included, before killing the runner (rv40)."""
+    sha = left_by_stopped_runner(ctx)
+    return sha if sha is not None and all_sandboxed(ctx) else None
+
+
+def left_by_stopped_runner(ctx: Context) -> str | None:
+    """The merge a runner moved the campaign branch to and stopped before recording it (its advance intent the
+    journal's last), or None: what MERGE adopts where every node runs in the sandbox, and only there."""
     c = ctx.campaign
     now = git.rev_parse(ctx.root, c.branch)
-    return now if now not in (None, c.tip) and _cut_off(ctx, now) and _all_sandboxed(ctx) else None
+    return now if now not in (None, c.tip) and _cut_off(ctx, now) else None
 
 
 def _cut_off(ctx: Context, sha: str) -> bool:
@@ -227,7 +234,7 @@ def _cut_off(ctx: Context, sha: str) -> bool:
     return False
 
 
-def _all_sandboxed(ctx: Context) -> bool:
+def all_sandboxed(ctx: Context) -> bool:
     """Does every node of the campaign run in the sandbox (and so what judges them: workers/containment.py)?"""
     return all(containment.enabled(ctx, n) for n in ctx.dag.nodes)
 
