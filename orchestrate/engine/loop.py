@@ -92,6 +92,9 @@ def _walk(ctx: Context) -> State:
             # the transition is in the journal (the interrupt landed while it was committed, or just after): the run
             # is in the state it records, which resume comes back to; DISPATCH's nodes were recorded, not undone
             state = State(moved["context"]["to"])  # (rv63: their workers' attempts were erased, A's cut off unseen)
+            # and its own commit, which the interrupt may have cut off, is made: one commit per transition, and a
+            # campaign's `log: open` subject is what close-check looks for (without it, CLOSE halted for good)
+            ctx.recorder.commit(moved["context"]["subject"])
         queued = [r.node for r in getattr(ctx.executor, "queue", ())]
         ctx.executor.cancel_all()
         ctx.out.stop_live()
