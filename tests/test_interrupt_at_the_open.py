@@ -1,7 +1,7 @@
-"""An interrupt (Ctrl-C, SIGTERM) landing while the transition it interrupts is committed, once that transition is in
-the journal: the run stops in the state it records, and the recorder keeps that transition's own commit. Before, the
-interrupt's commit took its place: a campaign stopped so as it opened had no `log: open <topic>` commit, and its
-CLOSE then halted on close-check ("never opened") at every resume."""
+"""An interrupt (Ctrl-C, SIGTERM) landing while a recorder commit is made, once its entries are in the journal: the
+run stops, and the recorder keeps that commit under its own subject. Before, the interrupt's commit took its place: a
+campaign stopped so as it opened had no `log: open <topic>` commit, one stopped so as it closed no `log: close`, and
+CLOSE then halted on close-check ("never opened", "no close entry") at every resume."""
 from __future__ import annotations
 
 import json
@@ -29,4 +29,17 @@ def test_an_interrupt_as_the_campaign_opens_keeps_its_open_commit_and_the_campai
     assert done.rc == 75 and "final-acceptance" in done.out, done.out + done.err
     status = json.loads(orch("status", "--json", "--topic", "opened", cwd=repo).out)
     assert [(n["id"], n["status"]) for n in status["nodes"]] == [("A", "ACCEPTED")]
+    assert orch("gate", "close-check", "--topic", "opened", cwd=repo).rc == 0
+
+
+def test_an_interrupt_as_the_campaign_closes_keeps_its_close_commit_and_resume_asks_for_acceptance(tmp_path, orch):
+    """The same for `log: close`, committed inside CLOSE: its entry was in the journal, the interrupt's commit took
+    it in, and each resume, finding the campaign closed, halted on close-check ("no close entry")."""
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    # open, RUN_LAYER -> DISPATCH, -> AWAIT, -> RECONCILE, -> MERGE, -> CHECKPOINT, -> BOUNDARY, -> CLOSE, log: close
+    stopped = cli(repo, "run", fault="commit:9:term", timeout=120)
+    assert stopped.returncode == 130, stopped.stdout + stopped.stderr
+    assert recorder_subjects(repo)[-2:] == ["log: close opened retrospective", "opened: interrupted in CLOSE"]
+    done = orch("resume", "--topic", "opened", cwd=repo)
+    assert done.rc == 75 and "final-acceptance" in done.out, done.out + done.err
     assert orch("gate", "close-check", "--topic", "opened", cwd=repo).rc == 0

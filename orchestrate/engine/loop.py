@@ -88,6 +88,8 @@ def _walk(ctx: Context) -> State:
             ctx.out.line(f"{state.value} -> {nxt.value} ({outcome.value}{': ' + detail if detail else ''})")
             state, moved = nxt, None
     except KeyboardInterrupt:
+        if ctx.recorder is not None:
+            ctx.recorder.finish_cut_off()
         if moved is not None and ctx.recorder is not None and _recorded(ctx.recorder, moved):
             # the transition is in the journal (the interrupt landed while it was committed, or just after): the run
             # is in the state it records, which resume comes back to; DISPATCH's nodes were recorded, not undone

@@ -48,6 +48,7 @@ class Recorder:
         self._identity: dict[str, str] | None = None
         self._tree: str | None = None  # the tree of `head`, once this runner has committed
         self._pending: tuple[str, str] | None = None  # (sha, tree) of a commit whose ref update may have landed
+        self.cut_off: tuple[str, str, str] | None = None  # (subject, body, last held id) of a commit under way
         self.gates: dict[str, tuple] = {}  # gate entries made or read here: id -> (node, code), for R3
         self._read_all = False
         self._written: list[dict[str, Any]] | None = None  # every entry written, once `written()` has read them
@@ -191,7 +192,22 @@ class Recorder:
     # ---- commits ------------------------------------------------------------------------------
 
     def commit(self, subject: str, body: str = "") -> str:
-        """Commit the recorder's files (held entries first) as one CAS step of the recorder branch.
+        """Commit the recorder's files (held entries first) as one CAS step of the recorder branch (`_commit`)."""
+        self.cut_off = (subject, body, self.held[-1]["id"] if self.held else "")
+        sha = self._commit(subject, body)
+        self.cut_off = None
+        return sha
+
+    def finish_cut_off(self) -> None:
+        """A commit an interrupt cut off once its entries were written is made under its own subject, before the
+        interrupt's own takes them in: a campaign's `log: open` and `log: close` are what close-check looks for."""
+        if self.cut_off is not None:
+            subject, body, last = self.cut_off
+            if not last or any(e["id"] == last for e in reversed(self.written())):
+                self.commit(subject, body)
+
+    def _commit(self, subject: str, body: str = "") -> str:
+        """One CAS step of the recorder branch.
 
         Under the recorder-wide lock, so runners of other topics commit one at a time; their commits since
         this runner's last one are built on, a commit of this topic by anyone else is refused.
