@@ -43,3 +43,18 @@ def test_an_interrupt_as_the_campaign_closes_keeps_its_close_commit_and_resume_a
     done = orch("resume", "--topic", "opened", cwd=repo)
     assert done.rc == 75 and "final-acceptance" in done.out, done.out + done.err
     assert orch("gate", "close-check", "--topic", "opened", cwd=repo).rc == 0
+
+
+def test_an_interrupt_before_a_journal_append_leaves_no_gap_in_its_numbering(tmp_path, orch):
+    """The entries of an append the interrupt cut off before it was written had taken their seq numbers: the
+    interruption's own entry came one further on, and `doctor` (seq counts up by one) found the journal damaged."""
+    from tests.engine_helpers import journal
+    repo = campaign_repo(tmp_path, DAG, WORKER)
+    stopped = cli(repo, "run", fault="append:10:term", timeout=120)
+    assert stopped.returncode == 130, stopped.stdout + stopped.stderr
+    entries = journal(repo, "opened")
+    assert entries[-1]["kind"] == "interrupt"
+    assert [e["seq"] for e in entries] == list(range(1, len(entries) + 1))
+    assert orch("doctor", "--topic", "opened", cwd=repo).rc == 0
+    assert orch("resume", "--topic", "opened", cwd=repo).rc == 75
+    assert orch("doctor", "--topic", "opened", cwd=repo).rc == 0

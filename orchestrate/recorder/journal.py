@@ -155,6 +155,7 @@ class Recorder:
             self._write(lines)
 
     def _write(self, entries: list[dict[str, Any]]) -> None:
+        numbered = (self.seq, self.last_id)  # taken back when nothing lands: the next entry takes the same seq
         lines = []
         for entry in entries:
             self.seq += 1
@@ -165,6 +166,7 @@ class Recorder:
         self.guard.before_write()
         payload = b"".join(lines)
         try:
+            faults.reach("append")
             with self.journal.open("ab") as fh:
                 fh.write(payload)
                 fh.flush()
@@ -175,6 +177,8 @@ class Recorder:
             # the runner's back and halt as on a foreign write; counted when the file holds it, as it stands
             if _size(self.journal) == (self.guard.size or 0) + len(payload):
                 self._appended(entries, payload)
+            else:
+                self.seq, self.last_id = numbered
             raise
         self._appended(entries, payload)
 
