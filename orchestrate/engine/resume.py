@@ -13,7 +13,7 @@ from typing import Callable
 from orchestrate import git, proc
 from orchestrate.atomic import sweep_temp_files, write_atomic
 from orchestrate.engine.context import BATCH_ENDS, WRITE_AHEAD, Context
-from orchestrate.errors import ForeignWrite, Halted, UsageError
+from orchestrate.errors import ForeignWrite, UsageError
 from orchestrate.recorder import checkpoints, damage, guard, segments, topics
 from orchestrate.recorder.campaign import DISPATCHED, LANDED, Campaign
 from orchestrate.recorder.journal import Recorder
@@ -261,7 +261,8 @@ def stale_git_locks(ctx: Context) -> list[Path]:
 def repair(ctx: Context) -> None:
     """Reconcile the journal's announced effects with git; journal and show every repair."""
     c = ctx.campaign
-    _refuse_unadopted_merge(ctx)
+    from orchestrate.engine.handlers import merge
+    merge.refuse_unadopted(ctx)
     for path in stale_git_locks(ctx):
         _repaired(ctx, "stale-lock", f"removed a stale git lock {path}")
     for path in sweep_temp_files(ctx.layout.ledger / "state" / c.topic):
@@ -290,21 +291,6 @@ def repair(ctx: Context) -> None:
                 and git.branch_exists(ctx.root, ns.branch):
             git.worktree_add(ctx.root, ctx.root / ns.worktree, ns.branch, "", new_branch=False)
             _repaired(ctx, "worktree", f"{ns.id}: worktree {ns.worktree} was missing; recreated from {ns.branch}")
-
-
-def _refuse_unadopted_merge(ctx: Context) -> None:
-    """The runner stopped between moving the campaign branch to its merge and recording it, in a campaign where
-    that merge is not adopted: halt before any attempt starts again, or the move is taken for the work of what
-    this run starts or judges next (their attempts failed, the node merged again, and then a halt on adherence)."""
-    from orchestrate.engine.handlers import merge
-    if (sha := merge.left_by_stopped_runner(ctx)) is None or merge.all_sandboxed(ctx):
-        return
-    c = ctx.campaign
-    raise Halted(f"{c.branch} is at {sha[:12]}, the merge the stopped runner was making, not at {c.tip[:12]}, the "
-                 "campaign head it recorded: a node runs without the sandbox, so a worker or a check could have "
-                 "written the journal's intent naming that merge; it is not adopted",
-                 hint=f"`orchestrate gate adherence --topic {c.topic}` names what is on it; put it back "
-                      f"(`git update-ref refs/heads/{c.branch} {c.tip}`), then `orchestrate resume`")
 
 
 def _reconcile_worker(ctx: Context, ns) -> None:

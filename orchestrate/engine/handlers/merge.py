@@ -212,6 +212,20 @@ def _merged_before_crash(ctx: Context) -> str | None:
     return sha if sha is not None and all_sandboxed(ctx) else None
 
 
+def refuse_unadopted(ctx: Context) -> None:
+    """The runner stopped between moving the campaign branch to its merge and recording it, in a campaign where
+    that merge is not adopted: halt before any attempt starts again, or the move is taken for the work of what
+    this run starts or judges next (their attempts failed, the node merged again, and then a halt on adherence)."""
+    if (sha := left_by_stopped_runner(ctx)) is None or all_sandboxed(ctx):
+        return
+    c = ctx.campaign
+    raise Halted(f"{c.branch} is at {sha[:12]}, the merge the stopped runner was making, not at {c.tip[:12]}, the "
+                 "campaign head it recorded: a node runs without the sandbox, so a worker or a check could have "
+                 "written the journal's intent naming that merge; it is not adopted",
+                 hint=f"`orchestrate gate adherence --topic {c.topic}` names what is on it; put it back "
+                      f"(`git update-ref refs/heads/{c.branch} {c.tip}`), then `orchestrate resume`")
+
+
 def left_by_stopped_runner(ctx: Context) -> str | None:
     """The merge a runner moved the campaign branch to and stopped before recording it (its advance intent the
     journal's last), or None: what MERGE adopts where every node runs in the sandbox, and only there."""
