@@ -113,20 +113,27 @@ HIDDEN = ("/tmp", "/run")
 
 
 def _runtime() -> list[str]:
-    """An empty /run of its own, with an empty $XDG_RUNTIME_DIR in it (mode 0700) where the user has one there:
-    tools that keep sockets or locks there make their own, which go with the sandbox."""
+    """An empty /run of its own, with an empty $XDG_RUNTIME_DIR in it where the user has one there (tools that
+    keep sockets or locks there make their own, which go with the sandbox), and the folders on PATH that lie
+    there through a link (NixOS: /run/current-system/sw/bin), shown read-only where PATH names them. (No
+    `--perms`: bubblewrap before 0.5, still shipped, has none; this /run is the sandbox's alone anyway.)"""
     if not os.path.isdir("/run") or os.path.islink("/run"):
         return []
     out = ["--tmpfs", "/run"]
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     if runtime.startswith("/run/") and os.path.isabs(runtime):
-        out += ["--perms", "0700", "--dir", runtime]
+        out += ["--dir", runtime]
+    for folder in dict.fromkeys(os.environ.get("PATH", "").split(os.pathsep)):
+        real = os.path.realpath(folder) if folder.startswith("/run/") else ""
+        if real and not Path(real).is_relative_to("/run") and os.path.isdir(real):
+            out += ["--ro-bind", real, folder]
     return out
 
 
 def _kept_from_run() -> list[str]:
-    """What the host's /run holds that a worker needs: the resolver's configuration where /etc/resolv.conf leads
-    there (systemd-resolved, resolvconf, NetworkManager); a regular file, never a socket."""
+    """What the host's /run holds that a worker needs, bound where it is: the resolver's configuration where
+    /etc/resolv.conf leads there (systemd-resolved, resolvconf, NetworkManager; a regular file, never a
+    socket). Folders on PATH there (NixOS's /run/wrappers/bin) are `_tools`'."""
     real = os.path.realpath("/etc/resolv.conf")
     return [real] if Path(real).is_relative_to("/run") and os.path.isfile(real) else []
 
