@@ -265,7 +265,7 @@ def worktree_remove(repo: str | Path, path: str | Path) -> None:
     following a link a worker without the sandbox swaps in for a folder), then a prune."""
     from orchestrate import git_files
     git_files.remove_worktree(git_common_dir(repo), Path(path))
-    git_admin.prune(repo, check=False)
+    git_admin.prune(repo, check=False, later=True)
 
 
 worktree_prune = git_admin.prune  # never beside an add of this process's

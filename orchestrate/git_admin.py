@@ -3,10 +3,10 @@
 `git worktree add` makes a worktree's admin dir first and marks it `locked` ("initializing") a moment later;
 a `git worktree prune` that looks in between finds a registration with neither a `gitdir` nor a lock, removes
 it, and the add fails ("could not open '.../locked' for writing"). Orchestrate checks a batch's working copies
-out in threads (workers/prepared.py) while its own thread may prune (the integration worktree made beside them,
-a spare discarded), so a prune asked for while an add runs waits for the last add in flight and runs then, and
-an add waits for a prune under way. Another process's prune (a second campaign's runner, the user's git) can
-still land in that moment: an add that failed so is tried again (git.py `_worktree_add`).
+out in threads (workers/prepared.py) while its own thread may prune (a spare discarded, one set aside), so a
+prune waits for the adds in flight (or, a clean-up's, is left to the last of them: `later`), and an add waits
+for a prune under way. Another process's prune (a second campaign's runner, the user's git) can still land in
+that moment: an add that failed so is tried again (git.py `_worktree_add`).
 """
 from __future__ import annotations
 
@@ -35,19 +35,22 @@ def adding(repo: str | Path):
             last = not _adding[key]
             if last:
                 del _adding[key]
+                _state.notify_all()
             due = last and key in _due
         if due:
             prune(repo, check=False)
 
 
-def prune(repo: str | Path, check: bool = True) -> None:
-    """`git worktree prune` in `repo`, now, or once the adds in flight there end (then unchecked)."""
+def prune(repo: str | Path, check: bool = True, *, later: bool = False) -> None:
+    """`git worktree prune` in `repo` once no add of this process runs there; `later` (a clean-up nothing waits
+    for): not waited for, run by the last add in flight instead, unchecked."""
     from orchestrate import git
     key = _key(repo)
     with _state:
-        if key in _adding:
+        if later and key in _adding:
             _due.add(key)
             return
+        _state.wait_for(lambda: key not in _adding and key not in _pruning)
         _due.discard(key)
         _pruning.add(key)
     try:

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from orchestrate import git, git_files
-from orchestrate.errors import Halted
+from orchestrate.errors import GitError, Halted
 from orchestrate.workers import containment, pool, prepared
 
 
@@ -126,8 +126,13 @@ def integration(ctx) -> Path:
     if not (path / ".git").exists():
         ctx.emit("intent", {"effect": "integration-add", "path": str(path), "branch": ctx.campaign.branch})
         path.parent.mkdir(parents=True, exist_ok=True)
-        git.worktree_prune(ctx.root)
-        git.worktree_add_detached(ctx.root, path, tip)
+        try:  # no prune first: one waits for a batch's checkouts made beside it (git_admin.py)
+            git.worktree_add_detached(ctx.root, path, tip)
+        except GitError as exc:
+            if "already registered" not in exc.stderr:  # its folder removed by hand, its registration left
+                raise
+            git.worktree_prune(ctx.root)
+            git.worktree_add_detached(ctx.root, path, tip)
         ctx.emit("result", {"effect": "integration-add", "path": str(path)})
         return path
     head, branch = git.head_state(path)
