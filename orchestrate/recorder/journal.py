@@ -198,7 +198,13 @@ class Recorder:
     def commit(self, subject: str, body: str = "") -> str:
         """Commit the recorder's files (held entries first) as one CAS step of the recorder branch (`_commit`)."""
         self.cut_off = (subject, body, self.held[-1]["id"] if self.held else "")
-        sha = self._commit(subject, body)
+        try:
+            sha = self._commit(subject, body)
+        except KeyboardInterrupt:  # (SIGTERM too) the interrupt makes it under its own subject: finish_cut_off
+            raise
+        except BaseException:  # refused: not one a later interrupt should make
+            self.cut_off = None
+            raise
         self.cut_off = None
         return sha
 

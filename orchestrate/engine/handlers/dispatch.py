@@ -21,7 +21,9 @@ def handle(ctx: Context) -> Outcome:
             return stopped
     nodes = schedule.to_dispatch(ctx)
     # an `input` guardrail that passed on an older head judges again the head these nodes branch from (§3.6)
-    while stale := [n for n in nodes if guardrails.stale(ctx, n)]:
+    again: set[str] = set()  # once each: an edge an amendment left untaken is not judged again, and stays stale
+    while stale := [n for n in nodes if n not in again and guardrails.stale(ctx, n)]:
+        again.update(stale)
         stopped = routing.settle(ctx, stale)
         if stopped is not None:
             return stopped
