@@ -126,7 +126,8 @@ def test_an_empty_topic_is_refused_not_taken_for_the_campaign_in_flight(tmp_path
     assert _orch(repo, "init").returncode == 0
     assert _orch(repo, "run", "--no-interactive", timeout=180).returncode == 75
     for args in (["abandon", "--note", "wrong one"], ["decide", "final-acceptance", "accept"], ["status"],
-                 ["status", "--json"], ["realign", "--rediscover", "first"]):  # realign: rv84
+                 ["status", "--json"], ["realign", "--rediscover", "first"],  # realign: rv84
+                 ["graph"], ["clean"]):  # they said "no campaign ``"
         done = _orch(repo, *args, "--topic", "")
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert "--topic is empty" in done.stderr, done.stderr

@@ -101,6 +101,12 @@ def new_topic_option(f):
     return click.option("--topic", callback=check, help=TOPIC_HELP)(f)
 
 
+def not_empty(_ctx, _param, value: str | None) -> str | None:
+    """The callback of a --topic naming a campaign: an empty one is refused (recorder/topics.refuse_empty)."""
+    from orchestrate.recorder import topics
+    return topics.refuse_empty(value)
+
+
 def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(f)
 

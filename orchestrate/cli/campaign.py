@@ -15,6 +15,7 @@ from orchestrate.cli.app import (
     executor_options,
     json_option,
     new_topic_option,
+    not_empty,
     seams_help,
 )
 from orchestrate.errors import ExitCode
@@ -345,7 +346,7 @@ def abandon(topic: str | None, as_who: str | None, note: str, quiet: bool) -> in
 
 
 @cli.command(short_help="Remove the worktrees and merged branches of ended campaigns")
-@click.option("--topic", help="One ended campaign (default: every ended campaign).")
+@click.option("--topic", callback=not_empty, help="One ended campaign (default: every ended campaign).")
 @click.option("--dry-run", is_flag=True, help="List what would be removed, remove nothing.")
 @json_option
 def clean(topic: str | None, dry_run: bool, as_json: bool) -> int:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from orchestrate.cli.app import cli
+from orchestrate.cli.app import cli, not_empty
 from orchestrate.errors import ExitCode, UsageError
 
 
@@ -68,7 +68,7 @@ def _check_output(output: Path) -> None:
 @cli.command(short_help="Print the DAG as text, Mermaid or DOT")
 @click.option("--dag", "dag_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Draw this DAG file (no statuses).")
-@click.option("--topic", help="Draw this campaign's DAG with its nodes' statuses (default: the one in flight "
+@click.option("--topic", callback=not_empty, help="Draw this campaign's DAG with its nodes' statuses (default: the one in flight "
                               "or paused, final acceptance included; else .ledger/state/dag.yaml, without "
                               "statuses).")
 @click.option("--format", "fmt", type=click.Choice(["mermaid", "dot", "text"]), default="text", show_default=True,

@@ -62,15 +62,22 @@ def open_topics(ledger: Path) -> list[str]:
     return sorted(t for t in lifecycle(ledger) if not ended(ledger, t))
 
 
+def refuse_empty(topic: str | None) -> str | None:
+    """`--topic "$T"` with T unset is refused (UsageError): not "the default", which `abandon` or `decide` would
+    then act on, nor a campaign named `` to look for."""
+    if topic == "":
+        from orchestrate.errors import UsageError
+        raise UsageError("--topic is empty", hint="name a campaign, or leave --topic out for the one in flight")
+    return topic
+
+
 def pick(ledger: Path, topic: str | None, *, newest_ended: bool = False) -> str:
     """The one rule `resume`, `status` and `decide` use without --topic: the single campaign that has not
     ended. None: UsageError saying how to start one; several: UsageError listing them, newest first, with
     their states, to choose from. `newest_ended` (the commands that only read: `status`, `report`,
     `doctor`, `why`): when every campaign has ended, the newest, since there is then nothing to confuse."""
     from orchestrate.errors import UsageError
-    if topic == "":  # `--topic "$T"` with T unset: not "the default", which `abandon` or `decide` would then act on
-        raise UsageError("--topic is empty", hint="name a campaign, or leave --topic out for the one in flight")
-    if topic:
+    if refuse_empty(topic):
         return topic
     candidates = open_topics(ledger)
     if len(candidates) == 1:
