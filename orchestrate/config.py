@@ -125,11 +125,13 @@ def _regular_text(path: Path) -> str:
     """The file's text, when it is a regular file: a pipe planted there would block the read for good
     (it is opened without waiting for a writer, and refused)."""
     import errno
-    import stat
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+
+    from orchestrate import git_files
+    try:
+        fd, _ = git_files.open_regular(path, follow=True)
+    except git_files.NotRegular:
+        raise OSError(errno.EINVAL, "not a regular file") from None
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
         return fh.read().decode("utf-8")
 
 

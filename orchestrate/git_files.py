@@ -229,7 +229,11 @@ def _read_refs(common: Path, skip: tuple[str, ...] = ()) -> dict[str, str] | Non
 
 
 class NotRegular(OSError):
-    """Not a regular file (its kind is the message)."""
+    """Not a regular file: `kind` says what it is (`stat.filemode`, or "a symbolic link")."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"not a file ({kind})")
+        self.kind = kind
 
 
 def small(path: str | Path, most: int | None = 4096) -> bytes:
@@ -249,19 +253,20 @@ def tail(path: str | Path, most: int) -> bytes:
         return fh.read(most)
 
 
-def open_regular(path: str | Path) -> tuple[int, os.stat_result]:
-    """A read-only descriptor of a regular file and its stat, opened without following a link or waiting on
-    a FIFO; NotRegular (closed) for anything else. The caller closes it."""
+def open_regular(path: str | Path, *, follow: bool = False) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of a regular file and its stat, opened without waiting on a FIFO, nor following a
+    link unless `follow` (a person's own file: a config, a brief); NotRegular (closed) for anything else. The
+    caller closes it."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW))
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # O_NOFOLLOW's answer for a link: said as the other kinds are
-            raise NotRegular("not a file (a symbolic link)") from None
+            raise NotRegular("a symbolic link") from None
         raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise NotRegular(f"not a file ({stat.filemode(st.st_mode)})")
+            raise NotRegular(stat.filemode(st.st_mode))
     except BaseException:
         os.close(fd)
         raise

@@ -318,13 +318,14 @@ def brief_problem(path: Path, looked: str = _BESIDE_THE_DAG) -> str | None:
     if path.is_dir():
         return f"is a folder, not a file ({looked})"
     import os
-    import stat
+
+    from orchestrate import git_files
     try:  # a FIFO held validate (and each dispatch) forever, /dev/zero until memory ran out (rv83)
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                return f"is not a regular file ({stat.filemode(st.st_mode)}): name a text file"
+        fd, _ = git_files.open_regular(path, follow=True)
+        with os.fdopen(fd, "rb") as fh:
             fh.read().decode("utf-8")
+    except git_files.NotRegular as exc:
+        return f"is not a regular file ({exc.kind}): name a text file"
     except FileNotFoundError:
         return f"does not exist ({looked})"
     except OSError as exc:
