@@ -121,8 +121,11 @@ class Dag:
         return list(self._groups)
 
     def group_of(self, node_id: str) -> tuple[str, ...]:
-        index = self.cached("group_of", lambda: {m: g for g in self._groups for m in g})
-        return index.get(node_id, (node_id,))
+        return self._group_index().get(node_id, (node_id,))
+
+    def _group_index(self) -> dict[str, tuple[str, ...]]:
+        """node -> its LOOPS_WITH group, for the members of one."""
+        return self.cached("group_of", lambda: {m: g for g in self._groups for m in g})
 
     def effective_gates(self, node_id: str) -> list[str]:
         """The gate names judging `node_id` (seeds-other §3.1), sorted by name."""
@@ -151,8 +154,7 @@ class Dag:
         from orchestrate.dag import edges
         spokes = self.cached("spokes", lambda: {h: [e.dst for e in es] for h, es in self._by_end(
             lambda e: e.src if e.predicate == "COMPOSES" else None).items()})
-        index = self.cached("group_of", lambda: {m: g for g in self._groups for m in g})
-        return edges.visited(node_id, self.by_id, spokes, index)
+        return edges.visited(node_id, self.by_id, spokes, self._group_index())
 
     def _gathered(self, starts: tuple[str, ...], own: list[Check], wanted: set[str]) -> tuple[Check, ...]:
         owners = dict.fromkeys(m for n in starts for m, _ in self.walked(n))

@@ -71,7 +71,7 @@ def _act(ctx, edge, recorded: dict) -> bool:
             ctx.emit("enable", {"node": target, "edge": edge.id,
                                 "reason": f"rerouted from {edge.dst}: {recorded['message']}"},
                      derived_from=[recorded["entry"]])
-            ctx.out.line(f"{target}: enabled (reroute of edge {edge.id} ({edge.src} -> {edge.dst}))")
+            ctx.out.line(f"{target}: enabled (reroute of {_where(edge)})")
         return False
     return recorded["answer"] == "approve"
 
@@ -109,7 +109,7 @@ def _run(ctx, edge) -> dict:
                             "entity": entity})
     crashed = [r for r in results if r["rc"] not in (0, 1)]
     violated = [r for r in results if r["rc"] == 1]
-    where = f"edge {edge.id} ({edge.src} -> {edge.dst})"
+    where = _where(edge)
     first = violated[0] if violated else None
     message = (f"guardrail {first['gate']} on {where}: {_first_line(first['summary'])}" if first
                else f"guardrails on {where} pass")
@@ -193,3 +193,7 @@ def _command(dag, name: str, source: str) -> Check:
 def _first_line(text: str) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[0] if lines else "(no output)"
+
+
+def _where(edge) -> str:
+    return f"edge {edge.id} ({edge.src} -> {edge.dst})"

@@ -121,13 +121,14 @@ def _taken(ctx, edge) -> bool:
 def changed_conditions(ctx) -> None:
     """C13: every recorded decision whose edge's `when` was edited since (on resume, after an amendment) is
     named, though its target was decided long ago and is never crossed again: the edit changes nothing."""
-    if ("conditions", id(ctx.dag)) in ctx.warned:
-        return
-    ctx.warned.add(("conditions", id(ctx.dag)))
+    ctx.dag.cached("conditions-named", lambda: _name_changed(ctx))  # once per DAG (a reload or an amendment)
+
+
+def _name_changed(ctx) -> bool:
     for edge in ctx.dag.edges:
-        recorded = ctx.campaign.edges.get(edge.id) if edge.type == "conditional" else None
-        if recorded is not None:
-            _changed(ctx, edge, recorded)
+        if edge.type == "conditional" and edge.id in ctx.campaign.edges:
+            _changed(ctx, edge, ctx.campaign.edges[edge.id])
+    return True
 
 
 def _changed(ctx, edge, recorded: dict) -> None:

@@ -106,9 +106,17 @@ def _may_be_rerouted_to(ctx, node_id: str) -> bool:
     is judged again at that dispatch if the head moved (guardrails.stale), and may enable it then. (A
     serialized target is due only once its layer settled, this node too: it is not waited for.)"""
     c, dag = ctx.campaign, ctx.dag
-    return any(e.guardrails.get("reroute_target") == node_id and e.guardrails.get("input")
-               and e.dst in ctx.routed and c.nodes[e.dst].status == PENDING and not _serialized(dag, e.dst)
-               for e in dag.edges if e.guardrails)
+    return any(d in ctx.routed and c.nodes[d].status == PENDING and not _serialized(dag, d)
+               for d in dag.cached("input-reroutes", lambda: _input_reroutes(dag)).get(node_id, ()))
+
+
+def _input_reroutes(dag) -> dict[str, list[str]]:
+    """reroute target -> the nodes an `input` guardrail may reroute to it from (once per DAG: asked every pass)."""
+    found: dict[str, list[str]] = {}
+    for e in dag.edges:
+        if e.guardrails and e.guardrails.get("input") and e.guardrails.get("reroute_target"):
+            found.setdefault(e.guardrails["reroute_target"], []).append(e.dst)
+    return found
 
 
 def free_slots(ctx) -> int | None:

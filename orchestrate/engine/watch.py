@@ -22,7 +22,7 @@ from orchestrate import git, proc
 from orchestrate.engine.context import Context
 from orchestrate.errors import GitError, Halted
 from orchestrate.recorder.campaign import DISPATCHED
-from orchestrate.workers import fingerprint
+from orchestrate.workers import fingerprint, watched
 
 def refresh(ctx: Context) -> None:
     """Before more workers start: with none running, a new fingerprint (`arm`); with some running (the
@@ -55,16 +55,9 @@ def _pinned(ctx: Context) -> dict:
     if ctx.watch is None or not (live := _live(ctx)):
         return {}
     _adopt_amendments(ctx, live)
-    return {path: _as_committed(record) for path, record in ctx.watch.recorder.items()}
-
-
-def _as_committed(record: bytes | None) -> bytes | None:
-    """What the recorder's commit holds of a watched path: for a link (a `dag.yaml` linked to a plan kept
-    elsewhere), the link itself, as git stores it, not the file it leads to, which no commit holds; compared
-    with that file, the link read as a change on every commit while a worker ran (rv83)."""
-    if record is not None and record[:1] == b"l":
-        return record[1:].split(b"\0", 1)[0]
-    return fingerprint.content(record)
+    # as the recorder's commit holds them: a linked `dag.yaml` compared by the file it leads to read as a change
+    # on every commit while a worker ran (rv83)
+    return {path: watched.committed(record) for path, record in ctx.watch.recorder.items()}
 
 
 def _adopt_amendments(ctx: Context, suspects: list[str]) -> None:

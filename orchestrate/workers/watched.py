@@ -83,6 +83,14 @@ def content(record: bytes | None) -> bytes | None:
     return record.partition(b"\0")[2]
 
 
+def committed(record: bytes | None) -> bytes | None:
+    """What a git commit holds of a watched path of this record: for a link (a `dag.yaml` linked to a plan kept
+    elsewhere), the link itself, as git stores it, not the file it leads to (`content`)."""
+    if record is not None and record[:1] == b"l":
+        return record[1:].split(b"\0", 1)[0]
+    return content(record)
+
+
 def mode(record: bytes) -> str:
     """The mode a file's (or a folder's) record holds, in octal."""
     return record[1:].partition(b"\0")[0].decode()
